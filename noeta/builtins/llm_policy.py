@@ -1,0 +1,32 @@
+"""The default policy: ask the model; run the tools it asks for; finish when it ends its turn."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from noeta.protocols.decisions import CallModel, CallTools, Decision, Finish
+from noeta.protocols.messages import ToolResultBlock
+from noeta.protocols.step_context import StepContext
+from noeta.protocols.view import View
+
+
+@dataclass(frozen=True)
+class LLMPolicy:
+    """Deterministic and I/O-free: it runs inside the workflow."""
+
+    def decide(self, ctx: StepContext, view: View) -> Decision:
+        last = view.last
+        if last is None or last.role != "assistant":
+            return CallModel()
+        calls = last.tool_uses
+        if calls:
+            answered = {
+                b.call_id
+                for m in view.transcript
+                if m.role == "tool"
+                for b in m.content
+                if isinstance(b, ToolResultBlock)
+            }
+            pending = [c for c in calls if c.call_id not in answered]
+            return CallTools(calls=pending) if pending else CallModel()
+        return Finish(answer=last.text)

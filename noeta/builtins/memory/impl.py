@@ -1,0 +1,84 @@
+"""MemoryStore: one memory per file, Markdown body with a small frontmatter block.
+
+The host that manages a memory pool opens the same store the agent writes, so both sides agree on
+slugs and frontmatter. A file looks like::
+
+    ---
+    title: "Preferred deploy window"
+    tags: ["ops"]
+    ---
+    Deploys happen Tuesdays after 14:00 UTC.
+
+Frontmatter values are JSON, one ``key: value`` per line, so any JSON value round-trips.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+_SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,79}$")
+
+
+def slugify(text: str) -> str:
+    """A stable slug: lower-case ASCII words joined by '-' (at most 80 characters)."""
+    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:80].strip("-")
+    if not slug:
+        raise ValueError(f"cannot make a slug from {text!r}")
+    return slug
+
+
+@dataclass(frozen=True)
+class Memory:
+    slug: str
+    body: str
+    frontmatter: dict[str, Any] = field(default_factory=dict)
+
+
+class MemoryStore:
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def _path(self, slug: str) -> Path:
+        if not _SLUG.match(slug):
+            raise ValueError(f"invalid memory slug {slug!r} (use slugify())")
+        return self.root / f"{slug}.md"
+
+    def write(self, slug: str, body: str, **frontmatter: Any) -> Memory:
+        lines = ["---", *(f"{k}: {json.dumps(v, ensure_ascii=False)}" for k, v in sorted(frontmatter.items())), "---", body]
+        path = self._path(slug)
+        fd, tmp = tempfile.mkstemp(dir=self.root, prefix=".tmp-")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write("\n".join(lines))
+        os.replace(tmp, path)
+        return Memory(slug, body, dict(frontmatter))
+
+    def read(self, slug: str) -> Memory:
+        text = self._path(slug).read_text(encoding="utf-8")
+        frontmatter: dict[str, Any] = {}
+        body = text
+        if text.startswith("---\n"):
+            head, sep, rest = text[4:].partition("\n---\n")
+            if not sep and text[4:].endswith("\n---"):
+                head, rest = text[4:-4], ""
+            for line in head.splitlines():
+                key, _, value = line.partition(": ")
+                if key:
+                    frontmatter[key] = json.loads(value)
+            body = rest
+        return Memory(slug, body, frontmatter)
+
+    def list(self) -> list[str]:
+        return sorted(p.stem for p in self.root.glob("*.md"))
+
+    def delete(self, slug: str) -> bool:
+        path = self._path(slug)
+        existed = path.exists()
+        path.unlink(missing_ok=True)
+        return existed

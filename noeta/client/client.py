@@ -1,0 +1,259 @@
+"""Client: start tasks, send goals, read events and messages, wait for results, cancel.
+
+:class:`AsyncClient` is the asyncio API; :class:`Client` is the same API for synchronous code (it
+runs an AsyncClient on a private event-loop thread). Both talk to the embedded dev server unless
+``TEMPORAL_ADDRESS`` points at a cluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import uuid
+from collections.abc import Coroutine, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from temporalio.api.history.v1 import HistoryEvent
+from temporalio.client import Client as TemporalClient
+from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.exceptions import ApplicationError, CancelledError, TerminatedError
+from temporalio.service import RPCError, RPCStatusCode
+
+from noeta.client.config import Settings
+from noeta.client.embedded import EmbeddedServer, ensure_server
+from noeta.client.messages import ViewItem, as_messages
+from noeta.client.options import HostConfig, Options, build_task_input
+from noeta.client.projection import project
+from noeta.context.content_store import ContentStore
+from noeta.errors import (
+    ConfigurationError,
+    NoetaError,
+    TaskCancelledError,
+    TaskFailedError,
+    TaskNotFoundError,
+    TaskNotOpenError,
+    rebuild_error,
+)
+from noeta.protocols.event_log import EventEnvelope
+from noeta.protocols.messages import ImageBlock, LLMProvider, registry_name
+from noeta.protocols.task import WORKFLOW_NAME, GoalInput, TaskResult
+
+T = TypeVar("T")
+
+#: The provider name a task uses when Options names none.
+DEFAULT_PROVIDER = "default"
+
+
+async def connect_temporal(settings: Settings, connect_timeout: float = 15.0) -> tuple[TemporalClient, EmbeddedServer | None]:
+    """Connect to the configured cluster, starting the embedded dev server when none is set."""
+    server = None
+    address = settings.temporal_address
+    if address is None:
+        server = await asyncio.to_thread(ensure_server, settings.home / "temporal")
+        address = server.address
+    deadline = asyncio.get_running_loop().time() + connect_timeout
+    while True:
+        try:
+            client = await TemporalClient.connect(
+                address,
+                namespace=settings.namespace,
+                api_key=settings.api_key,
+                tls=settings.tls or settings.api_key is not None,
+                data_converter=pydantic_data_converter,
+            )
+            return client, server
+        except RuntimeError:
+            # A freshly started server accepts TCP a moment before it serves gRPC.
+            if asyncio.get_running_loop().time() > deadline:
+                raise
+            await asyncio.sleep(0.2)
+
+
+def translate_failure(err: BaseException) -> NoetaError:
+    """A workflow/update failure as the typed Noeta error it carries."""
+    cause = err.cause if isinstance(err, (WorkflowFailureError, WorkflowUpdateFailedError)) else err
+    if isinstance(cause, CancelledError):
+        return TaskCancelledError("the task was cancelled")
+    if isinstance(cause, TerminatedError):
+        return TaskFailedError(f"the task was terminated: {cause.message}")
+    if isinstance(cause, ApplicationError):
+        details = cause.details[0] if cause.details else None
+        rebuilt = rebuild_error(cause.type, cause.message, details)
+        if rebuilt is not None:
+            return rebuilt
+        return TaskFailedError(f"{cause.type or 'error'}: {cause.message}")
+    return TaskFailedError(str(cause or err))
+
+
+class AsyncClient:
+    def __init__(
+        self,
+        temporal: TemporalClient,
+        *,
+        content_store: ContentStore,
+        task_queue: str,
+        server: EmbeddedServer | None = None,
+    ) -> None:
+        self.temporal = temporal
+        self.content_store = content_store
+        self.task_queue = task_queue
+        self.server = server
+        """The embedded dev server, when this client uses one."""
+
+    @classmethod
+    async def connect(cls, host: HostConfig | None = None) -> "AsyncClient":
+        host = host or HostConfig()
+        temporal, server = await connect_temporal(host.settings)
+        return cls(
+            temporal,
+            content_store=host.store(),
+            task_queue=host.task_queue or host.settings.task_queue,
+            server=server,
+        )
+
+    async def start(
+        self,
+        goal: str,
+        options: Options | None = None,
+        *,
+        task_id: str | None = None,
+        keep_open: bool = False,
+        images: Sequence[ImageBlock] = (),
+        workspace_dir: str | Path | None = None,
+        provider_name: str | None = None,
+        task_queue: str | None = None,
+    ) -> str:
+        """Start a task and return its id (the workflow id)."""
+        options = options or Options()
+        if provider_name is None:
+            if isinstance(options.provider, str):
+                provider_name = options.provider
+            elif isinstance(options.provider, LLMProvider):
+                provider_name = registry_name(options.provider)
+            else:
+                provider_name = DEFAULT_PROVIDER
+        task_input = build_task_input(
+            options,
+            goal,
+            provider_name=provider_name,
+            keep_open=keep_open,
+            images=images,
+            workspace_dir=workspace_dir,
+        )
+        task_id = task_id or f"task-{uuid.uuid4().hex[:12]}"
+        await self.temporal.start_workflow(
+            WORKFLOW_NAME,
+            task_input,
+            id=task_id,
+            task_queue=task_queue or self.task_queue,
+            static_summary=goal if len(goal) <= 200 else goal[:199] + "…",
+            static_details=(
+                f"**provider** {provider_name} · **model** {options.model or 'default'} · "
+                f"**tools** {', '.join(task_input.tools) or 'none'} · **max_turns** {options.max_turns}"
+            ),
+        )
+        return task_id
+
+    async def send_goal(self, task_id: str, goal: str, images: Sequence[ImageBlock] = ()) -> TaskResult:
+        """Send the next goal to a task started with ``keep_open=True``; returns that goal's result."""
+        if not goal.strip():
+            raise ConfigurationError("goal must be a non-empty string")
+        handle = self.temporal.get_workflow_handle(task_id)
+        try:
+            return await handle.execute_update(
+                "send_goal", GoalInput(goal=goal, images=list(images)), result_type=TaskResult
+            )
+        except WorkflowUpdateFailedError as err:
+            raise translate_failure(err) from err
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                raise TaskNotOpenError(f"task {task_id!r} has ended or does not exist") from err
+            raise
+
+    async def close(self, task_id: str) -> None:
+        """Let a keep-open task end after its queued goals."""
+        await self.temporal.get_workflow_handle(task_id).signal("close")
+
+    async def result(self, task_id: str) -> TaskResult:
+        """Wait for the task's (last goal's) result; raises the task's typed error if it failed."""
+        handle = self.temporal.get_workflow_handle(task_id, result_type=TaskResult)
+        try:
+            return await handle.result()
+        except WorkflowFailureError as err:
+            raise translate_failure(err) from err
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                raise TaskNotFoundError(f"no task {task_id!r}") from err
+            raise
+
+    async def cancel(self, task_id: str) -> None:
+        await self.temporal.get_workflow_handle(task_id).cancel()
+
+    async def history(self, task_id: str) -> list[HistoryEvent]:
+        try:
+            history = await self.temporal.get_workflow_handle(task_id).fetch_history()
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                raise TaskNotFoundError(f"no task {task_id!r}") from err
+            raise
+        return list(history.events)
+
+    async def events(self, task_id: str) -> list[EventEnvelope]:
+        """The task's event log, projected from its workflow history."""
+        return project(await self.history(task_id), task_id=task_id)
+
+    async def messages(self, task_id: str) -> list[ViewItem]:
+        return as_messages(await self.events(task_id), self.content_store)
+
+    async def is_running(self, task_id: str) -> bool:
+        desc = await self.temporal.get_workflow_handle(task_id).describe()
+        return desc.status is not None and desc.status.name == "RUNNING"
+
+
+class Client:
+    """The synchronous twin of :class:`AsyncClient` (same methods, blocking)."""
+
+    def __init__(self, host: HostConfig | None = None) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="noeta-client", daemon=True)
+        self._thread.start()
+        self._async = self._run(AsyncClient.connect(host))
+
+    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+
+    @property
+    def content_store(self) -> ContentStore:
+        return self._async.content_store
+
+    @property
+    def aio(self) -> AsyncClient:
+        """The underlying AsyncClient (its coroutines must run on this client's loop)."""
+        return self._async
+
+    def start(self, goal: str, options: Options | None = None, **kwargs: Any) -> str:
+        return self._run(self._async.start(goal, options, **kwargs))
+
+    def send_goal(self, task_id: str, goal: str, images: Sequence[ImageBlock] = ()) -> TaskResult:
+        return self._run(self._async.send_goal(task_id, goal, images))
+
+    def close(self, task_id: str) -> None:
+        self._run(self._async.close(task_id))
+
+    def result(self, task_id: str) -> TaskResult:
+        return self._run(self._async.result(task_id))
+
+    def cancel(self, task_id: str) -> None:
+        self._run(self._async.cancel(task_id))
+
+    def events(self, task_id: str) -> list[EventEnvelope]:
+        return self._run(self._async.events(task_id))
+
+    def messages(self, task_id: str) -> list[ViewItem]:
+        return self._run(self._async.messages(task_id))
+
+    def shutdown(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=5)

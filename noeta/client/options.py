@@ -1,0 +1,161 @@
+"""Options: everything a task is configured with, and where each extension mounts.
+
+Validated when constructed, so bad input fails before any token is spent.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from noeta.builtins.llm_policy import LLMPolicy
+from noeta.client.config import Settings
+from noeta.context.content_store import ContentStore
+from noeta.errors import ConfigurationError, PayloadTooLargeError
+from noeta.protocols.messages import ImageBlock, LLMProvider
+from noeta.protocols.policy import Policy
+from noeta.protocols.task import PolicyRef, TaskInput
+from noeta.protocols.tool import Tool, tool_fingerprint
+
+#: Temporal refuses payloads over 2 MiB; keep a margin for the rest of the task input.
+MAX_GOAL_BYTES = 256 * 1024
+
+
+@dataclass(frozen=True)
+class Options:
+    """How a task runs. Every field has a working default."""
+
+    system_prompt: str | None = None
+    model: str | None = None
+    """Model name passed to the provider (None: the provider's default)."""
+    provider: str | LLMProvider | None = None
+    """A provider object (runs in the in-process worker) or the registry name of a worker's provider."""
+    allowed_tools: Sequence[Tool | str] = ()
+    """Tools the agent may call: @tool objects, or names registered on the worker."""
+    mcp_servers: Mapping[str, Any] = field(default_factory=dict)
+    """In-process MCP servers from ``create_sdk_mcp_server``; their tools keep their bare names."""
+    max_turns: int = 50
+    """Model calls allowed per goal; beyond it the goal ends with status "failed"."""
+    max_retries: int = 3
+    """Retries after the first attempt of each provider call and tool call."""
+    policy: Policy | None = None
+    """A custom Policy (an importable class); default: the LLM policy."""
+    temperature: float | None = None
+    max_tokens: int | None = None
+    model_timeout_seconds: float = 300.0
+    """Start-to-close timeout of one model-call attempt."""
+    tool_timeout_seconds: float = 300.0
+    """Default start-to-close timeout of one tool-call attempt (``@tool(timeout_seconds=)`` wins)."""
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.max_turns, int) or self.max_turns < 1:
+            raise ConfigurationError(f"max_turns must be an int >= 1, got {self.max_turns!r}")
+        if not isinstance(self.max_retries, int) or self.max_retries < 0:
+            raise ConfigurationError(f"max_retries must be an int >= 0, got {self.max_retries!r}")
+        for name in ("model_timeout_seconds", "tool_timeout_seconds"):
+            if getattr(self, name) <= 0:
+                raise ConfigurationError(f"{name} must be > 0")
+        if isinstance(self.allowed_tools, (str, bytes)):
+            raise ConfigurationError("allowed_tools must be a list of tools or tool names, not a string")
+        for item in self.allowed_tools:
+            if not isinstance(item, (str, Tool)):
+                raise ConfigurationError(f"allowed_tools: {item!r} is neither a tool name nor a Tool")
+        for alias, server in self.mcp_servers.items():
+            if not hasattr(server, "tools") or not hasattr(server, "version"):
+                raise ConfigurationError(
+                    f"mcp_servers[{alias!r}]: only in-process servers from create_sdk_mcp_server are "
+                    "supported"
+                )
+        if self.provider is not None and not isinstance(self.provider, (str, LLMProvider)):
+            raise ConfigurationError(f"provider must be a name or an LLMProvider, got {self.provider!r}")
+        if self.policy is not None and not hasattr(self.policy, "decide"):
+            raise ConfigurationError(f"policy {self.policy!r} has no decide(ctx, view) method")
+
+    def tool_objects(self) -> list[Tool]:
+        """Tool objects given directly or through in-process MCP servers."""
+        tools = [t for t in self.allowed_tools if not isinstance(t, str)]
+        for server in self.mcp_servers.values():
+            tools.extend(server.tools)
+        return tools  # type: ignore[return-value]
+
+    def tool_names(self) -> list[str]:
+        names: list[str] = []
+        for item in [*self.allowed_tools, *self.tool_objects()]:
+            name = item if isinstance(item, str) else item.name
+            if name not in names:
+                names.append(name)
+        return names
+
+
+@dataclass(frozen=True)
+class HostConfig:
+    """Where the host runs tasks: cluster, data directory, content store, task queue."""
+
+    settings: Settings = field(default_factory=Settings)
+    content_store: ContentStore | None = None
+    """Defaults to the local store under ``settings.home``; must be the workers' store."""
+    task_queue: str | None = None
+
+    def store(self) -> ContentStore:
+        return self.content_store or self.settings.content_store()
+
+
+def policy_ref(policy: Policy | None) -> PolicyRef | None:
+    """The import path of a policy, for loading it inside the workflow."""
+    if policy is None or type(policy) is LLMPolicy:
+        return None
+    cls = type(policy)
+    if cls.__module__ == "__main__" or "<locals>" in cls.__qualname__:
+        raise ConfigurationError(
+            f"policy class {cls.__qualname__} must be defined at module level in an importable "
+            "module (not __main__ or a function): the workflow loads it by import path"
+        )
+    params: dict[str, Any] = {}
+    if dataclasses.is_dataclass(policy):
+        params = {f.name: getattr(policy, f.name) for f in dataclasses.fields(policy) if f.init}
+    return PolicyRef(path=f"{cls.__module__}:{cls.__qualname__}", params=params)
+
+
+def build_task_input(
+    options: Options,
+    goal: str,
+    *,
+    provider_name: str,
+    keep_open: bool = False,
+    images: Sequence[ImageBlock] = (),
+    workspace_dir: str | Path | None = None,
+    trace_id: str | None = None,
+) -> TaskInput:
+    """Validate a goal and turn Options into the workflow's input."""
+    if not isinstance(goal, str) or not goal.strip():
+        raise ConfigurationError("goal must be a non-empty string")
+    if len(goal.encode()) > MAX_GOAL_BYTES:
+        raise PayloadTooLargeError(
+            f"goal is {len(goal.encode())} bytes; the limit is {MAX_GOAL_BYTES}. Put large "
+            "documents behind a tool or in the content store and reference them"
+        )
+    fingerprints = {t.name: tool_fingerprint(t.name, t.version, t.input_schema) for t in options.tool_objects()}
+    return TaskInput(
+        goal=goal,
+        provider=provider_name,
+        model=options.model,
+        system_prompt=options.system_prompt,
+        images=list(images),
+        tools=options.tool_names(),
+        tool_fingerprints=fingerprints,
+        max_turns=options.max_turns,
+        max_retries=options.max_retries,
+        policy=policy_ref(options.policy),
+        keep_open=keep_open,
+        trace_id=trace_id,
+        temperature=options.temperature,
+        max_tokens=options.max_tokens,
+        model_timeout_seconds=options.model_timeout_seconds,
+        tool_timeout_seconds=options.tool_timeout_seconds,
+        workspace_dir=str(Path(workspace_dir).resolve()) if workspace_dir is not None else None,
+        metadata=dict(options.metadata),
+    )

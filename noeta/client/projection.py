@@ -1,0 +1,392 @@
+"""Workflow history -> EventEnvelopes. A pure function: the same history gives the same stream.
+
+The history is the only event store. Each AgentWorkflow history event that means something to the
+agent becomes one or more envelopes; ``seq`` is assigned in projection order, gap-free from 1 and
+continuing across the runs of one task.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import TypeAdapter
+from temporalio.api.common.v1 import Payload, Payloads
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.failure.v1 import Failure
+from temporalio.api.history.v1 import HistoryEvent
+
+from noeta.protocols import event_log as ev
+from noeta.protocols.messages import Message, TextBlock, ToolResultBlock
+from noeta.protocols.task import (
+    CALL_MODEL,
+    INVOKE_TOOL,
+    PREPARE_TASK,
+    RESULT_MEMO_KEY,
+    TASK_FATAL_TOOL_ERRORS,
+    CallModelInput,
+    CallModelOutput,
+    GoalInput,
+    InvokeToolInput,
+    InvokeToolOutput,
+    PrepareOutput,
+    TaskInput,
+    TaskResult,
+)
+
+_ADAPTERS: dict[type, TypeAdapter[Any]] = {}
+
+
+def _decode(payload: Payload, cls: type) -> Any:
+    if payload.metadata.get("encoding") == b"binary/null":
+        return None
+    adapter = _ADAPTERS.get(cls) or _ADAPTERS.setdefault(cls, TypeAdapter(cls))
+    return adapter.validate_python(json.loads(payload.data))
+
+
+def _first(payloads: Payloads, cls: type) -> Any:
+    return _decode(payloads.payloads[0], cls) if payloads.payloads else None
+
+
+def failure_text(failure: Failure) -> tuple[str, str | None]:
+    """(innermost message, ApplicationError type) of a failure chain."""
+    error_type = None
+    while True:
+        if failure.HasField("application_failure_info") and failure.application_failure_info.type:
+            error_type = failure.application_failure_info.type
+        if not failure.HasField("cause"):
+            break
+        failure = failure.cause
+    return failure.message or "failed", error_type
+
+
+@dataclass
+class _Scheduled:
+    activity: str
+    input: Any
+    seq: int
+
+
+@dataclass
+class _Projector:
+    task_id: str
+    envelopes: list[ev.EventEnvelope] = field(default_factory=list)
+    trace_id: str = ""
+    provider: str = ""
+    task: TaskInput | None = None
+    scheduled: dict[int, _Scheduled] = field(default_factory=dict)
+    children: dict[int, tuple[str, str, int]] = field(default_factory=dict)
+    last_message_seq: int | None = None
+    call_seq: dict[str, int] = field(default_factory=dict)  # call_id -> seq of the message asking for it
+    started_attempt: dict[int, int] = field(default_factory=dict)
+
+    def emit(
+        self,
+        payload: Any,
+        actor: str,
+        event: HistoryEvent,
+        causation: int | None,
+        origin: str | None = None,
+    ) -> int:
+        seq = len(self.envelopes) + 1
+        self.envelopes.append(
+            ev.EventEnvelope(
+                seq=seq,
+                type=type(payload).__name__,
+                actor=actor,
+                origin=origin,  # type: ignore[arg-type]
+                trace_id=self.trace_id,
+                causation_id=causation,
+                payload=payload,
+                task_id=self.task_id,
+                timestamp=event.event_time.ToDatetime() if event.HasField("event_time") else None,
+                history_event_id=event.event_id,
+            )
+        )
+        return seq
+
+    def messages(self, messages: list[Message], actor: str, event: HistoryEvent, cause: int | None) -> int:
+        origin = messages[0].origin if messages else None
+        seq = self.emit(ev.MessagesAppended(messages=messages), actor, event, cause, origin)
+        self.last_message_seq = seq
+        for message in messages:
+            for call in message.tool_uses:
+                self.call_seq[call.call_id] = seq
+        return seq
+
+    # -- per event ------------------------------------------------------------------------------
+
+    def on_started(self, event: HistoryEvent) -> None:
+        attrs = event.workflow_execution_started_event_attributes
+        task: TaskInput = _first(attrs.input, TaskInput)
+        self.task = task
+        self.provider = task.provider
+        if not self.trace_id:
+            self.trace_id = task.trace_id or self.task_id
+        if self.envelopes:  # a continued run: the earlier run already told the story so far
+            return
+        self.emit(
+            ev.TaskCreated(
+                goal=task.goal,
+                model=task.model,
+                provider=task.provider,
+                tools=list(task.tools),
+                max_turns=task.max_turns,
+                max_retries=task.max_retries,
+            ),
+            "human",
+            event,
+            None,
+        )
+
+    def on_scheduled(self, event: HistoryEvent) -> None:
+        attrs = event.activity_task_scheduled_event_attributes
+        name = attrs.activity_type.name
+        if name == CALL_MODEL:
+            inp: CallModelInput = _first(attrs.input, CallModelInput)
+            seq = self.emit(
+                ev.ProviderCallStarted(
+                    provider=inp.provider, model=inp.model, turn=inp.turn, messages_appended=len(inp.append)
+                ),
+                "engine",
+                event,
+                self.last_message_seq,
+            )
+        elif name == INVOKE_TOOL:
+            inp = _first(attrs.input, InvokeToolInput)
+            seq = self.emit(
+                ev.ToolCallStarted(call_id=inp.call_id, tool_name=inp.tool_name, arguments=inp.arguments),
+                "engine",
+                event,
+                self.call_seq.get(inp.call_id),
+            )
+        else:
+            inp, seq = None, self.last_message_seq or 1
+        self.scheduled[event.event_id] = _Scheduled(name, inp, seq)
+
+    def on_activity_started(self, event: HistoryEvent) -> None:
+        attrs = event.activity_task_started_event_attributes
+        self.started_attempt[attrs.scheduled_event_id] = attrs.attempt
+
+    def on_completed(self, event: HistoryEvent) -> None:
+        attrs = event.activity_task_completed_event_attributes
+        sched = self.scheduled.get(attrs.scheduled_event_id)
+        if sched is None:
+            return
+        if sched.activity == PREPARE_TASK:
+            plan: PrepareOutput = _first(attrs.result, PrepareOutput)
+            assert self.task is not None
+            seq = self.emit(
+                ev.ContextPlanComposed(
+                    system_prompt_chars=len(self.task.system_prompt or ""),
+                    tools=[t.name for t in plan.tools],
+                    tool_fingerprints={t.name: t.fingerprint for t in plan.tools},
+                ),
+                "engine",
+                event,
+                1,
+            )
+            goal = Message(
+                role="user", content=[TextBlock(text=self.task.goal), *self.task.images], origin="human"
+            )
+            self.messages([goal], "human", event, seq)
+        elif sched.activity == CALL_MODEL:
+            out: CallModelOutput = _first(attrs.result, CallModelOutput)
+            actor = f"provider:{self.provider}"
+            seq = self.emit(
+                ev.ProviderCallCompleted(
+                    provider=self.provider,
+                    stop_reason=out.response.stop_reason,
+                    usage=out.response.usage,
+                    attempt=out.attempt,
+                ),
+                actor,
+                event,
+                sched.seq,
+            )
+            self.messages([Message(role="assistant", content=out.response.content)], actor, event, seq)
+        elif sched.activity == INVOKE_TOOL:
+            inp: InvokeToolInput = sched.input
+            result = _first(attrs.result, InvokeToolOutput)
+            actor = f"tool:{inp.tool_name}"
+            seq = self.emit(
+                ev.ToolCallCompleted(
+                    call_id=inp.call_id,
+                    tool_name=inp.tool_name,
+                    success=result.result.success,
+                    attempt=result.attempt,
+                    summary=result.result.summary,
+                ),
+                actor,
+                event,
+                sched.seq,
+            )
+            block = ToolResultBlock(
+                call_id=inp.call_id,
+                output=result.result.output_ref or result.result.output,
+                success=result.result.success,
+                error=None if result.result.success else result.result.output,
+            )
+            self.messages([Message(role="tool", content=[block])], actor, event, seq)
+
+    def on_activity_failed(self, event: HistoryEvent, failure: Failure, scheduled_id: int) -> None:
+        sched = self.scheduled.get(scheduled_id)
+        if sched is None:
+            return
+        message, error_type = failure_text(failure)
+        attempt = self.started_attempt.get(scheduled_id, 1)
+        if sched.activity == CALL_MODEL:
+            self.emit(
+                ev.ProviderCallFailed(provider=self.provider, error=message, error_type=error_type, attempt=attempt),
+                f"provider:{self.provider}",
+                event,
+                sched.seq,
+            )
+        elif sched.activity == INVOKE_TOOL:
+            inp: InvokeToolInput = sched.input
+            actor = f"tool:{inp.tool_name}"
+            seq = self.emit(
+                ev.ToolCallFailed(
+                    call_id=inp.call_id, tool_name=inp.tool_name, error=message, error_type=error_type, attempt=attempt
+                ),
+                actor,
+                event,
+                sched.seq,
+            )
+            if error_type not in TASK_FATAL_TOOL_ERRORS:  # the model is told; see AgentWorkflow
+                block = ToolResultBlock(call_id=inp.call_id, output=None, success=False, error=message)
+                self.messages([Message(role="tool", content=[block])], actor, event, seq)
+
+    def on_update_accepted(self, event: HistoryEvent) -> None:
+        attrs = event.workflow_execution_update_accepted_event_attributes
+        if attrs.accepted_request.input.name != "send_goal":
+            return
+        goal: GoalInput = _first(attrs.accepted_request.input.args, GoalInput)
+        seq = self.emit(ev.GoalReceived(goal=goal.goal), "human", event, None, "human")
+        message = Message(role="user", content=[TextBlock(text=goal.goal), *goal.images], origin="human")
+        self.messages([message], "human", event, seq)
+
+    def on_memo(self, event: HistoryEvent) -> None:
+        fields = event.workflow_properties_modified_event_attributes.upserted_memo.fields
+        if RESULT_MEMO_KEY not in fields:
+            return
+        result: TaskResult = _decode(fields[RESULT_MEMO_KEY], TaskResult)
+        self.emit(
+            ev.TaskCompleted(answer=result.answer, status=result.status, usage=result.usage, turns=result.turns),
+            "engine",
+            event,
+            self.last_message_seq,
+        )
+
+    def on_child_initiated(self, event: HistoryEvent) -> None:
+        attrs = event.start_child_workflow_execution_initiated_event_attributes
+        child: TaskInput = _first(attrs.input, TaskInput)
+        call_id = attrs.workflow_id.rsplit("/", 1)[-1]
+        seq = self.emit(
+            ev.SubtaskSpawned(call_id=call_id, goal=child.goal, child_task_id=attrs.workflow_id),
+            "engine",
+            event,
+            self.call_seq.get(call_id, self.last_message_seq),
+        )
+        self.children[event.event_id] = (call_id, attrs.workflow_id, seq)
+
+    def on_child_closed(self, event: HistoryEvent, initiated_id: int, answer: str, success: bool) -> None:
+        if initiated_id not in self.children:
+            return
+        call_id, child_id, seq = self.children[initiated_id]
+        seq = self.emit(
+            ev.SubtaskCompleted(call_id=call_id, child_task_id=child_id, success=success, answer=answer),
+            f"subtask:{child_id}",
+            event,
+            seq,
+        )
+        block = ToolResultBlock(
+            call_id=call_id, output=answer if success else None, success=success, error=None if success else answer
+        )
+        self.messages([Message(role="tool", content=[block])], f"subtask:{child_id}", event, seq)
+
+    def on_closed(self, event: HistoryEvent) -> None:
+        t = event.event_type
+        if t == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED:
+            message, error_type = failure_text(event.workflow_execution_failed_event_attributes.failure)
+            self.emit(ev.TaskFailed(reason=message, error_type=error_type), "engine", event, self.last_message_seq)
+        elif t == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT:
+            self.emit(ev.TaskFailed(reason="workflow timed out", error_type="TimeoutError"), "engine", event, None)
+        elif t == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED:
+            reason = event.workflow_execution_terminated_event_attributes.reason or "terminated"
+            self.emit(ev.TaskFailed(reason=f"terminated: {reason}", error_type="Terminated"), "engine", event, None)
+        elif t == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED:
+            self.emit(ev.TaskCancelled(), "human", event, None)
+        elif t == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
+            attrs = event.workflow_execution_continued_as_new_event_attributes
+            self.emit(ev.TaskContinuedAsNew(new_run_id=attrs.new_execution_run_id or None), "engine", event, None)
+
+    def feed(self, event: HistoryEvent) -> None:
+        t = event.event_type
+        E = EventType
+        if t == E.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
+            self.on_started(event)
+        elif t == E.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            self.on_scheduled(event)
+        elif t == E.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+            self.on_activity_started(event)
+        elif t == E.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+            self.on_completed(event)
+        elif t == E.EVENT_TYPE_ACTIVITY_TASK_FAILED:
+            a = event.activity_task_failed_event_attributes
+            self.on_activity_failed(event, a.failure, a.scheduled_event_id)
+        elif t == E.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT:
+            a2 = event.activity_task_timed_out_event_attributes
+            self.on_activity_failed(event, a2.failure, a2.scheduled_event_id)
+        elif t == E.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
+            self.on_update_accepted(event)
+        elif t == E.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED:
+            self.on_memo(event)
+        elif t == E.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED:
+            self.on_child_initiated(event)
+        elif t == E.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED:
+            a3 = event.child_workflow_execution_completed_event_attributes
+            result: TaskResult = _first(a3.result, TaskResult)
+            self.on_child_closed(event, a3.initiated_event_id, result.answer, result.status == "completed")
+        elif t in (
+            E.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_FAILED,
+            E.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_CANCELED,
+            E.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_TERMINATED,
+            E.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_TIMED_OUT,
+        ):
+            attrs = _child_close_attrs(event)
+            answer = failure_text(attrs.failure)[0] if hasattr(attrs, "failure") else "subtask did not complete"
+            self.on_child_closed(event, attrs.initiated_event_id, answer, False)
+        else:
+            self.on_closed(event)
+
+
+def _child_close_attrs(event: HistoryEvent) -> Any:
+    for name in (
+        "child_workflow_execution_failed_event_attributes",
+        "child_workflow_execution_canceled_event_attributes",
+        "child_workflow_execution_terminated_event_attributes",
+        "child_workflow_execution_timed_out_event_attributes",
+    ):
+        if event.HasField(name):
+            return getattr(event, name)
+    raise ValueError("not a child close event")
+
+
+def project(
+    history: Iterable[HistoryEvent] | Sequence[Iterable[HistoryEvent]], task_id: str = ""
+) -> list[ev.EventEnvelope]:
+    """Project the history of a task (one run, or its runs in order) into envelopes."""
+    items = list(history)
+    runs: list[Iterable[HistoryEvent]] = [items] if not items or isinstance(items[0], HistoryEvent) else items  # type: ignore[list-item]
+    projector = _Projector(task_id=task_id)
+    for run in runs:
+        projector.scheduled.clear()
+        projector.children.clear()
+        projector.started_attempt.clear()
+        for event in run:
+            projector.feed(event)
+    return projector.envelopes
+

@@ -1,0 +1,96 @@
+"""Transcripts as a hash chain in the content store.
+
+Each model call stores one node ``{"parent": <hash or null>, "messages": [...]}`` holding the
+messages added since the previous call. The workflow passes only the head reference and the new
+messages to the model activity, so every step adds a bounded number of bytes to history whatever
+the conversation's length. Large tool outputs inside messages stay references; they are resolved
+when a provider request is built.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+
+from pydantic import TypeAdapter
+
+from noeta.context.content_store import ContentStore
+from noeta.protocols.messages import ContentRef, Message, ToolResultBlock
+
+NODE_MEDIA_TYPE = "application/vnd.noeta.transcript+json"
+_MESSAGES = TypeAdapter(list[Message])
+
+
+class TranscriptStore:
+    """Reads and extends transcript chains; caches decoded chains per head (bounded)."""
+
+    def __init__(self, store: ContentStore, cache_size: int = 256) -> None:
+        self.store = store
+        self._cache: OrderedDict[str, tuple[Message, ...]] = OrderedDict()
+        self._cache_size = cache_size
+
+    def load(self, head: ContentRef | None) -> tuple[Message, ...]:
+        if head is None:
+            return ()
+        cached = self._cache.get(head.hash)
+        if cached is not None:
+            self._cache.move_to_end(head.hash)
+            return cached
+        # Walk back to the newest cached ancestor, then decode forward.
+        nodes: list[list[Message]] = []
+        digest: str | None = head.hash
+        prefix: tuple[Message, ...] = ()
+        while digest is not None:
+            if digest in self._cache:
+                prefix = self._cache[digest]
+                break
+            node = json.loads(self.store.get(digest))
+            nodes.append(_MESSAGES.validate_python(node["messages"]))
+            digest = node["parent"]
+        messages = list(prefix)
+        for chunk in reversed(nodes):
+            messages.extend(chunk)
+        result = tuple(messages)
+        self._remember(head.hash, result)
+        return result
+
+    def append(self, head: ContentRef | None, messages: list[Message]) -> ContentRef:
+        body = {
+            "parent": head.hash if head else None,
+            "messages": _MESSAGES.dump_python(messages, mode="json"),
+        }
+        data = json.dumps(body, separators=(",", ":"), sort_keys=True).encode()
+        ref = self.store.put(data, NODE_MEDIA_TYPE)
+        self._remember(ref.hash, self.load(head) + tuple(messages))
+        return ref
+
+    def _remember(self, digest: str, messages: tuple[Message, ...]) -> None:
+        self._cache[digest] = messages
+        self._cache.move_to_end(digest)
+        while len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+
+    def resolve(self, messages: tuple[Message, ...] | list[Message]) -> list[Message]:
+        """The same messages with every tool output reference replaced by its text."""
+        resolved: list[Message] = []
+        for message in messages:
+            if not any(
+                isinstance(b, ToolResultBlock) and isinstance(b.output, ContentRef)
+                for b in message.content
+            ):
+                resolved.append(message)
+                continue
+            content = [
+                ToolResultBlock(
+                    call_id=b.call_id,
+                    output=self.store.get(b.output).decode("utf-8", "replace"),
+                    success=b.success,
+                    error=b.error,
+                    images=b.images,
+                )
+                if isinstance(b, ToolResultBlock) and isinstance(b.output, ContentRef)
+                else b
+                for b in message.content
+            ]
+            resolved.append(Message(role=message.role, content=content, origin=message.origin))
+        return resolved

@@ -1,0 +1,198 @@
+"""Every user-facing error Noeta raises, in one hierarchy.
+
+Pure module (no I/O, no Temporal imports) so workflows, activities and the client can all share it.
+Errors that cross the workflow boundary travel as Temporal ``ApplicationError`` whose ``type`` is the
+class name below and whose single detail is ``to_details()``; :func:`from_application_error` turns
+them back into these typed exceptions on the client side.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+
+class NoetaError(Exception):
+    """Base class of all Noeta errors."""
+
+    #: When True, Temporal must not retry an activity that raised this error.
+    non_retryable: ClassVar[bool] = True
+
+    def to_details(self) -> dict[str, Any]:
+        return {"message": str(self)}
+
+    @classmethod
+    def from_details(cls, message: str, details: dict[str, Any]) -> "NoetaError":
+        return cls(details.get("message", message))
+
+
+class ConfigurationError(NoetaError):
+    """Options or environment are invalid; raised before any task starts or any token is spent."""
+
+
+class ToolDefinitionError(NoetaError, TypeError):
+    """A tool was declared incorrectly (missing version, bad schema, not a DecoratedTool...)."""
+
+
+class ToolNotRegisteredError(NoetaError):
+    """A task names a tool that the worker executing it does not have."""
+
+
+class ToolIdentityMismatchError(NoetaError):
+    """The worker's tool differs (name + version + input_schema) from the one the task recorded."""
+
+
+class ProviderNotRegisteredError(NoetaError):
+    """A task names a provider that the worker executing it does not have."""
+
+
+class PolicyLoadError(NoetaError):
+    """The task's policy cannot be imported or constructed inside the workflow."""
+
+
+class PayloadTooLargeError(NoetaError):
+    """An input is larger than Temporal accepts in one payload; nothing was started."""
+
+
+class TaskNotFoundError(NoetaError):
+    """No task with that id exists on the Temporal cluster."""
+
+
+class TaskNotOpenError(NoetaError):
+    """A goal was sent to a task that has ended or was not started with ``keep_open=True``."""
+
+
+class TaskCancelledError(NoetaError):
+    """The task was cancelled before it produced a result."""
+
+
+class TaskFailedError(NoetaError):
+    """The task's workflow failed for a reason without a more specific Noeta error type."""
+
+
+class ServerStartError(NoetaError):
+    """The embedded Temporal dev server could not be started."""
+
+
+@dataclass(eq=False)
+class ProviderError(NoetaError):
+    """An LLM provider answered with an error or could not be reached.
+
+    ``retryable`` follows the classification in :mod:`noeta.providers.errors`: 408, 409, 429 and 5xx,
+    connection errors and timeouts are retried; 400, 401, 403, 404 and 422 are not.
+    """
+
+    provider: str
+    message: str
+    status: int | None = None
+    retryable: bool = False
+    #: Seconds the provider asked us to wait (``retry-after`` / ``retry-after-ms``).
+    retry_after: float | None = None
+
+    def __post_init__(self) -> None:
+        status = f" (HTTP {self.status})" if self.status is not None else ""
+        super().__init__(f"provider {self.provider!r}{status}: {self.message}")
+
+    def to_details(self) -> dict[str, Any]:
+        return {
+            "provider": self.provider,
+            "message": self.message,
+            "status": self.status,
+            "retryable": self.retryable,
+            "retry_after": self.retry_after,
+        }
+
+    @classmethod
+    def from_details(cls, message: str, details: dict[str, Any]) -> "ProviderError":
+        return cls(
+            provider=details.get("provider", "?"),
+            message=details.get("message", message),
+            status=details.get("status"),
+            retryable=bool(details.get("retryable", False)),
+            retry_after=details.get("retry_after"),
+        )
+
+
+class ContextLengthError(ProviderError):
+    """The request does not fit the model's context window; never retried."""
+
+
+@dataclass(eq=False)
+class AttemptsExhaustedError(NoetaError):
+    """Every attempt allowed by ``max_retries`` failed.
+
+    ``attempts`` is the number of attempts made (``max_retries + 1`` when the budget ran out),
+    ``issues`` one message per failed attempt in order.
+    """
+
+    attempts: int
+    issues: list[str] = field(default_factory=list)
+    #: "provider", "schema" or "validator": what failed last.
+    last_failure_type: str = "provider"
+    last_data: Any = None
+    last_raw_text: str | None = None
+
+    def __post_init__(self) -> None:
+        last = f": {self.issues[-1]}" if self.issues else ""
+        super().__init__(f"All attempts exhausted after {self.attempts} attempt(s){last}")
+
+    def to_details(self) -> dict[str, Any]:
+        return {
+            "attempts": self.attempts,
+            "issues": list(self.issues),
+            "last_failure_type": self.last_failure_type,
+            "last_data": self.last_data,
+            "last_raw_text": self.last_raw_text,
+        }
+
+    @classmethod
+    def from_details(cls, message: str, details: dict[str, Any]) -> "AttemptsExhaustedError":
+        return cls(
+            attempts=int(details.get("attempts", 0)),
+            issues=list(details.get("issues", [])),
+            last_failure_type=details.get("last_failure_type", "provider"),
+            last_data=details.get("last_data"),
+            last_raw_text=details.get("last_raw_text"),
+        )
+
+
+class ToolRetryableError(NoetaError):
+    """Raise from a tool to have the worker retry the call (per the tool's retry settings)
+    instead of returning the failure to the model."""
+
+    non_retryable = False
+
+
+_BY_NAME: dict[str, type[NoetaError]] = {
+    cls.__name__: cls
+    for cls in (
+        ConfigurationError,
+        ToolDefinitionError,
+        ToolNotRegisteredError,
+        ToolIdentityMismatchError,
+        ProviderNotRegisteredError,
+        PolicyLoadError,
+        PayloadTooLargeError,
+        TaskNotFoundError,
+        TaskNotOpenError,
+        TaskCancelledError,
+        TaskFailedError,
+        ProviderError,
+        ContextLengthError,
+        AttemptsExhaustedError,
+        ToolRetryableError,
+    )
+}
+
+
+def error_type_named(name: str | None) -> type[NoetaError] | None:
+    """The Noeta error class whose name is ``name`` (an ``ApplicationError.type``), if any."""
+    return _BY_NAME.get(name or "")
+
+
+def rebuild_error(type_name: str | None, message: str, details: Any) -> NoetaError | None:
+    """Rebuild a typed Noeta error from an ApplicationError's type, message and first detail."""
+    cls = error_type_named(type_name)
+    if cls is None:
+        return None
+    return cls.from_details(message, details if isinstance(details, dict) else {})

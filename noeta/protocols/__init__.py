@@ -1,0 +1,41 @@
+"""Pure types and interfaces of the seed API: no I/O, no Temporal imports."""
+
+from noeta.protocols.decisions import CallModel, CallTools, Decision, Finish, SpawnSubtask
+from noeta.protocols.event_log import EventEnvelope, Observer, Subscriber
+from noeta.protocols.hooks import (
+    Guard,
+    GuardContext,
+    ProposedAction,
+    ProposedFinish,
+    ProposedSpawnSubtask,
+    ProposedToolCall,
+    VerdictResult,
+)
+from noeta.protocols.messages import (
+    Block,
+    ContentRef,
+    ImageBlock,
+    LLMProvider,
+    LLMRequest,
+    LLMResponse,
+    Message,
+    StreamDelta,
+    StreamingProvider,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    Usage,
+)
+from noeta.protocols.policy import Policy
+from noeta.protocols.step_context import StepContext
+from noeta.protocols.tool import Tool, ToolContext, ToolResult, ToolSpec
+from noeta.protocols.view import View
+
+__all__ = [
+    "Block", "CallModel", "CallTools", "ContentRef", "Decision", "EventEnvelope", "Finish",
+    "Guard", "GuardContext", "ImageBlock", "LLMProvider", "LLMRequest", "LLMResponse", "Message",
+    "Observer", "Policy", "ProposedAction", "ProposedFinish", "ProposedSpawnSubtask",
+    "ProposedToolCall", "SpawnSubtask", "StepContext", "StreamDelta", "StreamingProvider",
+    "Subscriber", "TextBlock", "Tool", "ToolContext", "ToolResult", "ToolResultBlock", "ToolSpec",
+    "ToolUseBlock", "Usage", "VerdictResult", "View",
+]

@@ -1,0 +1,221 @@
+"""The event log: typed envelopes projected from a task's Temporal workflow history.
+
+There is no second event store: :func:`noeta.client.projection.project` derives these from history.
+Each envelope type has one payload dataclass; ``EVENT_TYPES`` maps the type name to it.
+
+===========================  ===========================================================
+type                         meaning
+===========================  ===========================================================
+TaskCreated                  the workflow started: goal, model, provider, tools, limits
+ContextPlanComposed          the task's context was composed: system prompt, tools
+GoalReceived                 a further goal arrived through ``send_goal``
+MessagesAppended             messages were added to the transcript (user, assistant, tool)
+ProviderCallStarted          a model call was scheduled (turn, model)
+ProviderCallCompleted        the model answered (stop reason, usage, attempt)
+ProviderCallFailed           the model call failed for good (error, attempt)
+ToolCallStarted              a tool call was scheduled (call id, tool, arguments)
+ToolCallCompleted            the tool returned (success, attempt)
+ToolCallFailed               the tool activity failed for good (error, attempt)
+SubtaskSpawned               a child agent was started for a subtask
+SubtaskCompleted             the child agent ended (answer or failure)
+TaskCompleted                a goal ended with an answer (status completed or failed)
+TaskFailed                   the workflow failed with an error
+TaskCancelled                the task was cancelled
+TaskContinuedAsNew           the task continued in a new run (same task id)
+===========================  ===========================================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Callable, Literal
+
+from noeta.protocols.messages import Message, Usage
+
+Actor = str  # "engine", "provider:<name>", "tool:<name>", "guard:<name>", "human"
+
+
+@dataclass(frozen=True)
+class TaskCreated:
+    goal: str
+    model: str | None
+    provider: str
+    tools: list[str]
+    max_turns: int
+    max_retries: int
+
+
+@dataclass(frozen=True)
+class ContextPlanComposed:
+    system_prompt_chars: int
+    tools: list[str]
+    tool_fingerprints: dict[str, str]
+
+
+@dataclass(frozen=True)
+class GoalReceived:
+    goal: str
+
+
+@dataclass(frozen=True)
+class MessagesAppended:
+    messages: list[Message]
+
+
+@dataclass(frozen=True)
+class ProviderCallStarted:
+    provider: str
+    model: str | None
+    turn: int
+    messages_appended: int
+
+
+@dataclass(frozen=True)
+class ProviderCallCompleted:
+    provider: str
+    stop_reason: str
+    usage: Usage
+    attempt: int
+
+
+@dataclass(frozen=True)
+class ProviderCallFailed:
+    provider: str
+    error: str
+    error_type: str | None
+    attempt: int
+
+
+@dataclass(frozen=True)
+class ToolCallStarted:
+    call_id: str
+    tool_name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolCallCompleted:
+    call_id: str
+    tool_name: str
+    success: bool
+    attempt: int
+    summary: str | None = None
+
+
+@dataclass(frozen=True)
+class ToolCallFailed:
+    call_id: str
+    tool_name: str
+    error: str
+    error_type: str | None
+    attempt: int
+
+
+@dataclass(frozen=True)
+class SubtaskSpawned:
+    call_id: str
+    goal: str
+    child_task_id: str
+
+
+@dataclass(frozen=True)
+class SubtaskCompleted:
+    call_id: str
+    child_task_id: str
+    success: bool
+    answer: str
+
+
+@dataclass(frozen=True)
+class TaskCompleted:
+    answer: str
+    status: Literal["completed", "failed"]
+    usage: Usage
+    turns: int
+
+
+@dataclass(frozen=True)
+class TaskFailed:
+    reason: str
+    error_type: str | None
+
+
+@dataclass(frozen=True)
+class TaskCancelled:
+    reason: str = "cancelled"
+
+
+@dataclass(frozen=True)
+class TaskContinuedAsNew:
+    new_run_id: str | None
+
+
+EventPayload = (
+    TaskCreated
+    | ContextPlanComposed
+    | GoalReceived
+    | MessagesAppended
+    | ProviderCallStarted
+    | ProviderCallCompleted
+    | ProviderCallFailed
+    | ToolCallStarted
+    | ToolCallCompleted
+    | ToolCallFailed
+    | SubtaskSpawned
+    | SubtaskCompleted
+    | TaskCompleted
+    | TaskFailed
+    | TaskCancelled
+    | TaskContinuedAsNew
+)
+
+EVENT_TYPES: dict[str, type] = {
+    cls.__name__: cls
+    for cls in (
+        TaskCreated,
+        ContextPlanComposed,
+        GoalReceived,
+        MessagesAppended,
+        ProviderCallStarted,
+        ProviderCallCompleted,
+        ProviderCallFailed,
+        ToolCallStarted,
+        ToolCallCompleted,
+        ToolCallFailed,
+        SubtaskSpawned,
+        SubtaskCompleted,
+        TaskCompleted,
+        TaskFailed,
+        TaskCancelled,
+        TaskContinuedAsNew,
+    )
+}
+
+
+@dataclass(frozen=True)
+class EventEnvelope:
+    """One record of a task's stream."""
+
+    seq: int
+    """Position in the task's stream: gap-free from 1, continuous across continue-as-new."""
+    type: str
+    """The payload's type name, e.g. ``TaskCreated``."""
+    actor: Actor
+    """Who acted: ``engine``, ``provider:<name>``, ``tool:<name>``, ``human``."""
+    origin: Literal["human", "system", "memory"] | None
+    """For message-carrying envelopes: where the message came from."""
+    trace_id: str
+    """Stable for a task and shared by its subtasks."""
+    causation_id: int | None
+    """``seq`` of the envelope that caused this one, if any."""
+    payload: EventPayload
+    task_id: str = ""
+    timestamp: datetime | None = None
+    history_event_id: int | None = None
+    """The Temporal history event this envelope was projected from (for the UI)."""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+Subscriber = Callable[[EventEnvelope], None]
+Observer = Subscriber

@@ -1,0 +1,202 @@
+"""Messages, content blocks and the provider interface (seed: "Provider 的请求与响应", "内容块").
+
+Pure data: every type here is a frozen dataclass that Temporal's pydantic data converter carries
+through history unchanged. Union members carry a ``type`` tag so a union decodes to the right class.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal, Protocol, Union, runtime_checkable
+
+from pydantic import Field
+
+Role = Literal["system", "user", "assistant", "tool"]
+Origin = Literal["human", "system", "memory"]
+StopReason = Literal["tool_use", "end_turn", "max_tokens", "error"]
+
+
+@dataclass(frozen=True)
+class ContentRef:
+    """A reference to a body kept in a ContentStore. Lookups use ``hash`` only."""
+
+    hash: str
+    """Hex sha256 of the bytes."""
+    size: int
+    """Size of the bytes."""
+    media_type: str = "text/plain"
+    """MIME type of the body, e.g. ``text/plain``, ``image/png``, ``application/json``."""
+    type: Literal["ref"] = field(default="ref", kw_only=True)
+
+
+@dataclass(frozen=True)
+class TextBlock:
+    """Plain assistant or user text."""
+
+    text: str
+    type: Literal["text"] = field(default="text", kw_only=True)
+
+
+@dataclass(frozen=True)
+class ImageBlock:
+    """An image input for ``start`` / ``send_goal`` / ``query(images=...)``."""
+
+    source: ContentRef
+    type: Literal["image"] = field(default="image", kw_only=True)
+
+
+@dataclass(frozen=True)
+class ToolUseBlock:
+    """The model asks for a tool call."""
+
+    call_id: str
+    tool_name: str
+    arguments: dict[str, Any]
+    type: Literal["tool_use"] = field(default="tool_use", kw_only=True)
+
+
+@dataclass(frozen=True)
+class ToolResultBlock:
+    """The answer to a :class:`ToolUseBlock`.
+
+    ``output`` is the text itself, or a :class:`ContentRef` when the body is large and lives in the
+    content store (history keeps only the reference).
+    """
+
+    call_id: str
+    output: str | ContentRef | None
+    success: bool
+    error: str | None = None
+    images: list[ImageBlock] | None = None
+    type: Literal["tool_result"] = field(default="tool_result", kw_only=True)
+
+
+Block = Annotated[
+    Union[TextBlock, ImageBlock, ToolUseBlock, ToolResultBlock], Field(discriminator="type")
+]
+
+
+@dataclass(frozen=True)
+class Message:
+    """One message of a transcript.
+
+    ``origin`` is written only by the engine's recording path: a marker forged inside model or tool
+    output is just text.
+    """
+
+    role: Role
+    content: list[Block]
+    origin: Origin | None = None
+
+    @property
+    def text(self) -> str:
+        """The concatenated text blocks."""
+        return "".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+    @property
+    def tool_uses(self) -> list[ToolUseBlock]:
+        return [b for b in self.content if isinstance(b, ToolUseBlock)]
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token counters folded over a task. Cached and uncached input are counted apart so that a
+    stable-prefix cache is measurable."""
+
+    uncached: int = 0
+    """Input tokens billed at full price."""
+    cache_read: int = 0
+    """Input tokens served from the provider's KV cache."""
+    cache_write: int = 0
+    """Input tokens written to that cache."""
+    output: int = 0
+    """Generated tokens."""
+    reasoning_tokens: int = 0
+    """Thinking tokens, where the provider reports them."""
+
+    @property
+    def input(self) -> int:
+        return self.uncached + self.cache_read + self.cache_write
+
+    @property
+    def visible_output(self) -> int:
+        """The user-facing answer size: output minus reasoning."""
+        return max(0, self.output - self.reasoning_tokens)
+
+    def __add__(self, other: "Usage") -> "Usage":
+        return Usage(
+            uncached=self.uncached + other.uncached,
+            cache_read=self.cache_read + other.cache_read,
+            cache_write=self.cache_write + other.cache_write,
+            output=self.output + other.output,
+            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
+        )
+
+
+@dataclass(frozen=True)
+class LLMRequest:
+    """What a provider receives. ``tools`` are provider-shaped schema dicts."""
+
+    model: str | None
+    messages: list[Message]
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    system: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    output_schema: dict[str, Any] | None = None
+    thinking: dict[str, Any] | None = None
+    effort: str | None = None
+
+
+@dataclass(frozen=True)
+class LLMResponse:
+    """What a provider returns. ``raw`` is the vendor payload, unchanged."""
+
+    stop_reason: StopReason
+    content: list[Block]
+    usage: Usage = field(default_factory=Usage)
+    raw: dict[str, Any] | None = None
+
+    @property
+    def text(self) -> str:
+        return "".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+
+@runtime_checkable
+class LLMProvider(Protocol):
+    """An LLM behind ``complete``. Mounted with ``Options.provider`` / ``query(provider=...)``.
+
+    ``complete`` may be sync or async; Noeta calls it inside a retried activity.
+    """
+
+    def complete(self, request: LLMRequest) -> LLMResponse: ...
+
+
+def registry_name(provider: LLMProvider) -> str:
+    """The name a provider object is registered under: its ``name`` attribute or its class name."""
+    name = getattr(provider, "name", None)
+    return name if isinstance(name, str) and name else type(provider).__name__
+
+
+@dataclass(frozen=True)
+class StreamDelta:
+    """A piece of a streamed response, delivered to ``HostConfig.delta_sink``.
+
+    ``attempt`` is the activity attempt that produced it, so a consumer can drop the partial text of
+    a failed attempt.
+    """
+
+    task_id: str
+    call_id: str
+    attempt: int
+    text: str = ""
+    kind: Literal["text", "thinking", "tool_use"] = "text"
+
+
+@runtime_checkable
+class StreamingProvider(LLMProvider, Protocol):
+    """A provider that can also stream. ``stream`` yields deltas and returns the final response
+    through ``on_delta`` callbacks; history records only the final :class:`LLMResponse`."""
+
+    async def stream(self, request: LLMRequest, on_delta: Any) -> LLMResponse: ...

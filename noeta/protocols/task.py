@@ -1,0 +1,134 @@
+"""The data that crosses the workflow boundary: the task's input and result, and the inputs and
+outputs of the worker's activities. History stores exactly these, so they stay small: transcripts
+travel as a content-store reference (``head``) plus the messages added since the last call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from noeta.protocols.messages import ContentRef, ImageBlock, LLMResponse, Message, Usage
+from noeta.protocols.tool import ToolResult, ToolSpec
+
+#: Activity names, shared by the workflow (which schedules by name) and the worker.
+PREPARE_TASK = "noeta.prepare_task"
+CALL_MODEL = "noeta.call_model"
+INVOKE_TOOL = "noeta.invoke_tool"
+
+WORKFLOW_NAME = "AgentWorkflow"
+
+#: Memo key under which the workflow records each goal's TaskResult (a history event of its own,
+#: so the projection sees every goal's outcome without an extra activity).
+RESULT_MEMO_KEY = "noeta.result"
+
+#: Tool errors that end the task instead of going back to the model as a failed tool result.
+TASK_FATAL_TOOL_ERRORS = ("ToolIdentityMismatchError", "ToolNotRegisteredError")
+
+
+@dataclass(frozen=True)
+class PolicyRef:
+    """A policy class by import path (``module:QualName``) and its constructor arguments."""
+
+    path: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TaskInput:
+    goal: str
+    provider: str
+    """Name of the provider in the worker's registry."""
+    model: str | None = None
+    system_prompt: str | None = None
+    images: list[ImageBlock] = field(default_factory=list)
+    tools: list[str] = field(default_factory=list)
+    tool_fingerprints: dict[str, str] = field(default_factory=dict)
+    """Fingerprints the starter expects; the worker's tools must match them."""
+    max_turns: int = 50
+    max_retries: int = 3
+    policy: PolicyRef | None = None
+    keep_open: bool = False
+    """Stay open after the first goal and take further goals through ``send_goal``."""
+    trace_id: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    model_timeout_seconds: float = 300.0
+    tool_timeout_seconds: float = 300.0
+    workspace_dir: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    """The outcome of one goal (and, for the workflow, of the last goal)."""
+
+    answer: str
+    status: Literal["completed", "failed"]
+    usage: Usage
+    turns: int
+    goal_index: int = 0
+
+
+@dataclass(frozen=True)
+class GoalInput:
+    goal: str
+    images: list[ImageBlock] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class PrepareInput:
+    task_id: str
+    tools: list[str]
+    expected_fingerprints: dict[str, str]
+    system_prompt: str | None
+
+
+@dataclass(frozen=True)
+class PrepareOutput:
+    tools: list[ToolSpec]
+    system_ref: ContentRef | None
+
+
+@dataclass(frozen=True)
+class CallModelInput:
+    task_id: str
+    provider: str
+    model: str | None
+    head: ContentRef | None
+    """Transcript so far, as stored by the previous call (None: empty)."""
+    append: list[Message]
+    """Messages added since ``head``."""
+    system_ref: ContentRef | None
+    tools: list[str]
+    turn: int
+    temperature: float | None = None
+    max_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class CallModelOutput:
+    response: LLMResponse
+    """The response without ``raw`` (kept in the content store as ``raw_ref``)."""
+    head: ContentRef
+    """Transcript including ``append`` and the assistant message."""
+    raw_ref: ContentRef | None = None
+    attempt: int = 1
+
+
+@dataclass(frozen=True)
+class InvokeToolInput:
+    task_id: str
+    call_id: str
+    tool_name: str
+    arguments: dict[str, Any]
+    expected_fingerprint: str | None
+    """None rejects the call with ``reject_reason`` (unknown tool), recorded like any result."""
+    reject_reason: str | None = None
+    workspace_dir: str | None = None
+
+
+@dataclass(frozen=True)
+class InvokeToolOutput:
+    result: ToolResult
+    attempt: int = 1

@@ -1,0 +1,92 @@
+"""The tool interface (seed: ``Tool`` / ``ToolContext`` / ``ToolResult``)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal, Protocol, runtime_checkable
+
+from noeta.protocols.messages import ContentRef, ImageBlock
+
+RiskLevel = Literal["low", "medium", "high"]
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What a tool returns.
+
+    A large ``output`` is moved to the content store by the worker: ``output_ref`` then points at
+    the whole body and ``output`` keeps a short preview.
+    """
+
+    success: bool
+    output: str | None = None
+    summary: str | None = None
+    """One line for humans (Temporal UI, logs)."""
+    artifacts: list[ContentRef] = field(default_factory=list)
+    images: list[ImageBlock] = field(default_factory=list)
+    side_effects: list[str] = field(default_factory=list)
+    """Human-readable descriptions of what the tool changed outside the task."""
+    output_ref: ContentRef | None = None
+    file_changes: list[str] = field(default_factory=list)
+    """Paths (relative to the workspace) the tool created, modified or deleted."""
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What a tool invocation knows about where it runs."""
+
+    task_id: str
+    call_id: str
+    tool_name: str
+    attempt: int
+    """Activity attempt, starting at 1; >1 means an earlier attempt failed or its worker died."""
+    workspace_dir: str | None = None
+    idempotency_key: str = ""
+    """``{task_id}/{call_id}``: stable across retries, so side effects can be de-duplicated."""
+    heartbeat: Callable[..., None] | None = field(default=None, compare=False, repr=False)
+    """Report progress on a long call; also how cancellation reaches the tool."""
+    resources: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.idempotency_key:
+            object.__setattr__(self, "idempotency_key", f"{self.task_id}/{self.call_id}")
+
+
+@runtime_checkable
+class Tool(Protocol):
+    """Tool metadata plus ``invoke(arguments, ctx) -> ToolResult`` (sync or async)."""
+
+    name: str
+    version: str
+    description: str
+    input_schema: dict[str, Any]
+    risk_level: RiskLevel
+
+    def invoke(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult: ...
+
+
+def tool_fingerprint(name: str, version: str, input_schema: dict[str, Any]) -> str:
+    """Identity of a tool: a change of name, version or schema gives another fingerprint."""
+    canonical = json.dumps(
+        {"name": name, "version": version, "input_schema": input_schema},
+        sort_keys=True,
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool as a task sees it: recorded in history when the task starts."""
+
+    name: str
+    version: str
+    description: str
+    input_schema: dict[str, Any]
+    risk_level: RiskLevel
+    fingerprint: str
+    start_to_close_seconds: float | None = None
+    heartbeat_seconds: float | None = None
+    max_retries: int | None = None

@@ -1,0 +1,25 @@
+"""What a Policy sees at each step: the transcript and counters, never I/O."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from noeta.protocols.messages import Message, Usage
+
+
+@dataclass(frozen=True)
+class View:
+    transcript: tuple[Message, ...]
+    """Every message of the task so far (large tool outputs appear as ContentRefs)."""
+    usage: Usage
+    """Tokens used by the whole task so far."""
+    turn: int
+    """Model calls made for the current goal."""
+    budget: int
+    """Model calls left for the current goal (``max_turns - turn``)."""
+    pending_approvals: tuple[str, ...] = field(default_factory=tuple)
+    """Call ids of tool calls waiting for a human."""
+
+    @property
+    def last(self) -> Message | None:
+        return self.transcript[-1] if self.transcript else None

@@ -1,0 +1,78 @@
+"""Which provider failures are worth retrying.
+
+Retryable: HTTP 408, 409, 429 and 5xx, connection errors and timeouts. Not retryable: 400, 401,
+403, 404, 422 and any other 4xx, and a context-length error (its own type). Programming errors of
+a provider object (TypeError, IndexError from an exhausted test script...) are not retried either:
+another attempt cannot fix them.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from collections.abc import Mapping
+
+import httpx
+
+from noeta.errors import ContextLengthError, ProviderError
+
+RETRYABLE_STATUS = frozenset({408, 409, 429})
+_CONTEXT_LENGTH_MARKERS = (
+    "context_length_exceeded",
+    "context length",
+    "prompt is too long",
+    "maximum context",
+    "too many tokens",
+)
+
+
+def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
+    """Seconds from ``retry-after-ms`` or ``retry-after`` (seconds or an HTTP date)."""
+    lower = {k.lower(): v for k, v in headers.items()}
+    if "retry-after-ms" in lower:
+        try:
+            return max(0.0, float(lower["retry-after-ms"]) / 1000.0)
+        except ValueError:
+            pass
+    value = lower.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value) if value else None
+        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+
+
+def is_retryable_status(status: int) -> bool:
+    return status in RETRYABLE_STATUS or status >= 500
+
+
+def error_from_response(
+    provider: str, status: int, headers: Mapping[str, str], message: str
+) -> ProviderError:
+    """The typed error for an HTTP error response of a provider."""
+    if status in (400, 413) and any(m in message.lower() for m in _CONTEXT_LENGTH_MARKERS):
+        return ContextLengthError(provider=provider, message=message, status=status)
+    return ProviderError(
+        provider=provider,
+        message=message,
+        status=status,
+        retryable=is_retryable_status(status),
+        retry_after=retry_after_seconds(headers),
+    )
+
+
+def classify_exception(provider: str, exc: BaseException) -> ProviderError:
+    """Any exception raised while calling ``provider`` as a :class:`ProviderError`."""
+    if isinstance(exc, ProviderError):
+        return exc
+    if isinstance(exc, httpx.HTTPStatusError):
+        return error_from_response(
+            provider, exc.response.status_code, exc.response.headers, exc.response.text[:2000]
+        )
+    if isinstance(exc, (httpx.TransportError, TimeoutError, ConnectionError)):
+        return ProviderError(
+            provider=provider, message=f"{type(exc).__name__}: {exc}", retryable=True
+        )
+    return ProviderError(provider=provider, message=f"{type(exc).__name__}: {exc}", retryable=False)

@@ -1,0 +1,62 @@
+"""The public API: ``from noeta.sdk import ...``. Test doubles live in :mod:`noeta.sdk.testing`."""
+
+from typing import Any
+
+from noeta.client.client import AsyncClient, Client
+from noeta.client.messages import (
+    AssistantMessage,
+    InjectedMessage,
+    Result,
+    ToolResultView,
+    ToolUse,
+    UserMessage,
+    ViewItem,
+    as_messages,
+)
+from noeta.client.options import HostConfig, Options
+from noeta.client.wire import envelope_to_dict
+from noeta.context.content_channel import ContentKindSpec
+from noeta.context.content_store import ContentStore, LocalContentStore
+from noeta.errors import (
+    AttemptsExhaustedError,
+    ConfigurationError,
+    ContextLengthError,
+    NoetaError,
+    PayloadTooLargeError,
+    ProviderError,
+    TaskCancelledError,
+    TaskFailedError,
+    TaskNotFoundError,
+    TaskNotOpenError,
+    ToolIdentityMismatchError,
+    ToolNotRegisteredError,
+    ToolRetryableError,
+)
+from noeta.protocols import *  # noqa: F403  (the seed types, re-exported)
+from noeta.protocols import __all__ as _protocol_names
+from noeta.protocols.task import TaskResult
+from noeta.sdk.query import QueryResult, aquery, query
+from noeta.sdk.tools import DecoratedTool, SdkMcpServer, create_sdk_mcp_server, tool
+from noeta.worker import Registry
+
+
+def __getattr__(name: str) -> Any:
+    # MemoryStore is re-exported lazily: most programs never touch the memory pool.
+    if name == "MemoryStore":
+        from noeta.builtins.memory.impl import MemoryStore
+
+        return MemoryStore
+    raise AttributeError(f"module 'noeta.sdk' has no attribute {name!r}")
+
+
+__all__ = [
+    *_protocol_names,
+    "AssistantMessage", "AsyncClient", "AttemptsExhaustedError", "Client", "ConfigurationError",
+    "ContentKindSpec", "ContentStore", "ContextLengthError", "DecoratedTool", "HostConfig",
+    "InjectedMessage", "LocalContentStore", "MemoryStore", "NoetaError", "Options",
+    "PayloadTooLargeError", "ProviderError", "QueryResult", "Registry", "Result", "SdkMcpServer",
+    "TaskCancelledError", "TaskFailedError", "TaskNotFoundError", "TaskNotOpenError", "TaskResult",
+    "ToolIdentityMismatchError", "ToolNotRegisteredError", "ToolResultView", "ToolRetryableError",
+    "ToolUse", "UserMessage", "ViewItem", "aquery", "as_messages", "create_sdk_mcp_server",
+    "envelope_to_dict", "query", "tool",
+]

@@ -1,0 +1,114 @@
+"""``query()``: run one goal to its end on the embedded default (or TEMPORAL_ADDRESS).
+
+The task runs as a durable workflow on an in-process worker that serves this call's tools and
+provider objects on a task queue of its own, so objects living in this process never reach another
+process's worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from noeta.client.client import AsyncClient
+from noeta.client.messages import ViewItem, as_messages
+from noeta.client.options import HostConfig, Options
+from noeta.context.content_store import ContentStore
+from noeta.errors import ConfigurationError
+from noeta.protocols.event_log import EventEnvelope
+from noeta.protocols.messages import ImageBlock, LLMProvider, Usage
+from noeta.worker import Registry, build_worker
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    task_id: str
+    status: str
+    """"completed" or "failed" (then ``answer()`` is the reason)."""
+    usage: Usage
+    turns: int
+    events: list[EventEnvelope] = field(repr=False)
+    content_store: ContentStore = field(repr=False)
+    _answer: str = field(repr=False, default="")
+
+    def answer(self) -> str:
+        return self._answer
+
+    def messages(self) -> list[ViewItem]:
+        return as_messages(self.events, self.content_store)
+
+
+def _registry_for(options: Options, provider: LLMProvider | str | None, store: ContentStore) -> tuple[Registry, str]:
+    registry = Registry.of(tools=options.tool_objects(), content_store=store)
+    chosen = provider if provider is not None else options.provider
+    if isinstance(chosen, LLMProvider):
+        return registry, registry.add_provider(chosen)
+    from noeta.providers.defaults import default_provider
+
+    resolved = default_provider(chosen)
+    return registry, registry.add_provider(resolved)
+
+
+async def aquery(
+    options: Options | None = None,
+    *,
+    goal: str,
+    provider: LLMProvider | str | None = None,
+    workspace_dir: str | Path | None = None,
+    images: Sequence[ImageBlock] = (),
+    host: HostConfig | None = None,
+    task_id: str | None = None,
+) -> QueryResult:
+    """Async twin of :func:`query`."""
+    options = options or Options()
+    host = host or HostConfig()
+    store = host.store()
+    registry, provider_name = _registry_for(options, provider, store)
+    client = await AsyncClient.connect(HostConfig(settings=host.settings, content_store=store))
+    task_queue = f"noeta-query-{uuid.uuid4().hex[:12]}"
+    async with build_worker(client.temporal, registry, task_queue):
+        task_id = await client.start(
+            goal,
+            options,
+            task_id=task_id,
+            images=images,
+            workspace_dir=workspace_dir,
+            provider_name=provider_name,
+            task_queue=task_queue,
+        )
+        result = await client.result(task_id)
+        events = await client.events(task_id)
+    return QueryResult(
+        task_id=task_id,
+        status=result.status,
+        usage=result.usage,
+        turns=result.turns,
+        events=events,
+        content_store=store,
+        _answer=result.answer,
+    )
+
+
+def query(options: Options | None = None, *, goal: str, **kwargs: Any) -> QueryResult:
+    """Run ``goal`` to its end and return the result. Blocks; use :func:`aquery` in async code."""
+    if not isinstance(options, (Options, type(None))):
+        raise ConfigurationError(f"query() takes Options as its first argument, got {options!r}")
+    coro = aquery(options, goal=goal, **kwargs)
+    if not _loop_running():
+        return asyncio.run(coro)
+    # Called from inside an event loop: run on a private loop in a helper thread.
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True

@@ -1,0 +1,124 @@
+"""``@tool``: turn ``fn(arguments, ctx) -> ToolResult`` into a :class:`DecoratedTool`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, get_args
+
+import jsonschema
+
+from noeta.errors import ToolDefinitionError
+from noeta.protocols.tool import RiskLevel, ToolContext, ToolResult, tool_fingerprint
+
+ToolFunction = Callable[[dict[str, Any], ToolContext], Any]
+
+_MISSING: Any = object()
+
+
+@dataclass(frozen=True)
+class DecoratedTool:
+    """A tool made by :func:`tool`. Calling it calls the wrapped function."""
+
+    fn: ToolFunction = field(repr=False)
+    name: str
+    version: str
+    input_schema: dict[str, Any]
+    description: str = ""
+    """What the tool does: the model's only source of truth about it."""
+    risk_level: RiskLevel = "low"
+    timeout_seconds: float | None = None
+    """Start-to-close timeout of one attempt (default: ``Options.tool_timeout_seconds``)."""
+    heartbeat_seconds: float | None = None
+    """A worker that stops heartbeating for this long is presumed dead and the call is retried."""
+    max_retries: int | None = None
+    """Retries of a failed attempt (default: ``Options.max_retries``)."""
+
+    @property
+    def fingerprint(self) -> str:
+        return tool_fingerprint(self.name, self.version, self.input_schema)
+
+    def invoke(self, arguments: dict[str, Any], ctx: ToolContext) -> Any:
+        return self.fn(arguments, ctx)
+
+    def __call__(self, arguments: dict[str, Any], ctx: ToolContext) -> Any:
+        return self.fn(arguments, ctx)
+
+
+def tool(
+    fn: ToolFunction | None = None,
+    *,
+    name: str = _MISSING,
+    version: str = _MISSING,
+    input_schema: dict[str, Any] = _MISSING,
+    description: str | None = None,
+    risk_level: RiskLevel = "low",
+    timeout_seconds: float | None = None,
+    heartbeat_seconds: float | None = None,
+    max_retries: int | None = None,
+) -> Any:
+    """Declare a tool. ``name``, ``version`` and ``input_schema`` are required keywords: the version
+    feeds the tool's identity fingerprint, so omitting it raises TypeError.
+
+    Use as ``@tool(name=..., version=..., input_schema=...)`` or ``tool(fn, name=..., ...)``.
+    """
+    missing = [
+        k for k, v in (("name", name), ("version", version), ("input_schema", input_schema)) if v is _MISSING
+    ]
+    if missing:
+        raise TypeError(f"tool() missing required keyword argument(s): {', '.join(missing)}")
+    if not isinstance(name, str) or not name:
+        raise ToolDefinitionError("tool name must be a non-empty string")
+    if not isinstance(version, str) or not version:
+        raise ToolDefinitionError(f"tool {name!r}: version must be a non-empty string")
+    if risk_level not in get_args(RiskLevel):
+        raise ToolDefinitionError(f"tool {name!r}: risk_level must be one of {get_args(RiskLevel)}")
+    if not isinstance(input_schema, dict):
+        raise ToolDefinitionError(f"tool {name!r}: input_schema must be a JSON Schema dict")
+    try:
+        jsonschema.validators.validator_for(input_schema).check_schema(input_schema)
+    except jsonschema.exceptions.SchemaError as err:
+        raise ToolDefinitionError(f"tool {name!r}: input_schema is not valid JSON Schema: {err.message}") from err
+
+    def wrap(f: ToolFunction) -> DecoratedTool:
+        if not callable(f):
+            raise ToolDefinitionError(f"tool {name!r}: {f!r} is not callable")
+        return DecoratedTool(
+            fn=f,
+            name=name,
+            version=version,
+            input_schema=input_schema,
+            description=description if description is not None else (f.__doc__ or "").strip(),
+            risk_level=risk_level,
+            timeout_seconds=timeout_seconds,
+            heartbeat_seconds=heartbeat_seconds,
+            max_retries=max_retries,
+        )
+
+    return wrap(fn) if fn is not None else wrap
+
+
+@dataclass(frozen=True)
+class SdkMcpServer:
+    """An in-process ("sdk" transport) MCP server bundling ``@tool`` functions.
+
+    Its tools keep their bare names; the ``mcp__{alias}__{tool}`` prefix is for remote servers.
+    """
+
+    name: str
+    version: str
+    tools: tuple[DecoratedTool, ...]
+
+
+def create_sdk_mcp_server(
+    name: str, version: str = "1.0.0", tools: Any = ()
+) -> SdkMcpServer:
+    if not isinstance(name, str) or not name:
+        raise ValueError("create_sdk_mcp_server: name must be a non-empty string")
+    items = tuple(tools)
+    for item in items:
+        if not isinstance(item, DecoratedTool):
+            raise TypeError(f"create_sdk_mcp_server: {item!r} is not a @tool function (DecoratedTool)")
+    return SdkMcpServer(name=name, version=version, tools=items)
+
+
+__all__ = ["DecoratedTool", "SdkMcpServer", "ToolResult", "create_sdk_mcp_server", "tool"]

@@ -1,0 +1,121 @@
+"""Build a Temporal worker that runs AgentWorkflow and its activities for a :class:`Registry`.
+
+A registry names what this worker can run: tools, providers and resources, plus the content store
+shared with clients. ``noeta worker --registry pkg.module:registry`` (or ``python worker.py``)
+loads one by import path.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from temporalio.client import Client as TemporalClient
+from temporalio.worker import Worker
+
+from noeta.activities.agent import AgentActivities
+from noeta.context.content_store import ContentStore
+from noeta.errors import ConfigurationError
+from noeta.protocols.messages import LLMProvider, registry_name
+from noeta.protocols.tool import Tool, ToolSpec, tool_fingerprint
+from noeta.workflows import AgentWorkflow
+
+
+@dataclass
+class Registry:
+    """What a worker can run. Tools are keyed by name, providers by registry name."""
+
+    tools: dict[str, Tool] = field(default_factory=dict)
+    providers: dict[str, LLMProvider] = field(default_factory=dict)
+    resources: dict[str, Any] = field(default_factory=dict)
+    content_store: ContentStore | None = None
+
+    @classmethod
+    def of(
+        cls,
+        tools: Iterable[Tool] = (),
+        providers: Iterable[LLMProvider] | Mapping[str, LLMProvider] = (),
+        resources: Mapping[str, Any] | None = None,
+        content_store: ContentStore | None = None,
+    ) -> "Registry":
+        registry = cls(resources=dict(resources or {}), content_store=content_store)
+        for tool in tools:
+            registry.add_tool(tool)
+        items = providers.items() if isinstance(providers, Mapping) else ((None, p) for p in providers)
+        for name, provider in items:
+            registry.add_provider(provider, name=name)
+        return registry
+
+    def add_tool(self, tool: Tool) -> None:
+        if not isinstance(tool, Tool):
+            raise ConfigurationError(f"{tool!r} is not a Tool (decorate it with @tool)")
+        existing = self.tools.get(tool.name)
+        if existing is not None and existing is not tool:
+            raise ConfigurationError(f"two different tools are named {tool.name!r}")
+        self.tools[tool.name] = tool
+
+    def add_provider(self, provider: LLMProvider, name: str | None = None) -> str:
+        if not isinstance(provider, LLMProvider):
+            raise ConfigurationError(f"{provider!r} is not an LLMProvider (it needs complete())")
+        key = name or registry_name(provider)
+        self.providers[key] = provider
+        return key
+
+    def tool_spec(self, name: str) -> ToolSpec:
+        tool = self.tools[name]
+        return ToolSpec(
+            name=tool.name,
+            version=tool.version,
+            description=tool.description,
+            input_schema=tool.input_schema,
+            risk_level=tool.risk_level,
+            fingerprint=tool_fingerprint(tool.name, tool.version, tool.input_schema),
+            start_to_close_seconds=getattr(tool, "timeout_seconds", None),
+            heartbeat_seconds=getattr(tool, "heartbeat_seconds", None),
+            max_retries=getattr(tool, "max_retries", None),
+        )
+
+
+def load_registry(path: str) -> Registry:
+    """Import ``module:attribute``; the attribute is a Registry or a callable returning one."""
+    module_name, _, attr = path.partition(":")
+    if not module_name or not attr:
+        raise ConfigurationError(f"registry path {path!r} must look like 'package.module:name'")
+    try:
+        target: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            target = getattr(target, part)
+    except (ImportError, AttributeError) as err:
+        raise ConfigurationError(f"cannot load registry {path!r}: {err}") from err
+    registry = target() if callable(target) and not isinstance(target, Registry) else target
+    if not isinstance(registry, Registry):
+        raise ConfigurationError(f"{path!r} is {type(registry).__name__}, not a noeta Registry")
+    return registry
+
+
+def build_worker(
+    client: TemporalClient,
+    registry: Registry,
+    task_queue: str,
+    *,
+    max_concurrent_activities: int | None = None,
+    **worker_kwargs: Any,
+) -> Worker:
+    """A temporalio Worker for AgentWorkflow and the registry's activities."""
+    if registry.content_store is None:
+        raise ConfigurationError("the registry has no content_store; client and worker must share one")
+    activities = AgentActivities(registry)
+    return Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[AgentWorkflow],
+        activities=activities.activities(),
+        max_concurrent_activities=max_concurrent_activities or int(os.environ.get("NOETA_MAX_ACTIVITIES", "64")),
+        **worker_kwargs,
+    )
+
+
+__all__ = ["Registry", "build_worker", "load_registry"]

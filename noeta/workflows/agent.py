@@ -1,0 +1,379 @@
+"""AgentWorkflow: the Policy/decide loop as a deterministic Temporal workflow.
+
+Imports only pure modules (protocols, errors, the default policy); every provider call and tool
+invocation is an activity scheduled by name. The in-memory transcript is rebuilt on replay from
+activity results, while history carries only references and deltas (see noeta.context.transcript).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError, RetryState
+
+from noeta.builtins.llm_policy import LLMPolicy
+from noeta.errors import AttemptsExhaustedError
+from noeta.protocols.decisions import CallModel, CallTools, Finish, SpawnSubtask
+from noeta.protocols.messages import (
+    ContentRef,
+    Message,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    Usage,
+)
+from noeta.protocols.policy import Policy
+from noeta.protocols.step_context import StepContext
+from noeta.protocols.task import (
+    CALL_MODEL,
+    INVOKE_TOOL,
+    PREPARE_TASK,
+    RESULT_MEMO_KEY,
+    TASK_FATAL_TOOL_ERRORS,
+    WORKFLOW_NAME,
+    CallModelInput,
+    CallModelOutput,
+    GoalInput,
+    InvokeToolInput,
+    InvokeToolOutput,
+    PolicyRef,
+    PrepareInput,
+    PrepareOutput,
+    TaskInput,
+    TaskResult,
+)
+from noeta.protocols.tool import ToolResult, ToolSpec
+from noeta.protocols.view import View
+
+
+
+def retry_policy(max_retries: int, non_retryable: tuple[str, ...] = ()) -> RetryPolicy:
+    """``max_retries`` retries after the first attempt, exponential backoff from 1 s."""
+    return RetryPolicy(
+        initial_interval=timedelta(seconds=1),
+        backoff_coefficient=2.0,
+        maximum_interval=timedelta(seconds=60),
+        maximum_attempts=max_retries + 1,
+        non_retryable_error_types=list(non_retryable),
+    )
+
+
+def load_policy(ref: PolicyRef | None) -> Policy:
+    if ref is None:
+        return LLMPolicy()
+    module_name, _, qualname = ref.path.partition(":")
+    try:
+        # __import__ goes through the sandbox importer; importlib would bypass its checks.
+        target: Any = __import__(module_name, fromlist=["__name__"])
+        for part in qualname.split("."):
+            target = getattr(target, part)
+        return target(**ref.params)
+    except Exception as err:  # any failure here is a configuration error of the task
+        raise ApplicationError(
+            f"cannot load policy {ref.path!r} inside the workflow: {err}. A policy must be a "
+            "module-level class importable by the worker, built from its dataclass fields.",
+            type="PolicyLoadError",
+            non_retryable=True,
+        ) from err
+
+
+def short_arguments(arguments: dict[str, Any], limit: int = 80) -> str:
+    text = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"), default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def failure_message(err: BaseException) -> str:
+    """The innermost message of an activity/child failure chain."""
+    while getattr(err, "cause", None) is not None:
+        err = err.cause  # type: ignore[assignment]
+    return str(err) or type(err).__name__
+
+
+@workflow.defn(name=WORKFLOW_NAME)
+class AgentWorkflow:
+    def __init__(self) -> None:
+        self._transcript: list[Message] = []
+        self._pending: list[Message] = []  # added since the transcript head was stored
+        self._head: ContentRef | None = None
+        self._system_ref: ContentRef | None = None
+        self._tools: dict[str, ToolSpec] = {}
+        self._usage = Usage()
+        self._turn = 0
+        self._total_turns = 0
+        self._goal_queue: list[tuple[int, GoalInput]] = []
+        self._goals_received = 1
+        self._results: dict[int, TaskResult] = {}
+        self._closed = False
+        self._task: TaskInput | None = None
+
+    # -- handlers -------------------------------------------------------------------------------
+
+    @workflow.update(name="send_goal")
+    async def send_goal(self, goal: GoalInput) -> TaskResult:
+        """The next goal of a multi-turn task; returns that goal's result."""
+        index = self._goals_received
+        self._goals_received += 1
+        self._goal_queue.append((index, goal))
+        await workflow.wait_condition(lambda: index in self._results)
+        return self._results[index]
+
+    @send_goal.validator
+    def _validate_goal(self, goal: GoalInput) -> None:
+        if self._task is None or not self._task.keep_open:
+            raise ApplicationError("task was not started with keep_open=True", type="TaskNotOpenError")
+        if self._closed:
+            raise ApplicationError("task is closed", type="TaskNotOpenError")
+        if not goal.goal.strip():
+            raise ApplicationError("goal is empty", type="ConfigurationError")
+
+    @workflow.signal(name="close")
+    def close(self) -> None:
+        """End a keep-open task once queued goals are done."""
+        self._closed = True
+
+    @workflow.query(name="progress")
+    def progress(self) -> dict[str, Any]:
+        return {
+            "turns": self._total_turns,
+            "messages": len(self._transcript),
+            "usage": self._usage,
+            "goals_done": len(self._results),
+        }
+
+    # -- the loop -------------------------------------------------------------------------------
+
+    @workflow.run
+    async def run(self, task: TaskInput) -> TaskResult:
+        self._task = task
+        info = workflow.info()
+        policy = load_policy(task.policy)
+        plan = await workflow.execute_activity(
+            PREPARE_TASK,
+            PrepareInput(
+                task_id=info.workflow_id,
+                tools=task.tools,
+                expected_fingerprints=task.tool_fingerprints,
+                system_prompt=task.system_prompt,
+            ),
+            result_type=PrepareOutput,
+            start_to_close_timeout=timedelta(seconds=60),
+            retry_policy=retry_policy(task.max_retries, TASK_FATAL_TOOL_ERRORS),
+            summary=f"prepare: {len(task.tools)} tool(s)",
+        )
+        self._tools = {spec.name: spec for spec in plan.tools}
+        self._system_ref = plan.system_ref
+        ctx = StepContext(
+            task_id=info.workflow_id,
+            trace_id=task.trace_id or info.workflow_id,
+            model=task.model,
+            tools=plan.tools,
+            max_turns=task.max_turns,
+            system_prompt=task.system_prompt,
+            metadata=task.metadata,
+        )
+        index, goal = 0, GoalInput(goal=task.goal, images=task.images)
+        while True:
+            self._results[index] = await self._run_goal(policy, ctx, goal, index)
+            if not task.keep_open:
+                return self._results[index]
+            await workflow.wait_condition(lambda: bool(self._goal_queue) or self._closed)
+            if not self._goal_queue:
+                await workflow.wait_condition(workflow.all_handlers_finished)
+                return self._results[index]
+            index, goal = self._goal_queue.pop(0)
+
+    def _append(self, message: Message) -> None:
+        self._transcript.append(message)
+        self._pending.append(message)
+
+    async def _run_goal(
+        self, policy: Policy, ctx: StepContext, goal: GoalInput, index: int
+    ) -> TaskResult:
+        self._append(
+            Message(role="user", content=[TextBlock(text=goal.goal), *goal.images], origin="human")
+        )
+        self._turn = 0
+        while True:
+            view = View(
+                transcript=tuple(self._transcript),
+                usage=self._usage,
+                turn=self._turn,
+                budget=max(0, ctx.max_turns - self._turn),
+            )
+            decision = policy.decide(ctx, view)
+            if isinstance(decision, Finish):
+                return self._result(decision.answer, decision.status, index)
+            if isinstance(decision, CallModel):
+                if self._turn >= ctx.max_turns:
+                    return self._result(
+                        f"max_turns ({ctx.max_turns}) reached before the task finished", "failed", index
+                    )
+                await self._call_model(decision)
+            elif isinstance(decision, CallTools):
+                results = await asyncio.gather(*(self._invoke_tool(c) for c in decision.calls))
+                self._append(Message(role="tool", content=list(results)))
+            elif isinstance(decision, SpawnSubtask):
+                self._append(Message(role="tool", content=[await self._spawn(ctx, decision)]))
+            else:
+                raise ApplicationError(
+                    f"policy returned {type(decision).__name__}, which is not a Decision",
+                    type="PolicyLoadError",
+                    non_retryable=True,
+                )
+
+    def _result(self, answer: str, status: str, index: int) -> TaskResult:
+        result = TaskResult(
+            answer=answer,
+            status="failed" if status == "failed" else "completed",
+            usage=self._usage,
+            turns=self._turn,
+            goal_index=index,
+        )
+        # Recorded in history (and shown in the UI's memo) so every goal's outcome is projectable.
+        workflow.upsert_memo({RESULT_MEMO_KEY: result})
+        return result
+
+    async def _call_model(self, decision: CallModel) -> None:
+        task = self._task
+        assert task is not None
+        self._turn += 1
+        self._total_turns += 1
+        request = CallModelInput(
+            task_id=workflow.info().workflow_id,
+            provider=task.provider,
+            model=task.model,
+            head=self._head,
+            append=list(self._pending),
+            system_ref=self._system_ref,
+            tools=decision.tools if decision.tools is not None else list(self._tools),
+            turn=self._total_turns,
+            temperature=decision.temperature if decision.temperature is not None else task.temperature,
+            max_tokens=decision.max_tokens or task.max_tokens,
+        )
+        try:
+            out = await workflow.execute_activity(
+                CALL_MODEL,
+                request,
+                result_type=CallModelOutput,
+                start_to_close_timeout=timedelta(seconds=task.model_timeout_seconds),
+                heartbeat_timeout=timedelta(seconds=60),
+                # Provider activities mark their own errors non-retryable (see noeta.providers.errors).
+                retry_policy=retry_policy(task.max_retries),
+                summary=f"{task.provider} {task.model or ''} · turn {self._total_turns}".replace("  ", " "),
+            )
+        except ActivityError as err:
+            raise self._provider_failure(err, task.max_retries) from err
+        self._head = out.head
+        self._pending.clear()
+        self._transcript.append(Message(role="assistant", content=out.response.content))
+        self._usage = self._usage + out.response.usage
+
+    @staticmethod
+    def _provider_failure(err: ActivityError, max_retries: int) -> ApplicationError:
+        cause = err.cause
+        if isinstance(cause, ApplicationError) and (
+            cause.non_retryable or err.retry_state == RetryState.NON_RETRYABLE_FAILURE
+        ):
+            details = cause.details[0] if cause.details else {"message": cause.message}
+            return ApplicationError(cause.message, details, type=cause.type, non_retryable=True)
+        exhausted = AttemptsExhaustedError(
+            attempts=max_retries + 1,
+            issues=[failure_message(err)],
+            last_failure_type="provider",
+        )
+        return ApplicationError(
+            str(exhausted), exhausted.to_details(), type="AttemptsExhaustedError", non_retryable=True
+        )
+
+    async def _invoke_tool(self, call: ToolUseBlock) -> ToolResultBlock:
+        task = self._task
+        assert task is not None
+        spec = self._tools.get(call.tool_name)
+        reject = None
+        if spec is None:
+            available = ", ".join(sorted(self._tools)) or "none"
+            reject = f"Unknown tool {call.tool_name!r}. Available tools: {available}."
+        retries = spec.max_retries if spec and spec.max_retries is not None else task.max_retries
+        timeout = spec.start_to_close_seconds if spec and spec.start_to_close_seconds else task.tool_timeout_seconds
+        heartbeat = spec.heartbeat_seconds if spec and spec.heartbeat_seconds else None
+        try:
+            out = await workflow.execute_activity(
+                INVOKE_TOOL,
+                InvokeToolInput(
+                    task_id=workflow.info().workflow_id,
+                    call_id=call.call_id,
+                    tool_name=call.tool_name,
+                    arguments=call.arguments,
+                    expected_fingerprint=spec.fingerprint if spec else None,
+                    reject_reason=reject,
+                    workspace_dir=task.workspace_dir,
+                ),
+                result_type=InvokeToolOutput,
+                start_to_close_timeout=timedelta(seconds=timeout),
+                heartbeat_timeout=timedelta(seconds=heartbeat) if heartbeat else None,
+                retry_policy=retry_policy(retries, TASK_FATAL_TOOL_ERRORS),
+                summary=f"{call.tool_name}({short_arguments(call.arguments)})",
+            )
+            result = out.result
+        except ActivityError as err:
+            cause = err.cause
+            if isinstance(cause, ApplicationError) and cause.type in TASK_FATAL_TOOL_ERRORS:
+                details = cause.details[0] if cause.details else {"message": cause.message}
+                raise ApplicationError(cause.message, details, type=cause.type, non_retryable=True) from err
+            result = ToolResult(
+                success=False,
+                output=f"tool {call.tool_name!r} failed after retries: {failure_message(err)}",
+            )
+        output = result.output_ref or result.output
+        return ToolResultBlock(
+            call_id=call.call_id,
+            output=output,
+            success=result.success,
+            error=None if result.success else (result.output or "tool failed"),
+            images=list(result.images) or None,
+        )
+
+    async def _spawn(self, ctx: StepContext, spawn: SpawnSubtask) -> ToolResultBlock:
+        task = self._task
+        assert task is not None
+        child = TaskInput(
+            goal=spawn.goal,
+            provider=task.provider,
+            model=task.model,
+            system_prompt=spawn.system_prompt or task.system_prompt,
+            tools=spawn.tools if spawn.tools is not None else task.tools,
+            tool_fingerprints=dict(task.tool_fingerprints),
+            max_turns=task.max_turns,
+            max_retries=task.max_retries,
+            trace_id=ctx.trace_id,
+            temperature=task.temperature,
+            max_tokens=task.max_tokens,
+            model_timeout_seconds=task.model_timeout_seconds,
+            tool_timeout_seconds=task.tool_timeout_seconds,
+            workspace_dir=task.workspace_dir,
+            metadata={**task.metadata, "scope": spawn.scope, "parent": ctx.task_id},
+        )
+        try:
+            result = await workflow.execute_child_workflow(
+                WORKFLOW_NAME,
+                child,
+                id=f"{ctx.task_id}/sub/{spawn.call_id}",
+                result_type=TaskResult,
+                static_summary=spawn.goal[:200],
+            )
+        except ChildWorkflowError as err:
+            return ToolResultBlock(
+                call_id=spawn.call_id, output=None, success=False, error=failure_message(err)
+            )
+        self._usage = self._usage + result.usage
+        return ToolResultBlock(
+            call_id=spawn.call_id,
+            output=result.answer,
+            success=result.status == "completed",
+            error=None if result.status == "completed" else result.answer,
+        )
