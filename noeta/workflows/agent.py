@@ -87,11 +87,17 @@ def short_arguments(arguments: dict[str, Any], limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def typed_task_error(cause: ApplicationError) -> ApplicationError:
+    """Fail the task with an activity's typed error, keeping its type and details for the client."""
+    details = cause.details[0] if cause.details else {"message": cause.message}
+    return ApplicationError(cause.message, details, type=cause.type, non_retryable=True)
+
+
 def failure_message(err: BaseException) -> str:
     """The innermost message of an activity/child failure chain."""
     while getattr(err, "cause", None) is not None:
         err = err.cause  # type: ignore[assignment]
-    return str(err) or type(err).__name__
+    return getattr(err, "message", None) or str(err) or type(err).__name__
 
 
 @workflow.defn(name=WORKFLOW_NAME)
@@ -153,19 +159,24 @@ class AgentWorkflow:
     async def run(self, task: TaskInput) -> TaskResult:
         info = workflow.info()
         policy = load_policy(task.policy)
-        plan = await workflow.execute_activity(
-            PREPARE_TASK,
-            PrepareInput(
-                task_id=info.workflow_id,
-                tools=task.tools,
-                expected_fingerprints=task.tool_fingerprints,
-                system_prompt=task.system_prompt,
-            ),
-            result_type=PrepareOutput,
-            start_to_close_timeout=timedelta(seconds=60),
-            retry_policy=retry_policy(task.max_retries, TASK_FATAL_TOOL_ERRORS),
-            summary=f"prepare: {len(task.tools)} tool(s)",
-        )
+        try:
+            plan = await workflow.execute_activity(
+                PREPARE_TASK,
+                PrepareInput(
+                    task_id=info.workflow_id,
+                    tools=task.tools,
+                    expected_fingerprints=task.tool_fingerprints,
+                    system_prompt=task.system_prompt,
+                ),
+                result_type=PrepareOutput,
+                start_to_close_timeout=timedelta(seconds=60),
+                retry_policy=retry_policy(task.max_retries, TASK_FATAL_TOOL_ERRORS),
+                summary=f"prepare: {len(task.tools)} tool(s)",
+            )
+        except ActivityError as err:
+            if isinstance(err.cause, ApplicationError):
+                raise typed_task_error(err.cause) from err
+            raise
         self._tools = {spec.name: spec for spec in plan.tools}
         self._system_ref = plan.system_ref
         ctx = StepContext(
@@ -279,8 +290,7 @@ class AgentWorkflow:
         if isinstance(cause, ApplicationError) and (
             cause.non_retryable or err.retry_state == RetryState.NON_RETRYABLE_FAILURE
         ):
-            details = cause.details[0] if cause.details else {"message": cause.message}
-            return ApplicationError(cause.message, details, type=cause.type, non_retryable=True)
+            return typed_task_error(cause)
         exhausted = AttemptsExhaustedError(
             attempts=max_retries + 1,
             issues=[failure_message(err)],
@@ -322,8 +332,7 @@ class AgentWorkflow:
         except ActivityError as err:
             cause = err.cause
             if isinstance(cause, ApplicationError) and cause.type in TASK_FATAL_TOOL_ERRORS:
-                details = cause.details[0] if cause.details else {"message": cause.message}
-                raise ApplicationError(cause.message, details, type=cause.type, non_retryable=True) from err
+                raise typed_task_error(cause) from err
             result = ToolResult(
                 success=False,
                 output=f"tool {call.tool_name!r} failed after retries: {failure_message(err)}",

@@ -1,0 +1,159 @@
+"""Failures: provider errors, exhausted retries, tool identity changes, cancellation, bad input."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+from noeta.client.client import AsyncClient
+from noeta.client.messages import Result
+from noeta.client.options import Options
+from noeta.errors import (
+    AttemptsExhaustedError,
+    ConfigurationError,
+    ProviderError,
+    TaskCancelledError,
+    TaskNotOpenError,
+    ToolIdentityMismatchError,
+    ToolNotRegisteredError,
+)
+from noeta.protocols.tool import ToolResult
+from noeta.sdk.testing import FakeLLMProvider
+from noeta.sdk.tools import tool
+from tests.support.scripts import call, say
+from tests.support.tools import add
+
+
+def failing(error: Exception) -> FakeLLMProvider:
+    def responder(request):
+        raise error
+
+    return FakeLLMProvider(responder=responder)
+
+
+async def test_retryable_provider_errors_exhaust_into_attempts_exhausted(client: AsyncClient, serve, task_queue):
+    provider = failing(ProviderError(provider="fake", message="overloaded", status=503, retryable=True))
+    async with serve(providers=[provider]):
+        task_id = await client.start("x", Options(provider=provider, max_retries=1), task_queue=task_queue)
+        with pytest.raises(AttemptsExhaustedError) as info:
+            await client.result(task_id)
+    err = info.value
+    assert "All attempts exhausted" in str(err)
+    assert (err.attempts, err.last_failure_type) == (2, "provider")
+    assert err.issues == ["provider 'fake' (HTTP 503): overloaded"]
+    assert len(provider.received_requests) == 2
+    types = [e.type for e in await client.events(task_id)]
+    assert types[-2:] == ["ProviderCallFailed", "TaskFailed"]
+
+
+async def test_non_retryable_provider_error_fails_at_once(client: AsyncClient, serve, task_queue):
+    provider = failing(ProviderError(provider="fake", message="bad request: messages.0", status=400))
+    async with serve(providers=[provider]):
+        task_id = await client.start("x", Options(provider=provider, max_retries=3), task_queue=task_queue)
+        with pytest.raises(ProviderError) as info:
+            await client.result(task_id)
+    assert (info.value.status, info.value.retryable, info.value.message) == (400, False, "bad request: messages.0")
+    assert len(provider.received_requests) == 1
+    assert (await client.messages(task_id))[-1] == Result("provider 'fake' (HTTP 400): bad request: messages.0", "failed")
+
+
+async def test_exhausted_fake_script_fails_loudly_without_retry(client: AsyncClient, serve, task_queue):
+    provider = FakeLLMProvider(responses=[])
+    async with serve(providers=[provider]):
+        task_id = await client.start("x", Options(provider=provider), task_queue=task_queue)
+        with pytest.raises(ProviderError, match="IndexError: FakeLLMProvider script exhausted"):
+            await client.result(task_id)
+    assert len(provider.received_requests) == 1
+
+
+async def test_worker_with_changed_tool_fails_the_task_clearly(client: AsyncClient, serve, task_queue):
+    @tool(name="add", version="2", input_schema=add.input_schema, description=add.description)
+    def add_v2(arguments, ctx):  # pragma: no cover - must never run
+        raise AssertionError("a changed tool must not run")
+
+    provider = FakeLLMProvider(responses=[call(("c1", "add", {"a": 1, "b": 2})), say("no")])
+    async with serve(tools=[add_v2], providers=[provider]):
+        task_id = await client.start("x", Options(provider=provider, allowed_tools=[add]), task_queue=task_queue)
+        with pytest.raises(ToolIdentityMismatchError, match="tool 'add' changed identity"):
+            await client.result(task_id)
+    assert provider.received_requests == []  # failed while recording the task's tools
+
+
+async def test_tool_changed_between_start_and_call_fails_without_running(client: AsyncClient, serve, task_queue):
+    # The task recorded v1 at start; the worker that picks up the call has v2.
+    ran = []
+
+    @tool(name="add", version="2", input_schema=add.input_schema)
+    def add_v2(arguments, ctx):  # pragma: no cover - must never run
+        ran.append(arguments)
+        return ToolResult(success=True, output="wrong")
+
+    swapped = threading.Event()
+
+    def responder(request):  # the model answers only once the tool has been swapped
+        assert swapped.wait(20)
+        return call(("c1", "add", {"a": 1, "b": 2}))
+
+    provider = FakeLLMProvider(responder=responder)
+    async with serve(tools=[add], providers=[provider]) as registry:
+        task_id = await client.start("x", Options(provider=provider, allowed_tools=[add]), task_queue=task_queue)
+        while not provider.received_requests:  # prepare_task has recorded v1
+            await asyncio.sleep(0.01)
+        registry.tools["add"] = add_v2  # a deploy swaps the tool before the call runs
+        swapped.set()
+        with pytest.raises(ToolIdentityMismatchError):
+            await client.result(task_id)
+    assert ran == []
+
+
+async def test_tool_missing_on_worker(client: AsyncClient, serve, task_queue):
+    provider = FakeLLMProvider(responses=[say("unused")])
+    async with serve(providers=[provider]):
+        task_id = await client.start("x", Options(provider=provider, allowed_tools=["add"]), task_queue=task_queue)
+        with pytest.raises(ToolNotRegisteredError, match="'add' is not registered on this worker"):
+            await client.result(task_id)
+
+
+async def test_cancel_reaches_a_running_tool(client: AsyncClient, serve, task_queue):
+    started, cancelled = asyncio.Event(), asyncio.Event()
+
+    @tool(name="wait", version="1", input_schema={"type": "object"}, heartbeat_seconds=1)
+    async def wait(arguments, ctx):
+        started.set()
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return ToolResult(success=True, output="never")
+
+    provider = FakeLLMProvider(responses=[call(("c1", "wait", {}))])
+    async with serve(tools=[wait], providers=[provider]):
+        task_id = await client.start("x", Options(provider=provider, allowed_tools=[wait]), task_queue=task_queue)
+        await asyncio.wait_for(started.wait(), 20)
+        await client.cancel(task_id)
+        with pytest.raises(TaskCancelledError):
+            await client.result(task_id)
+        await asyncio.wait_for(cancelled.wait(), 20)
+    assert (await client.events(task_id))[-1].type == "TaskCancelled"
+
+
+async def test_send_goal_to_a_single_goal_task_is_refused(client: AsyncClient, serve, task_queue):
+    provider = FakeLLMProvider(responses=[say("only")])
+    async with serve(providers=[provider]):
+        task_id = await client.start("x", Options(provider=provider), task_queue=task_queue)
+        await client.result(task_id)
+        with pytest.raises(TaskNotOpenError):
+            await client.send_goal(task_id, "more")
+    assert len(provider.received_requests) == 1
+
+
+@pytest.mark.parametrize("goal", ["", "   "])
+async def test_empty_goal_is_rejected_before_anything_starts(client: AsyncClient, goal):
+    with pytest.raises(ConfigurationError):
+        await client.start(goal, Options(), task_id="never-started-empty-goal")
+    with pytest.raises(Exception) as info:
+        await client.temporal.get_workflow_handle("never-started-empty-goal").describe()
+    assert "not found" in str(info.value).lower()
