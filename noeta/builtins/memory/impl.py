@@ -46,7 +46,7 @@ class MemoryStore:
         self.root.mkdir(parents=True, exist_ok=True)
 
     def _path(self, slug: str) -> Path:
-        if not _SLUG.match(slug):
+        if not isinstance(slug, str) or not _SLUG.fullmatch(slug):
             raise ValueError(f"invalid memory slug {slug!r} (use slugify())")
         return self.root / f"{slug}.md"
 
@@ -54,25 +54,24 @@ class MemoryStore:
         lines = ["---", *(f"{k}: {json.dumps(v, ensure_ascii=False)}" for k, v in sorted(frontmatter.items())), "---", body]
         path = self._path(slug)
         fd, tmp = tempfile.mkstemp(dir=self.root, prefix=".tmp-")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:  # bodies keep their line ends
             f.write("\n".join(lines))
         os.replace(tmp, path)
         return Memory(slug, body, dict(frontmatter))
 
     def read(self, slug: str) -> Memory:
-        text = self._path(slug).read_text(encoding="utf-8")
+        with open(self._path(slug), encoding="utf-8", newline="") as f:
+            text = f.read()
+        # Split on "\n" only: str.splitlines() would also split inside values at U+2028 and kin.
+        lines = text.split("\n")
         frontmatter: dict[str, Any] = {}
-        body = text
-        if text.startswith("---\n"):
-            head, sep, rest = text[4:].partition("\n---\n")
-            if not sep and text[4:].endswith("\n---"):
-                head, rest = text[4:-4], ""
-            for line in head.splitlines():
-                key, _, value = line.partition(": ")
-                if key:
-                    frontmatter[key] = json.loads(value)
-            body = rest
-        return Memory(slug, body, frontmatter)
+        if lines[0] != "---" or "---" not in lines[1:]:
+            return Memory(slug, text, frontmatter)
+        end = lines.index("---", 1)
+        for line in lines[1:end]:
+            key, _, value = line.partition(": ")
+            frontmatter[key] = json.loads(value)
+        return Memory(slug, "\n".join(lines[end + 1 :]), frontmatter)
 
     def list(self) -> list[str]:
         return sorted(p.stem for p in self.root.glob("*.md"))
