@@ -68,5 +68,5 @@ class LocalContentStore:
         except FileNotFoundError:
             raise ContentNotFoundError(
                 f"content {digest[:12]}… is not in {self!r}: client and worker must use the same "
-                "content store (NOETA_HOME / NOETA_CONTENT_STORE)"
+                "content store (NOETA_HOME / NOETA_CONTENT_DIR)"
             ) from None

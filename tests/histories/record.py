@@ -1,0 +1,103 @@
+"""Record the workflow histories that the replay tests keep replaying.
+
+    python -m tests.histories.record
+
+Run it only to ADD a history for new behaviour. Never re-record an existing file to make a failing
+replay pass: a replay failure means running workflows would break; use ``workflow.patched`` or a
+new workflow version instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+import uuid
+from pathlib import Path
+
+from noeta.client.client import AsyncClient
+from noeta.client.config import Settings
+from noeta.client.embedded import EmbeddedServer
+from noeta.client.options import HostConfig, Options
+from noeta.context.content_store import LocalContentStore
+from noeta.errors import NoetaError, ProviderError
+from noeta.sdk.testing import FakeLLMProvider
+from noeta.worker import Registry, build_worker
+from tests.support.policies import DelegatingPolicy
+from tests.support.scripts import call, say
+from tests.support.tools import add, big_output, boom
+
+HERE = Path(__file__).parent
+
+
+def _fail(request):
+    raise ProviderError(provider="fake", message="overloaded", status=503, retryable=True)
+
+
+SCENARIOS = {
+    "tool_loop": (
+        FakeLLMProvider(
+            responses=[
+                call(("c1", "add", {"a": 2, "b": 3}), ("c2", "big_output", {"kb": 6}), text="two tools"),
+                call(("c3", "boom", {}), ("c4", "nope", {}), ("c5", "add", {"a": "x"})),
+                say("the sum is 5"),
+            ]
+        ),
+        dict(goal="add 2 and 3", options=Options(allowed_tools=[add, big_output, boom], system_prompt="Use tools.")),
+    ),
+    "multi_turn": (
+        FakeLLMProvider(responses=[say("first"), say("second")]),
+        dict(goal="goal one", options=Options(), keep_open=True, more=["goal two"]),
+    ),
+    "subtask": (
+        FakeLLMProvider(responses=[say("child answer")]),
+        dict(goal="delegate me", options=Options(policy=DelegatingPolicy())),
+    ),
+    "max_turns": (
+        FakeLLMProvider(responder=lambda r: call((f"c{len(r.messages)}", "add", {"a": 1, "b": 1}))),
+        dict(goal="loop", options=Options(allowed_tools=[add], max_turns=2)),
+    ),
+    "provider_exhausted": (
+        FakeLLMProvider(responder=_fail),
+        dict(goal="fail", options=Options(max_retries=1)),
+    ),
+}
+
+
+async def record(names: list[str]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        server = EmbeddedServer(Path(tmp) / "temporal", headless=True).start()
+        try:
+            store = LocalContentStore(Path(tmp) / "content")
+            client = await AsyncClient.connect(
+                HostConfig(settings=Settings(temporal_address=server.address, home=Path(tmp)), content_store=store)
+            )
+            for name in names:
+                provider, spec = SCENARIOS[name]
+                queue = f"record-{uuid.uuid4().hex[:8]}"
+                options: Options = spec["options"]
+                registry = Registry.of(tools=options.tool_objects(), providers=[provider], content_store=store)
+                async with build_worker(client.temporal, registry, queue):
+                    task_id = await client.start(
+                        spec["goal"], options, provider_name="FakeLLMProvider", task_queue=queue,
+                        keep_open=spec.get("keep_open", False), task_id=f"history-{name}",
+                    )
+                    for goal in spec.get("more", []):
+                        await client.send_goal(task_id, goal)
+                    if spec.get("keep_open"):
+                        await client.close(task_id)
+                    try:
+                        await client.result(task_id)
+                    except NoetaError:
+                        pass
+                history = await client.temporal.get_workflow_handle(task_id).fetch_history()
+                (HERE / f"{name}.json").write_text(history.to_json())
+                print(f"recorded {name}: {len(history.events)} events")
+        finally:
+            server.stop()
+
+
+if __name__ == "__main__":
+    import sys
+
+    wanted = sys.argv[1:] or [n for n in SCENARIOS if not (HERE / f"{n}.json").exists()]
+    asyncio.run(record(wanted))

@@ -1,0 +1,81 @@
+"""project() is a pure function of history: checked on the recorded histories, no server needed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from temporalio.client import WorkflowHistory
+
+from noeta.client.messages import AssistantMessage, Result, ToolResultView, ToolUse, UserMessage, as_messages
+from noeta.client.projection import project
+from noeta.client.wire import envelope_to_dict
+from noeta.context.content_store import ContentNotFoundError, LocalContentStore
+from noeta.protocols.tool import ToolContext
+from tests.support.tools import big_output
+
+HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
+
+
+def events(name: str):
+    path = Path(__file__).parent / "histories" / f"{name}.json"
+    return WorkflowHistory.from_json(name, path.read_text()).events
+
+
+@pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])
+def test_projection_is_deterministic_gap_free_and_causal(path: Path):
+    history = WorkflowHistory.from_json(path.stem, path.read_text()).events
+    first = project(history, task_id=path.stem)
+    assert [envelope_to_dict(e) for e in first] == [envelope_to_dict(e) for e in project(history, task_id=path.stem)]
+    assert [e.seq for e in first] == list(range(1, len(first) + 1))
+    assert first[0].type == "TaskCreated"
+    for env in first:
+        assert env.causation_id is None or 1 <= env.causation_id < env.seq
+        assert env.trace_id == first[0].trace_id
+        json.dumps(envelope_to_dict(env))  # the wire shape is plain JSON
+
+
+def test_seed_order_of_the_first_envelopes():
+    assert [e.type for e in project(events("tool_loop"))[:3]] == ["TaskCreated", "ContextPlanComposed", "MessagesAppended"]
+
+
+def test_tool_loop_projection(tmp_path: Path):
+    envs = project(events("tool_loop"), task_id="t")
+    types = [e.type for e in envs]
+    assert types.count("ToolCallStarted") == 5 and types.count("ToolCallCompleted") == 5
+    assert types[-1] == "TaskCompleted"
+    by_seq = {e.seq: e for e in envs}
+    for env in envs:
+        if env.type == "ToolCallCompleted":  # a tool result points at its call ...
+            assert by_seq[env.causation_id].type == "ToolCallStarted"
+            assert by_seq[env.causation_id].payload.call_id == env.payload.call_id
+        if env.type == "ToolCallStarted":  # ... and the call at the model message asking for it
+            cause = by_seq[env.causation_id]
+            assert cause.type == "MessagesAppended" and cause.actor.startswith("provider:")
+    # The 6 KB output lives in the content store: history holds a reference, not the body.
+    [big] = [e for e in envs if e.type == "MessagesAppended" and e.actor == "tool:big_output"]
+    ref = big.payload.messages[0].content[0].output
+    assert ref.size == 6 * 1024 and len(ref.hash) == 64
+    with pytest.raises(ContentNotFoundError, match="must use the same content store"):
+        as_messages(envs, LocalContentStore(tmp_path / "other"))
+    store = LocalContentStore(tmp_path / "paired")
+    body = big_output.fn({"kb": 6}, ToolContext(task_id="t", call_id="c2", tool_name="big_output", attempt=1)).output
+    assert store.put(body.encode()) == ref
+    items = as_messages(envs, store)
+    assert ToolResultView("c2", "big_output", True, body) in items
+    assert items[:3] == [UserMessage("add 2 and 3"), AssistantMessage("two tools"), ToolUse("c1", "add", {"a": 2, "b": 3})]
+    assert ToolResultView("c4", "nope", False, "Unknown tool 'nope'. Available tools: add, big_output, boom.") in items
+    assert items[-1] == Result("the sum is 5", "completed")
+
+
+def test_as_messages_of_the_multi_turn_history(tmp_path: Path):
+    items = as_messages(project(events("multi_turn")), LocalContentStore(tmp_path))
+    assert items == [
+        UserMessage("goal one"),
+        AssistantMessage("first"),
+        Result("first", "completed"),
+        UserMessage("goal two"),
+        AssistantMessage("second"),
+        Result("second", "completed"),
+    ]

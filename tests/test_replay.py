@@ -1,0 +1,30 @@
+"""Recorded histories replay against today's AgentWorkflow: a change that would break running
+workflows fails here. (Record new ones with ``python -m tests.histories.record``.)"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from temporalio.client import WorkflowHistory
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
+
+from noeta.workflows import AgentWorkflow
+
+HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
+
+
+def load(path: Path) -> WorkflowHistory:
+    return WorkflowHistory.from_json(f"history-{path.stem}", path.read_text())
+
+
+def test_histories_are_recorded():
+    assert {p.stem for p in HISTORIES} >= {"tool_loop", "multi_turn", "subtask", "max_turns", "provider_exhausted"}
+
+
+@pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])
+async def test_replay(path: Path):
+    replayer = Replayer(workflows=[AgentWorkflow], data_converter=pydantic_data_converter)
+    result = await replayer.replay_workflow(load(path), raise_on_replay_failure=False)
+    assert result.replay_failure is None, f"{path.name} no longer replays: {result.replay_failure}"
