@@ -13,6 +13,7 @@ from pathlib import Path
 from noeta.client.client import AsyncClient
 from noeta.client.messages import ToolResultView
 from noeta.client.options import Options
+from tests.support.waiting import eventually
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -32,13 +33,6 @@ def start_worker(env: dict[str, str], queue: str) -> subprocess.Popen[str]:
     return proc
 
 
-async def wait_for(predicate, timeout: float = 30.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        assert asyncio.get_running_loop().time() < deadline, "timed out"
-        await asyncio.sleep(0.05)
-
-
 async def test_sigkilled_worker_is_replaced_and_tool_result_recorded_once(
     client: AsyncClient, settings, data_dir: Path, task_queue: str, tmp_path: Path
 ):
@@ -55,7 +49,7 @@ async def test_sigkilled_worker_is_replaced_and_tool_result_recorded_once(
         task_id = await client.start(
             "hello", Options(provider="scripted", allowed_tools=["slow_append"]), task_queue=task_queue
         )
-        await wait_for(lambda: log.exists() and "attempt=1" in log.read_text())
+        await eventually(lambda: log.exists() and "attempt=1" in log.read_text())
         first.send_signal(signal.SIGKILL)
         first.wait(10)
     finally:
