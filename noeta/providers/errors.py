@@ -23,6 +23,7 @@ _CONTEXT_LENGTH_MARKERS = (
     "prompt is too long",
     "maximum context",
     "too many tokens",
+    "context size",  # llama.cpp: "exceeds the available context size"
 )
 
 
