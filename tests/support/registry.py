@@ -21,3 +21,14 @@ def scripted(request: LLMRequest) -> LLMResponse:
 
 
 registry = Registry.of(tools=[slow_append, add], providers={"scripted": FakeLLMProvider(responder=scripted)})
+
+
+def adder(request: LLMRequest) -> LLMResponse:
+    results = [b for m in request.messages for b in m.content if isinstance(b, ToolResultBlock)]
+    if not results:
+        return call(("c1", "add", {"a": 20, "b": 22}))
+    return say(f"the answer is {results[0].output}")
+
+
+#: For `noeta run --registry`: a stateless "default" provider that uses the add tool once.
+cli_registry = Registry.of(tools=[add], providers={"default": FakeLLMProvider(responder=adder)})

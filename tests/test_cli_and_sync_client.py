@@ -1,0 +1,103 @@
+"""The CLI and the synchronous Client, end to end against the test server."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from noeta.client.client import Client
+from noeta.client.messages import AssistantMessage, Result, UserMessage
+from noeta.client.options import Options
+from noeta.sdk.testing import FakeLLMProvider
+from tests.support.scripts import say
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def noeta(env: dict[str, str], *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "noeta.cli", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+@pytest.fixture
+def cli_env(settings, data_dir: Path, task_queue: str) -> dict[str, str]:
+    return {
+        **os.environ,
+        "TEMPORAL_ADDRESS": settings.temporal_address,
+        "NOETA_HOME": str(data_dir),
+        "NOETA_TASK_QUEUE": task_queue,
+        "PYTHONPATH": str(ROOT),
+    }
+
+
+def test_run_then_inspect_with_the_cli(cli_env: dict[str, str]):
+    run = noeta(cli_env, "run", "what is 20 + 22?", "--registry", "tests.support.registry:cli_registry")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == "the answer is 42\n"
+    task_id = run.stderr.split("task ")[1].split()[0]
+
+    messages = noeta(cli_env, "messages", task_id)
+    assert messages.stdout.splitlines() == [
+        "user      │ what is 20 + 22?",
+        'tool call │ add({"a": 20, "b": 22}) [c1]',
+        "tool ok   │ add: 42",
+        "assistant │ the answer is 42",
+        "result    │ [completed] the answer is 42",
+    ]
+    lines = noeta(cli_env, "events", task_id, "--json").stdout.splitlines()
+    envelopes = [json.loads(line) for line in lines]
+    assert [e["seq"] for e in envelopes] == list(range(1, len(envelopes) + 1))
+    assert envelopes[0]["type"] == "TaskCreated" and envelopes[-1]["type"] == "TaskCompleted"
+    assert noeta(cli_env, "result", task_id).stdout == "the answer is 42\n"
+
+
+def test_cli_reports_errors_without_a_traceback(cli_env: dict[str, str]):
+    bad = noeta(cli_env, "run", "x", "--registry", "tests.support.nowhere:registry")
+    assert bad.returncode == 2
+    assert bad.stderr.startswith("noeta: ConfigurationError: cannot load registry 'tests.support.nowhere:registry'")
+    missing = noeta(cli_env, "result", "no-such-task")
+    assert (missing.returncode, missing.stderr) == (2, "noeta: TaskNotFoundError: no task 'no-such-task'\n")
+
+
+async def test_sync_client_drives_a_task(host, serve, task_queue):
+    provider = FakeLLMProvider(responses=[say("sync one"), say("sync two")])
+
+    def drive() -> tuple:
+        client = Client(host)
+        try:
+            task_id = client.start("first", Options(provider=provider), keep_open=True, task_queue=task_queue)
+            second = client.send_goal(task_id, "second")
+            client.close(task_id)
+            final = client.result(task_id)
+            return second, final, [env.type for env in client.events(task_id)], client.messages(task_id)
+        finally:
+            client.shutdown()
+
+    async with serve(providers=[provider]):
+        second, final, types, items = await asyncio.to_thread(drive)
+    assert (second.answer, final.answer) == ("sync two", "sync two")
+    assert types[0] == "TaskCreated" and types.count("GoalReceived") == 1 and types[-1] == "TaskCompleted"
+    assert items[-3:] == [UserMessage("second"), AssistantMessage("sync two"), Result("sync two", "completed")]
+
+
+@pytest.mark.local_model
+@pytest.mark.skipif(importlib.util.find_spec("xllamacpp") is None, reason="needs the [local] extra")
+def test_noeta_run_with_no_configuration_uses_the_local_model(cli_env: dict[str, str]):
+    env = {k: v for k, v in cli_env.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
+    run = noeta(env, "run", "Say hello in one short sentence.", "--max-tokens", "24")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip()  # real generated text
+    task_id = run.stderr.split("task ")[1].split()[0]
+    events = [json.loads(line) for line in noeta(env, "events", task_id, "--json").stdout.splitlines()]
+    [completed] = [e for e in events if e["type"] == "ProviderCallCompleted"]
+    assert completed["actor"] == "provider:default" and completed["payload"]["usage"]["output"] > 0
+    [reply] = [e for e in events if e["type"] == "MessagesAppended" and e["actor"] == "provider:default"]
+    assert reply["payload"]["messages"][0]["content"][0]["text"].strip() == run.stdout.strip()
