@@ -25,7 +25,13 @@ from noeta.client.client import AsyncClient
 from noeta.client.config import Settings
 from noeta.client.embedded import EmbeddedServer
 from noeta.client.options import HostConfig, Options
-from noeta.protocols.messages import LLMResponse, Message, TextBlock, ToolUseBlock, Usage
+from noeta.protocols.messages import (
+    LLMResponse,
+    Message,
+    TextBlock,
+    ToolUseBlock,
+    Usage,
+)
 from noeta.protocols.tool import ToolResult
 from noeta.sdk.testing import FakeLLMProvider
 from noeta.sdk.tools import tool

@@ -42,6 +42,10 @@ class ToolIdentityMismatchError(NoetaError):
     """The worker's tool differs (name + version + input_schema) from the one the task recorded."""
 
 
+class ValidatorNotRegisteredError(NoetaError):
+    """A task names a validator that the worker executing it does not have."""
+
+
 class ProviderNotRegisteredError(NoetaError):
     """A task names a provider that the worker executing it does not have."""
 
@@ -171,6 +175,7 @@ _BY_NAME: dict[str, type[NoetaError]] = {
         ToolNotRegisteredError,
         ToolIdentityMismatchError,
         ProviderNotRegisteredError,
+        ValidatorNotRegisteredError,
         PolicyLoadError,
         PayloadTooLargeError,
         TaskNotFoundError,

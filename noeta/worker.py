@@ -11,8 +11,9 @@ import importlib
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
+from pydantic import BaseModel
 from temporalio.client import Client as TemporalClient
 from temporalio.worker import Worker
 
@@ -21,6 +22,7 @@ from noeta.context.content_store import ContentStore
 from noeta.errors import ConfigurationError
 from noeta.protocols.messages import LLMProvider, registry_name
 from noeta.protocols.tool import Tool, ToolSpec, tool_fingerprint
+from noeta.protocols.validation import Validator, as_validator
 from noeta.workflows import AgentWorkflow
 
 
@@ -32,6 +34,9 @@ class Registry:
     providers: dict[str, LLMProvider] = field(default_factory=dict)
     resources: dict[str, Any] = field(default_factory=dict)
     content_store: ContentStore | None = None
+    validators: dict[str, Validator] = field(default_factory=dict)
+    output_models: dict[str, type[BaseModel]] = field(default_factory=dict)
+    """Pydantic models by ``module:QualName``; an output schema naming one is validated with it."""
 
     @classmethod
     def of(
@@ -40,10 +45,16 @@ class Registry:
         providers: Iterable[LLMProvider] | Mapping[str, LLMProvider] = (),
         resources: Mapping[str, Any] | None = None,
         content_store: ContentStore | None = None,
+        validators: Iterable[Validator | Callable[[Any], Any]] = (),
+        output_models: Iterable[type[BaseModel]] = (),
     ) -> "Registry":
         registry = cls(resources=dict(resources or {}), content_store=content_store)
         for tool in tools:
             registry.add_tool(tool)
+        for validator in validators:
+            registry.add_validator(validator)
+        for model in output_models:
+            registry.add_output_model(model)
         items = providers.items() if isinstance(providers, Mapping) else ((None, p) for p in providers)
         for name, provider in items:
             registry.add_provider(provider, name=name)
@@ -62,6 +73,19 @@ class Registry:
             raise ConfigurationError(f"{provider!r} is not an LLMProvider (it needs complete())")
         key = name or registry_name(provider)
         self.providers[key] = provider
+        return key
+
+    def add_validator(self, validator: Validator | Callable[[Any], Any]) -> str:
+        item = as_validator(validator)
+        existing = self.validators.get(item.name)
+        if existing is not None and existing.fn is not item.fn:
+            raise ConfigurationError(f"two different validators are named {item.name!r}")
+        self.validators[item.name] = item
+        return item.name
+
+    def add_output_model(self, model: type[BaseModel]) -> str:
+        key = f"{model.__module__}:{model.__qualname__}"
+        self.output_models[key] = model
         return key
 
     def tool_spec(self, name: str) -> ToolSpec:

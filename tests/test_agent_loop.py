@@ -7,7 +7,13 @@ import threading
 import pytest
 
 from noeta.client.client import AsyncClient
-from noeta.client.messages import AssistantMessage, Result, ToolResultView, ToolUse, UserMessage
+from noeta.client.messages import (
+    AssistantMessage,
+    Result,
+    ToolResultView,
+    ToolUse,
+    UserMessage,
+)
 from noeta.client.options import Options
 from noeta.errors import ConfigurationError
 from noeta.protocols.messages import ToolResultBlock

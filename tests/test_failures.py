@@ -42,7 +42,7 @@ async def test_retryable_provider_errors_exhaust_into_attempts_exhausted(client:
     err = info.value
     assert "All attempts exhausted" in str(err)
     assert (err.attempts, err.last_failure_type) == (2, "provider")
-    assert err.issues == ["provider 'fake' (HTTP 503): overloaded"]
+    assert err.issues == ["provider 'fake' (HTTP 503): overloaded"] * 2  # one per attempt
     assert len(provider.received_requests) == 2
     types = [e.type for e in await client.events(task_id)]
     assert types[-2:] == ["ProviderCallFailed", "TaskFailed"]

@@ -8,7 +8,14 @@ from pathlib import Path
 import pytest
 from temporalio.client import WorkflowHistory
 
-from noeta.client.messages import AssistantMessage, Result, ToolResultView, ToolUse, UserMessage, as_messages
+from noeta.client.messages import (
+    AssistantMessage,
+    Result,
+    ToolResultView,
+    ToolUse,
+    UserMessage,
+    as_messages,
+)
 from noeta.client.projection import project
 from noeta.client.wire import envelope_to_dict
 from noeta.context.content_store import ContentNotFoundError, LocalContentStore

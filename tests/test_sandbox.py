@@ -8,7 +8,10 @@ import subprocess
 import sys
 import warnings
 
-from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+from temporalio.worker.workflow_sandbox import (
+    SandboxedWorkflowRunner,
+    SandboxRestrictions,
+)
 from temporalio.workflow import SandboxImportNotificationPolicy
 
 from noeta.client.client import AsyncClient

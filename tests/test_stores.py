@@ -9,7 +9,11 @@ from pathlib import Path
 import pytest
 
 from noeta.builtins.memory.impl import Memory, MemoryStore, slugify
-from noeta.context.content_store import ContentNotFoundError, ContentStore, LocalContentStore
+from noeta.context.content_store import (
+    ContentNotFoundError,
+    ContentStore,
+    LocalContentStore,
+)
 from noeta.context.transcript import NODE_MEDIA_TYPE, TranscriptStore
 from noeta.protocols.messages import (
     ContentRef,

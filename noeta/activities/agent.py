@@ -11,11 +11,15 @@ import asyncio
 import dataclasses
 import inspect
 import json
+import re
 from typing import TYPE_CHECKING, Any
 
 import jsonschema
+from pydantic import BaseModel, ValidationError
+from pydantic_core import to_jsonable_python
 from temporalio import activity
 
+from noeta.activities._attempts import as_details, earlier_failures, record_failure
 from noeta.activities._errors import to_application_error
 from noeta.activities._heartbeat import with_heartbeat
 from noeta.context.transcript import TranscriptStore
@@ -25,20 +29,25 @@ from noeta.errors import (
     ToolIdentityMismatchError,
     ToolNotRegisteredError,
     ToolRetryableError,
+    ValidatorNotRegisteredError,
 )
 from noeta.protocols.messages import LLMRequest, LLMResponse, Message
 from noeta.protocols.task import (
     CALL_MODEL,
     INVOKE_TOOL,
     PREPARE_TASK,
+    VALIDATE_OUTPUT,
     CallModelInput,
     CallModelOutput,
     InvokeToolInput,
     InvokeToolOutput,
     PrepareInput,
     PrepareOutput,
+    ValidateInput,
+    ValidateOutput,
 )
 from noeta.protocols.tool import Tool, ToolContext, ToolResult, ToolSpec
+from noeta.protocols.validation import DEFAULT_FAILURE_MESSAGE
 from noeta.providers.errors import classify_exception
 
 if TYPE_CHECKING:
@@ -71,7 +80,7 @@ class AgentActivities:
         self.transcripts = TranscriptStore(registry.content_store)
 
     def activities(self) -> list[Any]:
-        return [self.prepare_task, self.call_model, self.invoke_tool]
+        return [self.prepare_task, self.call_model, self.invoke_tool, self.validate_output]
 
     # -- prepare_task -----------------------------------------------------------------------
 
@@ -79,10 +88,21 @@ class AgentActivities:
     async def prepare_task(self, inp: PrepareInput) -> PrepareOutput:
         try:
             specs = [self._checked_spec(name, inp.expected_fingerprints.get(name)) for name in inp.tools]
+            for name in inp.validators:
+                if name not in self.registry.validators:
+                    raise ValidatorNotRegisteredError(
+                        f"validator {name!r} is not registered on this worker; add it to the worker's "
+                        "Registry(validators=[...])"
+                    )
         except NoetaError as err:
             raise to_application_error(err) from err
         system_ref = self.store.put(inp.system_prompt.encode()) if inp.system_prompt else None
-        return PrepareOutput(tools=specs, system_ref=system_ref)
+        schema_ref = (
+            self.store.put(json.dumps(inp.output_schema.json_schema).encode(), "application/schema+json")
+            if inp.output_schema
+            else None
+        )
+        return PrepareOutput(tools=specs, system_ref=system_ref, output_schema_ref=schema_ref)
 
     def _checked_spec(self, name: str, expected: str | None) -> ToolSpec:
         tool = self.registry.tools.get(name)
@@ -123,19 +143,18 @@ class AgentActivities:
             temperature=inp.temperature,
             max_tokens=inp.max_tokens,
             metadata={"task_id": inp.task_id, "turn": inp.turn},
+            output_schema=json.loads(self.store.get(inp.output_schema_ref)) if inp.output_schema_ref else None,
         )
+        earlier = earlier_failures()
         try:
-            response = await with_heartbeat(call_maybe_async(provider.complete, request))
+            response = await with_heartbeat(call_maybe_async(provider.complete, request), as_details(earlier))
+            if not isinstance(response, LLMResponse):
+                raise TypeError(f"complete() returned {type(response).__name__}, not LLMResponse")
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            raise to_application_error(classify_exception(inp.provider, exc)) from exc
-        if not isinstance(response, LLMResponse):
-            raise to_application_error(
-                classify_exception(
-                    inp.provider, TypeError(f"complete() returned {type(response).__name__}, not LLMResponse")
-                )
-            )
+            err = classify_exception(inp.provider, exc)
+            raise to_application_error(err, record_failure(earlier, err)) from exc
         raw_ref = (
             self.store.put(json.dumps(response.raw, default=str).encode(), "application/json")
             if response.raw
@@ -150,6 +169,7 @@ class AgentActivities:
             head=head,
             raw_ref=raw_ref,
             attempt=activity.info().attempt,
+            retried=earlier,
         )
 
     # -- invoke_tool ------------------------------------------------------------------------
@@ -182,12 +202,13 @@ class AgentActivities:
             heartbeat=activity.heartbeat,
             resources=self.registry.resources,
         )
+        earlier = earlier_failures()
         try:
-            result = await with_heartbeat(call_maybe_async(tool.invoke, inp.arguments, ctx))
+            result = await with_heartbeat(call_maybe_async(tool.invoke, inp.arguments, ctx), as_details(earlier))
         except asyncio.CancelledError:
             raise
         except ToolRetryableError as err:
-            raise to_application_error(err) from err
+            raise to_application_error(err, record_failure(earlier, err)) from err
         except Exception as exc:  # the model sees the failure and may recover
             result = ToolResult(success=False, output=f"{type(exc).__name__}: {exc}")
         if not isinstance(result, ToolResult):
@@ -195,7 +216,7 @@ class AgentActivities:
                 success=False,
                 output=f"tool {inp.tool_name!r} returned {type(result).__name__}, not ToolResult",
             )
-        return InvokeToolOutput(self._offload_output(result), attempt)
+        return InvokeToolOutput(self._offload_output(result), attempt, retried=earlier)
 
     def _offload_output(self, result: ToolResult) -> ToolResult:
         """Move a large output to the content store so history keeps only a reference."""
@@ -208,6 +229,61 @@ class AgentActivities:
         ref = self.store.put(data)
         preview = output[:PREVIEW_CHARS] + f"… [{len(data)} bytes in content store {ref.hash[:12]}]"
         return dataclasses.replace(result, output=preview, output_ref=ref)
+
+    # -- validate_output ----------------------------------------------------------------------
+
+    @activity.defn(name=VALIDATE_OUTPUT)
+    async def validate_output(self, inp: ValidateInput) -> ValidateOutput:
+        data: Any = inp.answer
+        if inp.output_schema is not None:
+            parsed = parse_json_answer(inp.answer)
+            if isinstance(parsed, ParseFailure):
+                return ValidateOutput(ok=False, issue=parsed.message, failure_type="schema")
+            model = self.registry.output_models.get(inp.output_schema.model or "")
+            checked = check_schema(parsed, inp.output_schema.json_schema, model)
+            if isinstance(checked, ParseFailure):
+                return ValidateOutput(ok=False, data=parsed, issue=checked.message, failure_type="schema")
+            data = checked
+        for name in inp.validators:
+            validator = self.registry.validators[name]
+            verdict = await with_heartbeat(call_maybe_async(validator.fn, data))
+            if verdict is True:
+                continue
+            issue = verdict if isinstance(verdict, str) and verdict else DEFAULT_FAILURE_MESSAGE
+            return ValidateOutput(ok=False, data=to_jsonable_python(data), issue=issue, failure_type="validator")
+        return ValidateOutput(ok=True, data=to_jsonable_python(data))
+
+
+@dataclasses.dataclass(frozen=True)
+class ParseFailure:
+    message: str
+
+
+_FENCE = re.compile(r"^\s*```(?:json)?\s*\n(.*?)\n\s*```\s*$", re.DOTALL)
+
+
+def parse_json_answer(text: str) -> Any:
+    """The answer as JSON (a Markdown code fence around it is tolerated)."""
+    fenced = _FENCE.match(text)
+    try:
+        return json.loads(fenced.group(1) if fenced else text)
+    except json.JSONDecodeError as err:
+        return ParseFailure(f"The answer must be a JSON document matching the output schema; it is not valid JSON ({err.msg} at line {err.lineno} column {err.colno}).")
+
+
+def check_schema(data: Any, schema: dict[str, Any], model: type[BaseModel] | None) -> Any:
+    """``data`` validated: a model instance when the worker has the model, else the JSON itself."""
+    if model is not None:
+        try:
+            return model.model_validate(data)
+        except ValidationError as err:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'answer'}: {e['msg']}" for e in err.errors()
+            )
+            return ParseFailure(f"The answer does not match the output schema: {problems}.")
+    problem = argument_problem(schema, data)
+    return data if problem is None else ParseFailure(f"The answer does not match the output schema: {problem}.")
+
 
 def argument_problem(schema: dict[str, Any], arguments: dict[str, Any]) -> str | None:
     """Why ``arguments`` fail ``schema``, or None. A broken schema is not the model's fault."""

@@ -13,7 +13,12 @@ from typing import Any, Literal, Union
 
 from noeta.context.content_store import ContentStore
 from noeta.protocols import event_log as ev
-from noeta.protocols.messages import ContentRef, TextBlock, ToolResultBlock, ToolUseBlock
+from noeta.protocols.messages import (
+    ContentRef,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,10 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
+
+import jsonschema
+from pydantic import BaseModel
 
 from noeta.builtins.llm_policy import LLMPolicy
 from noeta.client.config import Settings
@@ -17,8 +20,9 @@ from noeta.context.content_store import ContentStore
 from noeta.errors import ConfigurationError, PayloadTooLargeError
 from noeta.protocols.messages import ImageBlock, LLMProvider
 from noeta.protocols.policy import Policy
-from noeta.protocols.task import PolicyRef, TaskInput
+from noeta.protocols.task import OutputSchema, PolicyRef, TaskInput
 from noeta.protocols.tool import Tool, tool_fingerprint
+from noeta.protocols.validation import Validator, as_validator
 
 #: Temporal refuses payloads over 2 MiB; keep a margin for the rest of the task input.
 MAX_GOAL_BYTES = 256 * 1024
@@ -50,6 +54,10 @@ class Options:
     tool_timeout_seconds: float = 300.0
     """Default start-to-close timeout of one tool-call attempt (``@tool(timeout_seconds=)`` wins)."""
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    output_schema: type[BaseModel] | dict[str, Any] | None = None
+    """A pydantic model class or a JSON Schema dict; the final answer must be JSON matching it."""
+    validators: Sequence[Validator | Callable[[Any], Any]] = ()
+    """Checks on the final answer (``expect_validator``); a failure re-prompts the model."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_turns, int) or self.max_turns < 1:
@@ -74,6 +82,19 @@ class Options:
             raise ConfigurationError(f"provider must be a name or an LLMProvider, got {self.provider!r}")
         if self.policy is not None and not hasattr(self.policy, "decide"):
             raise ConfigurationError(f"policy {self.policy!r} has no decide(ctx, view) method")
+        output_schema_spec(self.output_schema)  # validates it
+        names: dict[str, Validator] = {}
+        for validator in self.validator_objects():
+            if names.setdefault(validator.name, validator) is not validator:
+                raise ConfigurationError(
+                    f"two validators are named {validator.name!r}; give one a name: "
+                    "expect_validator(fn, name=...)"
+                )
+
+    def validator_objects(self) -> list[Validator]:
+        if isinstance(self.validators, (str, bytes)) or not isinstance(self.validators, Sequence):
+            raise ConfigurationError("validators must be a list of expect_validator(...) results")
+        return [as_validator(v) for v in self.validators]
 
     def tool_objects(self) -> list[Tool]:
         """Tool objects given directly or through in-process MCP servers."""
@@ -102,6 +123,21 @@ class HostConfig:
 
     def store(self) -> ContentStore:
         return self.content_store or self.settings.content_store()
+
+
+def output_schema_spec(schema: type[BaseModel] | dict[str, Any] | None) -> OutputSchema | None:
+    """The serializable form of ``Options.output_schema``."""
+    if schema is None:
+        return None
+    if isinstance(schema, type) and issubclass(schema, BaseModel):
+        return OutputSchema(json_schema=schema.model_json_schema(), model=f"{schema.__module__}:{schema.__qualname__}")
+    if isinstance(schema, dict):
+        try:
+            jsonschema.validators.validator_for(schema).check_schema(schema)
+        except jsonschema.exceptions.SchemaError as err:
+            raise ConfigurationError(f"output_schema is not valid JSON Schema: {err.message}") from err
+        return OutputSchema(json_schema=schema)
+    raise ConfigurationError(f"output_schema must be a pydantic model class or a JSON Schema dict, got {schema!r}")
 
 
 def policy_ref(policy: Policy | None) -> PolicyRef | None:
@@ -158,4 +194,6 @@ def build_task_input(
         tool_timeout_seconds=options.tool_timeout_seconds,
         workspace_dir=str(Path(workspace_dir).resolve()) if workspace_dir is not None else None,
         metadata=dict(options.metadata),
+        output_schema=output_schema_spec(options.output_schema),
+        validators=[v.name for v in options.validator_objects()],
     )

@@ -26,6 +26,8 @@ from noeta.protocols.task import (
     PREPARE_TASK,
     RESULT_MEMO_KEY,
     TASK_FATAL_TOOL_ERRORS,
+    VALIDATE_OUTPUT,
+    AttemptFailure,
     CallModelInput,
     CallModelOutput,
     GoalInput,
@@ -34,6 +36,8 @@ from noeta.protocols.task import (
     PrepareOutput,
     TaskInput,
     TaskResult,
+    ValidateOutput,
+    validation_feedback,
 )
 
 _ADAPTERS: dict[type, TypeAdapter[Any]] = {}
@@ -48,6 +52,19 @@ def _decode(payload: Payload, cls: type) -> Any:
 
 def _first(payloads: Payloads, cls: type) -> Any:
     return _decode(payloads.payloads[0], cls) if payloads.payloads else None
+
+
+def failure_details(failure: Failure) -> dict[str, Any]:
+    """The first detail of the innermost ApplicationError of a failure chain (Noeta puts a dict there)."""
+    found: dict[str, Any] = {}
+    while True:
+        info = failure.application_failure_info if failure.HasField("application_failure_info") else None
+        if info is not None and info.details.payloads:
+            value = json.loads(info.details.payloads[0].data)
+            found = value if isinstance(value, dict) else {}
+        if not failure.HasField("cause"):
+            return found
+        failure = failure.cause
 
 
 def failure_text(failure: Failure) -> tuple[str, str | None]:
@@ -85,6 +102,7 @@ class _Projector:
     # enters the transcript when the running one ends (mirrors AgentWorkflow.run).
     goal_active: bool = True
     queued_goals: list[tuple[GoalInput, int]] = field(default_factory=list)
+    validations_failed: int = 0  # in the current goal
 
     def emit(
         self,
@@ -199,6 +217,8 @@ class _Projector:
         elif sched.activity == CALL_MODEL:
             out: CallModelOutput = _first(attrs.result, CallModelOutput)
             actor = f"provider:{self.provider}"
+            for failed in out.retried:
+                self.emit_provider_retry(failed, event, sched.seq)
             seq = self.emit(
                 ev.ProviderCallCompleted(
                     provider=self.provider,
@@ -215,6 +235,8 @@ class _Projector:
             inp: InvokeToolInput = sched.input
             result = _first(attrs.result, InvokeToolOutput)
             actor = f"tool:{inp.tool_name}"
+            for failed in result.retried:
+                self.emit_tool_retry(inp, failed, event, sched.seq)
             seq = self.emit(
                 ev.ToolCallCompleted(
                     call_id=inp.call_id,
@@ -234,6 +256,52 @@ class _Projector:
                 error=None if result.result.success else result.result.output,
             )
             self.messages([Message(role="tool", content=[block])], actor, event, seq)
+        elif sched.activity == VALIDATE_OUTPUT:
+            checked: ValidateOutput = _first(attrs.result, ValidateOutput)
+            if checked.ok:
+                return
+            self.validations_failed += 1
+            issue = checked.issue or "Validation failed"
+            seq = self.emit(
+                ev.ValidationFailed(
+                    attempt=self.validations_failed, failure_type=checked.failure_type or "validator", issue=issue
+                ),
+                "engine",
+                event,
+                self.last_message_seq,
+            )
+            assert self.task is not None
+            if self.validations_failed <= self.task.max_retries:  # else the task fails (see AgentWorkflow)
+                feedback = Message(role="user", content=[TextBlock(text=validation_feedback(issue))], origin="system")
+                self.messages([feedback], "engine", event, seq)
+
+    def emit_provider_retry(self, failed: AttemptFailure, event: HistoryEvent, cause: int) -> None:
+        self.emit(
+            ev.ProviderCallRetried(
+                provider=self.provider,
+                attempt=failed.attempt,
+                error=failed.error,
+                error_type=failed.error_type,
+                retry_after=failed.retry_after,
+            ),
+            f"provider:{self.provider}",
+            event,
+            cause,
+        )
+
+    def emit_tool_retry(self, call: InvokeToolInput, failed: AttemptFailure, event: HistoryEvent, cause: int) -> None:
+        self.emit(
+            ev.ToolCallRetried(
+                call_id=call.call_id,
+                tool_name=call.tool_name,
+                attempt=failed.attempt,
+                error=failed.error,
+                error_type=failed.error_type,
+            ),
+            f"tool:{call.tool_name}",
+            event,
+            cause,
+        )
 
     def on_activity_failed(self, event: HistoryEvent, failure: Failure, scheduled_id: int) -> None:
         sched = self.scheduled.get(scheduled_id)
@@ -241,7 +309,10 @@ class _Projector:
             return
         message, error_type = failure_text(failure)
         attempt = self.started_attempt.get(scheduled_id, 1)
+        earlier = [AttemptFailure(**f) for f in failure_details(failure).get("attempt_failures", [])][:-1]
         if sched.activity == CALL_MODEL:
+            for failed in earlier:
+                self.emit_provider_retry(failed, event, sched.seq)
             self.emit(
                 ev.ProviderCallFailed(provider=self.provider, error=message, error_type=error_type, attempt=attempt),
                 f"provider:{self.provider}",
@@ -251,6 +322,8 @@ class _Projector:
         elif sched.activity == INVOKE_TOOL:
             inp: InvokeToolInput = sched.input
             actor = f"tool:{inp.tool_name}"
+            for failed in earlier:
+                self.emit_tool_retry(inp, failed, event, sched.seq)
             seq = self.emit(
                 ev.ToolCallFailed(
                     call_id=inp.call_id, tool_name=inp.tool_name, error=message, error_type=error_type, attempt=attempt
@@ -278,6 +351,7 @@ class _Projector:
         message = Message(role="user", content=[TextBlock(text=goal.goal), *goal.images], origin="human")
         self.messages([message], "human", event, cause)
         self.goal_active = True
+        self.validations_failed = 0
 
     def on_memo(self, event: HistoryEvent) -> None:
         fields = event.workflow_properties_modified_event_attributes.upserted_memo.fields
@@ -285,7 +359,9 @@ class _Projector:
             return
         result: TaskResult = _decode(fields[RESULT_MEMO_KEY], TaskResult)
         self.emit(
-            ev.TaskCompleted(answer=result.answer, status=result.status, usage=result.usage, turns=result.turns),
+            ev.TaskCompleted(
+                answer=result.answer, status=result.status, usage=result.usage, turns=result.turns, data=result.data
+            ),
             "engine",
             event,
             self.last_message_seq,
@@ -324,7 +400,20 @@ class _Projector:
     def on_closed(self, event: HistoryEvent) -> None:
         t = event.event_type
         if t == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED:
-            message, error_type = failure_text(event.workflow_execution_failed_event_attributes.failure)
+            failure = event.workflow_execution_failed_event_attributes.failure
+            message, error_type = failure_text(failure)
+            if error_type == "AttemptsExhaustedError":
+                details = failure_details(failure)
+                self.emit(
+                    ev.AttemptsExhausted(
+                        attempts=int(details.get("attempts", 0)),
+                        issues=list(details.get("issues", [])),
+                        last_failure_type=str(details.get("last_failure_type", "")),
+                    ),
+                    "engine",
+                    event,
+                    self.last_message_seq,
+                )
             self.emit(ev.TaskFailed(reason=message, error_type=error_type), "engine", event, self.last_message_seq)
         elif t == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT:
             self.emit(ev.TaskFailed(reason="workflow timed out", error_type="TimeoutError"), "engine", event, None)

@@ -1,6 +1,12 @@
 """Pure types and interfaces of the seed API: no I/O, no Temporal imports."""
 
-from noeta.protocols.decisions import CallModel, CallTools, Decision, Finish, SpawnSubtask
+from noeta.protocols.decisions import (
+    CallModel,
+    CallTools,
+    Decision,
+    Finish,
+    SpawnSubtask,
+)
 from noeta.protocols.event_log import EventEnvelope, Observer, Subscriber
 from noeta.protocols.hooks import (
     Guard,

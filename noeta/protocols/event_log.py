@@ -11,13 +11,17 @@ ContextPlanComposed          the task's context was composed: system prompt, too
 GoalReceived                 a further goal arrived through ``send_goal``
 MessagesAppended             messages were added to the transcript (user, assistant, tool)
 ProviderCallStarted          a model call was scheduled (turn, model)
+ProviderCallRetried          an attempt of a model call failed and another follows (attempt, error)
 ProviderCallCompleted        the model answered (stop reason, usage, attempt)
 ProviderCallFailed           the model call failed for good (error, attempt)
 ToolCallStarted              a tool call was scheduled (call id, tool, arguments)
+ToolCallRetried              an attempt of a tool call failed and another follows (attempt, error)
 ToolCallCompleted            the tool returned (success, attempt)
 ToolCallFailed               the tool activity failed for good (error, attempt)
 SubtaskSpawned               a child agent was started for a subtask
 SubtaskCompleted             the child agent ended (answer or failure)
+ValidationFailed             the final answer failed its schema or a validator; the model is re-prompted
+AttemptsExhausted            every attempt allowed by max_retries failed (issues, last failure type)
 TaskCompleted                a goal ended with an answer (status completed or failed)
 TaskFailed                   the workflow failed with an error
 TaskCancelled                the task was cancelled
@@ -80,6 +84,16 @@ class ProviderCallCompleted:
 
 
 @dataclass(frozen=True)
+class ProviderCallRetried:
+    provider: str
+    attempt: int
+    """The attempt that failed."""
+    error: str
+    error_type: str | None
+    retry_after: float | None = None
+
+
+@dataclass(frozen=True)
 class ProviderCallFailed:
     provider: str
     error: str
@@ -101,6 +115,15 @@ class ToolCallCompleted:
     success: bool
     attempt: int
     summary: str | None = None
+
+
+@dataclass(frozen=True)
+class ToolCallRetried:
+    call_id: str
+    tool_name: str
+    attempt: int
+    error: str
+    error_type: str | None
 
 
 @dataclass(frozen=True)
@@ -128,11 +151,28 @@ class SubtaskCompleted:
 
 
 @dataclass(frozen=True)
+class ValidationFailed:
+    attempt: int
+    """1 for the first answer checked in this goal."""
+    failure_type: Literal["schema", "validator"]
+    issue: str
+
+
+@dataclass(frozen=True)
+class AttemptsExhausted:
+    attempts: int
+    issues: list[str]
+    last_failure_type: str
+
+
+@dataclass(frozen=True)
 class TaskCompleted:
     answer: str
     status: Literal["completed", "failed"]
     usage: Usage
     turns: int
+    data: Any = None
+    """The validated structured output, when the task has an output schema."""
 
 
 @dataclass(frozen=True)
@@ -157,11 +197,15 @@ EventPayload = (
     | GoalReceived
     | MessagesAppended
     | ProviderCallStarted
+    | ProviderCallRetried
     | ProviderCallCompleted
     | ProviderCallFailed
     | ToolCallStarted
+    | ToolCallRetried
     | ToolCallCompleted
     | ToolCallFailed
+    | ValidationFailed
+    | AttemptsExhausted
     | SubtaskSpawned
     | SubtaskCompleted
     | TaskCompleted
@@ -178,11 +222,15 @@ EVENT_TYPES: dict[str, type] = {
         GoalReceived,
         MessagesAppended,
         ProviderCallStarted,
+        ProviderCallRetried,
         ProviderCallCompleted,
         ProviderCallFailed,
         ToolCallStarted,
+        ToolCallRetried,
         ToolCallCompleted,
         ToolCallFailed,
+        ValidationFailed,
+        AttemptsExhausted,
         SubtaskSpawned,
         SubtaskCompleted,
         TaskCompleted,

@@ -15,6 +15,7 @@ from noeta.protocols.tool import ToolResult, ToolSpec
 PREPARE_TASK = "noeta.prepare_task"
 CALL_MODEL = "noeta.call_model"
 INVOKE_TOOL = "noeta.invoke_tool"
+VALIDATE_OUTPUT = "noeta.validate_output"
 
 WORKFLOW_NAME = "AgentWorkflow"
 
@@ -32,6 +33,25 @@ class PolicyRef:
 
     path: str
     params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class OutputSchema:
+    """The structured output a task must produce."""
+
+    json_schema: dict[str, Any]
+    model: str | None = None
+    """``module:QualName`` of a pydantic model; workers that have it validate with it."""
+
+
+@dataclass(frozen=True)
+class AttemptFailure:
+    """One failed attempt of a retried activity, carried to the next attempt in heartbeat details."""
+
+    attempt: int
+    error: str
+    error_type: str | None = None
+    retry_after: float | None = None
 
 
 @dataclass(frozen=True)
@@ -57,6 +77,9 @@ class TaskInput:
     tool_timeout_seconds: float = 300.0
     workspace_dir: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    output_schema: OutputSchema | None = None
+    validators: list[str] = field(default_factory=list)
+    """Names of validators in the worker's registry, run in order on the final answer."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +91,8 @@ class TaskResult:
     usage: Usage
     turns: int
     goal_index: int = 0
+    data: Any = None
+    """The validated structured output (JSON values) when the task has an output schema."""
 
 
 @dataclass(frozen=True)
@@ -82,12 +107,15 @@ class PrepareInput:
     tools: list[str]
     expected_fingerprints: dict[str, str]
     system_prompt: str | None
+    output_schema: OutputSchema | None = None
+    validators: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
 class PrepareOutput:
     tools: list[ToolSpec]
     system_ref: ContentRef | None
+    output_schema_ref: ContentRef | None = None
 
 
 @dataclass(frozen=True)
@@ -104,6 +132,7 @@ class CallModelInput:
     turn: int
     temperature: float | None = None
     max_tokens: int | None = None
+    output_schema_ref: ContentRef | None = None
 
 
 @dataclass(frozen=True)
@@ -114,6 +143,8 @@ class CallModelOutput:
     """Transcript including ``append`` and the assistant message."""
     raw_ref: ContentRef | None = None
     attempt: int = 1
+    retried: list[AttemptFailure] = field(default_factory=list)
+    """Failures of the earlier attempts of this call."""
 
 
 @dataclass(frozen=True)
@@ -132,3 +163,26 @@ class InvokeToolInput:
 class InvokeToolOutput:
     result: ToolResult
     attempt: int = 1
+    retried: list[AttemptFailure] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ValidateInput:
+    task_id: str
+    answer: str
+    output_schema: OutputSchema | None
+    validators: list[str]
+
+
+@dataclass(frozen=True)
+class ValidateOutput:
+    ok: bool
+    data: Any = None
+    """The parsed (and, with a schema, validated) answer as JSON values."""
+    issue: str | None = None
+    failure_type: Literal["schema", "validator"] | None = None
+
+
+def validation_feedback(issue: str) -> str:
+    """The message that tells the model why its answer was rejected (shared with the projection)."""
+    return f"Your answer was rejected: {issue}\nAnswer again, fixing this."

@@ -35,6 +35,7 @@ from noeta.errors import (
 from noeta.protocols import *  # noqa: F403  (the seed types, re-exported)
 from noeta.protocols import __all__ as _protocol_names
 from noeta.protocols.task import TaskResult
+from noeta.protocols.validation import Validator, expect_validator
 from noeta.sdk.query import QueryResult, aquery, query
 from noeta.sdk.tools import DecoratedTool, SdkMcpServer, create_sdk_mcp_server, tool
 from noeta.worker import Registry
@@ -57,6 +58,6 @@ __all__ = [
     "PayloadTooLargeError", "ProviderError", "QueryResult", "Registry", "Result", "SdkMcpServer",
     "TaskCancelledError", "TaskFailedError", "TaskNotFoundError", "TaskNotOpenError", "TaskResult",
     "ToolIdentityMismatchError", "ToolNotRegisteredError", "ToolResultView", "ToolRetryableError",
-    "ToolUse", "UserMessage", "ViewItem", "aquery", "as_messages", "create_sdk_mcp_server",
+    "ToolUse", "UserMessage", "Validator", "ViewItem", "aquery", "expect_validator", "as_messages", "create_sdk_mcp_server",
     "envelope_to_dict", "query", "tool",
 ]

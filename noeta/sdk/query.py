@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from noeta.client.client import AsyncClient
 from noeta.client.messages import ViewItem, as_messages
 from noeta.client.options import HostConfig, Options
@@ -34,6 +36,9 @@ class QueryResult:
     turns: int
     events: list[EventEnvelope] = field(repr=False)
     content_store: ContentStore = field(repr=False)
+    data: Any = None
+    """The validated structured output: an instance of ``Options.output_schema`` when that is a
+    pydantic model, the JSON value when it is a JSON Schema dict, else None."""
     _answer: str = field(repr=False, default="")
 
     def answer(self) -> str:
@@ -44,7 +49,10 @@ class QueryResult:
 
 
 def _registry_for(options: Options, provider: LLMProvider | str | None, store: ContentStore) -> tuple[Registry, str]:
-    registry = Registry.of(tools=options.tool_objects(), content_store=store)
+    models = [options.output_schema] if isinstance(options.output_schema, type) else []
+    registry = Registry.of(
+        tools=options.tool_objects(), content_store=store, validators=options.validator_objects(), output_models=models
+    )
     chosen = provider if provider is not None else options.provider
     if isinstance(chosen, LLMProvider):
         return registry, registry.add_provider(chosen)
@@ -90,8 +98,17 @@ async def aquery(
         turns=result.turns,
         events=events,
         content_store=store,
+        data=structured_data(options, result.data),
         _answer=result.answer,
     )
+
+
+def structured_data(options: Options, data: Any) -> Any:
+    """Task result data as the caller's model instance when ``output_schema`` is a model class."""
+    schema = options.output_schema
+    if data is None or not (isinstance(schema, type) and issubclass(schema, BaseModel)):
+        return data
+    return schema.model_validate(data)
 
 
 def query(options: Options | None = None, *, goal: str, **kwargs: Any) -> QueryResult:

@@ -14,7 +14,12 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError, RetryState
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    ChildWorkflowError,
+    RetryState,
+)
 
 from noeta.builtins.llm_policy import LLMPolicy
 from noeta.errors import AttemptsExhaustedError
@@ -35,6 +40,7 @@ from noeta.protocols.task import (
     PREPARE_TASK,
     RESULT_MEMO_KEY,
     TASK_FATAL_TOOL_ERRORS,
+    VALIDATE_OUTPUT,
     WORKFLOW_NAME,
     CallModelInput,
     CallModelOutput,
@@ -46,10 +52,12 @@ from noeta.protocols.task import (
     PrepareOutput,
     TaskInput,
     TaskResult,
+    ValidateInput,
+    ValidateOutput,
+    validation_feedback,
 )
 from noeta.protocols.tool import ToolResult, ToolSpec
 from noeta.protocols.view import View
-
 
 
 def retry_policy(max_retries: int, non_retryable: tuple[str, ...] = ()) -> RetryPolicy:
@@ -110,6 +118,8 @@ class AgentWorkflow:
         self._pending: list[Message] = []  # added since the transcript head was stored
         self._head: ContentRef | None = None
         self._system_ref: ContentRef | None = None
+        self._output_schema_ref: ContentRef | None = None
+        self._validation_issues: list[str] = []
         self._tools: dict[str, ToolSpec] = {}
         self._usage = Usage()
         self._turn = 0
@@ -167,6 +177,8 @@ class AgentWorkflow:
                     tools=task.tools,
                     expected_fingerprints=task.tool_fingerprints,
                     system_prompt=task.system_prompt,
+                    output_schema=task.output_schema,
+                    validators=task.validators,
                 ),
                 result_type=PrepareOutput,
                 start_to_close_timeout=timedelta(seconds=60),
@@ -179,6 +191,7 @@ class AgentWorkflow:
             raise
         self._tools = {spec.name: spec for spec in plan.tools}
         self._system_ref = plan.system_ref
+        self._output_schema_ref = plan.output_schema_ref
         ctx = StepContext(
             task_id=info.workflow_id,
             trace_id=task.trace_id or info.workflow_id,
@@ -210,6 +223,7 @@ class AgentWorkflow:
             Message(role="user", content=[TextBlock(text=goal.goal), *goal.images], origin="human")
         )
         self._turn = 0
+        self._validation_issues = []
         while True:
             view = View(
                 transcript=tuple(self._transcript),
@@ -219,7 +233,12 @@ class AgentWorkflow:
             )
             decision = policy.decide(ctx, view)
             if isinstance(decision, Finish):
-                return self._result(decision.answer, decision.status, index)
+                if decision.status == "failed" or not (self._task.output_schema or self._task.validators):
+                    return self._result(decision.answer, decision.status, index)
+                checked = await self._validate(decision.answer)
+                if checked.ok:
+                    return self._result(decision.answer, "completed", index, checked.data)
+                continue
             if isinstance(decision, CallModel):
                 if self._turn >= ctx.max_turns:
                     return self._result(
@@ -238,17 +257,59 @@ class AgentWorkflow:
                     non_retryable=True,
                 )
 
-    def _result(self, answer: str, status: str, index: int) -> TaskResult:
+    def _result(self, answer: str, status: str, index: int, data: Any = None) -> TaskResult:
         result = TaskResult(
             answer=answer,
             status="failed" if status == "failed" else "completed",
             usage=self._usage,
             turns=self._turn,
             goal_index=index,
+            data=data,
         )
         # Recorded in history (and shown in the UI's memo) so every goal's outcome is projectable.
         workflow.upsert_memo({RESULT_MEMO_KEY: result})
         return result
+
+    async def _validate(self, answer: str) -> ValidateOutput:
+        """Check the final answer; on failure tell the model why, or give up after max_retries."""
+        task = self._task
+        checked = await workflow.execute_activity(
+            VALIDATE_OUTPUT,
+            ValidateInput(
+                task_id=workflow.info().workflow_id,
+                answer=answer,
+                output_schema=task.output_schema,
+                validators=task.validators,
+            ),
+            result_type=ValidateOutput,
+            start_to_close_timeout=timedelta(seconds=task.tool_timeout_seconds),
+            retry_policy=retry_policy(task.max_retries),
+            summary=f"validate answer ({len(task.validators)} validator(s))",
+        )
+        if checked.ok:
+            return checked
+        issue = checked.issue or "Validation failed"
+        self._validation_issues.append(issue)
+        if len(self._validation_issues) > task.max_retries:
+            exhausted = AttemptsExhaustedError(
+                attempts=len(self._validation_issues),
+                issues=list(self._validation_issues),
+                last_failure_type=checked.failure_type or "validator",
+                last_data=checked.data,
+                last_raw_text=answer,
+            )
+            raise ApplicationError(
+                str(exhausted), exhausted.to_details(), type="AttemptsExhaustedError", non_retryable=True
+            )
+        # The feedback is the engine's, not the user's: origin "system" (an InjectedMessage).
+        self._append(
+            Message(
+                role="user",
+                content=[TextBlock(text=validation_feedback(issue))],
+                origin="system",
+            )
+        )
+        return checked
 
     async def _call_model(self, decision: CallModel) -> None:
         task = self._task
@@ -265,6 +326,7 @@ class AgentWorkflow:
             turn=self._total_turns,
             temperature=decision.temperature if decision.temperature is not None else task.temperature,
             max_tokens=decision.max_tokens or task.max_tokens,
+            output_schema_ref=self._output_schema_ref,
         )
         try:
             out = await workflow.execute_activity(
@@ -291,9 +353,12 @@ class AgentWorkflow:
             cause.non_retryable or err.retry_state == RetryState.NON_RETRYABLE_FAILURE
         ):
             return typed_task_error(cause)
+        details = cause.details[0] if isinstance(cause, ApplicationError) and cause.details else {}
+        failures = details.get("attempt_failures") if isinstance(details, dict) else None
+        issues = [f["error"] for f in failures] if failures else [failure_message(err)]
         exhausted = AttemptsExhaustedError(
             attempts=max_retries + 1,
-            issues=[failure_message(err)],
+            issues=issues,
             last_failure_type="provider",
         )
         return ApplicationError(
