@@ -18,6 +18,7 @@ from noeta.errors import (
     TaskNotOpenError,
     ToolIdentityMismatchError,
     ToolNotRegisteredError,
+    ToolRetryableError,
 )
 from noeta.protocols.tool import ToolResult
 from noeta.sdk.testing import FakeLLMProvider
@@ -45,7 +46,7 @@ async def test_retryable_provider_errors_exhaust_into_attempts_exhausted(client:
     assert err.issues == ["provider 'fake' (HTTP 503): overloaded"] * 2  # one per attempt
     assert len(provider.received_requests) == 2
     types = [e.type for e in await client.events(task_id)]
-    assert types[-2:] == ["ProviderCallFailed", "TaskFailed"]
+    assert types[-4:] == ["ProviderCallRetried", "ProviderCallFailed", "AttemptsExhausted", "TaskFailed"]
 
 
 async def test_non_retryable_provider_error_fails_at_once(client: AsyncClient, serve, task_queue):
@@ -157,3 +158,42 @@ async def test_empty_goal_is_rejected_before_anything_starts(client: AsyncClient
     with pytest.raises(Exception) as info:
         await client.temporal.get_workflow_handle("never-started-empty-goal").describe()
     assert "not found" in str(info.value).lower()
+
+
+async def test_tool_marked_retryable_is_retried_and_each_retry_projected(client: AsyncClient, serve, task_queue):
+    attempts = []
+
+    @tool(name="flaky", version="1", input_schema={"type": "object"}, max_retries=2)
+    def flaky(arguments, ctx):
+        attempts.append(ctx.attempt)
+        if ctx.attempt < 3:
+            raise ToolRetryableError(f"backend busy (attempt {ctx.attempt})")
+        return ToolResult(success=True, output="ok at last")
+
+    provider = FakeLLMProvider(responses=[call(("c1", "flaky", {})), say("done")])
+    async with serve(tools=[flaky], providers=[provider]):
+        task_id = await client.start("x", Options(provider=provider, allowed_tools=[flaky]), task_queue=task_queue)
+        assert (await client.result(task_id)).answer == "done"
+    assert attempts == [1, 2, 3]
+    envs = await client.events(task_id)
+    assert [(e.payload.attempt, e.payload.error) for e in envs if e.type == "ToolCallRetried"] == [
+        (1, "backend busy (attempt 1)"),
+        (2, "backend busy (attempt 2)"),
+    ]
+    assert [e.payload.attempt for e in envs if e.type == "ToolCallCompleted"] == [3]
+
+
+async def test_tool_timeout_goes_back_to_the_model_after_retries(client: AsyncClient, serve, task_queue):
+    @tool(name="stuck", version="1", input_schema={"type": "object"}, timeout_seconds=1, max_retries=1)
+    async def stuck(arguments, ctx):
+        await asyncio.sleep(30)
+
+    provider = FakeLLMProvider(responses=[call(("c1", "stuck", {})), say("gave up on it")])
+    async with serve(tools=[stuck], providers=[provider]):
+        task_id = await client.start("x", Options(provider=provider, allowed_tools=[stuck]), task_queue=task_queue)
+        assert (await client.result(task_id)).answer == "gave up on it"
+    [block] = [b for m in provider.received_requests[1].messages for b in m.content if getattr(b, "call_id", "") == "c1" and b.type == "tool_result"]
+    assert block.success is False
+    assert block.output == "tool 'stuck' failed after retries: activity StartToClose timeout"
+    [failed] = [e.payload for e in await client.events(task_id) if e.type == "ToolCallFailed"]
+    assert (failed.call_id, failed.attempt) == ("c1", 2)

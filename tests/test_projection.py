@@ -10,6 +10,7 @@ from temporalio.client import WorkflowHistory
 
 from noeta.client.messages import (
     AssistantMessage,
+    InjectedMessage,
     Result,
     ToolResultView,
     ToolUse,
@@ -86,3 +87,24 @@ def test_as_messages_of_the_multi_turn_history(tmp_path: Path):
         AssistantMessage("second"),
         Result("second", "completed"),
     ]
+
+
+def test_validation_history_projects_failures_feedback_and_data(tmp_path: Path):
+    envs = project(events("validation"))
+    failed = [e.payload for e in envs if e.type == "ValidationFailed"]
+    assert [(f.attempt, f.failure_type) for f in failed] == [(1, "schema"), (2, "validator")]
+    assert failed[1].issue == "n must be positive"
+    assert envs[-1].type == "TaskCompleted" and envs[-1].payload.data == {"n": 7}
+    injected = [i for i in as_messages(envs, LocalContentStore(tmp_path)) if isinstance(i, InjectedMessage)]
+    assert [i.text.splitlines()[0] for i in injected] == [
+        f"Your answer was rejected: {failed[0].issue}",
+        "Your answer was rejected: n must be positive",
+    ]
+
+
+def test_retried_provider_call_projects_each_attempt():
+    envs = project(events("provider_retried"))
+    [retried] = [e for e in envs if e.type == "ProviderCallRetried"]
+    [completed] = [e for e in envs if e.type == "ProviderCallCompleted"]
+    assert (retried.payload.attempt, retried.payload.retry_after, completed.payload.attempt) == (1, 0.1, 2)
+    assert retried.causation_id == completed.causation_id  # both answer the same ProviderCallStarted

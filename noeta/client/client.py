@@ -18,7 +18,13 @@ from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client as TemporalClient
 from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
 from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.exceptions import ApplicationError, CancelledError, TerminatedError
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    CancelledError,
+    ChildWorkflowError,
+    TerminatedError,
+)
 from temporalio.service import RPCError, RPCStatusCode
 
 from noeta.client.config import Settings
@@ -74,6 +80,8 @@ async def connect_temporal(settings: Settings, connect_timeout: float = 15.0) ->
 def translate_failure(err: BaseException) -> NoetaError:
     """A workflow/update failure as the typed Noeta error it carries."""
     cause = err.cause if isinstance(err, (WorkflowFailureError, WorkflowUpdateFailedError)) else err
+    while isinstance(cause, (ActivityError, ChildWorkflowError)) and cause.cause is not None:
+        cause = cause.cause  # an activity that failed for good: its own error says why
     if isinstance(cause, CancelledError):
         return TaskCancelledError("the task was cancelled")
     if isinstance(cause, TerminatedError):

@@ -54,29 +54,27 @@ def _first(payloads: Payloads, cls: type) -> Any:
     return _decode(payloads.payloads[0], cls) if payloads.payloads else None
 
 
-def failure_details(failure: Failure) -> dict[str, Any]:
-    """The first detail of the innermost ApplicationError of a failure chain (Noeta puts a dict there)."""
-    found: dict[str, Any] = {}
-    while True:
-        info = failure.application_failure_info if failure.HasField("application_failure_info") else None
-        if info is not None and info.details.payloads:
-            value = json.loads(info.details.payloads[0].data)
-            found = value if isinstance(value, dict) else {}
-        if not failure.HasField("cause"):
-            return found
+def _application_failure(failure: Failure) -> Failure:
+    """The outermost ApplicationError of a failure chain (an activity failure wraps one), else the
+    innermost failure."""
+    while not failure.HasField("application_failure_info") and failure.HasField("cause"):
         failure = failure.cause
+    return failure
+
+
+def failure_details(failure: Failure) -> dict[str, Any]:
+    """The first detail of that ApplicationError (Noeta puts a dict there), or {}."""
+    node = _application_failure(failure)
+    payloads = node.application_failure_info.details.payloads if node.HasField("application_failure_info") else []
+    value = json.loads(payloads[0].data) if payloads else None
+    return value if isinstance(value, dict) else {}
 
 
 def failure_text(failure: Failure) -> tuple[str, str | None]:
-    """(innermost message, ApplicationError type) of a failure chain."""
-    error_type = None
-    while True:
-        if failure.HasField("application_failure_info") and failure.application_failure_info.type:
-            error_type = failure.application_failure_info.type
-        if not failure.HasField("cause"):
-            break
-        failure = failure.cause
-    return failure.message or "failed", error_type
+    """(message, ApplicationError type) of that ApplicationError."""
+    node = _application_failure(failure)
+    error_type = node.application_failure_info.type if node.HasField("application_failure_info") else None
+    return node.message or "failed", error_type or None
 
 
 @dataclass

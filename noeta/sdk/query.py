@@ -48,11 +48,16 @@ class QueryResult:
         return as_messages(self.events, self.content_store)
 
 
-def _registry_for(options: Options, provider: LLMProvider | str | None, store: ContentStore) -> tuple[Registry, str]:
+def registry_for(options: Options, store: ContentStore) -> Registry:
+    """A registry serving the tools, validators and output model that ``options`` carries."""
     models = [options.output_schema] if isinstance(options.output_schema, type) else []
-    registry = Registry.of(
+    return Registry.of(
         tools=options.tool_objects(), content_store=store, validators=options.validator_objects(), output_models=models
     )
+
+
+def _registry_for(options: Options, provider: LLMProvider | str | None, store: ContentStore) -> tuple[Registry, str]:
+    registry = registry_for(options, store)
     chosen = provider if provider is not None else options.provider
     if isinstance(chosen, LLMProvider):
         return registry, registry.add_provider(chosen)

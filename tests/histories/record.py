@@ -20,8 +20,10 @@ from noeta.client.embedded import EmbeddedServer
 from noeta.client.options import HostConfig, Options
 from noeta.context.content_store import LocalContentStore
 from noeta.errors import NoetaError, ProviderError
+from noeta.protocols.validation import expect_validator
+from noeta.sdk.query import registry_for
 from noeta.sdk.testing import FakeLLMProvider
-from noeta.worker import Registry, build_worker
+from noeta.worker import build_worker
 from tests.support.policies import DelegatingPolicy
 from tests.support.scripts import call, say
 from tests.support.tools import add, big_output, boom
@@ -31,6 +33,20 @@ HERE = Path(__file__).parent
 
 def _fail(request):
     raise ProviderError(provider="fake", message="overloaded", status=503, retryable=True)
+
+
+_failed_once: list[bool] = []
+
+
+def _fail_once(request):
+    if not _failed_once:
+        _failed_once.append(True)
+        raise ProviderError(provider="fake", message="slow down", status=429, retryable=True, retry_after=0.1)
+    return say("second attempt worked")
+
+
+def positive_n(data) -> bool | str:
+    return True if data["n"] > 0 else "n must be positive"
 
 
 SCENARIOS = {
@@ -60,6 +76,20 @@ SCENARIOS = {
         FakeLLMProvider(responder=_fail),
         dict(goal="fail", options=Options(max_retries=1)),
     ),
+    "validation": (
+        FakeLLMProvider(responses=[say("not json"), say('{"n": -1}'), say('{"n": 7}')]),
+        dict(
+            goal="pick n",
+            options=Options(
+                output_schema={"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+                validators=[expect_validator(positive_n)],
+            ),
+        ),
+    ),
+    "provider_retried": (
+        FakeLLMProvider(responder=_fail_once),
+        dict(goal="retry once", options=Options(max_retries=2)),
+    ),
 }
 
 
@@ -75,7 +105,8 @@ async def record(names: list[str]) -> None:
                 provider, spec = SCENARIOS[name]
                 queue = f"record-{uuid.uuid4().hex[:8]}"
                 options: Options = spec["options"]
-                registry = Registry.of(tools=options.tool_objects(), providers=[provider], content_store=store)
+                registry = registry_for(options, store)
+                registry.add_provider(provider)
                 async with build_worker(client.temporal, registry, queue):
                     task_id = await client.start(
                         spec["goal"], options, provider_name="FakeLLMProvider", task_queue=queue,
