@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import uuid
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -31,7 +31,7 @@ from noeta.client.config import Settings
 from noeta.client.embedded import EmbeddedServer, ensure_server
 from noeta.client.messages import ViewItem, as_messages
 from noeta.client.options import HostConfig, Options, build_task_input
-from noeta.client.projection import project
+from noeta.client.events import EventStream, history_events, notify
 from noeta.context.content_store import ContentStore
 from noeta.errors import (
     ConfigurationError,
@@ -42,7 +42,7 @@ from noeta.errors import (
     TaskNotOpenError,
     rebuild_error,
 )
-from noeta.protocols.event_log import EventEnvelope
+from noeta.protocols.event_log import EventEnvelope, Observer
 from noeta.protocols.messages import ImageBlock, LLMProvider, registry_name
 from noeta.protocols.task import WORKFLOW_NAME, GoalInput, TaskResult
 
@@ -103,15 +103,19 @@ class AsyncClient:
         content_store: ContentStore,
         task_queue: str,
         server: EmbeddedServer | None = None,
+        observers: Sequence[Observer] = (),
     ) -> None:
         self.temporal = temporal
+        self.observers = list(observers)
+        """Called with every envelope of every task this client starts."""
+        self._observing: dict[str, asyncio.Task[int]] = {}
         self.content_store = content_store
         self.task_queue = task_queue
         self.server = server
         """The embedded dev server, when this client uses one."""
 
     @classmethod
-    async def connect(cls, host: HostConfig | None = None) -> "AsyncClient":
+    async def connect(cls, host: HostConfig | None = None, observers: Sequence[Observer] = ()) -> "AsyncClient":
         host = host or HostConfig()
         temporal, server = await connect_temporal(host.settings)
         return cls(
@@ -119,6 +123,7 @@ class AsyncClient:
             content_store=host.store(),
             task_queue=host.task_queue or host.settings.task_queue,
             server=server,
+            observers=observers,
         )
 
     async def start(
@@ -162,7 +167,15 @@ class AsyncClient:
                 f"**tools** {', '.join(task_input.tools) or 'none'} · **max_turns** {options.max_turns}"
             ),
         )
+        observers = [*self.observers, *options.observers]
+        if observers:
+            self._observing[task_id] = asyncio.create_task(self.observe(task_id, observers))
         return task_id
+
+    async def observed(self, task_id: str) -> int:
+        """Wait until the observers of a task this client started have seen its last envelope."""
+        task = self._observing.pop(task_id, None)
+        return await task if task is not None else 0
 
     async def send_goal(self, task_id: str, goal: str, images: Sequence[ImageBlock] = ()) -> TaskResult:
         """Send the next goal to a task started with ``keep_open=True``; returns that goal's result."""
@@ -200,17 +213,17 @@ class AsyncClient:
         await self.temporal.get_workflow_handle(task_id).cancel()
 
     async def history(self, task_id: str) -> list[HistoryEvent]:
-        try:
-            history = await self.temporal.get_workflow_handle(task_id).fetch_history()
-        except RPCError as err:
-            if err.status == RPCStatusCode.NOT_FOUND:
-                raise TaskNotFoundError(f"no task {task_id!r}") from err
-            raise
-        return list(history.events)
+        """The raw history events of every run of the task, in order."""
+        return [event async for _, event in history_events(self.temporal, task_id)]
 
-    async def events(self, task_id: str) -> list[EventEnvelope]:
-        """The task's event log, projected from its workflow history."""
-        return project(await self.history(task_id), task_id=task_id)
+    def events(self, task_id: str, after_seq: int = 0, follow: bool = False) -> EventStream:
+        """The task's event log, projected from its workflow history: ``await`` it for a list, or
+        ``async for`` over it; ``follow=True`` yields envelopes live until the task ends."""
+        return EventStream(self.temporal, task_id, after_seq=after_seq, follow=follow)
+
+    async def observe(self, task_id: str, observers: Sequence[Observer], after_seq: int = 0) -> int:
+        """Call each observer once per envelope, in order, until the task ends."""
+        return await notify(self.events(task_id, after_seq=after_seq, follow=True), observers)
 
     async def messages(self, task_id: str) -> list[ViewItem]:
         return as_messages(await self.events(task_id), self.content_store)
@@ -223,11 +236,11 @@ class AsyncClient:
 class Client:
     """The synchronous twin of :class:`AsyncClient` (same methods, blocking)."""
 
-    def __init__(self, host: HostConfig | None = None) -> None:
+    def __init__(self, host: HostConfig | None = None, observers: Sequence[Observer] = ()) -> None:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="noeta-client", daemon=True)
         self._thread.start()
-        self._async = self._run(AsyncClient.connect(host))
+        self._async = self._run(AsyncClient.connect(host, observers))
 
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
@@ -256,8 +269,18 @@ class Client:
     def cancel(self, task_id: str) -> None:
         self._run(self._async.cancel(task_id))
 
-    def events(self, task_id: str) -> list[EventEnvelope]:
-        return self._run(self._async.events(task_id))
+    def events(self, task_id: str, after_seq: int = 0, follow: bool = False) -> Iterator[EventEnvelope]:
+        """Iterate over the task's envelopes; ``follow=True`` blocks for new ones until the task ends."""
+        stream = self._async.events(task_id, after_seq=after_seq, follow=follow).__aiter__()
+
+        async def next_envelope() -> EventEnvelope:
+            return await stream.__anext__()
+
+        while True:
+            try:
+                yield self._run(next_envelope())
+            except StopAsyncIteration:
+                return
 
     def messages(self, task_id: str) -> list[ViewItem]:
         return self._run(self._async.messages(task_id))

@@ -18,6 +18,7 @@ from noeta.builtins.llm_policy import LLMPolicy
 from noeta.client.config import Settings
 from noeta.context.content_store import ContentStore
 from noeta.errors import ConfigurationError, PayloadTooLargeError
+from noeta.protocols.event_log import Observer
 from noeta.protocols.messages import ImageBlock, LLMProvider
 from noeta.protocols.policy import Policy
 from noeta.protocols.task import OutputSchema, PolicyRef, TaskInput
@@ -58,6 +59,8 @@ class Options:
     """A pydantic model class or a JSON Schema dict; the final answer must be JSON matching it."""
     validators: Sequence[Validator | Callable[[Any], Any]] = ()
     """Checks on the final answer (``expect_validator``); a failure re-prompts the model."""
+    observers: Sequence[Observer] = ()
+    """Called once per envelope of the task, in order, by the client that started it."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_turns, int) or self.max_turns < 1:

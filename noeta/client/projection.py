@@ -85,7 +85,9 @@ class _Scheduled:
 
 
 @dataclass
-class _Projector:
+class Projector:
+    """Incremental projection: feed history events in order, get the new envelopes back."""
+
     task_id: str
     envelopes: list[ev.EventEnvelope] = field(default_factory=list)
     trace_id: str = ""
@@ -424,7 +426,18 @@ class _Projector:
             attrs = event.workflow_execution_continued_as_new_event_attributes
             self.emit(ev.TaskContinuedAsNew(new_run_id=attrs.new_execution_run_id or None), "engine", event, None)
 
-    def feed(self, event: HistoryEvent) -> None:
+    def begin_run(self) -> None:
+        """A new run of the task starts (continue-as-new): ids in its history start over."""
+        self.scheduled.clear()
+        self.children.clear()
+        self.started_attempt.clear()
+
+    def feed(self, event: HistoryEvent) -> list[ev.EventEnvelope]:
+        before = len(self.envelopes)
+        self._feed(event)
+        return self.envelopes[before:]
+
+    def _feed(self, event: HistoryEvent) -> None:
         t = event.event_type
         E = EventType
         if t == E.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
@@ -482,11 +495,9 @@ def project(
     """Project the history of a task (one run, or its runs in order) into envelopes."""
     items = list(history)
     runs: list[Iterable[HistoryEvent]] = [items] if not items or isinstance(items[0], HistoryEvent) else items  # type: ignore[list-item]
-    projector = _Projector(task_id=task_id)
+    projector = Projector(task_id=task_id)
     for run in runs:
-        projector.scheduled.clear()
-        projector.children.clear()
-        projector.started_attempt.clear()
+        projector.begin_run()
         for event in run:
             projector.feed(event)
     return projector.envelopes

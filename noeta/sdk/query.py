@@ -94,7 +94,10 @@ async def aquery(
             provider_name=provider_name,
             task_queue=task_queue,
         )
-        result = await client.result(task_id)
+        try:
+            result = await client.result(task_id)
+        finally:
+            await client.observed(task_id)
         events = await client.events(task_id)
     return QueryResult(
         task_id=task_id,
