@@ -5,7 +5,9 @@
     noeta server                      # the embedded dev server in the foreground (UI included)
     noeta start "goal" [--keep-open]  # start a task for a worker, print its id
     noeta send TASK "goal"            # next goal of a keep-open task
-    noeta result TASK | events TASK | messages TASK | cancel TASK | close TASK
+    noeta result TASK | events TASK [--follow] | messages TASK | cancel TASK | close TASK
+    noeta tasks [--status running]    # searchable through NoetaStatus and friends
+    noeta setup                       # register those search attributes on a real cluster
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from noeta.client.client import DEFAULT_PROVIDER, AsyncClient
+from noeta.client.client import DEFAULT_PROVIDER, AsyncClient, register_search_attributes
 from noeta.client.config import Settings
 from noeta.client.embedded import ensure_server
 from noeta.client.messages import (
@@ -33,6 +35,7 @@ from noeta.client.messages import (
 from noeta.client.options import HostConfig, Options
 from noeta.client.wire import envelope_to_dict
 from noeta.errors import ConfigurationError, NoetaError
+from noeta.protocols.event_log import EventEnvelope
 from noeta.worker import Registry, build_worker, load_registry
 
 
@@ -134,15 +137,54 @@ def render(item: ViewItem) -> str:
     return repr(item)
 
 
+def render_envelope(env: EventEnvelope) -> str:
+    cause = f"← {env.causation_id}" if env.causation_id else ""
+    return f"{env.seq:>4} {env.type:<22} {env.actor:<24} {cause:<6} {describe(env)}".rstrip()
+
+
+def describe(env: EventEnvelope) -> str:
+    """One short line about the payload, for terminals."""
+    p: Any = env.payload
+    if env.type == "MessagesAppended":
+        texts = []
+        for m in p.messages:
+            text = m.text or ", ".join(f"{u.tool_name}(…)" for u in m.tool_uses)
+            texts.append(f"{m.role}: {text}")
+        line = " | ".join(texts)
+    elif env.type in ("ToolCallStarted", "ToolCallCompleted", "ToolCallFailed", "ToolCallRetried"):
+        line = f"{p.tool_name} [{p.call_id}]" + (f" attempt {p.attempt}" if hasattr(p, "attempt") else "")
+    elif env.type == "ProviderCallCompleted":
+        line = f"{p.stop_reason} · {p.usage.input} in / {p.usage.output} out · attempt {p.attempt}"
+    elif env.type in ("TaskCompleted",):
+        line = f"[{p.status}] {p.answer}"
+    elif env.type in ("TaskFailed",):
+        line = f"{p.error_type}: {p.reason}"
+    elif hasattr(p, "error"):
+        line = str(p.error)
+    else:
+        line = ""
+    line = line.replace("\n", " ")
+    return line if len(line) <= 100 else line[:99] + "…"
+
+
 async def cmd_inspect(args: argparse.Namespace) -> int:
     client = await AsyncClient.connect()
     if args.command == "events":
-        for env in await client.events(args.task):
+        async for env in client.events(args.task, follow=args.follow):
             if args.json:
-                print(json.dumps(envelope_to_dict(env), ensure_ascii=False))
+                print(json.dumps(envelope_to_dict(env), ensure_ascii=False), flush=True)
             else:
-                cause = f" ← {env.causation_id}" if env.causation_id else ""
-                print(f"{env.seq:>4} {env.type:<22} {env.actor:<24}{cause}")
+                print(render_envelope(env), flush=True)
+    elif args.command == "tasks":
+        tasks = await client.list_tasks(args.status, args.limit)
+        for t in tasks:
+            started = t.started.strftime("%Y-%m-%d %H:%M:%S") if t.started else "?"
+            print(f"{t.task_id:<28} {t.status:<18} {started}  turns {t.turns:<4} tokens {t.tokens_in}/{t.tokens_out}")
+        if not tasks:
+            print("no tasks" + (f" with status {args.status!r}" if args.status else ""), file=sys.stderr)
+    elif args.command == "setup":
+        added = await register_search_attributes(client.temporal)
+        print(f"registered search attributes: {', '.join(added)}" if added else "search attributes already registered")
     elif args.command == "messages":
         for item in await client.messages(args.task):
             print(render(item))
@@ -204,6 +246,11 @@ def parser() -> argparse.ArgumentParser:
         cmd.add_argument("task")
         if name == "events":
             cmd.add_argument("--json", action="store_true", help="one envelope_to_dict JSON per line")
+            cmd.add_argument("--follow", "-f", action="store_true", help="keep printing until the task ends")
+    tasks = sub.add_parser("tasks", help="list tasks, newest first")
+    tasks.add_argument("--status", help="running, idle, awaiting_approval, completed, failed, cancelled")
+    tasks.add_argument("--limit", type=int, default=50)
+    sub.add_parser("setup", help="register Noeta's search attributes on the cluster (TEMPORAL_ADDRESS)")
     send = sub.add_parser("send", help="send the next goal to a keep-open task")
     send.add_argument("task")
     send.add_argument("goal")

@@ -8,15 +8,21 @@ runs an AsyncClient on a private event-loop thread). Both talk to the embedded d
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
 import uuid
+from dataclasses import dataclass
+from datetime import datetime
 from collections.abc import Coroutine, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.history.v1 import HistoryEvent
+from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest, ListSearchAttributesRequest
 from temporalio.client import Client as TemporalClient
 from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
+from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import (
     ActivityError,
@@ -44,7 +50,7 @@ from noeta.errors import (
 )
 from noeta.protocols.event_log import EventEnvelope, Observer
 from noeta.protocols.messages import ImageBlock, LLMProvider, registry_name
-from noeta.protocols.task import WORKFLOW_NAME, GoalInput, TaskResult
+from noeta.protocols.task import SEARCH_ATTRIBUTES, WORKFLOW_NAME, GoalInput, TaskResult
 
 T = TypeVar("T")
 
@@ -75,6 +81,57 @@ async def connect_temporal(settings: Settings, connect_timeout: float = 15.0) ->
             if asyncio.get_running_loop().time() > deadline:
                 raise
             await asyncio.sleep(0.2)
+
+
+_STATUS = SearchAttributeKey.for_keyword("NoetaStatus")
+_MODEL = SearchAttributeKey.for_keyword("NoetaModel")
+_TURNS = SearchAttributeKey.for_int("NoetaTurns")
+_TOKENS_IN = SearchAttributeKey.for_int("NoetaTokensIn")
+_TOKENS_OUT = SearchAttributeKey.for_int("NoetaTokensOut")
+
+
+@dataclass(frozen=True)
+class TaskSummary:
+    task_id: str
+    status: str
+    model: str | None
+    turns: int
+    tokens_in: int
+    tokens_out: int
+    started: datetime | None
+
+
+def initial_search_attributes(options: Options) -> TypedSearchAttributes:
+    pairs = [SearchAttributePair(_STATUS, "running"), SearchAttributePair(_TURNS, 0)]
+    if options.model:
+        pairs.append(SearchAttributePair(_MODEL, options.model))
+    return TypedSearchAttributes(pairs)
+
+
+async def search_attributes_registered(temporal: TemporalClient) -> bool:
+    try:
+        response = await temporal.operator_service.list_search_attributes(
+            ListSearchAttributesRequest(namespace=temporal.namespace)
+        )
+    except RPCError:
+        return False  # e.g. no operator permission: run without them
+    return set(SEARCH_ATTRIBUTES) <= set(response.custom_attributes)
+
+
+async def register_search_attributes(temporal: TemporalClient) -> list[str]:
+    """Register the missing Noeta search attributes on the cluster; returns the names added."""
+    response = await temporal.operator_service.list_search_attributes(
+        ListSearchAttributesRequest(namespace=temporal.namespace)
+    )
+    missing = {k: v for k, v in SEARCH_ATTRIBUTES.items() if k not in response.custom_attributes}
+    if missing:
+        await temporal.operator_service.add_search_attributes(
+            AddSearchAttributesRequest(
+                namespace=temporal.namespace,
+                search_attributes={k: getattr(IndexedValueType, f"INDEXED_VALUE_TYPE_{v.upper()}") for k, v in missing.items()},
+            )
+        )
+    return sorted(missing)
 
 
 def translate_failure(err: BaseException) -> NoetaError:
@@ -109,6 +166,7 @@ class AsyncClient:
         self.observers = list(observers)
         """Called with every envelope of every task this client starts."""
         self._observing: dict[str, asyncio.Task[int]] = {}
+        self._indexed: bool | None = None
         self.content_store = content_store
         self.task_queue = task_queue
         self.server = server
@@ -156,6 +214,9 @@ class AsyncClient:
             workspace_dir=workspace_dir,
         )
         task_id = task_id or f"task-{uuid.uuid4().hex[:12]}"
+        indexed = await self.indexed()
+        if indexed:
+            task_input = dataclasses.replace(task_input, index=True)
         await self.temporal.start_workflow(
             WORKFLOW_NAME,
             task_input,
@@ -166,11 +227,44 @@ class AsyncClient:
                 f"**provider** {provider_name} · **model** {options.model or 'default'} · "
                 f"**tools** {', '.join(task_input.tools) or 'none'} · **max_turns** {options.max_turns}"
             ),
+            search_attributes=initial_search_attributes(options) if indexed else None,
         )
         observers = [*self.observers, *options.observers]
         if observers:
             self._observing[task_id] = asyncio.create_task(self.observe(task_id, observers))
         return task_id
+
+    async def indexed(self) -> bool:
+        """Whether the cluster has Noeta's search attributes registered (checked once)."""
+        if self._indexed is None:
+            self._indexed = await search_attributes_registered(self.temporal)
+        return self._indexed
+
+    async def list_tasks(self, status: str | None = None, limit: int = 50) -> list[TaskSummary]:
+        """Tasks on the cluster, newest first; ``status`` filters on NoetaStatus (or, without the
+        search attributes, on the workflow's execution status)."""
+        query = f"WorkflowType = '{WORKFLOW_NAME}'"
+        indexed = await self.indexed()
+        if status:
+            if indexed:
+                query += f" AND NoetaStatus = '{status}'"
+            else:
+                query += f" AND ExecutionStatus = '{status.capitalize()}'"
+        tasks = []
+        async for wf in self.temporal.list_workflows(query, limit=limit):
+            attrs = wf.typed_search_attributes
+            tasks.append(
+                TaskSummary(
+                    task_id=wf.id,
+                    status=attrs.get(_STATUS) or (wf.status.name.lower() if wf.status else "unknown"),
+                    model=attrs.get(_MODEL),
+                    turns=attrs.get(_TURNS) or 0,
+                    tokens_in=attrs.get(_TOKENS_IN) or 0,
+                    tokens_out=attrs.get(_TOKENS_OUT) or 0,
+                    started=wf.start_time,
+                )
+            )
+        return tasks
 
     async def observed(self, task_id: str) -> int:
         """Wait until the observers of a task this client started have seen its last envelope."""
@@ -268,6 +362,9 @@ class Client:
 
     def cancel(self, task_id: str) -> None:
         self._run(self._async.cancel(task_id))
+
+    def list_tasks(self, status: str | None = None, limit: int = 50) -> list[TaskSummary]:
+        return self._run(self._async.list_tasks(status, limit))
 
     def events(self, task_id: str, after_seq: int = 0, follow: bool = False) -> Iterator[EventEnvelope]:
         """Iterate over the task's envelopes; ``follow=True`` blocks for new ones until the task ends."""

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from noeta.errors import ServerStartError
+from noeta.protocols.task import SEARCH_ATTRIBUTES
 
 STATE_FILE = "server.json"
 
@@ -120,6 +121,8 @@ class EmbeddedServer:
             "--db-filename", str(self.data_dir / "temporal.db"),
             "--log-level", "warn",
         ]
+        for name, kind in SEARCH_ATTRIBUTES.items():
+            args += ["--search-attribute", f"{name}={kind}"]
         if self.headless:
             args.append("--headless")
         else:

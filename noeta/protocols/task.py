@@ -23,6 +23,15 @@ WORKFLOW_NAME = "AgentWorkflow"
 #: so the projection sees every goal's outcome without an extra activity).
 RESULT_MEMO_KEY = "noeta.result"
 
+#: Custom search attributes (name -> Temporal type) that make tasks findable in the UI and CLI.
+SEARCH_ATTRIBUTES = {
+    "NoetaStatus": "Keyword",  # running, idle, awaiting_approval, completed, failed, cancelled
+    "NoetaModel": "Keyword",
+    "NoetaTurns": "Int",
+    "NoetaTokensIn": "Int",
+    "NoetaTokensOut": "Int",
+}
+
 #: Tool errors that end the task instead of going back to the model as a failed tool result.
 TASK_FATAL_TOOL_ERRORS = ("ToolIdentityMismatchError", "ToolNotRegisteredError")
 
@@ -80,6 +89,8 @@ class TaskInput:
     output_schema: OutputSchema | None = None
     validators: list[str] = field(default_factory=list)
     """Names of validators in the worker's registry, run in order on the final answer."""
+    index: bool = False
+    """Keep the SEARCH_ATTRIBUTES up to date (only when the cluster has them registered)."""
 
 
 @dataclass(frozen=True)

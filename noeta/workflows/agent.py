@@ -13,7 +13,7 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
+from temporalio.common import RetryPolicy, SearchAttributeKey
 from temporalio.exceptions import (
     ActivityError,
     ApplicationError,
@@ -58,6 +58,12 @@ from noeta.protocols.task import (
 )
 from noeta.protocols.tool import ToolResult, ToolSpec
 from noeta.protocols.view import View
+
+
+STATUS = SearchAttributeKey.for_keyword("NoetaStatus")
+TURNS = SearchAttributeKey.for_int("NoetaTurns")
+TOKENS_IN = SearchAttributeKey.for_int("NoetaTokensIn")
+TOKENS_OUT = SearchAttributeKey.for_int("NoetaTokensOut")
 
 
 def retry_policy(max_retries: int, non_retryable: tuple[str, ...] = ()) -> RetryPolicy:
@@ -165,8 +171,31 @@ class AgentWorkflow:
 
     # -- the loop -------------------------------------------------------------------------------
 
+    def _index(self, status: str | None = None) -> None:
+        """Refresh the task's search attributes (status, turns, tokens) for the UI and CLI."""
+        if not self._task.index:
+            return
+        updates = [
+            TURNS.value_set(self._total_turns),
+            TOKENS_IN.value_set(self._usage.input),
+            TOKENS_OUT.value_set(self._usage.output),
+        ]
+        if status is not None:
+            updates.append(STATUS.value_set(status))
+        workflow.upsert_search_attributes(updates)
+
     @workflow.run
     async def run(self, task: TaskInput) -> TaskResult:
+        try:
+            return await self._run(task)
+        except asyncio.CancelledError:
+            self._index("cancelled")
+            raise
+        except (ApplicationError, ActivityError, ChildWorkflowError):
+            self._index("failed")
+            raise
+
+    async def _run(self, task: TaskInput) -> TaskResult:
         info = workflow.info()
         policy = load_policy(task.policy)
         try:
@@ -205,12 +234,17 @@ class AgentWorkflow:
         while True:
             self._results[index] = await self._run_goal(policy, ctx, goal, index)
             if not task.keep_open:
+                self._index(self._results[index].status)
                 return self._results[index]
+            if not self._goal_queue:
+                self._index("idle")
             await workflow.wait_condition(lambda: bool(self._goal_queue) or self._closed)
             if not self._goal_queue:
                 await workflow.wait_condition(workflow.all_handlers_finished)
+                self._index(self._results[index].status)
                 return self._results[index]
             index, goal = self._goal_queue.pop(0)
+            self._index("running")
 
     def _append(self, message: Message) -> None:
         self._transcript.append(message)
@@ -345,6 +379,7 @@ class AgentWorkflow:
         self._pending.clear()
         self._transcript.append(Message(role="assistant", content=out.response.content))
         self._usage = self._usage + out.response.usage
+        self._index()
 
     @staticmethod
     def _provider_failure(err: ActivityError, max_retries: int) -> ApplicationError:
