@@ -46,6 +46,14 @@ class ValidatorNotRegisteredError(NoetaError):
     """A task names a validator that the worker executing it does not have."""
 
 
+class GuardNotRegisteredError(NoetaError):
+    """A task names a guard that the worker executing it does not have."""
+
+
+class ApprovalNotPendingError(NoetaError):
+    """An approval names an action that is not waiting for one (unknown, or already decided)."""
+
+
 class ProviderNotRegisteredError(NoetaError):
     """A task names a provider that the worker executing it does not have."""
 
@@ -176,6 +184,8 @@ _BY_NAME: dict[str, type[NoetaError]] = {
         ToolIdentityMismatchError,
         ProviderNotRegisteredError,
         ValidatorNotRegisteredError,
+        GuardNotRegisteredError,
+        ApprovalNotPendingError,
         PolicyLoadError,
         PayloadTooLargeError,
         TaskNotFoundError,

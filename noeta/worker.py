@@ -20,6 +20,7 @@ from temporalio.worker import Worker
 from noeta.activities.agent import AgentActivities
 from noeta.context.content_store import ContentStore
 from noeta.errors import ConfigurationError
+from noeta.protocols.hooks import Guard
 from noeta.protocols.messages import LLMProvider, registry_name
 from noeta.protocols.tool import Tool, ToolSpec, tool_fingerprint
 from noeta.protocols.validation import Validator, as_validator
@@ -35,6 +36,7 @@ class Registry:
     resources: dict[str, Any] = field(default_factory=dict)
     content_store: ContentStore | None = None
     validators: dict[str, Validator] = field(default_factory=dict)
+    guards: dict[str, Guard] = field(default_factory=dict)
     output_models: dict[str, type[BaseModel]] = field(default_factory=dict)
     """Pydantic models by ``module:QualName``; an output schema naming one is validated with it."""
 
@@ -47,6 +49,7 @@ class Registry:
         content_store: ContentStore | None = None,
         validators: Iterable[Validator | Callable[[Any], Any]] = (),
         output_models: Iterable[type[BaseModel]] = (),
+        guards: Iterable[Guard] = (),
     ) -> "Registry":
         registry = cls(resources=dict(resources or {}), content_store=content_store)
         for tool in tools:
@@ -55,6 +58,8 @@ class Registry:
             registry.add_validator(validator)
         for model in output_models:
             registry.add_output_model(model)
+        for guard in guards:
+            registry.add_guard(guard)
         items = providers.items() if isinstance(providers, Mapping) else ((None, p) for p in providers)
         for name, provider in items:
             registry.add_provider(provider, name=name)
@@ -82,6 +87,15 @@ class Registry:
             raise ConfigurationError(f"two different validators are named {item.name!r}")
         self.validators[item.name] = item
         return item.name
+
+    def add_guard(self, guard: Guard) -> str:
+        if not isinstance(guard, Guard):
+            raise ConfigurationError(f"{guard!r} is not a Guard (it needs a name and check(action, ctx))")
+        existing = self.guards.get(guard.name)
+        if existing is not None and existing is not guard:
+            raise ConfigurationError(f"two different guards are named {guard.name!r}")
+        self.guards[guard.name] = guard
+        return guard.name
 
     def add_output_model(self, model: type[BaseModel]) -> str:
         key = f"{model.__module__}:{model.__qualname__}"

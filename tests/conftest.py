@@ -63,8 +63,10 @@ def serve(client: AsyncClient, content_store: LocalContentStore, task_queue: str
     """``async with serve(tools=[...], providers=[...]):`` runs a worker on this test's queue."""
 
     @asynccontextmanager
-    async def _serve(tools=(), providers=(), resources=None) -> AsyncIterator[Registry]:
-        registry = Registry.of(tools=tools, providers=providers, resources=resources, content_store=content_store)
+    async def _serve(tools=(), providers=(), resources=None, guards=()) -> AsyncIterator[Registry]:
+        registry = Registry.of(
+            tools=tools, providers=providers, resources=resources, content_store=content_store, guards=guards
+        )
         async with build_worker(client.temporal, registry, task_queue):
             yield registry
 

@@ -58,9 +58,11 @@ def test_tool_loop_projection(tmp_path: Path):
         if env.type == "ToolCallCompleted":  # a tool result points at its call ...
             assert by_seq[env.causation_id].type == "ToolCallStarted"
             assert by_seq[env.causation_id].payload.call_id == env.payload.call_id
-        if env.type == "ToolCallStarted":  # ... and the call at the model message asking for it
-            cause = by_seq[env.causation_id]
-            assert cause.type == "MessagesAppended" and cause.actor.startswith("provider:")
+        if env.type == "ToolCallStarted":  # ... the call at its proposal ...
+            proposal = by_seq[env.causation_id]
+            assert proposal.type == "ToolCallProposed" and proposal.payload.call_id == env.payload.call_id
+            message = by_seq[proposal.causation_id]  # ... and the proposal at the model message asking for it
+            assert message.type == "MessagesAppended" and message.actor.startswith("provider:")
     # The 6 KB output lives in the content store: history holds a reference, not the body.
     [big] = [e for e in envs if e.type == "MessagesAppended" and e.actor == "tool:big_output"]
     ref = big.payload.messages[0].content[0].output
@@ -108,3 +110,23 @@ def test_retried_provider_call_projects_each_attempt():
     [completed] = [e for e in envs if e.type == "ProviderCallCompleted"]
     assert (retried.payload.attempt, retried.payload.retry_after, completed.payload.attempt) == (1, 0.1, 2)
     assert retried.causation_id == completed.causation_id  # both answer the same ProviderCallStarted
+
+
+def test_guards_history_projects_verdicts_approvals_and_feedback(tmp_path: Path):
+    envs = project(events("guards"))
+    approvals = [(e.type, e.payload.call_id, e.payload.approver) for e in envs if e.type.startswith("Approval") and e.type != "ApprovalRequested"]
+    assert approvals == [("ApprovalGranted", "c2", "alice"), ("ApprovalDenied", "c3", "timeout")]
+    by_seq = {e.seq: e for e in envs}
+    for e in envs:
+        if e.type in ("ApprovalGranted", "ApprovalDenied"):
+            assert by_seq[e.causation_id].type == "ApprovalRequested"
+    items = as_messages(envs, LocalContentStore(tmp_path))
+    results = {i.call_id: (i.success, i.output) for i in items if isinstance(i, ToolResultView)}
+    assert results == {
+        "c1": (False, "Denied by guard 'amount': amount above the hard limit"),
+        "c2": (True, "wired 2000"),
+        "c3": (False, "Not approved by timeout: no answer within 2s"),
+    }
+    assert [i.text.splitlines()[0] for i in items if isinstance(i, InjectedMessage)] == [
+        "You may not finish yet: Denied by guard 'no-early-finish': a draft is not an answer"
+    ]

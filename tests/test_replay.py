@@ -20,7 +20,7 @@ def load(path: Path) -> WorkflowHistory:
 
 
 def test_histories_are_recorded():
-    assert {p.stem for p in HISTORIES} >= {"tool_loop", "multi_turn", "subtask", "max_turns", "provider_exhausted", "validation", "provider_retried"}
+    assert {p.stem for p in HISTORIES} >= {"tool_loop", "multi_turn", "subtask", "max_turns", "provider_exhausted", "validation", "provider_retried", "guards"}
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])

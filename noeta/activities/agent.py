@@ -29,15 +29,20 @@ from noeta.errors import (
     ToolIdentityMismatchError,
     ToolNotRegisteredError,
     ToolRetryableError,
+    GuardNotRegisteredError,
     ValidatorNotRegisteredError,
 )
+from noeta.protocols.hooks import GuardContext, GuardDecision, VerdictResult
 from noeta.protocols.messages import LLMRequest, LLMResponse, Message
 from noeta.protocols.task import (
     CALL_MODEL,
     INVOKE_TOOL,
+    CHECK_GUARDS,
     PREPARE_TASK,
     VALIDATE_OUTPUT,
     CallModelInput,
+    CheckGuardsInput,
+    CheckGuardsOutput,
     CallModelOutput,
     InvokeToolInput,
     InvokeToolOutput,
@@ -80,7 +85,7 @@ class AgentActivities:
         self.transcripts = TranscriptStore(registry.content_store)
 
     def activities(self) -> list[Any]:
-        return [self.prepare_task, self.call_model, self.invoke_tool, self.validate_output]
+        return [self.prepare_task, self.call_model, self.invoke_tool, self.validate_output, self.check_guards]
 
     # -- prepare_task -----------------------------------------------------------------------
 
@@ -93,6 +98,12 @@ class AgentActivities:
                     raise ValidatorNotRegisteredError(
                         f"validator {name!r} is not registered on this worker; add it to the worker's "
                         "Registry(validators=[...])"
+                    )
+            for name in inp.guards:
+                if name not in self.registry.guards:
+                    raise GuardNotRegisteredError(
+                        f"guard {name!r} is not registered on this worker; add it to the worker's "
+                        "Registry(guards=[...])"
                     )
         except NoetaError as err:
             raise to_application_error(err) from err
@@ -229,6 +240,21 @@ class AgentActivities:
         ref = self.store.put(data)
         preview = output[:PREVIEW_CHARS] + f"… [{len(data)} bytes in content store {ref.hash[:12]}]"
         return dataclasses.replace(result, output=preview, output_ref=ref)
+
+    # -- check_guards -------------------------------------------------------------------------
+
+    @activity.defn(name=CHECK_GUARDS)
+    async def check_guards(self, inp: CheckGuardsInput) -> CheckGuardsOutput:
+        ctx = GuardContext(task_id=inp.task_id, trace_id=inp.trace_id, turn=inp.turn, resources=self.registry.resources)
+        verdicts = []
+        for action in inp.actions:
+            for name in inp.guards:
+                guard = self.registry.guards[name]
+                result = await with_heartbeat(call_maybe_async(guard.check, action, ctx))
+                if not isinstance(result, VerdictResult):
+                    raise TypeError(f"guard {name!r} returned {type(result).__name__}, not VerdictResult")
+                verdicts.append(GuardDecision(action.call_id, name, result.verdict, result.reason))
+        return CheckGuardsOutput(verdicts=verdicts)
 
     # -- validate_output ----------------------------------------------------------------------
 

@@ -50,7 +50,14 @@ from noeta.errors import (
 )
 from noeta.protocols.event_log import EventEnvelope, Observer
 from noeta.protocols.messages import ImageBlock, LLMProvider, registry_name
-from noeta.protocols.task import SEARCH_ATTRIBUTES, WORKFLOW_NAME, GoalInput, TaskResult
+from noeta.protocols.task import (
+    SEARCH_ATTRIBUTES,
+    WORKFLOW_NAME,
+    ApprovalInput,
+    ApprovalRequest,
+    GoalInput,
+    TaskResult,
+)
 
 T = TypeVar("T")
 
@@ -287,6 +294,31 @@ class AsyncClient:
                 raise TaskNotOpenError(f"task {task_id!r} has ended or does not exist") from err
             raise
 
+    async def approve(
+        self,
+        task_id: str,
+        call_id: str,
+        approved: bool = True,
+        reason: str | None = None,
+        approver: str | None = None,
+    ) -> None:
+        """Answer an action that a guard sent for approval (``approved=False`` refuses it)."""
+        handle = self.temporal.get_workflow_handle(task_id)
+        try:
+            await handle.execute_update("approve", ApprovalInput(call_id, approved, reason, approver))
+        except WorkflowUpdateFailedError as err:
+            raise translate_failure(err) from err
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                raise TaskNotOpenError(f"task {task_id!r} has ended or does not exist") from err
+            raise
+
+    async def pending_approvals(self, task_id: str) -> list[ApprovalRequest]:
+        """Actions of a running task waiting for a human (asks the live workflow)."""
+        return await self.temporal.get_workflow_handle(task_id).query(
+            "pending_approvals", result_type=list[ApprovalRequest]
+        )
+
     async def close(self, task_id: str) -> None:
         """Let a keep-open task end after its queued goals."""
         await self.temporal.get_workflow_handle(task_id).signal("close")
@@ -356,6 +388,13 @@ class Client:
 
     def close(self, task_id: str) -> None:
         self._run(self._async.close(task_id))
+
+    def approve(self, task_id: str, call_id: str, approved: bool = True, reason: str | None = None,
+                approver: str | None = None) -> None:
+        self._run(self._async.approve(task_id, call_id, approved, reason, approver))
+
+    def pending_approvals(self, task_id: str) -> list[ApprovalRequest]:
+        return self._run(self._async.pending_approvals(task_id))
 
     def result(self, task_id: str) -> TaskResult:
         return self._run(self._async.result(task_id))

@@ -19,6 +19,7 @@ from noeta.client.config import Settings
 from noeta.context.content_store import ContentStore
 from noeta.errors import ConfigurationError, PayloadTooLargeError
 from noeta.protocols.event_log import Observer
+from noeta.protocols.hooks import Guard
 from noeta.protocols.messages import ImageBlock, LLMProvider
 from noeta.protocols.policy import Policy
 from noeta.protocols.task import OutputSchema, PolicyRef, TaskInput
@@ -61,6 +62,10 @@ class Options:
     """Checks on the final answer (``expect_validator``); a failure re-prompts the model."""
     observers: Sequence[Observer] = ()
     """Called once per envelope of the task, in order, by the client that started it."""
+    guards: Sequence[Guard] = ()
+    """Consulted before every tool call, subtask and finish: allow, deny, or ask a human."""
+    approval_timeout_seconds: float = 86400.0
+    """How long an action sent for approval waits before it is denied."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_turns, int) or self.max_turns < 1:
@@ -86,6 +91,15 @@ class Options:
         if self.policy is not None and not hasattr(self.policy, "decide"):
             raise ConfigurationError(f"policy {self.policy!r} has no decide(ctx, view) method")
         output_schema_spec(self.output_schema)  # validates it
+        if self.approval_timeout_seconds <= 0:
+            raise ConfigurationError("approval_timeout_seconds must be > 0")
+        guard_names: set[str] = set()
+        for guard in self.guards:
+            if not isinstance(guard, Guard):
+                raise ConfigurationError(f"guards: {guard!r} is not a Guard (it needs a name and check(action, ctx))")
+            if guard.name in guard_names:
+                raise ConfigurationError(f"two guards are named {guard.name!r}")
+            guard_names.add(guard.name)
         names: dict[str, Validator] = {}
         for validator in self.validator_objects():
             if names.setdefault(validator.name, validator) is not validator:
@@ -199,4 +213,6 @@ def build_task_input(
         metadata=dict(options.metadata),
         output_schema=output_schema_spec(options.output_schema),
         validators=[v.name for v in options.validator_objects()],
+        guards=[g.name for g in options.guards],
+        approval_timeout_seconds=options.approval_timeout_seconds,
     )

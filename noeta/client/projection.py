@@ -19,17 +19,22 @@ from temporalio.api.failure.v1 import Failure
 from temporalio.api.history.v1 import HistoryEvent
 
 from noeta.protocols import event_log as ev
+from noeta.protocols.hooks import GuardDecision, combine
 from noeta.protocols.messages import Message, TextBlock, ToolResultBlock
 from noeta.protocols.task import (
+    APPROVAL_TIMER_PREFIX,
     CALL_MODEL,
+    CHECK_GUARDS,
     INVOKE_TOOL,
     PREPARE_TASK,
     RESULT_MEMO_KEY,
     TASK_FATAL_TOOL_ERRORS,
     VALIDATE_OUTPUT,
+    ApprovalInput,
     AttemptFailure,
     CallModelInput,
     CallModelOutput,
+    CheckGuardsOutput,
     GoalInput,
     InvokeToolInput,
     InvokeToolOutput,
@@ -37,6 +42,10 @@ from noeta.protocols.task import (
     TaskInput,
     TaskResult,
     ValidateOutput,
+    approval_timed_out,
+    denied_by_guard,
+    finish_denied_feedback,
+    not_approved,
     validation_feedback,
 )
 
@@ -103,6 +112,8 @@ class Projector:
     goal_active: bool = True
     queued_goals: list[tuple[GoalInput, int]] = field(default_factory=list)
     validations_failed: int = 0  # in the current goal
+    approval_seq: dict[str, int] = field(default_factory=dict)  # pending approvals: call id -> request seq
+    approval_timers: dict[str, tuple[str, float]] = field(default_factory=dict)  # timer id -> (call id, timeout)
 
     def emit(
         self,
@@ -135,8 +146,13 @@ class Projector:
         self.last_message_seq = seq
         for message in messages:
             for call in message.tool_uses:
-                self.call_seq[call.call_id] = seq
+                proposed = ev.ToolCallProposed(call_id=call.call_id, tool_name=call.tool_name, arguments=call.arguments)
+                self.call_seq[call.call_id] = self.emit(proposed, actor, event, seq)
         return seq
+
+    def feedback(self, text: str, event: HistoryEvent, cause: int) -> None:
+        """A message the engine adds for the model (origin "system"), mirroring AgentWorkflow."""
+        self.messages([Message(role="user", content=[TextBlock(text=text)], origin="system")], "engine", event, cause)
 
     # -- per event ------------------------------------------------------------------------------
 
@@ -272,8 +288,45 @@ class Projector:
             )
             assert self.task is not None
             if self.validations_failed <= self.task.max_retries:  # else the task fails (see AgentWorkflow)
-                feedback = Message(role="user", content=[TextBlock(text=validation_feedback(issue))], origin="system")
-                self.messages([feedback], "engine", event, seq)
+                self.feedback(validation_feedback(issue), event, seq)
+        elif sched.activity == CHECK_GUARDS:
+            self.on_guard_verdicts(_first(attrs.result, CheckGuardsOutput), event)
+
+    def on_guard_verdicts(self, out: CheckGuardsOutput, event: HistoryEvent) -> None:
+        by_action: dict[str, list[GuardDecision]] = {}
+        for v in out.verdicts:
+            by_action.setdefault(v.call_id, []).append(v)
+            self.emit(
+                ev.GuardVerdict(call_id=v.call_id, guard=v.guard, verdict=v.verdict, reason=v.reason),
+                f"guard:{v.guard}",
+                event,
+                self.call_seq.get(v.call_id, self.last_message_seq),
+            )
+        for call_id, verdicts in by_action.items():
+            deciding = combine(verdicts)
+            if deciding is None:
+                continue
+            seq = len(self.envelopes)
+            if deciding.verdict == "ask":
+                seq = self.emit(
+                    ev.ApprovalRequested(call_id=call_id, guard=deciding.guard, reason=deciding.reason),
+                    "engine",
+                    event,
+                    seq,
+                )
+                self.approval_seq[call_id] = seq
+            elif call_id.startswith("finish:"):
+                self.feedback(finish_denied_feedback(denied_by_guard(deciding.guard, deciding.reason)), event, seq)
+
+    def on_approval(self, decision: ApprovalInput, event: HistoryEvent) -> None:
+        cause = self.approval_seq.pop(decision.call_id, None)
+        if decision.approved:
+            payload: Any = ev.ApprovalGranted(decision.call_id, decision.approver, decision.reason)
+        else:
+            payload = ev.ApprovalDenied(decision.call_id, decision.approver, decision.reason)
+        seq = self.emit(payload, "engine" if decision.approver == "timeout" else "human", event, cause)
+        if not decision.approved and decision.call_id.startswith("finish:"):
+            self.feedback(finish_denied_feedback(not_approved(decision)), event, seq)
 
     def emit_provider_retry(self, failed: AttemptFailure, event: HistoryEvent, cause: int) -> None:
         self.emit(
@@ -338,6 +391,9 @@ class Projector:
 
     def on_update_accepted(self, event: HistoryEvent) -> None:
         attrs = event.workflow_execution_update_accepted_event_attributes
+        if attrs.accepted_request.input.name == "approve":
+            self.on_approval(_first(attrs.accepted_request.input.args, ApprovalInput), event)
+            return
         if attrs.accepted_request.input.name != "send_goal":
             return
         goal: GoalInput = _first(attrs.accepted_request.input.args, GoalInput)
@@ -454,6 +510,17 @@ class Projector:
         elif t == E.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT:
             a2 = event.activity_task_timed_out_event_attributes
             self.on_activity_failed(event, a2.failure, a2.scheduled_event_id)
+        elif t == E.EVENT_TYPE_TIMER_STARTED:
+            summary = event.user_metadata.summary if event.HasField("user_metadata") else None
+            text = json.loads(summary.data) if summary is not None and summary.data else ""
+            if isinstance(text, str) and text.startswith(APPROVAL_TIMER_PREFIX):
+                attrs_t = event.timer_started_event_attributes
+                timeout = attrs_t.start_to_fire_timeout.ToTimedelta().total_seconds()
+                self.approval_timers[attrs_t.timer_id] = (text[len(APPROVAL_TIMER_PREFIX):], timeout)
+        elif t == E.EVENT_TYPE_TIMER_FIRED:
+            timer = self.approval_timers.pop(event.timer_fired_event_attributes.timer_id, None)
+            if timer is not None and timer[0] in self.approval_seq:
+                self.on_approval(approval_timed_out(*timer), event)
         elif t == E.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
             self.on_update_accepted(event)
         elif t == E.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED:

@@ -14,7 +14,12 @@ ProviderCallStarted          a model call was scheduled (turn, model)
 ProviderCallRetried          an attempt of a model call failed and another follows (attempt, error)
 ProviderCallCompleted        the model answered (stop reason, usage, attempt)
 ProviderCallFailed           the model call failed for good (error, attempt)
-ToolCallStarted              a tool call was scheduled (call id, tool, arguments)
+ToolCallProposed             the model asked for a tool call (call id, tool, arguments)
+GuardVerdict                 a guard's verdict on a proposed action (allow, deny, ask)
+ApprovalRequested            a guard sent an action to a human; the task waits (durably)
+ApprovalGranted              a human approved the action
+ApprovalDenied               a human refused it, or nobody answered before the timeout
+ToolCallStarted              a tool call was scheduled: the tool is invoked (call id, tool, arguments)
 ToolCallRetried              an attempt of a tool call failed and another follows (attempt, error)
 ToolCallCompleted            the tool returned (success, attempt)
 ToolCallFailed               the tool activity failed for good (error, attempt)
@@ -99,6 +104,44 @@ class ProviderCallFailed:
     error: str
     error_type: str | None
     attempt: int
+
+
+@dataclass(frozen=True)
+class ToolCallProposed:
+    call_id: str
+    tool_name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class GuardVerdict:
+    call_id: str
+    """The action's id: a tool call id, a subtask's call id, or ``finish:<goal>:<n>``."""
+    guard: str
+    verdict: Literal["allow", "deny", "ask"]
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class ApprovalRequested:
+    call_id: str
+    guard: str
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class ApprovalGranted:
+    call_id: str
+    approver: str | None
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class ApprovalDenied:
+    call_id: str
+    approver: str | None
+    """``timeout`` when nobody answered in time."""
+    reason: str | None
 
 
 @dataclass(frozen=True)
@@ -200,6 +243,11 @@ EventPayload = (
     | ProviderCallRetried
     | ProviderCallCompleted
     | ProviderCallFailed
+    | ToolCallProposed
+    | GuardVerdict
+    | ApprovalRequested
+    | ApprovalGranted
+    | ApprovalDenied
     | ToolCallStarted
     | ToolCallRetried
     | ToolCallCompleted
@@ -225,6 +273,11 @@ EVENT_TYPES: dict[str, type] = {
         ProviderCallRetried,
         ProviderCallCompleted,
         ProviderCallFailed,
+        ToolCallProposed,
+        GuardVerdict,
+        ApprovalRequested,
+        ApprovalGranted,
+        ApprovalDenied,
         ToolCallStarted,
         ToolCallRetried,
         ToolCallCompleted,

@@ -7,7 +7,9 @@ all three are exported and not just the union.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, Union, runtime_checkable
+from typing import Annotated, Any, Literal, Protocol, Union, runtime_checkable
+
+from pydantic import Field
 
 
 @dataclass(frozen=True)
@@ -16,21 +18,28 @@ class ProposedToolCall:
     tool_name: str
     arguments: dict[str, Any]
     risk_level: str = "low"
+    type: Literal["tool_call"] = field(default="tool_call", kw_only=True)
 
 
 @dataclass(frozen=True)
 class ProposedSpawnSubtask:
     call_id: str
     goal: str
+    type: Literal["spawn_subtask"] = field(default="spawn_subtask", kw_only=True)
 
 
 @dataclass(frozen=True)
 class ProposedFinish:
     answer: str
     status: str = "completed"
+    call_id: str = ""
+    """Identifies this finish for an approval (``finish:<goal>:<n>``)."""
+    type: Literal["finish"] = field(default="finish", kw_only=True)
 
 
-ProposedAction = Union[ProposedToolCall, ProposedSpawnSubtask, ProposedFinish]
+ProposedAction = Annotated[
+    Union[ProposedToolCall, ProposedSpawnSubtask, ProposedFinish], Field(discriminator="type")
+]
 
 
 @dataclass(frozen=True)
@@ -39,6 +48,8 @@ class GuardContext:
     trace_id: str
     turn: int
     metadata: dict[str, Any] = field(default_factory=dict)
+    resources: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    """The worker registry's resources (a guard may consult a database, a policy service...)."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +63,29 @@ class VerdictResult:
 
 @runtime_checkable
 class Guard(Protocol):
+    """Runs on the worker inside the recorded ``check_guards`` activity (so replay never re-runs
+    it); ``check`` may be sync or async and may do I/O. Mounted with ``Options.guards`` and found on
+    workers by ``name``."""
+
     name: str
 
     def check(self, action: ProposedAction, ctx: GuardContext) -> VerdictResult: ...
+
+
+@dataclass(frozen=True)
+class GuardDecision:
+    """One guard's verdict on one action, as recorded in history."""
+
+    call_id: str
+    guard: str
+    verdict: Literal["allow", "deny", "ask"]
+    reason: str | None = None
+
+
+def combine(verdicts: list[GuardDecision]) -> GuardDecision | None:
+    """The deciding verdict for one action: the first deny, else the first ask, else None (allow)."""
+    for wanted in ("deny", "ask"):
+        for v in verdicts:
+            if v.verdict == wanted:
+                return v
+    return None

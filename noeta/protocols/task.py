@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from noeta.protocols.hooks import GuardDecision, ProposedAction
 from noeta.protocols.messages import ContentRef, ImageBlock, LLMResponse, Message, Usage
 from noeta.protocols.tool import ToolResult, ToolSpec
 
@@ -16,6 +17,10 @@ PREPARE_TASK = "noeta.prepare_task"
 CALL_MODEL = "noeta.call_model"
 INVOKE_TOOL = "noeta.invoke_tool"
 VALIDATE_OUTPUT = "noeta.validate_output"
+CHECK_GUARDS = "noeta.check_guards"
+
+#: Prefix of the summary of an approval's timeout timer (the projection recognises it).
+APPROVAL_TIMER_PREFIX = "approval timeout "
 
 WORKFLOW_NAME = "AgentWorkflow"
 
@@ -91,6 +96,10 @@ class TaskInput:
     """Names of validators in the worker's registry, run in order on the final answer."""
     index: bool = False
     """Keep the SEARCH_ATTRIBUTES up to date (only when the cluster has them registered)."""
+    guards: list[str] = field(default_factory=list)
+    """Names of guards in the worker's registry, consulted before every tool call, subtask and finish."""
+    approval_timeout_seconds: float = 86400.0
+    """How long an action a guard sent for approval waits for a human before it is denied."""
 
 
 @dataclass(frozen=True)
@@ -120,6 +129,7 @@ class PrepareInput:
     system_prompt: str | None
     output_schema: OutputSchema | None = None
     validators: list[str] = field(default_factory=list)
+    guards: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -178,6 +188,37 @@ class InvokeToolOutput:
 
 
 @dataclass(frozen=True)
+class CheckGuardsInput:
+    task_id: str
+    trace_id: str
+    turn: int
+    guards: list[str]
+    actions: list[ProposedAction]
+
+
+@dataclass(frozen=True)
+class CheckGuardsOutput:
+    verdicts: list[GuardDecision]
+    """Every guard's verdict on every action (allow verdicts included), in order."""
+
+
+@dataclass(frozen=True)
+class ApprovalInput:
+    call_id: str
+    approved: bool
+    reason: str | None = None
+    approver: str | None = None
+
+
+@dataclass(frozen=True)
+class ApprovalRequest:
+    call_id: str
+    action: ProposedAction
+    reason: str | None
+    guard: str
+
+
+@dataclass(frozen=True)
 class ValidateInput:
     task_id: str
     answer: str
@@ -197,3 +238,21 @@ class ValidateOutput:
 def validation_feedback(issue: str) -> str:
     """The message that tells the model why its answer was rejected (shared with the projection)."""
     return f"Your answer was rejected: {issue}\nAnswer again, fixing this."
+
+
+def finish_denied_feedback(reason: str) -> str:
+    """What the model is told when a guard or a human refuses to let it finish."""
+    return f"You may not finish yet: {reason}\nContinue the task."
+
+
+def denied_by_guard(guard: str, reason: str | None) -> str:
+    return f"Denied by guard {guard!r}: {reason or 'no reason given'}"
+
+
+def not_approved(decision: ApprovalInput) -> str:
+    return f"Not approved by {decision.approver or 'a human'}: {decision.reason or 'no reason given'}"
+
+
+def approval_timed_out(call_id: str, timeout_seconds: float) -> ApprovalInput:
+    """The refusal recorded when nobody answers an approval in time."""
+    return ApprovalInput(call_id, approved=False, reason=f"no answer within {timeout_seconds:g}s", approver="timeout")

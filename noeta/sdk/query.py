@@ -52,7 +52,11 @@ def registry_for(options: Options, store: ContentStore) -> Registry:
     """A registry serving the tools, validators and output model that ``options`` carries."""
     models = [options.output_schema] if isinstance(options.output_schema, type) else []
     return Registry.of(
-        tools=options.tool_objects(), content_store=store, validators=options.validator_objects(), output_models=models
+        tools=options.tool_objects(),
+        content_store=store,
+        validators=options.validator_objects(),
+        output_models=models,
+        guards=options.guards,
     )
 
 

@@ -24,6 +24,14 @@ from temporalio.exceptions import (
 from noeta.builtins.llm_policy import LLMPolicy
 from noeta.errors import AttemptsExhaustedError
 from noeta.protocols.decisions import CallModel, CallTools, Finish, SpawnSubtask
+from noeta.protocols.hooks import (
+    GuardDecision,
+    ProposedAction,
+    ProposedFinish,
+    ProposedSpawnSubtask,
+    ProposedToolCall,
+    combine,
+)
 from noeta.protocols.messages import (
     ContentRef,
     Message,
@@ -35,15 +43,21 @@ from noeta.protocols.messages import (
 from noeta.protocols.policy import Policy
 from noeta.protocols.step_context import StepContext
 from noeta.protocols.task import (
+    APPROVAL_TIMER_PREFIX,
     CALL_MODEL,
+    CHECK_GUARDS,
     INVOKE_TOOL,
     PREPARE_TASK,
     RESULT_MEMO_KEY,
     TASK_FATAL_TOOL_ERRORS,
     VALIDATE_OUTPUT,
     WORKFLOW_NAME,
+    ApprovalInput,
+    ApprovalRequest,
     CallModelInput,
     CallModelOutput,
+    CheckGuardsInput,
+    CheckGuardsOutput,
     GoalInput,
     InvokeToolInput,
     InvokeToolOutput,
@@ -54,6 +68,10 @@ from noeta.protocols.task import (
     TaskResult,
     ValidateInput,
     ValidateOutput,
+    approval_timed_out,
+    denied_by_guard,
+    finish_denied_feedback,
+    not_approved,
     validation_feedback,
 )
 from noeta.protocols.tool import ToolResult, ToolSpec
@@ -134,6 +152,10 @@ class AgentWorkflow:
         self._goals_received = 1
         self._results: dict[int, TaskResult] = {}
         self._closed = False
+        self._pending_approvals: dict[str, ApprovalRequest] = {}
+        self._approvals: dict[str, ApprovalInput] = {}
+        self._finish_attempts = 0
+        self._ctx: StepContext | None = None
 
     # -- handlers -------------------------------------------------------------------------------
 
@@ -154,6 +176,24 @@ class AgentWorkflow:
             raise ApplicationError("task is closed", type="TaskNotOpenError")
         if not goal.goal.strip():
             raise ApplicationError("goal is empty", type="ConfigurationError")
+
+    @workflow.update(name="approve")
+    def approve(self, decision: ApprovalInput) -> None:
+        """A human's answer to an action that a guard sent for approval."""
+        self._approvals[decision.call_id] = decision
+
+    @approve.validator
+    def _validate_approval(self, decision: ApprovalInput) -> None:
+        if decision.call_id not in self._pending_approvals or decision.call_id in self._approvals:
+            waiting = ", ".join(sorted(self._pending_approvals)) or "none"
+            raise ApplicationError(
+                f"no action {decision.call_id!r} is waiting for approval (waiting: {waiting})",
+                type="ApprovalNotPendingError",
+            )
+
+    @workflow.query(name="pending_approvals")
+    def pending_approvals(self) -> list[ApprovalRequest]:
+        return list(self._pending_approvals.values())
 
     @workflow.signal(name="close")
     def close(self) -> None:
@@ -208,6 +248,7 @@ class AgentWorkflow:
                     system_prompt=task.system_prompt,
                     output_schema=task.output_schema,
                     validators=task.validators,
+                    guards=task.guards,
                 ),
                 result_type=PrepareOutput,
                 start_to_close_timeout=timedelta(seconds=60),
@@ -230,6 +271,7 @@ class AgentWorkflow:
             system_prompt=task.system_prompt,
             metadata=task.metadata,
         )
+        self._ctx = ctx
         index, goal = 0, GoalInput(goal=task.goal, images=task.images)
         while True:
             self._results[index] = await self._run_goal(policy, ctx, goal, index)
@@ -264,9 +306,12 @@ class AgentWorkflow:
                 usage=self._usage,
                 turn=self._turn,
                 budget=max(0, ctx.max_turns - self._turn),
+                pending_approvals=tuple(self._pending_approvals),
             )
             decision = policy.decide(ctx, view)
             if isinstance(decision, Finish):
+                if decision.status != "failed" and not await self._finish_allowed(decision, index):
+                    continue
                 if decision.status == "failed" or not (self._task.output_schema or self._task.validators):
                     return self._result(decision.answer, decision.status, index)
                 checked = await self._validate(decision.answer)
@@ -280,10 +325,29 @@ class AgentWorkflow:
                     )
                 await self._call_model(decision)
             elif isinstance(decision, CallTools):
-                results = await asyncio.gather(*(self._invoke_tool(c) for c in decision.calls))
+                verdicts = await self._check_guards(
+                    [
+                        ProposedToolCall(c.call_id, c.tool_name, c.arguments, self._risk(c.tool_name))
+                        for c in decision.calls
+                    ]
+                )
+                results = await asyncio.gather(
+                    *(self._guarded_tool(c, verdicts.get(c.call_id)) for c in decision.calls)
+                )
                 self._append(Message(role="tool", content=list(results)))
             elif isinstance(decision, SpawnSubtask):
-                self._append(Message(role="tool", content=[await self._spawn(ctx, decision)]))
+                verdict = (await self._check_guards([ProposedSpawnSubtask(decision.call_id, decision.goal)])).get(
+                    decision.call_id
+                )
+                refusal = await self._refusal(ProposedSpawnSubtask(decision.call_id, decision.goal), verdict)
+                if refusal is None:
+                    block = await self._spawn(ctx, decision)
+                else:  # recorded like a rejected tool call named "subtask"
+                    block = await self._invoke_tool(
+                        ToolUseBlock(call_id=decision.call_id, tool_name="subtask", arguments={"goal": decision.goal}),
+                        reject=refusal,
+                    )
+                self._append(Message(role="tool", content=[block]))
             else:
                 raise ApplicationError(
                     f"policy returned {type(decision).__name__}, which is not a Decision",
@@ -303,6 +367,85 @@ class AgentWorkflow:
         # Recorded in history (and shown in the UI's memo) so every goal's outcome is projectable.
         workflow.upsert_memo({RESULT_MEMO_KEY: result})
         return result
+
+    # -- guards and approvals -------------------------------------------------------------------
+
+    def _risk(self, tool_name: str) -> str:
+        spec = self._tools.get(tool_name)
+        return spec.risk_level if spec else "high"
+
+    async def _check_guards(self, actions: list[ProposedAction]) -> dict[str, GuardDecision]:
+        """The deciding verdict per action id (absent: allowed). Recorded, so replay never re-asks."""
+        task = self._task
+        if not task.guards or not actions:
+            return {}
+        out = await workflow.execute_activity(
+            CHECK_GUARDS,
+            CheckGuardsInput(
+                task_id=workflow.info().workflow_id,
+                trace_id=self._ctx.trace_id if self._ctx else workflow.info().workflow_id,
+                turn=self._total_turns,
+                guards=task.guards,
+                actions=actions,
+            ),
+            result_type=CheckGuardsOutput,
+            start_to_close_timeout=timedelta(seconds=60),
+            retry_policy=retry_policy(task.max_retries),
+            summary=f"guards on {', '.join(a.call_id for a in actions)}",
+        )
+        deciding = {}
+        for action in actions:
+            verdict = combine([v for v in out.verdicts if v.call_id == action.call_id])
+            if verdict is not None:
+                deciding[action.call_id] = verdict
+        return deciding
+
+    async def _refusal(self, action: ProposedAction, verdict: GuardDecision | None) -> str | None:
+        """None when the action may go ahead; else why not (a denial, or a human's refusal)."""
+        if verdict is None:
+            return None
+        if verdict.verdict == "deny":
+            return denied_by_guard(verdict.guard, verdict.reason)
+        decision = await self._await_approval(ApprovalRequest(action.call_id, action, verdict.reason, verdict.guard))
+        return None if decision.approved else not_approved(decision)
+
+    async def _await_approval(self, request: ApprovalRequest) -> ApprovalInput:
+        """Wait durably for ``approve``; no answer within the timeout is a refusal."""
+        timeout = self._task.approval_timeout_seconds
+        self._pending_approvals[request.call_id] = request
+        self._index("awaiting_approval")
+        # No try/finally here: code in a finally also runs when the worker evicts the workflow from
+        # its cache, and workflow calls are not allowed then.
+        try:
+            await workflow.wait_condition(
+                lambda: request.call_id in self._approvals,
+                timeout=timedelta(seconds=timeout),
+                timeout_summary=f"{APPROVAL_TIMER_PREFIX}{request.call_id}",
+            )
+            decision = self._approvals[request.call_id]
+        except asyncio.TimeoutError:
+            decision = approval_timed_out(request.call_id, timeout)
+        del self._pending_approvals[request.call_id]
+        if not self._pending_approvals:
+            self._index("running")
+        return decision
+
+    async def _guarded_tool(self, call: ToolUseBlock, verdict: GuardDecision | None) -> ToolResultBlock:
+        refusal = await self._refusal(
+            ProposedToolCall(call.call_id, call.tool_name, call.arguments, self._risk(call.tool_name)), verdict
+        )
+        return await self._invoke_tool(call, reject=refusal)
+
+    async def _finish_allowed(self, decision: Finish, index: int) -> bool:
+        if not self._task.guards:
+            return True
+        self._finish_attempts += 1
+        action = ProposedFinish(decision.answer, decision.status, call_id=f"finish:{index}:{self._finish_attempts}")
+        refusal = await self._refusal(action, (await self._check_guards([action])).get(action.call_id))
+        if refusal is None:
+            return True
+        self._append(Message(role="user", content=[TextBlock(text=finish_denied_feedback(refusal))], origin="system"))
+        return False
 
     async def _validate(self, answer: str) -> ValidateOutput:
         """Check the final answer; on failure tell the model why, or give up after max_retries."""
@@ -400,11 +543,11 @@ class AgentWorkflow:
             str(exhausted), exhausted.to_details(), type="AttemptsExhaustedError", non_retryable=True
         )
 
-    async def _invoke_tool(self, call: ToolUseBlock) -> ToolResultBlock:
+    async def _invoke_tool(self, call: ToolUseBlock, reject: str | None = None) -> ToolResultBlock:
+        """Run one tool call; with ``reject`` (or an unknown tool) the call is recorded as refused."""
         task = self._task
-        spec = self._tools.get(call.tool_name)
-        reject = None
-        if spec is None:
+        spec = None if reject else self._tools.get(call.tool_name)
+        if spec is None and reject is None:
             available = ", ".join(sorted(self._tools)) or "none"
             reject = f"Unknown tool {call.tool_name!r}. Available tools: {available}."
         retries = spec.max_retries if spec and spec.max_retries is not None else task.max_retries

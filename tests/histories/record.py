@@ -25,6 +25,7 @@ from noeta.sdk.query import registry_for
 from noeta.sdk.testing import FakeLLMProvider
 from noeta.worker import build_worker
 from tests.support.policies import DelegatingPolicy
+from tests.test_guards import AmountGuard, NoEarlyFinish, wire_money
 from tests.support.scripts import call, say
 from tests.support.tools import add, big_output, boom
 
@@ -86,6 +87,21 @@ SCENARIOS = {
             ),
         ),
     ),
+    "guards": (
+        FakeLLMProvider(
+            responses=[
+                call(("c1", "wire_money", {"amount": 5_000_000}), ("c2", "wire_money", {"amount": 2000}),
+                     ("c3", "wire_money", {"amount": 3000})),
+                say("a draft"),
+                say("paid 2000"),
+            ]
+        ),
+        dict(
+            goal="pay",
+            options=Options(allowed_tools=[wire_money], guards=[AmountGuard(), NoEarlyFinish()], approval_timeout_seconds=2),
+            approve=[("c2", True, "invoice 7", "alice")],
+        ),
+    ),
     "provider_retried": (
         FakeLLMProvider(responder=_fail_once),
         dict(goal="retry once", options=Options(max_retries=2)),
@@ -112,6 +128,10 @@ async def record(names: list[str]) -> None:
                         spec["goal"], options, provider_name="FakeLLMProvider", task_queue=queue,
                         keep_open=spec.get("keep_open", False), task_id=f"history-{name}",
                     )
+                    for call_id, approved, reason, approver in spec.get("approve", []):
+                        while not any(r.call_id == call_id for r in await client.pending_approvals(task_id)):
+                            await asyncio.sleep(0.05)
+                        await client.approve(task_id, call_id, approved, reason, approver)
                     for goal in spec.get("more", []):
                         await client.send_goal(task_id, goal)
                     if spec.get("keep_open"):
