@@ -91,7 +91,8 @@ async def test_sync_client_drives_a_task(host, serve, task_queue):
 @pytest.mark.local_model
 @pytest.mark.skipif(importlib.util.find_spec("xllamacpp") is None, reason="needs the [local] extra")
 def test_noeta_run_with_no_configuration_uses_the_local_model(cli_env: dict[str, str]):
-    env = {k: v for k, v in cli_env.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
+    configured = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")
+    env = {k: v for k, v in cli_env.items() if k not in configured}
     run = noeta(env, "run", "Say hello in one short sentence.", "--max-tokens", "24")
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip()  # real generated text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from collections.abc import Iterator
 from typing import Any
@@ -22,6 +23,9 @@ from noeta.providers.defaults import KNOWN_PROVIDERS, default_provider
 from noeta.providers.openai import OpenAIProvider
 from tests.support.chat_server import (
     FakeChatServer,
+    Pause,
+    chunk,
+    chunks_for,
     completion,
     error_body,
     running_chat_server,
@@ -57,39 +61,111 @@ WEATHER_TOOL = {
 }
 
 
+MULTI_TURN = LLMRequest(
+    model=None,
+    system="You are terse.",
+    messages=[
+        Message("user", [TextBlock("Weather in Paris and Rome?")], origin="human"),
+        Message(
+            "assistant",
+            [
+                TextBlock("Checking."),
+                ToolUseBlock("call_a", "get_weather", {"city": "Paris"}),
+                ToolUseBlock("call_b", "get_weather", {"city": "Rome"}),
+            ],
+        ),
+        Message(
+            "tool",
+            [
+                ToolResultBlock("call_a", "Sunny", success=True),
+                ToolResultBlock("call_b", None, success=False, error="timeout"),
+            ],
+        ),
+        Message("user", [TextBlock("[reminder] be brief")], origin="system"),
+        Message("user", [TextBlock("Paris likes sun.")], origin="memory"),
+    ],
+    tools=[WEATHER_TOOL],
+    temperature=0.2,
+    max_tokens=100,
+)
+
+OUTPUT_SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}}
+
+REQUESTS: dict[str, LLMRequest] = {
+    "multi_turn": MULTI_TURN,
+    "minimal": ask("hi"),
+    "model_and_output_schema": ask("n?", model="gpt-other", output_schema=OUTPUT_SCHEMA),
+    "effort": ask("think", effort="low", max_tokens=50),
+}
+
+RESPONSES: dict[str, dict[str, Any]] = {
+    "text": completion({"content": "Hello there."}),
+    "tool_calls_stop": completion(
+        {
+            "content": None,
+            "tool_calls": [
+                {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}},
+                {"id": "call_2", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": '}},
+            ],
+        },
+        # Some servers report "stop" even with tool calls: the calls decide.
+        finish_reason="stop",
+    ),
+    "text_with_tool_call": completion(
+        {
+            "content": "Let me look.",
+            "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}],
+        },
+        finish_reason="tool_calls",
+    ),
+    "cached_usage": completion(
+        {"content": "ok"},
+        usage={
+            "prompt_tokens": 1200,
+            "completion_tokens": 300,
+            "total_tokens": 1500,
+            "prompt_tokens_details": {"cached_tokens": 1024},
+            "completion_tokens_details": {"reasoning_tokens": 256},
+        },
+    ),
+    "length": completion({"content": "x"}, finish_reason="length"),
+    "content_filter": completion({"content": "x"}, finish_reason="content_filter"),
+}
+# Off the OpenAI spec on purpose (some compatible servers send them); not wire-checked.
+OFF_SPEC_RESPONSES: dict[str, dict[str, Any]] = {
+    "null_finish_reason": completion({"content": "x"}, finish_reason=None),  # type: ignore[arg-type]
+}
+
+STREAMS: dict[str, list[Any]] = {
+    name: chunks_for(RESPONSES[name]) for name in ("text", "text_with_tool_call", "cached_usage", "length")
+}
+STREAMS["two_tool_calls"] = [
+    chunk({"role": "assistant", "content": None}),
+    chunk({"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": ""}}]}),
+    chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"ci'}}]}),
+    chunk({"tool_calls": [{"index": 1, "id": "call_2", "type": "function", "function": {"name": "get_time", "arguments": '{"city":'}}]}),
+    chunk({"tool_calls": [{"index": 0, "function": {"arguments": 'ty": "Oslo"}'}}]}),
+    chunk({"tool_calls": [{"index": 1, "function": {"arguments": ' "Rome"}'}}]}),
+    chunk({}, finish_reason="tool_calls"),
+    chunk(None, usage={"prompt_tokens": 50, "completion_tokens": 20, "total_tokens": 70}),
+]
+STREAMS["reasoning"] = [
+    chunk({"role": "assistant", "content": None}),
+    chunk({"reasoning_content": "Greet "}),
+    chunk({"reasoning_content": "briefly."}),
+    chunk({"content": "Hi"}),
+    chunk({"content": "!"}),
+    chunk({}, finish_reason="stop"),
+    chunk(None, usage={"prompt_tokens": 8, "completion_tokens": 6, "total_tokens": 14, "completion_tokens_details": {"reasoning_tokens": 4}}),
+]
+
+
 # -- request body -------------------------------------------------------------------------------
 
 
 async def test_multi_turn_request_body(server: FakeChatServer, provider: OpenAIProvider) -> None:
     server.reply(completion({"content": "Done."}))
-    request = LLMRequest(
-        model=None,
-        system="You are terse.",
-        messages=[
-            Message("user", [TextBlock("Weather in Paris and Rome?")], origin="human"),
-            Message(
-                "assistant",
-                [
-                    TextBlock("Checking."),
-                    ToolUseBlock("call_a", "get_weather", {"city": "Paris"}),
-                    ToolUseBlock("call_b", "get_weather", {"city": "Rome"}),
-                ],
-            ),
-            Message(
-                "tool",
-                [
-                    ToolResultBlock("call_a", "Sunny", success=True),
-                    ToolResultBlock("call_b", None, success=False, error="timeout"),
-                ],
-            ),
-            Message("user", [TextBlock("[reminder] be brief")], origin="system"),
-            Message("user", [TextBlock("Paris likes sun.")], origin="memory"),
-        ],
-        tools=[WEATHER_TOOL],
-        temperature=0.2,
-        max_tokens=100,
-    )
-    await provider.complete(request)
+    await provider.complete(MULTI_TURN)
 
     assert len(server.seen) == 1
     assert server.seen[0].path == "/v1/chat/completions"
@@ -141,14 +217,13 @@ async def test_minimal_body_omits_optional_fields(server: FakeChatServer) -> Non
 
 
 async def test_request_model_and_output_schema(server: FakeChatServer, provider: OpenAIProvider) -> None:
-    schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
     server.reply(completion({"content": '{"n": 1}'}))
-    await provider.complete(ask("n?", model="gpt-other", output_schema=schema))
+    await provider.complete(REQUESTS["model_and_output_schema"])
     body = server.seen[0].body
     assert body["model"] == "gpt-other"
     assert body["response_format"] == {
         "type": "json_schema",
-        "json_schema": {"name": "output", "schema": schema},
+        "json_schema": {"name": "output", "schema": OUTPUT_SCHEMA},
     }
     assert "tools" not in body
 
@@ -167,7 +242,7 @@ async def test_authorization_header(server: FakeChatServer, provider: OpenAIProv
 
 
 async def test_text_response(server: FakeChatServer, provider: OpenAIProvider) -> None:
-    payload = completion({"content": "Hello there."})
+    payload = RESPONSES["text"]
     server.reply(payload)
     response = await provider.complete(ask())
     assert response.content == [TextBlock("Hello there.")]
@@ -188,19 +263,7 @@ async def test_finish_reasons(
 
 
 async def test_tool_calls_and_malformed_arguments(server: FakeChatServer, provider: OpenAIProvider) -> None:
-    server.reply(
-        completion(
-            {
-                "content": None,
-                "tool_calls": [
-                    {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}},
-                    {"id": "call_2", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": '}},
-                ],
-            },
-            # Some servers report "stop" even with tool calls: the calls decide.
-            finish_reason="stop",
-        )
-    )
+    server.reply(RESPONSES["tool_calls_stop"])
     response = await provider.complete(ask("weather?", tools=[WEATHER_TOOL]))
     assert response.stop_reason == "tool_use"
     assert response.content == [
@@ -210,29 +273,14 @@ async def test_tool_calls_and_malformed_arguments(server: FakeChatServer, provid
 
 
 async def test_text_with_tool_call(server: FakeChatServer, provider: OpenAIProvider) -> None:
-    server.reply(
-        completion(
-            {
-                "content": "Let me look.",
-                "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}],
-            },
-            finish_reason="tool_calls",
-        )
-    )
+    server.reply(RESPONSES["text_with_tool_call"])
     response = await provider.complete(ask())
     assert response.stop_reason == "tool_use"
     assert response.content == [TextBlock("Let me look."), ToolUseBlock("c", "f", {})]
 
 
 async def test_usage_with_cached_and_reasoning_tokens(server: FakeChatServer, provider: OpenAIProvider) -> None:
-    usage = {
-        "prompt_tokens": 1200,
-        "completion_tokens": 300,
-        "total_tokens": 1500,
-        "prompt_tokens_details": {"cached_tokens": 1024},
-        "completion_tokens_details": {"reasoning_tokens": 256},
-    }
-    server.reply(completion({"content": "ok"}, usage=usage))
+    server.reply(RESPONSES["cached_usage"])
     response = await provider.complete(ask())
     assert response.usage == Usage(uncached=176, cache_read=1024, output=300, reasoning_tokens=256)
     assert response.usage.input == 1200
@@ -300,12 +348,147 @@ async def test_shared_http_client_is_used(server: FakeChatServer) -> None:
         assert not client.is_closed  # and the caller's client is left to the caller
 
 
+# -- streaming ----------------------------------------------------------------------------------
+
+
+class Deltas:
+    """An ``on_delta`` that records what it gets."""
+
+    def __init__(self) -> None:
+        self.got: list[tuple[str, str]] = []
+
+    def __call__(self, kind: str, piece: str) -> None:
+        self.got.append((kind, piece))
+
+    def joined(self, kind: str) -> str:
+        return "".join(p for k, p in self.got if k == kind)
+
+
+async def test_stream_text_deltas_and_usage_chunk(server: FakeChatServer, provider: OpenAIProvider) -> None:
+    server.reply(STREAMS["text"])
+    deltas = Deltas()
+    response = await provider.stream(ask(), deltas)
+    assert deltas.got == [("text", "Hell"), ("text", "o th"), ("text", "ere.")]
+    assert response.content == [TextBlock("Hello there.")]
+    assert response.stop_reason == "end_turn"
+    assert response.usage == Usage(uncached=10, output=3)  # from the final usage chunk
+    body = server.seen[0].body
+    assert body == {
+        **provider.request_body(ask()),
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    assert server.seen[0].headers["accept"] == "text/event-stream"
+    assert response.raw is not None
+    assert response.raw["object"] == "chat.completion"
+    assert response.raw["choices"][0]["message"] == {"role": "assistant", "content": "Hello there."}
+    assert response.raw["usage"] == RESPONSES["text"]["usage"]
+
+
+async def test_stream_tool_call_arguments_assembled_by_index(server: FakeChatServer, provider: OpenAIProvider) -> None:
+    server.reply(STREAMS["two_tool_calls"])
+    deltas = Deltas()
+    response = await provider.stream(ask(tools=[WEATHER_TOOL]), deltas)
+    assert response.stop_reason == "tool_use"
+    assert response.content == [
+        ToolUseBlock("call_1", "get_weather", {"city": "Oslo"}),
+        ToolUseBlock("call_2", "get_time", {"city": "Rome"}),
+    ]
+    # argument pieces are delivered as they arrive, interleaved across calls
+    assert deltas.got == [
+        ("tool_use", '{"ci'),
+        ("tool_use", '{"city":'),
+        ("tool_use", 'ty": "Oslo"}'),
+        ("tool_use", ' "Rome"}'),
+    ]
+    assert response.usage == Usage(uncached=50, output=20)
+
+
+@pytest.mark.parametrize("case", ["text", "text_with_tool_call", "cached_usage", "length"])
+async def test_stream_assembles_what_complete_returns(server: FakeChatServer, provider: OpenAIProvider, case: str) -> None:
+    server.reply(RESPONSES[case])
+    server.reply(STREAMS[case])
+    whole = await provider.complete(ask())
+    streamed = await provider.stream(ask(), Deltas())
+    assert (streamed.content, streamed.stop_reason, streamed.usage) == (whole.content, whole.stop_reason, whole.usage)
+    assert streamed.raw == whole.raw  # the assembled body equals the non-streamed one
+
+
+async def test_stream_reasoning_content_is_thinking(server: FakeChatServer, provider: OpenAIProvider) -> None:
+    server.reply(STREAMS["reasoning"])
+    deltas = Deltas()
+    response = await provider.stream(ask(), deltas)
+    assert deltas.got == [("thinking", "Greet "), ("thinking", "briefly."), ("text", "Hi"), ("text", "!")]
+    assert response.content == [TextBlock("Hi!")]
+    assert response.usage.reasoning_tokens == 4
+
+
+async def test_stream_without_usage_or_done(server: FakeChatServer, provider: OpenAIProvider) -> None:
+    # A server that ignores include_usage and never sends [DONE] but does finish.
+    server.reply(STREAMS["text"][:-1], done=False)
+    response = await provider.stream(ask(), Deltas())
+    assert (response.text, response.usage) == ("Hello there.", Usage())
+
+
+async def test_stream_cut_short_is_retryable(server: FakeChatServer, provider: OpenAIProvider) -> None:
+    server.reply(STREAMS["text"][:3], done=False)  # no finish_reason, no [DONE]
+    deltas = Deltas()
+    with pytest.raises(ProviderError, match="stream ended early") as info:
+        await provider.stream(ask(), deltas)
+    assert info.value.retryable is True
+    assert deltas.joined("text") == "Hello th"
+
+
+async def test_stream_error_before_the_stream(server: FakeChatServer, provider: OpenAIProvider) -> None:
+    server.reply(error_body("Rate limit reached"), status=429, retry_after="2")
+    server.reply(error_body("This model's maximum context length is 8192 tokens.", code="context_length_exceeded"), status=400)
+    with pytest.raises(ProviderError) as info:
+        await provider.stream(ask(), Deltas())
+    assert (info.value.status, info.value.retryable, info.value.retry_after) == (429, True, 2.0)
+    assert info.value.message == "Rate limit reached"
+    with pytest.raises(ContextLengthError):
+        await provider.stream(ask(), Deltas())
+
+
+async def test_stream_error_chunk_midway(server: FakeChatServer, provider: OpenAIProvider) -> None:
+    server.reply([*STREAMS["text"][:2], {"error": {"message": "upstream died", "type": "server_error", "code": None}}])
+    with pytest.raises(ProviderError) as info:
+        await provider.stream(ask(), Deltas())
+    assert (info.value.retryable, info.value.message) == (True, "upstream died")
+
+
+async def test_stream_answered_without_streaming(server: FakeChatServer, provider: OpenAIProvider) -> None:
+    # Some compatible servers ignore "stream": true and send one JSON body.
+    server.reply(RESPONSES["text"])
+    deltas = Deltas()
+    response = await provider.stream(ask(), deltas)
+    assert deltas.got == [("text", "Hello there.")]
+    assert response.raw == RESPONSES["text"]
+
+
+async def test_cancelling_a_stream_closes_the_connection(server: FakeChatServer, provider: OpenAIProvider) -> None:
+    server.disconnects = 0
+    server.disconnected.clear()
+    events = STREAMS["text"]
+    server.reply([*events[:2], Pause(10), *events[2:]])
+    first = asyncio.Event()
+    task = asyncio.create_task(provider.stream(ask(), lambda kind, piece: first.set()))
+    await asyncio.wait_for(first.wait(), 5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await asyncio.to_thread(server.disconnected.wait, 5)
+    assert server.disconnects == 1
+    server.reply(RESPONSES["text"])
+    assert (await provider.complete(ask())).text == "Hello there."
+
+
 # -- default_provider ---------------------------------------------------------------------------
 
 
 @pytest.fixture
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "NOETA_MODEL"):
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "NOETA_MODEL"):
         monkeypatch.delenv(name, raising=False)
     return monkeypatch
 
@@ -335,7 +518,8 @@ def test_default_provider_errors(clean_env: pytest.MonkeyPatch) -> None:
     with pytest.raises(ConfigurationError, match="OPENAI_API_KEY"):
         default_provider("openai")
     with pytest.raises(ConfigurationError) as info:
-        default_provider("anthropic")
+        default_provider("gemini")
+    assert set(KNOWN_PROVIDERS) == {"anthropic", "openai", "local"}
     for known in KNOWN_PROVIDERS:
         assert known in str(info.value)
 
@@ -346,5 +530,5 @@ def test_missing_local_packages_is_a_configuration_error(clean_env: pytest.Monke
     clean_env.setattr(local, "_spec", lambda name: None)
     with pytest.raises(ConfigurationError, match=r"pip install 'noeta\[local\]'"):
         default_provider("local")
-    with pytest.raises(ConfigurationError, match="OPENAI_API_KEY"):
+    with pytest.raises(ConfigurationError, match="ANTHROPIC_API_KEY or OPENAI_API_KEY"):
         default_provider(None)

@@ -130,3 +130,15 @@ def test_guards_history_projects_verdicts_approvals_and_feedback(tmp_path: Path)
     assert [i.text.splitlines()[0] for i in items if isinstance(i, InjectedMessage)] == [
         "You may not finish yet: Denied by guard 'no-early-finish': a draft is not an answer"
     ]
+
+
+def test_runs_of_a_continued_task_project_as_one_stream(tmp_path: Path):
+    runs = [events(f"continue_as_new.run{n}") for n in (1, 2, 3)]
+    envs = project(runs, task_id="history-continue_as_new")
+    types = [e.type for e in envs]
+    assert types.count("TaskCreated") == 1 and types.count("TaskContinuedAsNew") == 2
+    assert [e.seq for e in envs] == list(range(1, len(envs) + 1))
+    items = as_messages(envs, LocalContentStore(tmp_path))
+    assert [i.output for i in items if isinstance(i, ToolResultView)] == ["1", "2", "3", "4"]
+    assert InjectedMessage("remember: be brief", "system") in items
+    assert items[-1] == Result("counted to 4", "completed")

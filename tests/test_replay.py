@@ -16,11 +16,13 @@ HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
 
 
 def load(path: Path) -> WorkflowHistory:
-    return WorkflowHistory.from_json(f"history-{path.stem}", path.read_text())
+    # "<scenario>.json", or "<scenario>.runN.json" for each run of a task that continued as new
+    return WorkflowHistory.from_json(f"history-{path.stem.split('.')[0]}", path.read_text())
 
 
 def test_histories_are_recorded():
-    assert {p.stem for p in HISTORIES} >= {"tool_loop", "multi_turn", "subtask", "max_turns", "provider_exhausted", "validation", "provider_retried", "guards"}
+    assert {p.stem for p in HISTORIES} >= {"tool_loop", "multi_turn", "subtask", "max_turns", "provider_exhausted", "validation", "provider_retried", "guards",
+        "continue_as_new.run1", "continue_as_new.run2"}
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])

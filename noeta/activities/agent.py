@@ -15,7 +15,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 import jsonschema
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
 from temporalio import activity
 
@@ -38,6 +38,7 @@ from noeta.protocols.task import (
     CALL_MODEL,
     INVOKE_TOOL,
     CHECK_GUARDS,
+    LOAD_TRANSCRIPT,
     PREPARE_TASK,
     VALIDATE_OUTPUT,
     CallModelInput,
@@ -46,6 +47,8 @@ from noeta.protocols.task import (
     CallModelOutput,
     InvokeToolInput,
     InvokeToolOutput,
+    LoadTranscriptInput,
+    LoadTranscriptOutput,
     PrepareInput,
     PrepareOutput,
     ValidateInput,
@@ -57,6 +60,8 @@ from noeta.providers.errors import classify_exception
 
 if TYPE_CHECKING:
     from noeta.worker import Registry
+
+_MESSAGE = TypeAdapter(Message)
 
 #: Tool outputs larger than this go to the content store; history keeps a reference and a preview.
 INLINE_OUTPUT_LIMIT = 4096
@@ -85,7 +90,14 @@ class AgentActivities:
         self.transcripts = TranscriptStore(registry.content_store)
 
     def activities(self) -> list[Any]:
-        return [self.prepare_task, self.call_model, self.invoke_tool, self.validate_output, self.check_guards]
+        return [
+            self.prepare_task,
+            self.call_model,
+            self.invoke_tool,
+            self.validate_output,
+            self.check_guards,
+            self.load_transcript,
+        ]
 
     # -- prepare_task -----------------------------------------------------------------------
 
@@ -240,6 +252,20 @@ class AgentActivities:
         ref = self.store.put(data)
         preview = output[:PREVIEW_CHARS] + f"… [{len(data)} bytes in content store {ref.hash[:12]}]"
         return dataclasses.replace(result, output=preview, output_ref=ref)
+
+    # -- load_transcript ----------------------------------------------------------------------
+
+    @activity.defn(name=LOAD_TRANSCRIPT)
+    async def load_transcript(self, inp: LoadTranscriptInput) -> LoadTranscriptOutput:
+        """The stored transcript for a new run; the oldest messages are left out beyond max_bytes."""
+        messages = list(self.transcripts.load(inp.head))
+        kept, size = 0, 0
+        for message in reversed(messages):
+            size += len(_MESSAGE.dump_json(message))
+            if size > inp.max_bytes:
+                break
+            kept += 1
+        return LoadTranscriptOutput(messages=messages[len(messages) - kept :], omitted=len(messages) - kept)
 
     # -- check_guards -------------------------------------------------------------------------
 

@@ -56,6 +56,7 @@ from noeta.protocols.task import (
     ApprovalInput,
     ApprovalRequest,
     GoalInput,
+    InjectInput,
     TaskResult,
 )
 
@@ -319,6 +320,15 @@ class AsyncClient:
             "pending_approvals", result_type=list[ApprovalRequest]
         )
 
+    async def inject(self, task_id: str, text: str, origin: str = "system") -> None:
+        """Give the model host context at its next step (origin "system" or "memory"); it shows as
+        an InjectedMessage, never as the user's words."""
+        if origin not in ("system", "memory"):
+            raise ConfigurationError(f"origin must be 'system' or 'memory', got {origin!r}")
+        if not text.strip():
+            raise ConfigurationError("injected text must not be empty")
+        await self.temporal.get_workflow_handle(task_id).signal("inject", InjectInput(text, origin))  # type: ignore[arg-type]
+
     async def close(self, task_id: str) -> None:
         """Let a keep-open task end after its queued goals."""
         await self.temporal.get_workflow_handle(task_id).signal("close")
@@ -388,6 +398,9 @@ class Client:
 
     def close(self, task_id: str) -> None:
         self._run(self._async.close(task_id))
+
+    def inject(self, task_id: str, text: str, origin: str = "system") -> None:
+        self._run(self._async.inject(task_id, text, origin))
 
     def approve(self, task_id: str, call_id: str, approved: bool = True, reason: str | None = None,
                 approver: str | None = None) -> None:

@@ -66,6 +66,9 @@ class Options:
     """Consulted before every tool call, subtask and finish: allow, deny, or ask a human."""
     approval_timeout_seconds: float = 86400.0
     """How long an action sent for approval waits before it is denied."""
+    max_history_events: int | None = None
+    """Continue the task in a new run once a run's history has this many events (default: when
+    Temporal suggests it, ~4,096 events or 4 MiB). The task id, transcript and event seq carry on."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_turns, int) or self.max_turns < 1:
@@ -91,6 +94,8 @@ class Options:
         if self.policy is not None and not hasattr(self.policy, "decide"):
             raise ConfigurationError(f"policy {self.policy!r} has no decide(ctx, view) method")
         output_schema_spec(self.output_schema)  # validates it
+        if self.max_history_events is not None and self.max_history_events < 20:
+            raise ConfigurationError("max_history_events must be at least 20 (a step takes ~12 events)")
         if self.approval_timeout_seconds <= 0:
             raise ConfigurationError("approval_timeout_seconds must be > 0")
         guard_names: set[str] = set()
@@ -215,4 +220,5 @@ def build_task_input(
         validators=[v.name for v in options.validator_objects()],
         guards=[g.name for g in options.guards],
         approval_timeout_seconds=options.approval_timeout_seconds,
+        max_history_events=options.max_history_events,
     )

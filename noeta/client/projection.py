@@ -25,6 +25,7 @@ from noeta.protocols.task import (
     APPROVAL_TIMER_PREFIX,
     CALL_MODEL,
     CHECK_GUARDS,
+    INJECTED_MEMO_KEY,
     INVOKE_TOOL,
     PREPARE_TASK,
     RESULT_MEMO_KEY,
@@ -411,6 +412,10 @@ class Projector:
 
     def on_memo(self, event: HistoryEvent) -> None:
         fields = event.workflow_properties_modified_event_attributes.upserted_memo.fields
+        if INJECTED_MEMO_KEY in fields:
+            injected: list[Message] = _decode(fields[INJECTED_MEMO_KEY], list[Message])
+            for message in injected:
+                self.messages([message], "host", event, None)
         if RESULT_MEMO_KEY not in fields:
             return
         result: TaskResult = _decode(fields[RESULT_MEMO_KEY], TaskResult)

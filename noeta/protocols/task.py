@@ -27,6 +27,9 @@ WORKFLOW_NAME = "AgentWorkflow"
 #: Memo key under which the workflow records each goal's TaskResult (a history event of its own,
 #: so the projection sees every goal's outcome without an extra activity).
 RESULT_MEMO_KEY = "noeta.result"
+#: Memo key under which the workflow records injected messages at the step they enter the transcript.
+INJECTED_MEMO_KEY = "noeta.injected"
+LOAD_TRANSCRIPT = "noeta.load_transcript"
 
 #: Custom search attributes (name -> Temporal type) that make tasks findable in the UI and CLI.
 SEARCH_ATTRIBUTES = {
@@ -69,6 +72,52 @@ class AttemptFailure:
 
 
 @dataclass(frozen=True)
+class InjectInput:
+    """Host context for the model (a reminder, recalled memory); never a user's words."""
+
+    text: str
+    origin: Literal["system", "memory"] = "system"
+
+
+@dataclass(frozen=True)
+class Carry:
+    """The state a task takes into its next run (continue-as-new). History-sized, not transcript-sized."""
+
+    head: ContentRef | None
+    pending: list[Message]
+    tools: list[ToolSpec]
+    system_ref: ContentRef | None
+    output_schema_ref: ContentRef | None
+    trace_id: str
+    usage: Usage
+    total_turns: int
+    turn: int
+    goal_index: int
+    goals_received: int
+    in_goal: bool
+    """True: resume the decide loop of goal ``goal_index``; False: wait for the next goal."""
+    last_result: TaskResult | None = None
+    validation_issues: list[str] = field(default_factory=list)
+    finish_attempts: int = 0
+    injections: list[InjectInput] = field(default_factory=list)
+    runs: int = 1
+    """How many runs the task has had before this one."""
+
+
+@dataclass(frozen=True)
+class LoadTranscriptInput:
+    head: ContentRef | None
+    max_bytes: int = 1_000_000
+
+
+@dataclass(frozen=True)
+class LoadTranscriptOutput:
+    messages: list[Message]
+    omitted: int = 0
+    """Oldest messages left out to keep the payload small (the provider still gets them all)."""
+
+
+@dataclass(frozen=True)
 class TaskInput:
     goal: str
     provider: str
@@ -100,6 +149,10 @@ class TaskInput:
     """Names of guards in the worker's registry, consulted before every tool call, subtask and finish."""
     approval_timeout_seconds: float = 86400.0
     """How long an action a guard sent for approval waits for a human before it is denied."""
+    max_history_events: int | None = None
+    """Continue as new once a run's history has this many events (None: when Temporal suggests)."""
+    carry: "Carry | None" = None
+    """Set on runs after the first: where the previous run left off."""
 
 
 @dataclass(frozen=True)

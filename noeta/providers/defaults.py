@@ -1,8 +1,16 @@
 """Which provider Noeta uses when the caller names none (or names a built-in one).
 
-Resolution for ``None``: ``OPENAI_API_KEY`` set -> OpenAI (or the server at ``OPENAI_BASE_URL``);
-only ``OPENAI_BASE_URL`` set -> that key-less OpenAI-compatible server; neither -> the embedded
-local model, so a first run works offline without any configuration.
+Resolution for ``None``:
+
+1. ``ANTHROPIC_API_KEY`` set -> Anthropic (or the server at ``ANTHROPIC_BASE_URL``);
+2. else ``OPENAI_API_KEY`` set -> OpenAI (or the server at ``OPENAI_BASE_URL``);
+3. else only ``OPENAI_BASE_URL`` set -> that key-less OpenAI-compatible server;
+4. else the embedded local model, so a first run works offline without any configuration.
+
+``NOETA_MODEL`` overrides the model of whichever hosted provider is picked. By name, ``"anthropic"``
+also accepts a key-less Messages-compatible server at ``ANTHROPIC_BASE_URL`` alone (llama.cpp,
+gateways); it is not picked for ``None`` without a key, so an old ``OPENAI_BASE_URL`` setup keeps
+working unchanged.
 """
 
 from __future__ import annotations
@@ -11,16 +19,32 @@ import os
 
 from noeta.errors import ConfigurationError
 from noeta.protocols.messages import LLMProvider
+from noeta.providers.anthropic import DEFAULT_BASE_URL as ANTHROPIC_BASE_URL
+from noeta.providers.anthropic import AnthropicProvider
 from noeta.providers.local import LocalModelProvider
 from noeta.providers.openai import DEFAULT_BASE_URL, OpenAIProvider
 
-KNOWN_PROVIDERS: tuple[str, ...] = ("openai", "local")
+KNOWN_PROVIDERS: tuple[str, ...] = ("anthropic", "openai", "local")
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
+DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-4-5"
 
 
 def _env(name: str) -> str | None:
     value = os.environ.get(name, "").strip()
     return value or None
+
+
+def _anthropic_from_env(*, keyless: bool) -> AnthropicProvider | None:
+    """Anthropic from ``ANTHROPIC_API_KEY``; with ``keyless`` also a key-less server at
+    ``ANTHROPIC_BASE_URL``."""
+    key, base_url = _env("ANTHROPIC_API_KEY"), _env("ANTHROPIC_BASE_URL")
+    model = _env("NOETA_MODEL") or DEFAULT_ANTHROPIC_MODEL
+    if key:
+        return AnthropicProvider(base_url=base_url or ANTHROPIC_BASE_URL, api_key=key, model=model)
+    if base_url and keyless:
+        # The Messages API requires a model; a compatible server may ignore it.
+        return AnthropicProvider(base_url=base_url, api_key="", model=model)
+    return None
 
 
 def _openai_from_env() -> OpenAIProvider | None:
@@ -38,20 +62,30 @@ def _openai_from_env() -> OpenAIProvider | None:
 def default_provider(name: str | None = None) -> LLMProvider:
     """The provider called ``name`` (one of :data:`KNOWN_PROVIDERS`), or the environment's default.
 
-    Raises :class:`ConfigurationError` for an unknown name or an unconfigured ``"openai"``.
+    Raises :class:`ConfigurationError` for an unknown name or an unconfigured ``"anthropic"`` /
+    ``"openai"``.
     """
     if name is None:
-        provider = _openai_from_env()
+        provider: LLMProvider | None = _anthropic_from_env(keyless=False) or _openai_from_env()
         if provider is not None:
             return provider
         try:
             return LocalModelProvider()
         except ConfigurationError as exc:
             raise ConfigurationError(
-                "no provider configured: set OPENAI_API_KEY (or OPENAI_BASE_URL for a compatible "
-                f"server) or install the local model ({exc})"
+                "no provider configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY (or "
+                "OPENAI_BASE_URL for a compatible server) or install the local model "
+                f"({exc})"
             ) from exc
     key = name.strip().lower()
+    if key == "anthropic":
+        provider = _anthropic_from_env(keyless=True)
+        if provider is None:
+            raise ConfigurationError(
+                "provider 'anthropic' needs ANTHROPIC_API_KEY (or ANTHROPIC_BASE_URL for a "
+                "compatible server)"
+            )
+        return provider
     if key == "openai":
         provider = _openai_from_env()
         if provider is None:

@@ -8,7 +8,9 @@ How it runs: ``xllamacpp.Server(CommonParams)`` loads the model and starts llama
 OpenAI-compatible HTTP server on a background native thread (``port = 0`` picks a free port on
 ``127.0.0.1``; ``Server.listening_address`` gives ``http://127.0.0.1:PORT``). The server stops
 when the ``Server`` object is freed. One server per process, started on first use; requests go
-through :class:`~noeta.providers.openai.OpenAIProvider` like any compatible endpoint.
+through :class:`~noeta.providers.openai.OpenAIProvider` like any compatible endpoint (``complete``
+and ``stream``). The same server also answers Anthropic's ``/v1/messages`` (plain and streamed), so
+``AnthropicProvider(base_url=ensure_server(), api_key="", model=MODEL_ALIAS)`` works against it too.
 
 Tool calling does NOT work with this model. SmolLM2-135M's embedded chat template has no tool
 support (llama.cpp reports ``chat_template_caps.supports_tools = false``), so llama.cpp accepts a
@@ -34,6 +36,7 @@ from typing import Any
 
 from noeta.errors import ConfigurationError
 from noeta.protocols.messages import LLMRequest, LLMResponse
+from noeta.providers._sse import OnDelta
 from noeta.providers.openai import OpenAIProvider
 
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -140,7 +143,7 @@ class LocalModelProvider:
     def __repr__(self) -> str:
         return f"LocalModelProvider(name={self.name!r})"
 
-    async def complete(self, request: LLMRequest) -> LLMResponse:
+    async def _provider(self) -> OpenAIProvider:
         base_url = _base_url
         if base_url is None:
             # Model loading blocks; keep it off the event loop.
@@ -152,7 +155,14 @@ class LocalModelProvider:
                 base_url=f"{base_url}/v1", api_key="", name=self.name, timeout=self.timeout
             )
             self._delegate = delegate
-        return await delegate.complete(request)
+        return delegate
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        return await (await self._provider()).complete(request)
+
+    async def stream(self, request: LLMRequest, on_delta: OnDelta) -> LLMResponse:
+        """Streamed generation over llama.cpp's SSE Chat Completions endpoint."""
+        return await (await self._provider()).stream(request, on_delta)
 
     def stop(self) -> None:
         """Stop the shared server; the next ``complete`` starts a new one."""

@@ -4,6 +4,13 @@ Speaks the ``/chat/completions`` wire protocol, so it also drives any OpenAI-com
 (llama.cpp, vLLM, Ollama, gateways). Error responses become typed :class:`ProviderError` through
 :func:`noeta.providers.errors.error_from_response`; transport errors (connection refused, timeouts)
 propagate unchanged so the activity's classifier marks them retryable.
+
+``stream`` sends the same body with ``"stream": true`` and ``stream_options.include_usage``, calls
+``on_delta(kind, text)`` for each piece as it arrives (``"text"`` for ``delta.content``,
+``"thinking"`` for ``delta.reasoning_content`` as llama.cpp/DeepSeek send it, ``"tool_use"`` for
+``delta.tool_calls[].function.arguments`` pieces) and assembles the chunks into a Chat Completions
+response body, which goes through :meth:`OpenAIProvider.parse_response` like a non-streamed one:
+``raw`` of a streamed response is that assembled ``chat.completion`` body.
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import time
 from typing import Any
 
 import httpx
@@ -27,6 +35,7 @@ from noeta.protocols.messages import (
     ToolUseBlock,
     Usage,
 )
+from noeta.providers._sse import DONE, OnDelta, aiter_events, emit
 from noeta.providers.errors import error_from_response
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -39,7 +48,85 @@ _FINISH_REASONS: dict[str, StopReason] = {
 }
 
 
-class OpenAIProvider:
+class HTTPProvider:
+    """Shared plumbing of the httpx adapters: a pooled client per event loop, or one passed in."""
+
+    name: str
+    timeout: float
+
+    def _init_http(self, timeout: float, http_client: httpx.AsyncClient | None) -> None:
+        self.timeout = timeout
+        self._external_client = http_client
+        # A pooled client is bound to the event loop it was first used on; remember which one so a
+        # provider shared across loops (tests, sync wrappers) gets a fresh client instead of failing.
+        self._client: httpx.AsyncClient | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._external_client is not None:
+            return self._external_client
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client.is_closed or self._client_loop is not loop:
+            self._client = httpx.AsyncClient(timeout=httpx.Timeout(self.timeout))
+            self._client_loop = loop
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the pooled client this provider created (a client passed in is left open)."""
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.aclose()
+
+    async def _post_json(self, url: str, body: dict[str, Any], headers: dict[str, str]) -> Any:
+        """POST ``body``; the decoded JSON of a 2xx answer, a typed error otherwise."""
+        response = await self._http().post(url, json=body, headers=headers)
+        if response.status_code >= 400:
+            raise error_from_response(
+                self.name, response.status_code, response.headers, _error_message(response)
+            )
+        try:
+            return response.json()
+        except ValueError:
+            # A 2xx with a cut or non-JSON body is usually a proxy hiccup: worth another attempt.
+            raise ProviderError(
+                provider=self.name,
+                message=f"response is not JSON: {response.text[:500]!r}",
+                status=response.status_code,
+                retryable=True,
+            ) from None
+
+    async def _raise_for_stream_status(self, response: httpx.Response) -> None:
+        """The typed error of a streaming call that failed before its stream began."""
+        if response.status_code >= 400:
+            await response.aread()
+            raise error_from_response(
+                self.name, response.status_code, response.headers, _error_message(response)
+            )
+
+    def parse_response(self, payload: Any) -> LLMResponse:
+        raise NotImplementedError
+
+    async def _unstreamed(self, response: httpx.Response, on_delta: OnDelta) -> LLMResponse:
+        """A 2xx JSON answer to a streamed call (a server that ignores ``"stream"``): parsed as
+        a whole, its text delivered as one delta."""
+        await response.aread()
+        try:
+            payload = response.json()
+        except ValueError:
+            raise self._stream_cut(f"non-JSON body {response.text[:200]!r}") from None
+        result = self.parse_response(payload)
+        await emit(on_delta, "text", result.text)
+        return result
+
+    def _stream_cut(self, detail: str) -> ProviderError:
+        # The connection closed cleanly but the stream never said it was complete: a proxy or
+        # server hiccup, worth another attempt.
+        return ProviderError(
+            provider=self.name, message=f"stream ended early: {detail}", retryable=True
+        )
+
+
+class OpenAIProvider(HTTPProvider):
     """An :class:`~noeta.protocols.messages.LLMProvider` for the Chat Completions API.
 
     ``api_key`` defaults to ``OPENAI_API_KEY``; an empty string means "send no key" (key-less local
@@ -58,33 +145,13 @@ class OpenAIProvider:
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.name = name
-        self.timeout = timeout
         self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
-        self._external_client = http_client
-        # A pooled client is bound to the event loop it was first used on; remember which one so a
-        # provider shared across loops (tests, sync wrappers) gets a fresh client instead of failing.
-        self._client: httpx.AsyncClient | None = None
-        self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._init_http(timeout, http_client)
 
     def __repr__(self) -> str:
         return f"OpenAIProvider(name={self.name!r}, base_url={self.base_url!r}, model={self.model!r})"
 
     # -- HTTP -----------------------------------------------------------------------------------
-
-    def _http(self) -> httpx.AsyncClient:
-        if self._external_client is not None:
-            return self._external_client
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._client.is_closed or self._client_loop is not loop:
-            self._client = httpx.AsyncClient(timeout=httpx.Timeout(self.timeout))
-            self._client_loop = loop
-        return self._client
-
-    async def aclose(self) -> None:
-        """Close the pooled client this provider created (a client passed in is left open)."""
-        if self._client is not None:
-            client, self._client = self._client, None
-            await client.aclose()
 
     def _headers(self) -> dict[str, str]:
         headers = {"content-type": "application/json", "accept": "application/json"}
@@ -93,25 +160,53 @@ class OpenAIProvider:
         return headers
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
-        body = self.request_body(request)
-        response = await self._http().post(
-            f"{self.base_url}/chat/completions", json=body, headers=self._headers()
+        payload = await self._post_json(
+            f"{self.base_url}/chat/completions", self.request_body(request), self._headers()
         )
-        if response.status_code >= 400:
-            raise error_from_response(
-                self.name, response.status_code, response.headers, _error_message(response)
-            )
-        try:
-            payload = response.json()
-        except ValueError:
-            # A 2xx with a cut or non-JSON body is usually a proxy hiccup: worth another attempt.
-            raise ProviderError(
-                provider=self.name,
-                message=f"response is not JSON: {response.text[:500]!r}",
-                status=response.status_code,
-                retryable=True,
-            ) from None
         return self.parse_response(payload)
+
+    async def stream(self, request: LLMRequest, on_delta: OnDelta) -> LLMResponse:
+        """Like :meth:`complete`, over SSE, calling ``on_delta(kind, text)`` for each piece.
+
+        Cancelling the awaiting task closes the HTTP stream (and so the server's generation).
+        """
+        body = self.stream_body(request)
+        headers = {**self._headers(), "accept": "text/event-stream"}
+        assembler = _ChunkAssembler()
+        async with self._http().stream(
+            "POST", f"{self.base_url}/chat/completions", json=body, headers=headers
+        ) as response:
+            await self._raise_for_stream_status(response)
+            if _is_json(response):  # a compatible server that ignores "stream": one whole body
+                return await self._unstreamed(response, on_delta)
+            async for event in aiter_events(response):
+                if event.data == DONE:
+                    assembler.done = True
+                    break
+                try:
+                    chunk = json.loads(event.data)
+                except ValueError:
+                    raise ProviderError(
+                        provider=self.name,
+                        message=f"stream chunk is not JSON: {event.data[:500]!r}",
+                        retryable=True,
+                    ) from None
+                if not isinstance(chunk, dict):
+                    continue
+                if chunk.get("error") is not None:  # an error reported mid-stream
+                    raise self._stream_error(chunk)
+                for kind, text in assembler.add(chunk):
+                    await emit(on_delta, kind, text)
+        if not assembler.done and assembler.finish_reason is None:
+            raise self._stream_cut("no finish_reason and no [DONE]")
+        return self.parse_response(assembler.payload(body.get("model")))
+
+    def _stream_error(self, chunk: dict[str, Any]) -> ProviderError:
+        error = chunk.get("error")
+        code = error.get("code") if isinstance(error, dict) else None
+        # Without an HTTP status to go by, an error inside a 200 stream counts as a server error.
+        status = code if isinstance(code, int) and code >= 400 else 500
+        return error_from_response(self.name, status, {}, _error_text(chunk) or str(chunk)[:500])
 
     # -- request mapping ------------------------------------------------------------------------
 
@@ -150,6 +245,10 @@ class OpenAIProvider:
                 "json_schema": {"name": "output", "schema": request.output_schema},
             }
         return body
+
+    def stream_body(self, request: LLMRequest) -> dict[str, Any]:
+        """The body of a streamed call: :meth:`request_body` plus the stream switches."""
+        return {**self.request_body(request), "stream": True, "stream_options": {"include_usage": True}}
 
     # -- response mapping -----------------------------------------------------------------------
 
@@ -190,6 +289,89 @@ class OpenAIProvider:
             usage=_usage(payload.get("usage")),
             raw=payload,
         )
+
+
+class _ChunkAssembler:
+    """Folds ``chat.completion.chunk`` objects into one ``chat.completion`` body."""
+
+    def __init__(self) -> None:
+        self.id = ""
+        self.model = ""
+        self.created = 0
+        self.system_fingerprint: str | None = None
+        self.text: list[str] = []
+        self.reasoning: list[str] = []
+        self.refusal: list[str] = []
+        self.calls: dict[int, dict[str, Any]] = {}  # by the chunk's tool_calls[].index
+        self.finish_reason: str | None = None
+        self.usage: dict[str, Any] | None = None
+        self.done = False
+
+    def add(self, chunk: dict[str, Any]) -> list[tuple[str, str]]:
+        """Fold one chunk in; return the (kind, text) deltas it carried, in order."""
+        self.id = chunk.get("id") or self.id
+        self.model = chunk.get("model") or self.model
+        self.created = chunk.get("created") or self.created
+        self.system_fingerprint = chunk.get("system_fingerprint") or self.system_fingerprint
+        if isinstance(chunk.get("usage"), dict):
+            self.usage = chunk["usage"]
+        deltas: list[tuple[str, str]] = []
+        for choice in chunk.get("choices") or []:
+            if choice.get("index", 0) != 0:
+                continue  # n > 1 is never requested
+            delta = choice.get("delta") or {}
+            reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+            if isinstance(reasoning, str) and reasoning:
+                self.reasoning.append(reasoning)
+                deltas.append(("thinking", reasoning))
+            content = delta.get("content")
+            if isinstance(content, str) and content:
+                self.text.append(content)
+                deltas.append(("text", content))
+            if isinstance(delta.get("refusal"), str):
+                self.refusal.append(delta["refusal"])
+            for position, piece in enumerate(delta.get("tool_calls") or []):
+                index = piece.get("index", position)
+                call = self.calls.setdefault(
+                    index, {"id": "", "type": "function", "function": {"name": "", "arguments": ""}}
+                )
+                if piece.get("id"):
+                    call["id"] = piece["id"]
+                function = piece.get("function") or {}
+                if function.get("name"):
+                    call["function"]["name"] += function["name"]
+                arguments = function.get("arguments")
+                if isinstance(arguments, str) and arguments:
+                    call["function"]["arguments"] += arguments
+                    deltas.append(("tool_use", arguments))
+            if choice.get("finish_reason"):
+                self.finish_reason = choice["finish_reason"]
+        return deltas
+
+    def payload(self, model: str | None) -> dict[str, Any]:
+        """The assembled body, shaped like a non-streamed Chat Completions response."""
+        message: dict[str, Any] = {"role": "assistant", "content": "".join(self.text) or None}
+        if self.refusal:
+            message["refusal"] = "".join(self.refusal)
+        if self.reasoning:
+            message["reasoning_content"] = "".join(self.reasoning)
+        if self.calls:
+            message["tool_calls"] = [
+                {**call, "id": call["id"] or f"call_{i}"}
+                for i, (_, call) in enumerate(sorted(self.calls.items()))
+            ]
+        payload: dict[str, Any] = {
+            "id": self.id,
+            "object": "chat.completion",
+            "created": self.created or int(time.time()),
+            "model": self.model or model or "",
+            "choices": [{"index": 0, "message": message, "finish_reason": self.finish_reason}],
+        }
+        if self.system_fingerprint:
+            payload["system_fingerprint"] = self.system_fingerprint
+        if self.usage is not None:
+            payload["usage"] = self.usage
+        return payload
 
 
 def _wire_messages(message: Message) -> list[dict[str, Any]]:
@@ -269,6 +451,10 @@ def _error_text(payload: Any) -> str | None:
         return error
     message = payload.get("message")
     return message if isinstance(message, str) else None
+
+
+def _is_json(response: httpx.Response) -> bool:
+    return response.headers.get("content-type", "").split(";")[0].strip() == "application/json"
 
 
 def _error_message(response: httpx.Response) -> str:

@@ -8,9 +8,10 @@ activity results, while history carries only references and deltas (see noeta.co
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from datetime import timedelta
-from typing import Any
+from typing import Any, NoReturn
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy, SearchAttributeKey
@@ -46,6 +47,8 @@ from noeta.protocols.task import (
     APPROVAL_TIMER_PREFIX,
     CALL_MODEL,
     CHECK_GUARDS,
+    INJECTED_MEMO_KEY,
+    LOAD_TRANSCRIPT,
     INVOKE_TOOL,
     PREPARE_TASK,
     RESULT_MEMO_KEY,
@@ -55,12 +58,16 @@ from noeta.protocols.task import (
     ApprovalInput,
     ApprovalRequest,
     CallModelInput,
+    Carry,
     CallModelOutput,
     CheckGuardsInput,
     CheckGuardsOutput,
     GoalInput,
+    InjectInput,
     InvokeToolInput,
     InvokeToolOutput,
+    LoadTranscriptInput,
+    LoadTranscriptOutput,
     PolicyRef,
     PrepareInput,
     PrepareOutput,
@@ -156,6 +163,7 @@ class AgentWorkflow:
         self._approvals: dict[str, ApprovalInput] = {}
         self._finish_attempts = 0
         self._ctx: StepContext | None = None
+        self._injections: list[InjectInput] = []
 
     # -- handlers -------------------------------------------------------------------------------
 
@@ -194,6 +202,11 @@ class AgentWorkflow:
     @workflow.query(name="pending_approvals")
     def pending_approvals(self) -> list[ApprovalRequest]:
         return list(self._pending_approvals.values())
+
+    @workflow.signal(name="inject")
+    def inject(self, message: InjectInput) -> None:
+        """Host context (origin "system" or "memory") for the model's next step."""
+        self._injections.append(message)
 
     @workflow.signal(name="close")
     def close(self) -> None:
@@ -238,11 +251,57 @@ class AgentWorkflow:
     async def _run(self, task: TaskInput) -> TaskResult:
         info = workflow.info()
         policy = load_policy(task.policy)
+        carry = task.carry
+        if carry is None:
+            plan = await self._prepare(task)
+            tools, trace_id = plan.tools, task.trace_id or info.workflow_id
+            self._system_ref, self._output_schema_ref = plan.system_ref, plan.output_schema_ref
+        else:
+            tools, trace_id = carry.tools, carry.trace_id
+            await self._restore(carry)
+        self._tools = {spec.name: spec for spec in tools}
+        ctx = StepContext(
+            task_id=info.workflow_id,
+            trace_id=trace_id,
+            model=task.model,
+            tools=tools,
+            max_turns=task.max_turns,
+            system_prompt=task.system_prompt,
+            metadata=task.metadata,
+        )
+        self._ctx = ctx
+        index = carry.goal_index if carry else 0
+        goal: GoalInput | None = None if carry else GoalInput(goal=task.goal, images=task.images)
+        idle = carry is not None and not carry.in_goal
+        while True:
+            if idle and carry is not None and carry.last_result is not None:
+                self._results[index] = carry.last_result
+            else:
+                self._results[index] = await self._run_goal(policy, ctx, goal, index)
+            idle = False
+            if not task.keep_open:
+                self._index(self._results[index].status)
+                return self._results[index]
+            if not self._goal_queue:
+                self._index("idle")
+            await workflow.wait_condition(
+                lambda: bool(self._goal_queue) or self._closed or self._should_continue_as_new()
+            )
+            if not self._goal_queue and not self._closed:
+                self._continue_as_new(index, in_goal=False)
+            if not self._goal_queue:
+                await workflow.wait_condition(workflow.all_handlers_finished)
+                self._index(self._results[index].status)
+                return self._results[index]
+            index, goal = self._goal_queue.pop(0)
+            self._index("running")
+
+    async def _prepare(self, task: TaskInput) -> PrepareOutput:
         try:
-            plan = await workflow.execute_activity(
+            return await workflow.execute_activity(
                 PREPARE_TASK,
                 PrepareInput(
-                    task_id=info.workflow_id,
+                    task_id=workflow.info().workflow_id,
                     tools=task.tools,
                     expected_fingerprints=task.tool_fingerprints,
                     system_prompt=task.system_prompt,
@@ -259,48 +318,88 @@ class AgentWorkflow:
             if isinstance(err.cause, ApplicationError):
                 raise typed_task_error(err.cause) from err
             raise
-        self._tools = {spec.name: spec for spec in plan.tools}
-        self._system_ref = plan.system_ref
-        self._output_schema_ref = plan.output_schema_ref
-        ctx = StepContext(
-            task_id=info.workflow_id,
-            trace_id=task.trace_id or info.workflow_id,
-            model=task.model,
-            tools=plan.tools,
-            max_turns=task.max_turns,
-            system_prompt=task.system_prompt,
-            metadata=task.metadata,
+
+    # -- continue-as-new ----------------------------------------------------------------------
+
+    def _should_continue_as_new(self) -> bool:
+        """At a safe point only: no update waiting on this run, no approval pending."""
+        info = workflow.info()
+        limit = self._task.max_history_events
+        suggested = info.is_continue_as_new_suggested() or (
+            limit is not None and info.get_current_history_length() >= limit
         )
-        self._ctx = ctx
-        index, goal = 0, GoalInput(goal=task.goal, images=task.images)
-        while True:
-            self._results[index] = await self._run_goal(policy, ctx, goal, index)
-            if not task.keep_open:
-                self._index(self._results[index].status)
-                return self._results[index]
-            if not self._goal_queue:
-                self._index("idle")
-            await workflow.wait_condition(lambda: bool(self._goal_queue) or self._closed)
-            if not self._goal_queue:
-                await workflow.wait_condition(workflow.all_handlers_finished)
-                self._index(self._results[index].status)
-                return self._results[index]
-            index, goal = self._goal_queue.pop(0)
-            self._index("running")
+        return suggested and not self._pending_approvals and workflow.all_handlers_finished()
+
+    def _continue_as_new(self, index: int, in_goal: bool) -> NoReturn:
+        assert self._ctx is not None
+        carry = Carry(
+            head=self._head,
+            pending=list(self._pending),
+            tools=list(self._tools.values()),
+            system_ref=self._system_ref,
+            output_schema_ref=self._output_schema_ref,
+            trace_id=self._ctx.trace_id,
+            usage=self._usage,
+            total_turns=self._total_turns,
+            turn=self._turn,
+            goal_index=index,
+            goals_received=self._goals_received,
+            in_goal=in_goal,
+            last_result=self._results.get(index),
+            validation_issues=list(self._validation_issues),
+            finish_attempts=self._finish_attempts,
+            injections=list(self._injections),
+            runs=(self._task.carry.runs + 1) if self._task.carry else 1,
+        )
+        workflow.continue_as_new(dataclasses.replace(self._task, carry=carry))
+
+    async def _restore(self, carry: Carry) -> None:
+        loaded = await workflow.execute_activity(
+            LOAD_TRANSCRIPT,
+            LoadTranscriptInput(head=carry.head),
+            result_type=LoadTranscriptOutput,
+            start_to_close_timeout=timedelta(seconds=60),
+            retry_policy=retry_policy(self._task.max_retries),
+            summary=f"resume run {carry.runs + 1}",
+        )
+        self._transcript = [*loaded.messages, *carry.pending]
+        self._pending = list(carry.pending)
+        self._head = carry.head
+        self._system_ref, self._output_schema_ref = carry.system_ref, carry.output_schema_ref
+        self._usage, self._total_turns, self._turn = carry.usage, carry.total_turns, carry.turn
+        self._goals_received = carry.goals_received
+        self._validation_issues = list(carry.validation_issues)
+        self._finish_attempts = carry.finish_attempts
+        self._injections = list(carry.injections)
 
     def _append(self, message: Message) -> None:
         self._transcript.append(message)
         self._pending.append(message)
 
+    def _take_injections(self) -> None:
+        """Injected messages enter the transcript between steps, never inside a tool round."""
+        if not self._injections:
+            return
+        messages = [Message(role="user", content=[TextBlock(text=i.text)], origin=i.origin) for i in self._injections]
+        self._injections.clear()
+        for message in messages:
+            self._append(message)
+        workflow.upsert_memo({INJECTED_MEMO_KEY: messages})  # records the step they entered at
+
     async def _run_goal(
-        self, policy: Policy, ctx: StepContext, goal: GoalInput, index: int
+        self, policy: Policy, ctx: StepContext, goal: GoalInput | None, index: int
     ) -> TaskResult:
-        self._append(
-            Message(role="user", content=[TextBlock(text=goal.goal), *goal.images], origin="human")
-        )
-        self._turn = 0
-        self._validation_issues = []
+        """Run goal ``index`` to its result; ``goal`` None resumes it after continue-as-new."""
+        if goal is not None:
+            self._append(
+                Message(role="user", content=[TextBlock(text=goal.goal), *goal.images], origin="human")
+            )
+            self._turn = 0
+            self._validation_issues = []
         while True:
+            if self._should_continue_as_new():
+                self._continue_as_new(index, in_goal=True)
+            self._take_injections()
             view = View(
                 transcript=tuple(self._transcript),
                 usage=self._usage,

@@ -14,7 +14,10 @@ import tempfile
 import uuid
 from pathlib import Path
 
+from temporalio.client import WorkflowHistory
+
 from noeta.client.client import AsyncClient
+from noeta.client.events import first_run_id
 from noeta.client.config import Settings
 from noeta.client.embedded import EmbeddedServer
 from noeta.client.options import HostConfig, Options
@@ -44,6 +47,11 @@ def _fail_once(request):
         _failed_once.append(True)
         raise ProviderError(provider="fake", message="slow down", status=429, retryable=True, retry_after=0.1)
     return say("second attempt worked")
+
+
+def _count_to_four(request):
+    done = sum(1 for m in request.messages for b in m.content if getattr(b, "type", "") == "tool_result")
+    return call((f"c{done}", "add", {"a": done, "b": 1})) if done < 4 else say(f"counted to {done}")
 
 
 def positive_n(data) -> bool | str:
@@ -102,11 +110,27 @@ SCENARIOS = {
             approve=[("c2", True, "invoice 7", "alice")],
         ),
     ),
+    "continue_as_new": (
+        FakeLLMProvider(responder=_count_to_four),
+        dict(goal="count", options=Options(allowed_tools=[add], max_history_events=30), inject="remember: be brief"),
+    ),
     "provider_retried": (
         FakeLLMProvider(responder=_fail_once),
         dict(goal="retry once", options=Options(max_retries=2)),
     ),
 }
+
+
+async def run_histories(client: AsyncClient, task_id: str) -> list[WorkflowHistory]:
+    """One history per run of the task (continue-as-new starts a new run)."""
+    runs: list[WorkflowHistory] = []
+    run_id: str | None = await first_run_id(client.temporal, task_id)
+    while run_id:
+        history = await client.temporal.get_workflow_handle(task_id, run_id=run_id).fetch_history()
+        runs.append(history)
+        last = history.events[-1]
+        run_id = last.workflow_execution_continued_as_new_event_attributes.new_execution_run_id or None
+    return runs
 
 
 async def record(names: list[str]) -> None:
@@ -128,6 +152,8 @@ async def record(names: list[str]) -> None:
                         spec["goal"], options, provider_name="FakeLLMProvider", task_queue=queue,
                         keep_open=spec.get("keep_open", False), task_id=f"history-{name}",
                     )
+                    if "inject" in spec:
+                        await client.inject(task_id, spec["inject"])
                     for call_id, approved, reason, approver in spec.get("approve", []):
                         while not any(r.call_id == call_id for r in await client.pending_approvals(task_id)):
                             await asyncio.sleep(0.05)
@@ -140,9 +166,11 @@ async def record(names: list[str]) -> None:
                         await client.result(task_id)
                     except NoetaError:
                         pass
-                history = await client.temporal.get_workflow_handle(task_id).fetch_history()
-                (HERE / f"{name}.json").write_text(history.to_json())
-                print(f"recorded {name}: {len(history.events)} events")
+                runs = await run_histories(client, task_id)
+                for number, history in enumerate(runs, start=1):
+                    stem = name if len(runs) == 1 else f"{name}.run{number}"
+                    (HERE / f"{stem}.json").write_text(history.to_json())
+                    print(f"recorded {stem}: {len(history.events)} events")
         finally:
             server.stop()
 
@@ -150,5 +178,5 @@ async def record(names: list[str]) -> None:
 if __name__ == "__main__":
     import sys
 
-    wanted = sys.argv[1:] or [n for n in SCENARIOS if not (HERE / f"{n}.json").exists()]
+    wanted = sys.argv[1:] or [n for n in SCENARIOS if not list(HERE.glob(f"{n}.*json"))]
     asyncio.run(record(wanted))

@@ -1,0 +1,16 @@
+"""``noeta serve``: Noeta's JSON + Server-Sent Events HTTP API (needs the ``[serve]`` extra).
+
+No authentication: it binds 127.0.0.1 by default and must sit behind an authenticating proxy
+if exposed. See docs/http.md.
+"""
+
+from __future__ import annotations
+
+try:
+    from noeta.http.app import create_app, serve
+except ImportError as err:  # pragma: no cover - depends on the installed extras
+    if err.name not in ("starlette", "uvicorn") and not str(err.name or "").startswith(("starlette.", "uvicorn.")):
+        raise
+    raise ImportError("the HTTP API needs the serve extra: pip install 'noeta[serve]'") from err
+
+__all__ = ["create_app", "serve"]

@@ -1,0 +1,112 @@
+"""Continue-as-new keeps a task going in fresh runs; injected context enters between steps."""
+
+from __future__ import annotations
+
+import threading
+
+from noeta.client.client import AsyncClient
+from noeta.client.messages import InjectedMessage, ToolResultView, UserMessage
+from noeta.client.options import Options
+from noeta.protocols.messages import ToolResultBlock
+from noeta.protocols.tool import ToolResult
+from noeta.sdk.testing import FakeLLMProvider
+from noeta.sdk.tools import tool
+from tests.support.scripts import call, say
+from tests.support.tools import add
+from tests.support.waiting import eventually
+
+STEPS = 12
+
+
+def counting(request):
+    done = sum(1 for m in request.messages for b in m.content if isinstance(b, ToolResultBlock))
+    return call((f"c{done}", "add", {"a": done, "b": 1})) if done < STEPS else say(f"counted to {done}")
+
+
+async def test_continue_as_new_mid_goal_keeps_transcript_seq_and_usage(client: AsyncClient, serve, task_queue):
+    provider = FakeLLMProvider(responder=counting)
+    async with serve(tools=[add], providers=[provider]):
+        task_id = await client.start(
+            "count", Options(provider=provider, allowed_tools=[add], max_history_events=40), task_queue=task_queue
+        )
+        result = await client.result(task_id)
+    assert (result.status, result.answer, result.turns) == ("completed", "counted to 12", STEPS + 1)
+    assert result.usage.output == STEPS * 3 + 5
+
+    envs = await client.events(task_id)
+    assert [e.seq for e in envs] == list(range(1, len(envs) + 1))
+    runs = sum(1 for e in envs if e.type == "TaskContinuedAsNew")
+    assert runs >= 2
+    assert len({e.trace_id for e in envs}) == 1
+    assert [e.type for e in envs].count("TaskCreated") == 1
+    last = provider.received_requests[-1]  # the provider still sees the whole conversation
+    assert [b.output for m in last.messages for b in m.content if isinstance(b, ToolResultBlock)] == [
+        str(i + 1) for i in range(STEPS)
+    ]
+    items = await client.messages(task_id)
+    assert [i.output for i in items if isinstance(i, ToolResultView)] == [str(i + 1) for i in range(STEPS)]
+    assert items[0] == UserMessage("count")
+    history = await client.history(task_id)
+    assert max(e.event_id for e in history) < 60  # each run stays small
+
+
+async def test_idle_keep_open_task_continues_as_new_and_takes_the_next_goal(client: AsyncClient, serve, task_queue):
+    # While idle the workflow wakes only for new events: signals (injected context) grow the history
+    # until the run moves on, carrying the injections into the next goal of the next run.
+    provider = FakeLLMProvider(responses=[say("one"), say("two")])
+    async with serve(providers=[provider]):
+        task_id = await client.start(
+            "first", Options(provider=provider, max_history_events=20), keep_open=True, task_queue=task_queue
+        )
+        await eventually(lambda: goal_done(client, task_id))
+        injected = 0
+        while not await moved_on(client, task_id):
+            assert injected < 10, "the idle run never continued as new"
+            injected += 1
+            await client.inject(task_id, f"note {injected}")
+            await eventually(lambda: history_grew(client, task_id, injected))
+        second = await client.send_goal(task_id, "second")
+        await client.close(task_id)
+        final = await client.result(task_id)
+    assert (second.answer, final.answer, final.turns) == ("two", "two", 1)
+    texts = [m.text for m in provider.received_requests[1].messages]
+    assert texts == ["first", "one", "second", *[f"note {n}" for n in range(1, injected + 1)]]
+
+
+async def goal_done(client: AsyncClient, task_id: str) -> bool:
+    return any(e.type == "TaskCompleted" for e in await client.events(task_id))
+
+
+async def moved_on(client: AsyncClient, task_id: str) -> bool:
+    return any(e.type == "TaskContinuedAsNew" for e in await client.events(task_id))
+
+
+async def history_grew(client: AsyncClient, task_id: str, signals: int) -> bool:
+    history = await client.history(task_id)
+    return sum(1 for e in history if e.HasField("workflow_execution_signaled_event_attributes")) >= signals
+
+
+async def test_injected_context_arrives_between_steps_as_injected_message(client: AsyncClient, serve, task_queue):
+    started, release = threading.Event(), threading.Event()
+
+    @tool(name="slow", version="1", input_schema={"type": "object"})
+    def slow(arguments, ctx):
+        started.set()
+        assert release.wait(30)
+        return ToolResult(success=True, output="slow done")
+
+    provider = FakeLLMProvider(responses=[call(("c1", "slow", {})), say("noted")])
+    async with serve(tools=[slow], providers=[provider]):
+        task_id = await client.start("work", Options(provider=provider, allowed_tools=[slow]), task_queue=task_queue)
+        await eventually(started.is_set)
+        await client.inject(task_id, "Reminder: the customer is on the VIP plan.", origin="memory")
+        release.set()
+        assert (await client.result(task_id)).answer == "noted"
+    second = provider.received_requests[1].messages
+    assert [(m.role, m.origin) for m in second[-2:]] == [("tool", None), ("user", "memory")]
+    assert second[-1].text == "Reminder: the customer is on the VIP plan."
+    items = await client.messages(task_id)
+    assert InjectedMessage("Reminder: the customer is on the VIP plan.", "memory") in items
+    assert not any(isinstance(i, UserMessage) and "VIP" in i.text for i in items)
+    kinds = [type(i).__name__ for i in items]
+    assert kinds.index("ToolResultView") < kinds.index("InjectedMessage")
