@@ -21,7 +21,7 @@ from noeta.activities.agent import AgentActivities
 from noeta.context.content_store import ContentStore
 from noeta.errors import ConfigurationError
 from noeta.protocols.hooks import Guard
-from noeta.protocols.messages import LLMProvider, registry_name
+from noeta.protocols.messages import LLMProvider, StreamDelta, registry_name
 from noeta.protocols.tool import Tool, ToolSpec, tool_fingerprint
 from noeta.protocols.validation import Validator, as_validator
 from noeta.workflows import AgentWorkflow
@@ -39,6 +39,8 @@ class Registry:
     guards: dict[str, Guard] = field(default_factory=dict)
     output_models: dict[str, type[BaseModel]] = field(default_factory=dict)
     """Pydantic models by ``module:QualName``; an output schema naming one is validated with it."""
+    delta_sink: Callable[[StreamDelta], Any] | None = None
+    """Receives streamed pieces of model responses; with it, streaming providers stream."""
 
     @classmethod
     def of(

@@ -11,7 +11,9 @@ import asyncio
 import dataclasses
 import inspect
 import json
+import logging
 import re
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 import jsonschema
@@ -33,7 +35,7 @@ from noeta.errors import (
     ValidatorNotRegisteredError,
 )
 from noeta.protocols.hooks import GuardContext, GuardDecision, VerdictResult
-from noeta.protocols.messages import LLMRequest, LLMResponse, Message
+from noeta.protocols.messages import LLMRequest, LLMResponse, Message, StreamDelta, StreamingProvider
 from noeta.protocols.task import (
     CALL_MODEL,
     INVOKE_TOOL,
@@ -62,6 +64,7 @@ if TYPE_CHECKING:
     from noeta.worker import Registry
 
 _MESSAGE = TypeAdapter(Message)
+logger = logging.getLogger(__name__)
 
 #: Tool outputs larger than this go to the content store; history keeps a reference and a preview.
 INLINE_OUTPUT_LIMIT = 4096
@@ -170,7 +173,7 @@ class AgentActivities:
         )
         earlier = earlier_failures()
         try:
-            response = await with_heartbeat(call_maybe_async(provider.complete, request), as_details(earlier))
+            response = await with_heartbeat(self._complete(provider, request, inp), as_details(earlier))
             if not isinstance(response, LLMResponse):
                 raise TypeError(f"complete() returned {type(response).__name__}, not LLMResponse")
         except asyncio.CancelledError:
@@ -194,6 +197,22 @@ class AgentActivities:
             attempt=activity.info().attempt,
             retried=earlier,
         )
+
+    def _complete(self, provider: Any, request: LLMRequest, inp: CallModelInput) -> Awaitable[Any]:
+        """Stream when someone listens for deltas and the provider can; else a plain completion."""
+        sink = self.registry.delta_sink
+        if sink is None or not isinstance(provider, StreamingProvider):
+            return call_maybe_async(provider.complete, request)
+        attempt = activity.info().attempt
+        call_id = f"turn-{inp.turn}"
+
+        def on_delta(kind: str, text: str) -> None:
+            try:
+                sink(StreamDelta(task_id=inp.task_id, call_id=call_id, attempt=attempt, text=text, kind=kind))  # type: ignore[arg-type]
+            except Exception:  # a broken consumer must not fail the model call
+                logger.exception("delta_sink failed")
+
+        return provider.stream(request, on_delta)
 
     # -- invoke_tool ------------------------------------------------------------------------
 

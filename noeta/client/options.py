@@ -20,7 +20,7 @@ from noeta.context.content_store import ContentStore
 from noeta.errors import ConfigurationError, PayloadTooLargeError
 from noeta.protocols.event_log import Observer
 from noeta.protocols.hooks import Guard
-from noeta.protocols.messages import ImageBlock, LLMProvider
+from noeta.protocols.messages import ImageBlock, LLMProvider, StreamDelta
 from noeta.protocols.policy import Policy
 from noeta.protocols.task import OutputSchema, PolicyRef, TaskInput
 from noeta.protocols.tool import Tool, tool_fingerprint
@@ -142,6 +142,10 @@ class HostConfig:
     content_store: ContentStore | None = None
     """Defaults to the local store under ``settings.home``; must be the workers' store."""
     task_queue: str | None = None
+    delta_sink: Callable[[StreamDelta], Any] | None = None
+    """Receives streamed pieces of model responses (``StreamDelta``) from in-process workers
+    (``query()``); a retried attempt's pieces carry its attempt number, so a consumer can drop the
+    partial text of the attempt that failed. History records only final responses."""
 
     def store(self) -> ContentStore:
         return self.content_store or self.settings.content_store()

@@ -7,7 +7,7 @@ through history unchanged. Union members carry a ``type`` tag so a union decodes
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, Protocol, Union, runtime_checkable
+from typing import Annotated, Any, Callable, Literal, Protocol, Union, runtime_checkable
 
 from pydantic import Field
 
@@ -194,9 +194,14 @@ class StreamDelta:
     kind: Literal["text", "thinking", "tool_use"] = "text"
 
 
+DeltaCallback = Callable[[str, str], Any]
+"""``on_delta(kind, text)``: kind is "text", "thinking" or "tool_use" (partial JSON arguments)."""
+
+
 @runtime_checkable
 class StreamingProvider(LLMProvider, Protocol):
-    """A provider that can also stream. ``stream`` yields deltas and returns the final response
-    through ``on_delta`` callbacks; history records only the final :class:`LLMResponse`."""
+    """A provider that can also stream: ``stream`` calls ``on_delta`` for each piece as it arrives
+    and returns the final :class:`LLMResponse`, which is all that history records. The worker
+    streams when a ``delta_sink`` is configured (``HostConfig.delta_sink`` / ``Registry``)."""
 
-    async def stream(self, request: LLMRequest, on_delta: Any) -> LLMResponse: ...
+    async def stream(self, request: LLMRequest, on_delta: DeltaCallback) -> LLMResponse: ...

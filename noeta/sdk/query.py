@@ -86,6 +86,7 @@ async def aquery(
     host = host or HostConfig()
     store = host.store()
     registry, provider_name = _registry_for(options, provider, store)
+    registry.delta_sink = host.delta_sink
     client = await AsyncClient.connect(HostConfig(settings=host.settings, content_store=store))
     task_queue = f"noeta-query-{uuid.uuid4().hex[:12]}"
     async with build_worker(client.temporal, registry, task_queue):

@@ -18,6 +18,7 @@ from temporalio.common import RetryPolicy, SearchAttributeKey
 from temporalio.exceptions import (
     ActivityError,
     ApplicationError,
+    CancelledError,
     ChildWorkflowError,
     RetryState,
 )
@@ -130,6 +131,12 @@ def typed_task_error(cause: ApplicationError) -> ApplicationError:
     """Fail the task with an activity's typed error, keeping its type and details for the client."""
     details = cause.details[0] if cause.details else {"message": cause.message}
     return ApplicationError(cause.message, details, type=cause.type, non_retryable=True)
+
+
+def raise_if_cancelled(err: ActivityError) -> None:
+    """An activity cancelled because the task is being cancelled: cancel the task, do not fail it."""
+    if isinstance(err.cause, CancelledError):
+        raise asyncio.CancelledError(str(err.cause)) from err
 
 
 def failure_message(err: BaseException) -> str:
@@ -616,6 +623,7 @@ class AgentWorkflow:
                 summary=f"{task.provider} {task.model or ''} · turn {self._total_turns}".replace("  ", " "),
             )
         except ActivityError as err:
+            raise_if_cancelled(err)
             raise self._provider_failure(err, task.max_retries) from err
         self._head = out.head
         self._pending.clear()
@@ -672,6 +680,7 @@ class AgentWorkflow:
             )
             result = out.result
         except ActivityError as err:
+            raise_if_cancelled(err)
             cause = err.cause
             if isinstance(cause, ApplicationError) and cause.type in TASK_FATAL_TOOL_ERRORS:
                 raise typed_task_error(cause) from err
