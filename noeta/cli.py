@@ -3,6 +3,7 @@
     noeta run "goal" [--registry pkg.mod:registry] [--provider NAME] [--model M]
     noeta worker [--registry pkg.mod:registry] [--task-queue Q]
     noeta server                      # the embedded dev server in the foreground (UI included)
+    noeta serve [--host H --port P]   # the HTTP API with Server-Sent Events
     noeta start "goal" [--keep-open]  # start a task for a worker, print its id
     noeta send TASK "goal"            # next goal of a keep-open task
     noeta result TASK | events TASK [--follow] | messages TASK | cancel TASK | close TASK
@@ -204,6 +205,17 @@ async def cmd_inspect(args: argparse.Namespace) -> int:
     return 0
 
 
+async def cmd_serve(args: argparse.Namespace) -> int:
+    try:
+        from noeta.http.app import serve
+    except ImportError as err:  # starlette / uvicorn are the [serve] extra
+        raise ConfigurationError(f"noeta serve needs the HTTP extra: pip install 'noeta[serve]' ({err})") from err
+    client = await AsyncClient.connect()
+    print(f"Noeta HTTP API on http://{args.host}:{args.port} (no authentication: keep it behind a proxy)", flush=True)
+    await serve(client, args.host, args.port)
+    return 0
+
+
 def cmd_server(args: argparse.Namespace) -> int:
     settings = Settings()
     server = ensure_server(settings.home / "temporal")
@@ -237,6 +249,9 @@ def parser() -> argparse.ArgumentParser:
     worker.add_argument("--provider")
     worker.add_argument("--task-queue")
     sub.add_parser("server", help="run the embedded Temporal dev server in the foreground")
+    serve = sub.add_parser("serve", help="the HTTP API: tasks, goals, approvals, SSE events")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8080)
     start = sub.add_parser("start", help="start a task for the workers; prints its id")
     start.add_argument("goal")
     start.add_argument("--model")
@@ -262,8 +277,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "server":
             return cmd_server(args)
-        handler = {"run": cmd_run, "worker": cmd_worker}.get(args.command, cmd_inspect)
+        handler = {"run": cmd_run, "worker": cmd_worker, "serve": cmd_serve}.get(args.command, cmd_inspect)
         return asyncio.run(handler(args))
+    except KeyboardInterrupt:  # uvicorn re-raises SIGINT after a graceful stop
+        return 130
     except NoetaError as err:
         print(f"noeta: {type(err).__name__}: {err}", file=sys.stderr)
         return 2

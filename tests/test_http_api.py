@@ -16,6 +16,7 @@ import pytest
 import uvicorn
 
 from noeta.client.client import AsyncClient
+from noeta.client.options import Options
 from noeta.errors import ProviderError
 from noeta.http import create_app
 from noeta.http import serve as serve_http
@@ -277,8 +278,6 @@ async def test_a_failed_task_reports_its_typed_error(api: httpx.AsyncClient, ser
     }
 
 
-# The workflow ends (failed) with the goal's update still in flight; Temporal warns about that.
-@pytest.mark.filterwarnings("ignore::temporalio.workflow.UnfinishedUpdateHandlersWarning")
 async def test_a_goal_that_fails_answers_409_with_the_error(api: httpx.AsyncClient, serve, task_queue):
     def responder(request):
         if len(request.messages) == 1:
@@ -404,3 +403,33 @@ async def test_serve_runs_uvicorn_until_cancelled(client: AsyncClient):
             await running
         with pytest.raises(httpx.ConnectError):
             await http.get("/tasks")
+
+
+async def test_approvals_over_http(api: httpx.AsyncClient, client: AsyncClient, serve, task_queue):
+    from tests.test_guards import AmountGuard, runs, wire_money
+
+    runs.clear()
+    provider = FakeLLMProvider(responses=[call(("c1", "wire_money", {"amount": 2500})), say("paid")])
+    async with serve(tools=[wire_money], providers=[provider], guards=[AmountGuard()]):
+        # Guards are Python objects: start through the Python client, answer over HTTP.
+        task_id = await client.start(
+            "pay", Options(provider=provider, allowed_tools=[wire_money], guards=[AmountGuard()]), task_queue=task_queue
+        )
+
+        async def waiting() -> bool:
+            return (await api.get(f"/tasks/{task_id}/approvals")).json() != []
+
+        await eventually(waiting)
+        [pending] = (await api.get(f"/tasks/{task_id}/approvals")).json()
+        assert (pending["call_id"], pending["reason"], pending["guard"]) == ("c1", "wire of 2500 needs a human", "amount")
+        wrong = await api.post(f"/tasks/{task_id}/approvals", json={"call_id": "c9"})
+        assert (wrong.status_code, wrong.json()["error"]) == (409, "ApprovalNotPendingError")
+        bad = await api.post(f"/tasks/{task_id}/approvals", json={"call_id": "c1", "approved": "yes"})
+        assert bad.status_code == 422
+        ok = await api.post(f"/tasks/{task_id}/approvals", json={"call_id": "c1", "approved": True, "approver": "ops"})
+        assert ok.status_code == 202
+        assert (await client.result(task_id)).answer == "paid"
+    assert runs == [{"amount": 2500}]
+    assert (await api.get(f"/tasks/{task_id}/approvals")).json() == []
+    missing = await api.post("/tasks/no-such-task/approvals", json={"call_id": "c1"})
+    assert missing.status_code == 404

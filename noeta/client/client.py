@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import re
 import threading
 import uuid
 from dataclasses import dataclass
@@ -96,6 +97,10 @@ _MODEL = SearchAttributeKey.for_keyword("NoetaModel")
 _TURNS = SearchAttributeKey.for_int("NoetaTurns")
 _TOKENS_IN = SearchAttributeKey.for_int("NoetaTokensIn")
 _TOKENS_OUT = SearchAttributeKey.for_int("NoetaTokensOut")
+
+
+#: NoetaStatus values -> Temporal execution status, for clusters without the search attributes.
+_EXECUTION_STATUS = {"cancelled": "Canceled", "timed_out": "TimedOut", "continued_as_new": "ContinuedAsNew"}
 
 
 @dataclass(frozen=True)
@@ -254,10 +259,12 @@ class AsyncClient:
         query = f"WorkflowType = '{WORKFLOW_NAME}'"
         indexed = await self.indexed()
         if status:
+            if not re.fullmatch(r"[a-z_]{1,40}", status):
+                raise ConfigurationError(f"not a task status: {status!r}")
             if indexed:
                 query += f" AND NoetaStatus = '{status}'"
             else:
-                query += f" AND ExecutionStatus = '{status.capitalize()}'"
+                query += f" AND ExecutionStatus = '{_EXECUTION_STATUS.get(status, status.capitalize())}'"
         tasks = []
         async for wf in self.temporal.list_workflows(query, limit=limit):
             attrs = wf.typed_search_attributes
@@ -289,7 +296,15 @@ class AsyncClient:
                 "send_goal", GoalInput(goal=goal, images=list(images)), result_type=TaskResult
             )
         except WorkflowUpdateFailedError as err:
-            raise translate_failure(err) from err
+            failure = translate_failure(err)
+            if isinstance(failure, TaskFailedError) and not await self.is_running(task_id):
+                # The task failed while working on this goal: the update only says "the workflow
+                # completed"; the task's own error says why.
+                try:
+                    await self.result(task_id)
+                except NoetaError as real:
+                    raise real from err
+            raise failure from err
         except RPCError as err:
             if err.status == RPCStatusCode.NOT_FOUND:
                 raise TaskNotOpenError(f"task {task_id!r} has ended or does not exist") from err

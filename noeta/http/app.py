@@ -37,7 +37,6 @@ from noeta.errors import (
     NoetaError,
     PayloadTooLargeError,
     ServerStartError,
-    TaskFailedError,
     TaskNotFoundError,
     TaskNotOpenError,
 )
@@ -84,6 +83,7 @@ OPTION_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
 }
 _START_FIELDS = {"goal", "keep_open", "task_id", "task_queue", "options"}
 _GOAL_FIELDS = {"goal"}
+_APPROVAL_FIELDS = {"call_id", "approved", "reason", "approver"}
 
 _STATUS = SearchAttributeKey.for_keyword("NoetaStatus")
 _MODEL = SearchAttributeKey.for_keyword("NoetaModel")
@@ -408,15 +408,6 @@ def create_app(client: AsyncClient, *, keepalive_seconds: float = KEEPALIVE_SECO
         except TaskNotOpenError:
             await describe(task_id)  # no such task: 404 rather than 409
             raise
-        except TaskFailedError as err:
-            # The task failed while running this goal: the update only says "the workflow
-            # completed"; the task's own error says why.
-            if (await describe(task_id)).status != WorkflowExecutionStatus.RUNNING:
-                try:
-                    await client.result(task_id)
-                except NoetaError as failure:
-                    raise failure from err
-            raise
         return JSONResponse(to_jsonable_python(result))
 
     async def cancel_task(request: Request) -> Response:
@@ -441,6 +432,27 @@ def create_app(client: AsyncClient, *, keepalive_seconds: float = KEEPALIVE_SECO
                 raise await ended(task_id) from err
             raise
         return JSONResponse({"task_id": task_id}, status_code=202)
+
+    async def pending_approvals(request: Request) -> Response:
+        task_id = request.path_params["task_id"]
+        if (await describe(task_id)).status != WorkflowExecutionStatus.RUNNING:
+            return JSONResponse([])  # an ended task waits for nothing
+        return JSONResponse(to_jsonable_python(await client.pending_approvals(task_id)))
+
+    async def approve(request: Request) -> Response:
+        task_id = request.path_params["task_id"]
+        data = await read_json_object(request, _APPROVAL_FIELDS)
+        call_id = _optional_str(data, "call_id")
+        if call_id is None:
+            raise ConfigurationError("call_id is required")
+        approved = data.get("approved", True)
+        if not isinstance(approved, bool):
+            raise ConfigurationError("approved must be true or false")
+        await describe(task_id)  # unknown task: 404
+        await client.approve(
+            task_id, call_id, approved, _optional_str(data, "reason"), _optional_str(data, "approver")
+        )
+        return JSONResponse({"task_id": task_id, "call_id": call_id, "approved": approved}, status_code=202)
 
     async def messages(request: Request) -> Response:
         items = await client.messages(request.path_params["task_id"])
@@ -468,6 +480,8 @@ def create_app(client: AsyncClient, *, keepalive_seconds: float = KEEPALIVE_SECO
         Route("/tasks/{task_id}/cancel", cancel_task, methods=["POST"]),
         Route("/tasks/{task_id}/close", close_task, methods=["POST"]),
         Route("/tasks/{task_id}/messages", messages, methods=["GET"]),
+        Route("/tasks/{task_id}/approvals", pending_approvals, methods=["GET"]),
+        Route("/tasks/{task_id}/approvals", approve, methods=["POST"]),
         Route("/tasks/{task_id}/events", events, methods=["GET"]),
     ]
     handlers: dict[Any, Any] = {

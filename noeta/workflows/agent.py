@@ -174,7 +174,8 @@ class AgentWorkflow:
 
     # -- handlers -------------------------------------------------------------------------------
 
-    @workflow.update(name="send_goal")
+    # A task that fails mid-goal fails its waiting send_goal callers too: nothing is lost by abandoning.
+    @workflow.update(name="send_goal", unfinished_policy=workflow.HandlerUnfinishedPolicy.ABANDON)
     async def send_goal(self, goal: GoalInput) -> TaskResult:
         """The next goal of a multi-turn task; returns that goal's result."""
         index = self._goals_received
