@@ -24,6 +24,7 @@ from temporalio import activity
 from noeta.activities._attempts import as_details, earlier_failures, record_failure
 from noeta.activities._errors import to_application_error
 from noeta.activities._heartbeat import with_heartbeat
+from noeta.context.composer import compose_messages, compose_system
 from noeta.context.transcript import TranscriptStore
 from noeta.errors import (
     NoetaError,
@@ -122,13 +123,19 @@ class AgentActivities:
                     )
         except NoetaError as err:
             raise to_application_error(err) from err
-        system_ref = self.store.put(inp.system_prompt.encode()) if inp.system_prompt else None
+        system, volatile, plan = compose_system(inp.system_prompt, inp.channels)
         schema_ref = (
             self.store.put(json.dumps(inp.output_schema.json_schema).encode(), "application/schema+json")
             if inp.output_schema
             else None
         )
-        return PrepareOutput(tools=specs, system_ref=system_ref, output_schema_ref=schema_ref)
+        return PrepareOutput(
+            tools=specs,
+            system_ref=self.store.put(system.encode()) if system else None,
+            output_schema_ref=schema_ref,
+            volatile_ref=self.store.put(volatile.encode()) if volatile else None,
+            plan=plan,
+        )
 
     def _checked_spec(self, name: str, expected: str | None) -> ToolSpec:
         tool = self.registry.tools.get(name)
@@ -161,14 +168,19 @@ class AgentActivities:
             )
         transcript = self.transcripts.load(inp.head) + tuple(inp.append)
         specs = [self.registry.tool_spec(n) for n in inp.tools if n in self.registry.tools]
+        volatile = self.store.get(inp.volatile_ref).decode() if inp.volatile_ref else ""
+        messages, cache_breakpoint = compose_messages(self.transcripts.resolve(transcript), volatile)
+        metadata: dict[str, Any] = {"task_id": inp.task_id, "turn": inp.turn}
+        if cache_breakpoint is not None:
+            metadata["cache_breakpoint_message"] = cache_breakpoint
         request = LLMRequest(
             model=inp.model,
-            messages=self.transcripts.resolve(transcript),
+            messages=messages,
             tools=[tool_schema(s) for s in specs],
             system=self.store.get(inp.system_ref).decode() if inp.system_ref else None,
             temperature=inp.temperature,
             max_tokens=inp.max_tokens,
-            metadata={"task_id": inp.task_id, "turn": inp.turn},
+            metadata=metadata,
             output_schema=json.loads(self.store.get(inp.output_schema_ref)) if inp.output_schema_ref else None,
         )
         earlier = earlier_failures()

@@ -16,13 +16,14 @@ from pydantic import BaseModel
 
 from noeta.builtins.llm_policy import LLMPolicy
 from noeta.client.config import Settings
+from noeta.context.content_channel import ContentKindSpec
 from noeta.context.content_store import ContentStore
 from noeta.errors import ConfigurationError, PayloadTooLargeError
 from noeta.protocols.event_log import Observer
 from noeta.protocols.hooks import Guard
 from noeta.protocols.messages import ImageBlock, LLMProvider, StreamDelta
 from noeta.protocols.policy import Policy
-from noeta.protocols.task import OutputSchema, PolicyRef, TaskInput
+from noeta.protocols.task import ChannelContent, OutputSchema, PolicyRef, TaskInput
 from noeta.protocols.tool import Tool, tool_fingerprint
 from noeta.protocols.validation import Validator, as_validator
 
@@ -66,6 +67,11 @@ class Options:
     """Consulted before every tool call, subtask and finish: allow, deny, or ask a human."""
     approval_timeout_seconds: float = 86400.0
     """How long an action sent for approval waits before it is denied."""
+    content_channels: Sequence[ContentKindSpec] = ()
+    """Kinds of context the composer places: stable ones in the cached prefix, volatile ones after
+    the transcript (see noeta.context.composer)."""
+    context: Mapping[str, str] = field(default_factory=dict)
+    """Text for each declared content channel, by channel name."""
     max_history_events: int | None = None
     """Continue the task in a new run once a run's history has this many events (default: when
     Temporal suggests it, ~4,096 events or 4 MiB). The task id, transcript and event seq carry on."""
@@ -94,6 +100,7 @@ class Options:
         if self.policy is not None and not hasattr(self.policy, "decide"):
             raise ConfigurationError(f"policy {self.policy!r} has no decide(ctx, view) method")
         output_schema_spec(self.output_schema)  # validates it
+        self.channel_contents()  # validates channels and context
         if self.max_history_events is not None and self.max_history_events < 20:
             raise ConfigurationError("max_history_events must be at least 20 (a step takes ~12 events)")
         if self.approval_timeout_seconds <= 0:
@@ -112,6 +119,34 @@ class Options:
                     f"two validators are named {validator.name!r}; give one a name: "
                     "expect_validator(fn, name=...)"
                 )
+
+    def channel_contents(self) -> list[ChannelContent]:
+        """The context texts with their channels, in declaration order."""
+        declared: dict[str, ContentKindSpec] = {}
+        for spec in self.content_channels:
+            if not isinstance(spec, ContentKindSpec):
+                raise ConfigurationError(f"content_channels: {spec!r} is not a ContentKindSpec")
+            if spec.name in declared:
+                raise ConfigurationError(f"two content channels are named {spec.name!r}")
+            declared[spec.name] = spec
+        unknown = sorted(set(self.context) - set(declared))
+        if unknown:
+            raise ConfigurationError(
+                f"context for undeclared channel(s) {', '.join(unknown)}; declare them in content_channels"
+            )
+        contents = []
+        for name, spec in declared.items():
+            text = self.context.get(name)
+            if text is None:
+                continue
+            if not isinstance(text, str):
+                raise ConfigurationError(f"context[{name!r}] must be a string")
+            if spec.max_chars is not None and len(text) > spec.max_chars:
+                raise ConfigurationError(
+                    f"context[{name!r}] has {len(text)} characters; channel {name!r} allows {spec.max_chars}"
+                )
+            contents.append(ChannelContent(name=name, text=text, stable=spec.stable))
+        return contents
 
     def validator_objects(self) -> list[Validator]:
         if isinstance(self.validators, (str, bytes)) or not isinstance(self.validators, Sequence):
@@ -225,4 +260,5 @@ def build_task_input(
         guards=[g.name for g in options.guards],
         approval_timeout_seconds=options.approval_timeout_seconds,
         max_history_events=options.max_history_events,
+        channels=options.channel_contents(),
     )

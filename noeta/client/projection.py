@@ -222,6 +222,11 @@ class Projector:
                     system_prompt_chars=len(self.task.system_prompt or ""),
                     tools=[t.name for t in plan.tools],
                     tool_fingerprints={t.name: t.fingerprint for t in plan.tools},
+                    cached_prefix_chars=plan.plan.system_chars if plan.plan else len(self.task.system_prompt or ""),
+                    volatile_chars=plan.plan.volatile_chars if plan.plan else 0,
+                    channels=[ev.ContextChannel(c.name, c.stable, c.chars) for c in plan.plan.channels]
+                    if plan.plan
+                    else [],
                 ),
                 "engine",
                 event,

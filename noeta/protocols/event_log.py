@@ -56,11 +56,23 @@ class TaskCreated:
 
 
 @dataclass(frozen=True)
+class ContextChannel:
+    name: str
+    stable: bool
+    chars: int
+
+
+@dataclass(frozen=True)
 class ContextPlanComposed:
     system_prompt_chars: int
+    """The system prompt alone."""
     tools: list[str]
     tool_fingerprints: dict[str, str]
-
+    cached_prefix_chars: int = 0
+    """Tools aside, what sits before the first cache boundary: system prompt + stable channels."""
+    volatile_chars: int = 0
+    """Volatile channels, sent after the transcript (outside the cache)."""
+    channels: list[ContextChannel] = field(default_factory=list)
 
 @dataclass(frozen=True)
 class GoalReceived:

@@ -72,6 +72,33 @@ class AttemptFailure:
 
 
 @dataclass(frozen=True)
+class ChannelContent:
+    """A content channel's text for one task (from ``Options.content_channels`` / ``context``)."""
+
+    name: str
+    text: str
+    stable: bool
+
+
+@dataclass(frozen=True)
+class ChannelUse:
+    name: str
+    stable: bool
+    chars: int
+
+
+@dataclass(frozen=True)
+class ContextPlan:
+    """What the composer put where (recorded in history as ContextPlanComposed)."""
+
+    system_chars: int
+    """System prompt plus stable channels: the cached prefix (with the tools)."""
+    volatile_chars: int
+    """Volatile channels, sent after the transcript, outside the cache."""
+    channels: list[ChannelUse] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
 class InjectInput:
     """Host context for the model (a reminder, recalled memory); never a user's words."""
 
@@ -89,6 +116,7 @@ class Carry:
     system_ref: ContentRef | None
     output_schema_ref: ContentRef | None
     trace_id: str
+    volatile_ref: ContentRef | None = field(default=None, kw_only=True)
     usage: Usage
     total_turns: int
     turn: int
@@ -151,6 +179,7 @@ class TaskInput:
     """How long an action a guard sent for approval waits for a human before it is denied."""
     max_history_events: int | None = None
     """Continue as new once a run's history has this many events (None: when Temporal suggests)."""
+    channels: list[ChannelContent] = field(default_factory=list)
     carry: "Carry | None" = None
     """Set on runs after the first: where the previous run left off."""
 
@@ -183,13 +212,17 @@ class PrepareInput:
     output_schema: OutputSchema | None = None
     validators: list[str] = field(default_factory=list)
     guards: list[str] = field(default_factory=list)
+    channels: list[ChannelContent] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
 class PrepareOutput:
     tools: list[ToolSpec]
     system_ref: ContentRef | None
+    """System prompt plus stable channels."""
     output_schema_ref: ContentRef | None = None
+    volatile_ref: ContentRef | None = None
+    plan: ContextPlan | None = None
 
 
 @dataclass(frozen=True)
@@ -207,6 +240,7 @@ class CallModelInput:
     temperature: float | None = None
     max_tokens: int | None = None
     output_schema_ref: ContentRef | None = None
+    volatile_ref: ContentRef | None = None
 
 
 @dataclass(frozen=True)

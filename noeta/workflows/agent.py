@@ -157,6 +157,7 @@ class AgentWorkflow:
         self._head: ContentRef | None = None
         self._system_ref: ContentRef | None = None
         self._output_schema_ref: ContentRef | None = None
+        self._volatile_ref: ContentRef | None = None
         self._validation_issues: list[str] = []
         self._tools: dict[str, ToolSpec] = {}
         self._usage = Usage()
@@ -264,6 +265,7 @@ class AgentWorkflow:
             plan = await self._prepare(task)
             tools, trace_id = plan.tools, task.trace_id or info.workflow_id
             self._system_ref, self._output_schema_ref = plan.system_ref, plan.output_schema_ref
+            self._volatile_ref = plan.volatile_ref
         else:
             tools, trace_id = carry.tools, carry.trace_id
             await self._restore(carry)
@@ -316,6 +318,7 @@ class AgentWorkflow:
                     output_schema=task.output_schema,
                     validators=task.validators,
                     guards=task.guards,
+                    channels=task.channels,
                 ),
                 result_type=PrepareOutput,
                 start_to_close_timeout=timedelta(seconds=60),
@@ -347,6 +350,7 @@ class AgentWorkflow:
             system_ref=self._system_ref,
             output_schema_ref=self._output_schema_ref,
             trace_id=self._ctx.trace_id,
+            volatile_ref=self._volatile_ref,
             usage=self._usage,
             total_turns=self._total_turns,
             turn=self._turn,
@@ -374,6 +378,7 @@ class AgentWorkflow:
         self._pending = list(carry.pending)
         self._head = carry.head
         self._system_ref, self._output_schema_ref = carry.system_ref, carry.output_schema_ref
+        self._volatile_ref = carry.volatile_ref
         self._usage, self._total_turns, self._turn = carry.usage, carry.total_turns, carry.turn
         self._goals_received = carry.goals_received
         self._validation_issues = list(carry.validation_issues)
@@ -611,6 +616,7 @@ class AgentWorkflow:
             temperature=decision.temperature if decision.temperature is not None else task.temperature,
             max_tokens=decision.max_tokens or task.max_tokens,
             output_schema_ref=self._output_schema_ref,
+            volatile_ref=self._volatile_ref,
         )
         try:
             out = await workflow.execute_activity(
