@@ -126,6 +126,14 @@ MULTI_TURN_BODY = {
 OUTPUT_SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
 
 REQUESTS: dict[str, LLMRequest] = {
+    "image": LLMRequest(
+        model=None,
+        messages=[
+            Message("user", [TextBlock("What is this?"), ImageBlock(ContentRef("0" * 64, 3, "image/png"), data="iVBO")]),
+            Message("assistant", [ToolUseBlock("call_9", "zoom", {"x": 1})]),
+            Message("tool", [ToolResultBlock("call_9", "zoomed", True, images=[ImageBlock(ContentRef("1" * 64, 3, "image/png"), data="iVBO")])]),
+        ],
+    ),
     "multi_turn": MULTI_TURN,
     "minimal": ask("hi"),
     "thinking": ask(

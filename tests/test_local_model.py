@@ -138,3 +138,23 @@ async def test_anthropic_context_overflow_is_a_context_length_error(base_url: st
         await provider.complete(too_long)
     assert info.value.status == 400 and info.value.retryable is False
     await provider.aclose()
+
+
+@pytest.mark.parametrize("adapter", ["openai", "anthropic"])
+async def test_a_real_agent_turn_through_each_adapter(base_url: str, host, adapter: str) -> None:
+    """A durable task on the test server whose model is the local llama.cpp server, reached through
+    the OpenAI and the Anthropic adapter: the generated text is what history records."""
+    from noeta.client.options import Options
+    from noeta.sdk.query import aquery
+
+    if adapter == "openai":
+        provider = OpenAIProvider(base_url=f"{base_url}/v1", api_key="", model=MODEL_ALIAS, name="local-openai")
+    else:
+        provider = AnthropicProvider(base_url=base_url, api_key="", model=MODEL_ALIAS, name="local-anthropic")
+    result = await aquery(Options(max_tokens=24, temperature=0), goal="Say hello in one short sentence.",
+                          provider=provider, host=host)
+    assert result.status == "completed" and result.answer().strip()
+    [reply] = [e for e in result.events if e.type == "MessagesAppended" and e.actor == f"provider:{provider.name}"]
+    assert reply.payload.messages[0].text == result.answer()
+    [completed] = [e.payload for e in result.events if e.type == "ProviderCallCompleted"]
+    assert completed.usage.output > 0

@@ -12,6 +12,8 @@ import pytest
 
 from noeta.errors import ConfigurationError, ContextLengthError, ProviderError
 from noeta.protocols.messages import (
+    ContentRef,
+    ImageBlock,
     LLMRequest,
     Message,
     TextBlock,
@@ -96,6 +98,14 @@ REQUESTS: dict[str, LLMRequest] = {
     "minimal": ask("hi"),
     "model_and_output_schema": ask("n?", model="gpt-other", output_schema=OUTPUT_SCHEMA),
     "effort": ask("think", effort="low", max_tokens=50),
+    "image": LLMRequest(
+        model=None,
+        messages=[
+            Message("user", [TextBlock("What is this?"), ImageBlock(ContentRef("0" * 64, 3, "image/png"), data="iVBO")]),
+            Message("assistant", [ToolUseBlock("call_9", "zoom", {"x": 1})]),
+            Message("tool", [ToolResultBlock("call_9", "zoomed", True, images=[ImageBlock(ContentRef("1" * 64, 3, "image/png"), data="iVBO")])]),
+        ],
+    ),
 }
 
 RESPONSES: dict[str, dict[str, Any]] = {

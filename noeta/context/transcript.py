@@ -9,13 +9,14 @@ when a provider request is built.
 
 from __future__ import annotations
 
+import base64
 import json
 from collections import OrderedDict
 
 from pydantic import TypeAdapter
 
 from noeta.context.content_store import ContentStore
-from noeta.protocols.messages import ContentRef, Message, ToolResultBlock
+from noeta.protocols.messages import Block, ContentRef, ImageBlock, Message, ToolResultBlock
 
 NODE_MEDIA_TYPE = "application/vnd.noeta.transcript+json"
 _MESSAGES = TypeAdapter(list[Message])
@@ -71,26 +72,35 @@ class TranscriptStore:
             self._cache.popitem(last=False)
 
     def resolve(self, messages: tuple[Message, ...] | list[Message]) -> list[Message]:
-        """The same messages with every tool output reference replaced by its text."""
-        resolved: list[Message] = []
-        for message in messages:
-            if not any(
-                isinstance(b, ToolResultBlock) and isinstance(b.output, ContentRef)
-                for b in message.content
-            ):
-                resolved.append(message)
-                continue
-            content = [
-                ToolResultBlock(
-                    call_id=b.call_id,
-                    output=self.store.get(b.output).decode("utf-8", "replace"),
-                    success=b.success,
-                    error=b.error,
-                    images=b.images,
+        """The same messages with every stored body filled in: tool outputs held as references
+        become their text, images (in messages and tool results) carry their bytes as base64."""
+        return [self._resolve_message(m) if _has_refs(m) else m for m in messages]
+
+    def _resolve_message(self, message: Message) -> Message:
+        content: list[Block] = []
+        for block in message.content:
+            if isinstance(block, ImageBlock):
+                content.append(self._image(block))
+            elif isinstance(block, ToolResultBlock):
+                output = block.output
+                if isinstance(output, ContentRef):
+                    output = self.store.get(output).decode("utf-8", "replace")
+                images = [self._image(i) for i in block.images] if block.images else block.images
+                content.append(
+                    ToolResultBlock(block.call_id, output, block.success, error=block.error, images=images)
                 )
-                if isinstance(b, ToolResultBlock) and isinstance(b.output, ContentRef)
-                else b
-                for b in message.content
-            ]
-            resolved.append(Message(role=message.role, content=content, origin=message.origin))
-        return resolved
+            else:
+                content.append(block)
+        return Message(role=message.role, content=content, origin=message.origin)
+
+    def _image(self, block: ImageBlock) -> ImageBlock:
+        data = base64.b64encode(self.store.get(block.source)).decode("ascii")
+        return ImageBlock(block.source, data=data)
+
+
+def _has_refs(message: Message) -> bool:
+    return any(
+        isinstance(b, ImageBlock)
+        or (isinstance(b, ToolResultBlock) and (isinstance(b.output, ContentRef) or b.images))
+        for b in message.content
+    )

@@ -39,9 +39,12 @@ class TextBlock:
 
 @dataclass(frozen=True)
 class ImageBlock:
-    """An image input for ``start`` / ``send_goal`` / ``query(images=...)``."""
+    """An image input for ``start`` / ``send_goal`` / ``query(images=...)`` (``noeta.sdk.image``
+    stores the bytes and makes one). History keeps only the reference."""
 
     source: ContentRef
+    data: str | None = field(default=None, kw_only=True, compare=False, repr=False)
+    """Base64 of the bytes, filled in only on the request a provider receives."""
     type: Literal["image"] = field(default="image", kw_only=True)
 
 

@@ -15,8 +15,8 @@ Request mapping (see :meth:`AnthropicProvider.request_body`):
   engine-injected user message). A transcript message of role ``"system"`` is sent as user text
   (the Messages API has no system role inside ``messages``). Empty text is dropped (the API
   rejects empty text blocks).
-- Images are not sent yet: :class:`ImageBlock` (and ``ToolResultBlock.images``) only carry a
-  content-store reference that the provider cannot read, so they are skipped.
+- Images: the worker fills :class:`ImageBlock` ``data`` (base64) from the content store before the
+  call; they go as ``image`` blocks with a base64 source, in user turns and inside ``tool_result``.
 - Prompt caching: ``cache_control: {"type": "ephemeral"}`` goes on the system block and on the
   last tool definition, so the stable prefix (tools, then system, in Anthropic's cache order) is
   cached from one turn to the next. ``request.metadata["cache_breakpoint_message"] = i`` (an index
@@ -61,6 +61,7 @@ import httpx
 from noeta.errors import ConfigurationError, ProviderError
 from noeta.protocols.messages import (
     Block,
+    ImageBlock,
     LLMRequest,
     LLMResponse,
     Message,
@@ -326,7 +327,8 @@ def _wire_messages(messages: list[Message], breakpoint: Any = None) -> list[dict
                 blocks.append(
                     {"type": "tool_use", "id": block.call_id, "name": block.tool_name, "input": block.arguments}
                 )
-            # ImageBlock: a content-store reference the provider cannot read; skipped for now.
+            elif isinstance(block, ImageBlock) and block.data and message.role != "assistant":
+                blocks.append(_image(block))
         add("assistant" if message.role == "assistant" else "user", blocks)
         last_block.append((len(out) - 1, len(out[-1]["content"]) - 1) if (results or blocks) else None)
 
@@ -344,12 +346,19 @@ def _wire_messages(messages: list[Message], breakpoint: Any = None) -> list[dict
     return out
 
 
+def _image(block: ImageBlock) -> dict[str, Any]:
+    return {"type": "image", "source": {"type": "base64", "media_type": block.source.media_type, "data": block.data}}
+
+
 def _tool_result(result: ToolResultBlock) -> dict[str, Any]:
     block: dict[str, Any] = {"type": "tool_result", "tool_use_id": result.call_id}
     text = _result_text(result)
     if not text and not result.success:
         text = "error"  # the API rejects an empty error result
-    if text:
+    images = [_image(i) for i in result.images or () if i.data]
+    if images:
+        block["content"] = ([{"type": "text", "text": text}] if text else []) + images
+    elif text:
         block["content"] = text
     block["is_error"] = not result.success
     return block

@@ -30,6 +30,7 @@ from noeta.protocols.messages import (
     LLMResponse,
     Message,
     StopReason,
+    ImageBlock,
     TextBlock,
     ToolResultBlock,
     ToolUseBlock,
@@ -397,11 +398,20 @@ def _wire_messages(message: Message) -> list[dict[str, Any]]:
             ]
         if text or calls:
             out.append(entry)
-    elif message.role != "tool" and text:
+    elif message.role != "tool":
         # "system"/"memory" origins are engine-written user turns, sent as user text.
         role = "system" if message.role == "system" else "user"
-        out.append({"role": role, "content": text})
-    # Image blocks carry only a content-store reference the provider cannot read; they are skipped.
+        images = [b for b in message.content if isinstance(b, ImageBlock) and b.data]
+        if images and role == "user":
+            parts: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+            parts += [
+                {"type": "image_url", "image_url": {"url": f"data:{i.source.media_type};base64,{i.data}"}}
+                for i in images
+            ]
+            out.append({"role": "user", "content": parts})
+        elif text:
+            out.append({"role": role, "content": text})
+    # Images returned by tools are not sent: Chat Completions tool messages carry text only.
     return out
 
 

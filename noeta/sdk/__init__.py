@@ -36,6 +36,7 @@ from noeta.protocols import *  # noqa: F403  (the seed types, re-exported)
 from noeta.protocols import __all__ as _protocol_names
 from noeta.protocols.task import TaskResult
 from noeta.protocols.validation import Validator, expect_validator
+from noeta.sdk.images import image
 from noeta.sdk.query import QueryResult, aquery, query
 from noeta.sdk.tools import DecoratedTool, SdkMcpServer, create_sdk_mcp_server, tool
 from noeta.worker import Registry
@@ -59,5 +60,5 @@ __all__ = [
     "TaskCancelledError", "TaskFailedError", "TaskNotFoundError", "TaskNotOpenError", "TaskResult",
     "ToolIdentityMismatchError", "ToolNotRegisteredError", "ToolResultView", "ToolRetryableError",
     "ToolUse", "UserMessage", "Validator", "ViewItem", "aquery", "expect_validator", "as_messages", "create_sdk_mcp_server",
-    "envelope_to_dict", "query", "tool",
+    "envelope_to_dict", "image", "query", "tool",
 ]
