@@ -10,6 +10,7 @@ variable                      meaning
 ``NOETA_HOME``                data directory (default ``~/.noeta``): server db, content store
 ``NOETA_TASK_QUEUE``          task queue of workers and started tasks (default ``noeta``)
 ``NOETA_CONTENT_DIR``         content store directory (default ``$NOETA_HOME/content``)
+``NOETA_CONTENT_STORE``       ``postgresql://...``: a PostgreSQL content store shared by all hosts
 ============================  ===============================================================
 """
 
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from noeta.context.content_store import ContentStore, LocalContentStore
+from noeta.errors import ConfigurationError
 
 DEFAULT_TASK_QUEUE = "noeta"
 
@@ -42,10 +44,18 @@ class Settings:
     content_dir: Path | None = field(
         default_factory=lambda: Path(d).expanduser() if (d := _env("NOETA_CONTENT_DIR")) else None
     )
+    content_store_url: str | None = field(default_factory=lambda: _env("NOETA_CONTENT_STORE"))
 
     @property
     def embedded(self) -> bool:
         return self.temporal_address is None
 
     def content_store(self) -> ContentStore:
+        url = self.content_store_url
+        if url and url.startswith(("postgresql://", "postgres://")):
+            from noeta.context.postgres_store import PostgresContentStore
+
+            return PostgresContentStore(url)
+        if url:
+            raise ConfigurationError(f"NOETA_CONTENT_STORE must be a postgresql:// URL, got {url.split(':')[0]}:…")
         return LocalContentStore(self.content_dir or self.home / "content")

@@ -1,0 +1,73 @@
+"""The PostgreSQL content store against the real server (127.0.0.1:5432, database ``test``).
+
+Skipped when no server answers, unless NOETA_REQUIRE_POSTGRES=1 (CI sets it) makes that a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from noeta.client.client import AsyncClient
+from noeta.client.messages import ToolResultView
+from noeta.client.options import Options
+from noeta.context.content_store import ContentNotFoundError
+from noeta.sdk.testing import FakeLLMProvider
+from noeta.worker import Registry, build_worker
+from tests.support.scripts import call, say
+from tests.support.tools import big_output
+
+psycopg = pytest.importorskip("psycopg")
+from noeta.context.postgres_store import PostgresContentStore  # noqa: E402
+
+DSN = os.environ.get("NOETA_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+@pytest.fixture
+def store() -> Iterator[PostgresContentStore]:
+    try:
+        psycopg.connect(DSN, connect_timeout=3).close()
+    except psycopg.OperationalError as err:
+        if os.environ.get("NOETA_REQUIRE_POSTGRES") == "1":
+            raise
+        pytest.skip(f"no PostgreSQL at {DSN}: {err}")
+    table = f"noeta_content_{uuid.uuid4().hex[:8]}"
+    yield PostgresContentStore(DSN, table=table)
+    with psycopg.connect(DSN, autocommit=True) as conn:
+        conn.execute(f"DROP TABLE IF EXISTS {table}")
+
+
+def test_put_get_is_content_addressed_and_idempotent(store: PostgresContentStore):
+    ref = store.put(b"hello world", "text/plain")
+    assert store.put(b"hello world", "text/plain") == ref
+    assert (ref.size, ref.media_type, len(ref.hash)) == (11, "text/plain", 64)
+    other_host = PostgresContentStore(DSN, table=store.table)  # a second process or host
+    assert other_host.get(ref) == other_host.get(ref.hash) == b"hello world"
+    with pytest.raises(ContentNotFoundError, match="must use the same content store"):
+        store.get("0" * 64)
+    with psycopg.connect(DSN) as conn:
+        assert conn.execute(f"SELECT count(*) FROM {store.table}").fetchone() == (1,)
+
+
+async def test_a_task_with_large_outputs_runs_on_the_postgres_store(store, client: AsyncClient, task_queue):
+    provider = FakeLLMProvider(responses=[call(("c1", "big_output", {"kb": 6})), say("done")])
+    registry = Registry.of(tools=[big_output], providers=[provider], content_store=store)
+    async with build_worker(client.temporal, registry, task_queue):
+        task_id = await client.start("big", Options(provider=provider, allowed_tools=[big_output]), task_queue=task_queue)
+        assert (await client.result(task_id)).answer == "done"
+    reader = AsyncClient(client.temporal, content_store=PostgresContentStore(DSN, table=store.table), task_queue=task_queue)
+    [result] = [i for i in await reader.messages(task_id) if isinstance(i, ToolResultView)]
+    assert len(result.output) == 6 * 1024 and result.output.startswith("c1: xxx")
+
+
+def test_settings_choose_the_store_from_the_environment(store: PostgresContentStore, tmp_path):
+    from noeta.client.config import Settings
+    from noeta.errors import ConfigurationError
+
+    chosen = Settings(home=tmp_path, content_store_url=DSN).content_store()
+    assert isinstance(chosen, PostgresContentStore) and DSN not in repr(chosen)
+    with pytest.raises(ConfigurationError, match="postgresql:// URL"):
+        Settings(home=tmp_path, content_store_url="redis://127.0.0.1:6379").content_store()
