@@ -24,7 +24,13 @@ from noeta.client.embedded import EmbeddedServer
 from noeta.client.events import history_events
 from noeta.client.options import HostConfig, Options
 from noeta.client.projection import project
-from noeta.protocols.messages import LLMResponse, TextBlock, ToolResultBlock, ToolUseBlock, Usage
+from noeta.protocols.messages import (
+    LLMResponse,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    Usage,
+)
 from noeta.protocols.tool import ToolResult
 from noeta.sdk.testing import FakeLLMProvider
 from noeta.sdk.tools import tool

@@ -21,7 +21,11 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from noeta.client.client import DEFAULT_PROVIDER, AsyncClient, register_search_attributes
+from noeta.client.client import (
+    DEFAULT_PROVIDER,
+    AsyncClient,
+    register_search_attributes,
+)
 from noeta.client.config import Settings
 from noeta.client.embedded import ensure_server
 from noeta.client.messages import (

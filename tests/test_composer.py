@@ -13,7 +13,12 @@ from noeta.protocols.task import ChannelContent
 from noeta.providers.anthropic import AnthropicProvider
 from noeta.sdk.query import aquery
 from noeta.sdk.testing import FakeLLMProvider
-from tests.support.messages_server import message, running_messages_server, text, tool_use
+from tests.support.messages_server import (
+    message,
+    running_messages_server,
+    text,
+    tool_use,
+)
 from tests.support.scripts import call, say
 from tests.support.tools import add
 

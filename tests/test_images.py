@@ -16,7 +16,12 @@ from noeta.sdk.images import image
 from noeta.sdk.query import aquery
 from noeta.sdk.tools import tool
 from tests.support.chat_server import completion, running_chat_server
-from tests.support.messages_server import message, running_messages_server, text, tool_use
+from tests.support.messages_server import (
+    message,
+    running_messages_server,
+    text,
+    tool_use,
+)
 
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="

@@ -14,7 +14,13 @@ from noeta.errors import TaskCancelledError
 from noeta.protocols.messages import StreamDelta
 from noeta.providers.openai import OpenAIProvider
 from noeta.sdk.query import aquery
-from tests.support.chat_server import FakeChatServer, Pause, chunks_for, completion, running_chat_server
+from tests.support.chat_server import (
+    FakeChatServer,
+    Pause,
+    chunks_for,
+    completion,
+    running_chat_server,
+)
 from tests.support.waiting import eventually
 
 

@@ -27,27 +27,33 @@ from noeta.activities._heartbeat import with_heartbeat
 from noeta.context.composer import compose_messages, compose_system
 from noeta.context.transcript import TranscriptStore
 from noeta.errors import (
+    GuardNotRegisteredError,
     NoetaError,
     ProviderNotRegisteredError,
     ToolIdentityMismatchError,
     ToolNotRegisteredError,
     ToolRetryableError,
-    GuardNotRegisteredError,
     ValidatorNotRegisteredError,
 )
 from noeta.protocols.hooks import GuardContext, GuardDecision, VerdictResult
-from noeta.protocols.messages import LLMRequest, LLMResponse, Message, StreamDelta, StreamingProvider
+from noeta.protocols.messages import (
+    LLMRequest,
+    LLMResponse,
+    Message,
+    StreamDelta,
+    StreamingProvider,
+)
 from noeta.protocols.task import (
     CALL_MODEL,
-    INVOKE_TOOL,
     CHECK_GUARDS,
+    INVOKE_TOOL,
     LOAD_TRANSCRIPT,
     PREPARE_TASK,
     VALIDATE_OUTPUT,
     CallModelInput,
+    CallModelOutput,
     CheckGuardsInput,
     CheckGuardsOutput,
-    CallModelOutput,
     InvokeToolInput,
     InvokeToolOutput,
     LoadTranscriptInput,

@@ -12,18 +12,25 @@ import dataclasses
 import re
 import threading
 import uuid
+from collections.abc import Coroutine, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from collections.abc import Coroutine, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.history.v1 import HistoryEvent
-from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest, ListSearchAttributesRequest
+from temporalio.api.operatorservice.v1 import (
+    AddSearchAttributesRequest,
+    ListSearchAttributesRequest,
+)
 from temporalio.client import Client as TemporalClient
 from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
-from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
+from temporalio.common import (
+    SearchAttributeKey,
+    SearchAttributePair,
+    TypedSearchAttributes,
+)
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import (
     ActivityError,
@@ -36,9 +43,9 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from noeta.client.config import Settings
 from noeta.client.embedded import EmbeddedServer, ensure_server
+from noeta.client.events import EventStream, history_events, notify
 from noeta.client.messages import ViewItem, as_messages
 from noeta.client.options import HostConfig, Options, build_task_input
-from noeta.client.events import EventStream, history_events, notify
 from noeta.context.content_store import ContentStore
 from noeta.errors import (
     ConfigurationError,

@@ -16,7 +16,13 @@ from collections import OrderedDict
 from pydantic import TypeAdapter
 
 from noeta.context.content_store import ContentStore
-from noeta.protocols.messages import Block, ContentRef, ImageBlock, Message, ToolResultBlock
+from noeta.protocols.messages import (
+    Block,
+    ContentRef,
+    ImageBlock,
+    Message,
+    ToolResultBlock,
+)
 
 NODE_MEDIA_TYPE = "application/vnd.noeta.transcript+json"
 _MESSAGES = TypeAdapter(list[Message])

@@ -79,6 +79,7 @@ from noeta.providers.openai import (
     _is_json,
     _parse_arguments,
     _result_text,
+    _stop_reason,
 )
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -286,14 +287,9 @@ class AnthropicProvider(HTTPProvider):
                     )
                 )
             # thinking / redacted_thinking and server-tool blocks are not part of the answer.
-        if any(isinstance(b, ToolUseBlock) for b in content):
-            stop_reason: StopReason = "tool_use"
-        else:
-            stop_reason = _STOP_REASONS.get(payload.get("stop_reason") or "", "end_turn")
-            if stop_reason == "tool_use":  # claimed tool calls but sent none
-                stop_reason = "end_turn"
+        reported = _STOP_REASONS.get(payload.get("stop_reason") or "", "end_turn")
         return LLMResponse(
-            stop_reason=stop_reason, content=content, usage=_usage(payload.get("usage")), raw=payload
+            stop_reason=_stop_reason(content, reported), content=content, usage=_usage(payload.get("usage")), raw=payload
         )
 
 

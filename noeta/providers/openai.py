@@ -26,11 +26,11 @@ import httpx
 from noeta.errors import ProviderError
 from noeta.protocols.messages import (
     Block,
+    ImageBlock,
     LLMRequest,
     LLMResponse,
     Message,
     StopReason,
-    ImageBlock,
     TextBlock,
     ToolResultBlock,
     ToolUseBlock,
@@ -278,14 +278,8 @@ class OpenAIProvider(HTTPProvider):
                     arguments=_parse_arguments(function.get("arguments")),
                 )
             )
-        if any(isinstance(b, ToolUseBlock) for b in content):
-            stop_reason: StopReason = "tool_use"
-        else:
-            stop_reason = _FINISH_REASONS.get(choice.get("finish_reason") or "", "end_turn")
-            if stop_reason == "tool_use":  # claimed tool calls but sent none
-                stop_reason = "end_turn"
         return LLMResponse(
-            stop_reason=stop_reason,
+            stop_reason=_stop_reason(content, _FINISH_REASONS.get(choice.get("finish_reason") or "", "end_turn")),
             content=content,
             usage=_usage(payload.get("usage")),
             raw=payload,
@@ -419,6 +413,14 @@ def _result_text(result: ToolResultBlock) -> str:
     if isinstance(result.output, str) and result.output:
         return result.output
     return result.error or (result.output if isinstance(result.output, str) else "")
+
+
+def _stop_reason(content: list[Block], reported: StopReason) -> StopReason:
+    """Tool calls in the answer decide: some servers report "stop" with tool calls, or claim tool
+    calls and send none."""
+    if any(isinstance(b, ToolUseBlock) for b in content):
+        return "tool_use"
+    return "end_turn" if reported == "tool_use" else reported
 
 
 def _parse_arguments(arguments: Any) -> dict[str, Any]:

@@ -49,8 +49,8 @@ from noeta.protocols.task import (
     CALL_MODEL,
     CHECK_GUARDS,
     INJECTED_MEMO_KEY,
-    LOAD_TRANSCRIPT,
     INVOKE_TOOL,
+    LOAD_TRANSCRIPT,
     PREPARE_TASK,
     RESULT_MEMO_KEY,
     TASK_FATAL_TOOL_ERRORS,
@@ -59,8 +59,8 @@ from noeta.protocols.task import (
     ApprovalInput,
     ApprovalRequest,
     CallModelInput,
-    Carry,
     CallModelOutput,
+    Carry,
     CheckGuardsInput,
     CheckGuardsOutput,
     GoalInput,
@@ -84,7 +84,6 @@ from noeta.protocols.task import (
 )
 from noeta.protocols.tool import ToolResult, ToolSpec
 from noeta.protocols.view import View
-
 
 STATUS = SearchAttributeKey.for_keyword("NoetaStatus")
 TURNS = SearchAttributeKey.for_int("NoetaTurns")
@@ -706,22 +705,21 @@ class AgentWorkflow:
 
     async def _spawn(self, ctx: StepContext, spawn: SpawnSubtask) -> ToolResultBlock:
         task = self._task
-        child = TaskInput(
+        # The child inherits the task's provider, limits, guards and channels; it answers in text
+        # (no output schema or validators), with the default policy, and shares the trace.
+        child = dataclasses.replace(
+            task,
             goal=spawn.goal,
-            provider=task.provider,
-            model=task.model,
+            images=[],
             system_prompt=spawn.system_prompt or task.system_prompt,
             tools=spawn.tools if spawn.tools is not None else task.tools,
-            tool_fingerprints=dict(task.tool_fingerprints),
-            max_turns=task.max_turns,
-            max_retries=task.max_retries,
+            policy=None,
+            keep_open=False,
             trace_id=ctx.trace_id,
-            temperature=task.temperature,
-            max_tokens=task.max_tokens,
-            model_timeout_seconds=task.model_timeout_seconds,
-            tool_timeout_seconds=task.tool_timeout_seconds,
-            workspace_dir=task.workspace_dir,
+            output_schema=None,
+            validators=[],
             metadata={**task.metadata, "scope": spawn.scope, "parent": ctx.task_id},
+            carry=None,
         )
         try:
             result = await workflow.execute_child_workflow(

@@ -17,9 +17,9 @@ from pathlib import Path
 from temporalio.client import WorkflowHistory
 
 from noeta.client.client import AsyncClient
-from noeta.client.events import first_run_id
 from noeta.client.config import Settings
 from noeta.client.embedded import EmbeddedServer
+from noeta.client.events import first_run_id
 from noeta.client.options import HostConfig, Options
 from noeta.context.content_store import LocalContentStore
 from noeta.errors import NoetaError, ProviderError
@@ -28,9 +28,9 @@ from noeta.sdk.query import registry_for
 from noeta.sdk.testing import FakeLLMProvider
 from noeta.worker import build_worker
 from tests.support.policies import DelegatingPolicy
-from tests.test_guards import AmountGuard, NoEarlyFinish, wire_money
 from tests.support.scripts import call, say
 from tests.support.tools import add, big_output, boom
+from tests.test_guards import AmountGuard, NoEarlyFinish, wire_money
 
 HERE = Path(__file__).parent
 
