@@ -163,14 +163,15 @@ class AgentWorkflow:
         self._turn = 0
         self._total_turns = 0
         self._goal_queue: list[tuple[int, GoalInput]] = []
-        self._goals_received = 1
+        # Handlers may run before run() does: state they touch comes from the carry right away.
+        self._goals_received = task.carry.goals_received if task.carry else 1
         self._results: dict[int, TaskResult] = {}
         self._closed = False
         self._pending_approvals: dict[str, ApprovalRequest] = {}
         self._approvals: dict[str, ApprovalInput] = {}
         self._finish_attempts = 0
         self._ctx: StepContext | None = None
-        self._injections: list[InjectInput] = []
+        self._injections: list[InjectInput] = list(task.carry.injections) if task.carry else []
 
     # -- handlers -------------------------------------------------------------------------------
 
@@ -379,10 +380,8 @@ class AgentWorkflow:
         self._system_ref, self._output_schema_ref = carry.system_ref, carry.output_schema_ref
         self._volatile_ref = carry.volatile_ref
         self._usage, self._total_turns, self._turn = carry.usage, carry.total_turns, carry.turn
-        self._goals_received = carry.goals_received
         self._validation_issues = list(carry.validation_issues)
         self._finish_attempts = carry.finish_attempts
-        self._injections = list(carry.injections)
 
     def _append(self, message: Message) -> None:
         self._transcript.append(message)
