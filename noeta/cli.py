@@ -45,18 +45,26 @@ from noeta.worker import Registry, build_worker, load_registry
 
 
 def worker_registry(path: str | None, provider: str | None, settings: Settings) -> Registry:
-    """The registry a CLI worker serves: the user's (if any) plus a provider named "default"."""
+    """The registry a CLI worker serves: the user's (if any), a provider named "default", and the
+    built-in providers the environment configures, by name ("anthropic", "openai", "local"), so
+    ``Options(provider="anthropic")`` finds one."""
+    from noeta.providers.defaults import KNOWN_PROVIDERS, default_provider
+
     registry = load_registry(path) if path else Registry()
     if registry.content_store is None:
         registry.content_store = settings.content_store()
     if DEFAULT_PROVIDER not in registry.providers:
-        from noeta.providers.defaults import default_provider
-
         try:
             registry.add_provider(default_provider(provider), name=DEFAULT_PROVIDER)
         except ConfigurationError:
             if path is None:  # nothing else to serve: the user must configure a provider
                 raise
+    for name in KNOWN_PROVIDERS:
+        if name not in registry.providers:
+            try:
+                registry.add_provider(default_provider(name), name=name)
+            except ConfigurationError:
+                pass  # not configured here (no key, or the local model is not installed)
     return registry
 
 

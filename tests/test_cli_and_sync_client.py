@@ -102,3 +102,20 @@ def test_noeta_run_with_no_configuration_uses_the_local_model(cli_env: dict[str,
     assert completed["actor"] == "provider:default" and completed["payload"]["usage"]["output"] > 0
     [reply] = [e for e in events if e["type"] == "MessagesAppended" and e["actor"] == "provider:default"]
     assert reply["payload"]["messages"][0]["content"][0]["text"].strip() == run.stdout.strip()
+
+
+def test_worker_registry_serves_the_configured_providers_by_name(monkeypatch, tmp_path):
+    from noeta.cli import worker_registry
+    from noeta.client.config import Settings
+    from noeta.providers.anthropic import AnthropicProvider
+    from noeta.providers.openai import OpenAIProvider
+
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    registry = worker_registry(None, None, Settings(home=tmp_path))
+    assert isinstance(registry.providers["default"], AnthropicProvider)
+    assert isinstance(registry.providers["anthropic"], AnthropicProvider)
+    assert "openai" not in registry.providers  # no key, no base URL: not configured
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    assert isinstance(worker_registry(None, None, Settings(home=tmp_path)).providers["openai"], OpenAIProvider)
