@@ -24,3 +24,15 @@ def test_seed_example_prints_what_the_seed_says(script: str, expected: str, tmp_
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == expected
+
+
+def test_readme_code_example_runs(tmp_path: Path):
+    readme = (EXAMPLES.parents[1] / "README.md").read_text()
+    code = readme.split("## In code", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+    env = {k: v for k, v in os.environ.items() if k != "TEMPORAL_ADDRESS"}
+    env["NOETA_HOME"] = str(tmp_path)
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    first, *items = proc.stdout.splitlines()
+    assert first.startswith("42 completed 0 task-")  # the scripted response reports no usage
+    assert items == ["UserMessage(text='What is 6 times 7?')", "AssistantMessage(text='42')", "Result(answer='42', status='completed')"]
