@@ -67,7 +67,8 @@ def serve(client: AsyncClient, content_store: LocalContentStore, task_queue: str
         registry = Registry.of(
             tools=tools, providers=providers, resources=resources, content_store=content_store, guards=guards
         )
-        async with build_worker(client.temporal, registry, task_queue):
+        # Tests only: a bug in workflow code fails the task at once instead of retrying forever.
+        async with build_worker(client.temporal, registry, task_queue, workflow_failure_exception_types=[Exception]):
             yield registry
 
     return _serve

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from noeta.client.client import AsyncClient
 from noeta.client.messages import InjectedMessage, ToolResultView, UserMessage
 from noeta.client.options import Options
@@ -110,3 +112,38 @@ async def test_injected_context_arrives_between_steps_as_injected_message(client
     assert not any(isinstance(i, UserMessage) and "VIP" in i.text for i in items)
     kinds = [type(i).__name__ for i in items]
     assert kinds.index("ToolResultView") < kinds.index("InjectedMessage")
+
+
+async def test_injections_are_bounded_per_step(client: AsyncClient, serve, task_queue):
+    from noeta.errors import PayloadTooLargeError
+    from noeta.protocols.task import MAX_INJECTED_CHARS_PER_STEP, MAX_INJECTION_CHARS, InjectInput
+
+    with pytest.raises(PayloadTooLargeError):
+        await client.inject("any-task", "x" * (MAX_INJECTION_CHARS + 1))
+    started, release = threading.Event(), threading.Event()
+
+    @tool(name="hold", version="1", input_schema={"type": "object"})
+    def hold(arguments, ctx):
+        started.set()
+        assert release.wait(30)
+        return ToolResult(success=True, output="held")
+
+    provider = FakeLLMProvider(
+        responses=[call(("c1", "hold", {})), call(("c2", "hold", {})), say("noted"), say("done")]
+    )
+    async with serve(tools=[hold], providers=[provider]):
+        task_id = await client.start("work", Options(provider=provider, allowed_tools=[hold]), task_queue=task_queue)
+        await eventually(started.is_set)
+        # Raw signals bypass the client's check: the workflow bounds what enters at one step.
+        handle = client.temporal.get_workflow_handle(task_id)
+        for text in ("a" * MAX_INJECTION_CHARS, "b" * MAX_INJECTION_CHARS, "c" * MAX_INJECTION_CHARS,
+                     "d" * MAX_INJECTION_CHARS, "e" * MAX_INJECTION_CHARS, "f" * (MAX_INJECTED_CHARS_PER_STEP + 10)):
+            await handle.signal("inject", InjectInput(text))
+        release.set()
+        assert (await client.result(task_id)).answer == "done"
+    _, second, third, fourth = provider.received_requests
+    injected = [[m.text for m in r.messages if m.origin == "system"] for r in (second, third, fourth)]
+    assert [t[0] for t in injected[0]] == ["a", "b", "c", "d"]  # 4 × 64 KiB fill one step's 256 KiB
+    assert [t[0] for t in injected[1][4:]] == ["e"]  # "f" is over what is left: it waits a step
+    [f] = injected[2][5:]  # alone and still over the budget: cut to it
+    assert f == "f" * MAX_INJECTED_CHARS_PER_STEP + " [truncated]"

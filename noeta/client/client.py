@@ -50,6 +50,7 @@ from noeta.context.content_store import ContentStore
 from noeta.errors import (
     ConfigurationError,
     NoetaError,
+    PayloadTooLargeError,
     TaskCancelledError,
     TaskFailedError,
     TaskNotFoundError,
@@ -59,6 +60,7 @@ from noeta.errors import (
 from noeta.protocols.event_log import EventEnvelope, Observer
 from noeta.protocols.messages import ImageBlock, LLMProvider, registry_name
 from noeta.protocols.task import (
+    MAX_INJECTION_CHARS,
     SEARCH_ATTRIBUTES,
     WORKFLOW_NAME,
     ApprovalInput,
@@ -349,6 +351,11 @@ class AsyncClient:
             raise ConfigurationError(f"origin must be 'system' or 'memory', got {origin!r}")
         if not text.strip():
             raise ConfigurationError("injected text must not be empty")
+        if len(text) > MAX_INJECTION_CHARS:
+            raise PayloadTooLargeError(
+                f"injected text has {len(text)} characters; the limit is {MAX_INJECTION_CHARS}. Put large "
+                "documents in a content channel or behind a tool"
+            )
         await self.temporal.get_workflow_handle(task_id).signal("inject", InjectInput(text, origin))  # type: ignore[arg-type]
 
     async def close(self, task_id: str) -> None:

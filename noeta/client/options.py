@@ -23,7 +23,7 @@ from noeta.protocols.event_log import Observer
 from noeta.protocols.hooks import Guard
 from noeta.protocols.messages import ImageBlock, LLMProvider, StreamDelta
 from noeta.protocols.policy import Policy
-from noeta.protocols.task import ChannelContent, OutputSchema, PolicyRef, TaskInput
+from noeta.protocols.task import MAX_CONTEXT_CHARS, ChannelContent, OutputSchema, PolicyRef, TaskInput
 from noeta.protocols.tool import Tool, tool_fingerprint
 from noeta.protocols.validation import Validator, as_validator
 
@@ -146,6 +146,12 @@ class Options:
                     f"context[{name!r}] has {len(text)} characters; channel {name!r} allows {spec.max_chars}"
                 )
             contents.append(ChannelContent(name=name, text=text, stable=spec.stable))
+        total = sum(len(c.text) for c in contents)
+        if total > MAX_CONTEXT_CHARS:
+            raise PayloadTooLargeError(
+                f"context has {total} characters in all; the limit is {MAX_CONTEXT_CHARS}. Serve large "
+                "documents through a tool"
+            )
         return contents
 
     def validator_objects(self) -> list[Validator]:

@@ -40,6 +40,14 @@ SEARCH_ATTRIBUTES = {
     "NoetaTokensOut": "Int",
 }
 
+#: Size bounds that keep every activity input far below Temporal's 2 MiB payload limit.
+MAX_INJECTION_CHARS = 64 * 1024
+"""One injected message."""
+MAX_INJECTED_CHARS_PER_STEP = 256 * 1024
+"""Injected text entering the transcript at one step; the rest waits for the next steps."""
+MAX_CONTEXT_CHARS = 1024 * 1024
+"""All content-channel text of a task."""
+
 #: Tool errors that end the task instead of going back to the model as a failed tool result.
 TASK_FATAL_TOOL_ERRORS = ("ToolIdentityMismatchError", "ToolNotRegisteredError")
 

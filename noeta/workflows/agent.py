@@ -51,6 +51,7 @@ from noeta.protocols.task import (
     INJECTED_MEMO_KEY,
     INVOKE_TOOL,
     LOAD_TRANSCRIPT,
+    MAX_INJECTED_CHARS_PER_STEP,
     PREPARE_TASK,
     RESULT_MEMO_KEY,
     TASK_FATAL_TOOL_ERRORS,
@@ -388,11 +389,18 @@ class AgentWorkflow:
         self._pending.append(message)
 
     def _take_injections(self) -> None:
-        """Injected messages enter the transcript between steps, never inside a tool round."""
+        """Injected messages enter the transcript between steps, never inside a tool round, at most
+        MAX_INJECTED_CHARS_PER_STEP per step (a signal cannot be refused, so the workflow bounds it)."""
         if not self._injections:
             return
-        messages = [Message(role="user", content=[TextBlock(text=i.text)], origin=i.origin) for i in self._injections]
-        self._injections.clear()
+        messages, budget = [], MAX_INJECTED_CHARS_PER_STEP
+        while self._injections and (not messages or len(self._injections[0].text) <= budget):
+            injection = self._injections.pop(0)
+            text = injection.text
+            if len(text) > budget:
+                text = text[:budget] + " [truncated]"
+            budget -= len(text)
+            messages.append(Message(role="user", content=[TextBlock(text=text)], origin=injection.origin))
         for message in messages:
             self._append(message)
         workflow.upsert_memo({INJECTED_MEMO_KEY: messages})  # records the step they entered at
