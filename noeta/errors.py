@@ -62,6 +62,10 @@ class PolicyLoadError(NoetaError):
     """The task's policy cannot be imported or constructed inside the workflow."""
 
 
+class PolicyError(NoetaError):
+    """A custom policy's ``decide`` raised; the task fails with the policy's error."""
+
+
 class PayloadTooLargeError(NoetaError):
     """An input is larger than Temporal accepts in one payload; nothing was started."""
 
@@ -187,6 +191,7 @@ _BY_NAME: dict[str, type[NoetaError]] = {
         GuardNotRegisteredError,
         ApprovalNotPendingError,
         PolicyLoadError,
+        PolicyError,
         PayloadTooLargeError,
         TaskNotFoundError,
         TaskNotOpenError,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 
 import pytest
@@ -15,7 +16,7 @@ from noeta.client.messages import (
     UserMessage,
 )
 from noeta.client.options import Options
-from noeta.errors import ConfigurationError
+from noeta.errors import ConfigurationError, ProviderError
 from noeta.protocols.messages import ToolResultBlock
 from noeta.protocols.tool import ToolResult
 from noeta.sdk.testing import FakeLLMProvider
@@ -157,3 +158,47 @@ async def test_multi_turn_session_with_send_goal(client: AsyncClient, serve, tas
         AssistantMessage("second"),
         Result("second", "completed"),
     ]
+
+
+async def test_results_of_a_round_are_projected_in_call_order_whatever_finishes_first(client: AsyncClient, serve, task_queue):
+    fast_done = threading.Event()
+
+    @tool(name="slow", version="1", input_schema={"type": "object"})
+    def slow(arguments, ctx):
+        assert fast_done.wait(20)  # finishes after "fast"
+        return ToolResult(success=True, output="slow result")
+
+    @tool(name="fast", version="1", input_schema={"type": "object"})
+    def fast(arguments, ctx):
+        fast_done.set()
+        return ToolResult(success=True, output="fast result")
+
+    provider = FakeLLMProvider(responses=[call(("a", "slow", {}), ("b", "fast", {})), say("both")])
+    async with serve(tools=[slow, fast], providers=[provider]):
+        task_id = await client.start("go", Options(provider=provider, allowed_tools=[slow, fast]), task_queue=task_queue)
+        await client.result(task_id)
+    seen_by_model = [b.call_id for b in tool_results(provider.received_requests[1])]
+    completed = [e.payload.call_id for e in await client.events(task_id) if e.type == "ToolCallCompleted"]
+    projected = [i.call_id for i in await client.messages(task_id) if isinstance(i, ToolResultView)]
+    assert completed == ["b", "a"] and seen_by_model == projected == ["a", "b"]
+
+
+async def test_cancelling_while_a_subtask_runs_cancels_the_task(client: AsyncClient, serve, task_queue):
+    from noeta.errors import TaskCancelledError
+
+    started = threading.Event()
+
+    def responder(request):
+        started.set()
+        raise ProviderError(provider="slow", message="busy", status=503, retryable=True)
+
+    provider = FakeLLMProvider(responder=responder)
+    async with serve(providers=[provider]):
+        task_id = await client.start(
+            "delegate", Options(provider=provider, policy=DelegatingPolicy(), max_retries=10), task_queue=task_queue
+        )
+        await asyncio.to_thread(started.wait, 20)
+        await client.cancel(task_id)
+        with pytest.raises(TaskCancelledError):
+            await client.result(task_id)
+    assert (await client.events(task_id))[-1].type == "TaskCancelled"

@@ -63,9 +63,14 @@ def test_tool_loop_projection(tmp_path: Path):
             assert proposal.type == "ToolCallProposed" and proposal.payload.call_id == env.payload.call_id
             message = by_seq[proposal.causation_id]  # ... and the proposal at the model message asking for it
             assert message.type == "MessagesAppended" and message.actor.startswith("provider:")
+    # Each round's results form one tool message, in call order, as the workflow appended them.
+    rounds = [[b.call_id for b in e.payload.messages[0].content]
+              for e in envs if e.type == "MessagesAppended" and e.payload.messages[0].role == "tool"]
+    assert rounds == [["c1", "c2"], ["c3", "c4", "c5"]]
     # The 6 KB output lives in the content store: history holds a reference, not the body.
-    [big] = [e for e in envs if e.type == "MessagesAppended" and e.actor == "tool:big_output"]
-    ref = big.payload.messages[0].content[0].output
+    [big] = [e.payload.messages[0].content[1] for e in envs
+             if e.type == "MessagesAppended" and e.payload.messages[0].role == "tool"][:1]
+    ref = big.output
     assert ref.size == 6 * 1024 and len(ref.hash) == 64
     with pytest.raises(ContentNotFoundError, match="must use the same content store"):
         as_messages(envs, LocalContentStore(tmp_path / "other"))

@@ -45,7 +45,7 @@ from noeta.client.config import Settings
 from noeta.client.embedded import EmbeddedServer, ensure_server
 from noeta.client.events import EventStream, history_events, notify
 from noeta.client.messages import ViewItem, as_messages
-from noeta.client.options import HostConfig, Options, build_task_input
+from noeta.client.options import HostConfig, Options, build_task_input, check_goal
 from noeta.context.content_store import ContentStore
 from noeta.errors import (
     ConfigurationError,
@@ -297,8 +297,7 @@ class AsyncClient:
 
     async def send_goal(self, task_id: str, goal: str, images: Sequence[ImageBlock] = ()) -> TaskResult:
         """Send the next goal to a task started with ``keep_open=True``; returns that goal's result."""
-        if not goal.strip():
-            raise ConfigurationError("goal must be a non-empty string")
+        check_goal(goal)
         handle = self.temporal.get_workflow_handle(task_id)
         try:
             return await handle.execute_update(

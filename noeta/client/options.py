@@ -23,12 +23,17 @@ from noeta.protocols.event_log import Observer
 from noeta.protocols.hooks import Guard
 from noeta.protocols.messages import ImageBlock, LLMProvider, StreamDelta
 from noeta.protocols.policy import Policy
-from noeta.protocols.task import MAX_CONTEXT_CHARS, ChannelContent, OutputSchema, PolicyRef, TaskInput
+from noeta.protocols.task import (
+    MAX_CONTEXT_BYTES,
+    MAX_GOAL_BYTES,
+    MAX_SYSTEM_PROMPT_BYTES,
+    ChannelContent,
+    OutputSchema,
+    PolicyRef,
+    TaskInput,
+)
 from noeta.protocols.tool import Tool, tool_fingerprint
 from noeta.protocols.validation import Validator, as_validator
-
-#: Temporal refuses payloads over 2 MiB; keep a margin for the rest of the task input.
-MAX_GOAL_BYTES = 256 * 1024
 
 
 @dataclass(frozen=True)
@@ -101,6 +106,11 @@ class Options:
             raise ConfigurationError(f"policy {self.policy!r} has no decide(ctx, view) method")
         output_schema_spec(self.output_schema)  # validates it
         self.channel_contents()  # validates channels and context
+        if self.system_prompt is not None and len(self.system_prompt.encode()) > MAX_SYSTEM_PROMPT_BYTES:
+            raise PayloadTooLargeError(
+                f"system_prompt is over {MAX_SYSTEM_PROMPT_BYTES} bytes; put reference material in a "
+                "stable content channel or behind a tool"
+            )
         if self.max_history_events is not None and self.max_history_events < 20:
             raise ConfigurationError("max_history_events must be at least 20 (a step takes ~12 events)")
         if self.approval_timeout_seconds <= 0:
@@ -146,10 +156,10 @@ class Options:
                     f"context[{name!r}] has {len(text)} characters; channel {name!r} allows {spec.max_chars}"
                 )
             contents.append(ChannelContent(name=name, text=text, stable=spec.stable))
-        total = sum(len(c.text) for c in contents)
-        if total > MAX_CONTEXT_CHARS:
+        total = sum(len(c.text.encode()) for c in contents)
+        if total > MAX_CONTEXT_BYTES:
             raise PayloadTooLargeError(
-                f"context has {total} characters in all; the limit is {MAX_CONTEXT_CHARS}. Serve large "
+                f"context has {total} bytes in all; the limit is {MAX_CONTEXT_BYTES}. Serve large "
                 "documents through a tool"
             )
         return contents
@@ -223,6 +233,16 @@ def policy_ref(policy: Policy | None) -> PolicyRef | None:
     return PolicyRef(path=f"{cls.__module__}:{cls.__qualname__}", params=params)
 
 
+def check_goal(goal: str) -> None:
+    if not isinstance(goal, str) or not goal.strip():
+        raise ConfigurationError("goal must be a non-empty string")
+    if len(goal.encode()) > MAX_GOAL_BYTES:
+        raise PayloadTooLargeError(
+            f"goal is {len(goal.encode())} bytes; the limit is {MAX_GOAL_BYTES}. Put large "
+            "documents behind a tool or in a content channel"
+        )
+
+
 def build_task_input(
     options: Options,
     goal: str,
@@ -234,13 +254,7 @@ def build_task_input(
     trace_id: str | None = None,
 ) -> TaskInput:
     """Validate a goal and turn Options into the workflow's input."""
-    if not isinstance(goal, str) or not goal.strip():
-        raise ConfigurationError("goal must be a non-empty string")
-    if len(goal.encode()) > MAX_GOAL_BYTES:
-        raise PayloadTooLargeError(
-            f"goal is {len(goal.encode())} bytes; the limit is {MAX_GOAL_BYTES}. Put large "
-            "documents behind a tool or in the content store and reference them"
-        )
+    check_goal(goal)
     fingerprints = {t.name: tool_fingerprint(t.name, t.version, t.input_schema) for t in options.tool_objects()}
     return TaskInput(
         goal=goal,

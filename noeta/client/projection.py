@@ -19,7 +19,7 @@ from temporalio.api.failure.v1 import Failure
 from temporalio.api.history.v1 import HistoryEvent
 
 from noeta.protocols import event_log as ev
-from noeta.protocols.hooks import GuardDecision, combine
+from noeta.protocols.hooks import GuardDecision, ProposedToolCall, combine
 from noeta.protocols.messages import Message, TextBlock, ToolResultBlock
 from noeta.protocols.task import (
     APPROVAL_TIMER_PREFIX,
@@ -35,6 +35,7 @@ from noeta.protocols.task import (
     AttemptFailure,
     CallModelInput,
     CallModelOutput,
+    CheckGuardsInput,
     CheckGuardsOutput,
     GoalInput,
     InvokeToolInput,
@@ -47,6 +48,7 @@ from noeta.protocols.task import (
     denied_by_guard,
     finish_denied_feedback,
     not_approved,
+    tool_failed_text,
     validation_feedback,
 )
 
@@ -80,11 +82,29 @@ def failure_details(failure: Failure) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def innermost_message(failure: Failure) -> str:
+    """The deepest cause's message (what AgentWorkflow's ``failure_message`` reports)."""
+    while failure.HasField("cause"):
+        failure = failure.cause
+    return failure.message or "failed"
+
+
 def failure_text(failure: Failure) -> tuple[str, str | None]:
     """(message, ApplicationError type) of that ApplicationError."""
     node = _application_failure(failure)
     error_type = node.application_failure_info.type if node.HasField("application_failure_info") else None
     return node.message or "failed", error_type or None
+
+
+@dataclass
+class _ToolRound:
+    """The tool calls of one CallTools decision: the workflow appends their results as one message,
+    in call order, once all are done, whatever order they finish in."""
+
+    expected: list[str]
+    guarded: bool
+    workflow_task: int | None = None
+    results: dict[str, ToolResultBlock] = field(default_factory=dict)
 
 
 @dataclass
@@ -113,6 +133,7 @@ class Projector:
     goal_active: bool = True
     queued_goals: list[tuple[GoalInput, int]] = field(default_factory=list)
     validations_failed: int = 0  # in the current goal
+    round: _ToolRound | None = None
     approval_seq: dict[str, int] = field(default_factory=dict)  # pending approvals: call id -> request seq
     approval_timers: dict[str, tuple[str, float]] = field(default_factory=dict)  # timer id -> (call id, timeout)
 
@@ -195,6 +216,7 @@ class Projector:
             )
         elif name == INVOKE_TOOL:
             inp = _first(attrs.input, InvokeToolInput)
+            self.join_round(inp.call_id, attrs.workflow_task_completed_event_id)
             seq = self.emit(
                 ev.ToolCallStarted(call_id=inp.call_id, tool_name=inp.tool_name, arguments=inp.arguments),
                 "engine",
@@ -203,7 +225,31 @@ class Projector:
             )
         else:
             inp, seq = None, self.last_message_seq or 1
+            if name == CHECK_GUARDS:  # a guarded round: its calls may start in later workflow tasks
+                checked: CheckGuardsInput = _first(attrs.input, CheckGuardsInput)
+                calls = [a.call_id for a in checked.actions if isinstance(a, ProposedToolCall)]
+                self.round = _ToolRound(expected=calls, guarded=True) if calls else None
         self.scheduled[event.event_id] = _Scheduled(name, inp, seq)
+
+    def join_round(self, call_id: str, workflow_task: int) -> None:
+        current = self.round
+        if current is not None and call_id in current.expected:
+            return
+        if current is not None and not current.guarded and current.workflow_task == workflow_task:
+            current.expected.append(call_id)  # scheduled together, in call order
+            return
+        self.round = _ToolRound(expected=[call_id], guarded=False, workflow_task=workflow_task)
+
+    def tool_result(self, block: ToolResultBlock, actor: str, event: HistoryEvent, cause: int) -> None:
+        current = self.round
+        if current is None or block.call_id not in current.expected:
+            self.messages([Message(role="tool", content=[block])], actor, event, cause)
+            return
+        current.results[block.call_id] = block
+        if len(current.results) == len(current.expected):
+            self.round = None
+            blocks = [current.results[c] for c in current.expected]
+            self.messages([Message(role="tool", content=blocks)], actor, event, cause)
 
     def on_activity_started(self, event: HistoryEvent) -> None:
         attrs = event.activity_task_started_event_attributes
@@ -275,9 +321,9 @@ class Projector:
                 call_id=inp.call_id,
                 output=result.result.output_ref or result.result.output,
                 success=result.result.success,
-                error=None if result.result.success else result.result.output,
+                error=None if result.result.success else (result.result.output or "tool failed"),
             )
-            self.messages([Message(role="tool", content=[block])], actor, event, seq)
+            self.tool_result(block, actor, event, seq)
         elif sched.activity == VALIDATE_OUTPUT:
             checked: ValidateOutput = _first(attrs.result, ValidateOutput)
             if checked.ok:
@@ -392,8 +438,9 @@ class Projector:
                 sched.seq,
             )
             if error_type not in TASK_FATAL_TOOL_ERRORS:  # the model is told; see AgentWorkflow
-                block = ToolResultBlock(call_id=inp.call_id, output=None, success=False, error=message)
-                self.messages([Message(role="tool", content=[block])], actor, event, seq)
+                text = tool_failed_text(inp.tool_name, innermost_message(failure))
+                block = ToolResultBlock(call_id=inp.call_id, output=text, success=False, error=text)
+                self.tool_result(block, actor, event, seq)
 
     def on_update_accepted(self, event: HistoryEvent) -> None:
         attrs = event.workflow_execution_update_accepted_event_attributes

@@ -41,12 +41,17 @@ SEARCH_ATTRIBUTES = {
 }
 
 #: Size bounds that keep every activity input far below Temporal's 2 MiB payload limit.
+MAX_GOAL_BYTES = 256 * 1024
+"""A goal (UTF-8); larger documents belong behind a tool or in a content channel."""
+MAX_SYSTEM_PROMPT_BYTES = 256 * 1024
+MAX_QUEUED_INJECTION_BYTES = 512 * 1024
+"""Injected text waiting to enter the transcript; beyond it a signal's text is dropped, with a note."""
 MAX_INJECTION_CHARS = 64 * 1024
 """One injected message."""
 MAX_INJECTED_CHARS_PER_STEP = 256 * 1024
 """Injected text entering the transcript at one step; the rest waits for the next steps."""
-MAX_CONTEXT_CHARS = 1024 * 1024
-"""All content-channel text of a task."""
+MAX_CONTEXT_BYTES = 512 * 1024
+"""All content-channel text of a task (UTF-8)."""
 
 #: Tool errors that end the task instead of going back to the model as a failed tool result.
 TASK_FATAL_TOOL_ERRORS = ("ToolIdentityMismatchError", "ToolNotRegisteredError")
@@ -136,6 +141,8 @@ class Carry:
     validation_issues: list[str] = field(default_factory=list)
     finish_attempts: int = 0
     injections: list[InjectInput] = field(default_factory=list)
+    closed: bool = False
+    """A keep-open task's ``close`` arrived: end once queued goals are done."""
     runs: int = 1
     """How many runs the task has had before this one."""
 
@@ -351,3 +358,8 @@ def not_approved(decision: ApprovalInput) -> str:
 def approval_timed_out(call_id: str, timeout_seconds: float) -> ApprovalInput:
     """The refusal recorded when nobody answers an approval in time."""
     return ApprovalInput(call_id, approved=False, reason=f"no answer within {timeout_seconds:g}s", approver="timeout")
+
+
+def tool_failed_text(tool_name: str, reason: str) -> str:
+    """What the model is told when a tool call's activity failed for good (retries, timeouts)."""
+    return f"tool {tool_name!r} failed after retries: {reason}"

@@ -51,7 +51,9 @@ from noeta.protocols.task import (
     INJECTED_MEMO_KEY,
     INVOKE_TOOL,
     LOAD_TRANSCRIPT,
+    MAX_GOAL_BYTES,
     MAX_INJECTED_CHARS_PER_STEP,
+    MAX_QUEUED_INJECTION_BYTES,
     PREPARE_TASK,
     RESULT_MEMO_KEY,
     TASK_FATAL_TOOL_ERRORS,
@@ -81,6 +83,7 @@ from noeta.protocols.task import (
     denied_by_guard,
     finish_denied_feedback,
     not_approved,
+    tool_failed_text,
     validation_feedback,
 )
 from noeta.protocols.tool import ToolResult, ToolSpec
@@ -133,8 +136,8 @@ def typed_task_error(cause: ApplicationError) -> ApplicationError:
     return ApplicationError(cause.message, details, type=cause.type, non_retryable=True)
 
 
-def raise_if_cancelled(err: ActivityError) -> None:
-    """An activity cancelled because the task is being cancelled: cancel the task, do not fail it."""
+def raise_if_cancelled(err: ActivityError | ChildWorkflowError) -> None:
+    """A step cancelled because the task is being cancelled: cancel the task, do not fail it."""
     if isinstance(err.cause, CancelledError):
         raise asyncio.CancelledError(str(err.cause)) from err
 
@@ -167,7 +170,7 @@ class AgentWorkflow:
         # Handlers may run before run() does: state they touch comes from the carry right away.
         self._goals_received = task.carry.goals_received if task.carry else 1
         self._results: dict[int, TaskResult] = {}
-        self._closed = False
+        self._closed = task.carry.closed if task.carry else False
         self._pending_approvals: dict[str, ApprovalRequest] = {}
         self._approvals: dict[str, ApprovalInput] = {}
         self._finish_attempts = 0
@@ -194,6 +197,8 @@ class AgentWorkflow:
             raise ApplicationError("task is closed", type="TaskNotOpenError")
         if not goal.goal.strip():
             raise ApplicationError("goal is empty", type="ConfigurationError")
+        if len(goal.goal.encode()) > MAX_GOAL_BYTES:  # refused here, it never enters history
+            raise ApplicationError(f"goal is over {MAX_GOAL_BYTES} bytes", type="PayloadTooLargeError")
 
     @workflow.update(name="approve")
     def approve(self, decision: ApprovalInput) -> None:
@@ -215,7 +220,14 @@ class AgentWorkflow:
 
     @workflow.signal(name="inject")
     def inject(self, message: InjectInput) -> None:
-        """Host context (origin "system" or "memory") for the model's next step."""
+        """Host context (origin "system" or "memory") for the model's next step. A signal cannot be
+        refused: past MAX_QUEUED_INJECTION_BYTES waiting, its text is replaced by a short note."""
+        queued = sum(len(i.text.encode()) for i in self._injections)
+        if queued + len(message.text.encode()) > MAX_QUEUED_INJECTION_BYTES:
+            message = InjectInput(
+                f"[{len(message.text)} characters of injected context dropped: too much was waiting]",
+                message.origin,
+            )
         self._injections.append(message)
 
     @workflow.signal(name="close")
@@ -254,7 +266,13 @@ class AgentWorkflow:
         except asyncio.CancelledError:
             self._index("cancelled")
             raise
-        except (ApplicationError, ActivityError, ChildWorkflowError):
+        except (ActivityError, ChildWorkflowError) as err:
+            if isinstance(err.cause, CancelledError):
+                self._index("cancelled")
+                raise asyncio.CancelledError(str(err.cause)) from err
+            self._index("failed")
+            raise
+        except ApplicationError:
             self._index("failed")
             raise
 
@@ -362,9 +380,11 @@ class AgentWorkflow:
             validation_issues=list(self._validation_issues),
             finish_attempts=self._finish_attempts,
             injections=list(self._injections),
+            closed=self._closed,
             runs=(self._task.carry.runs + 1) if self._task.carry else 1,
         )
-        workflow.continue_as_new(dataclasses.replace(self._task, carry=carry))
+        # Channels are already composed into the carried refs; dropping them keeps the input small.
+        workflow.continue_as_new(dataclasses.replace(self._task, carry=carry, channels=[]))
 
     async def _restore(self, carry: Carry) -> None:
         loaded = await workflow.execute_activity(
@@ -426,7 +446,14 @@ class AgentWorkflow:
                 budget=max(0, ctx.max_turns - self._turn),
                 pending_approvals=tuple(self._pending_approvals),
             )
-            decision = policy.decide(ctx, view)
+            try:
+                decision = policy.decide(ctx, view)
+            except Exception as err:  # a bug in a policy must fail the task, not wedge it
+                raise ApplicationError(
+                    f"policy {type(policy).__name__}.decide raised {type(err).__name__}: {err}",
+                    type="PolicyError",
+                    non_retryable=True,
+                ) from err
             if isinstance(decision, Finish):
                 if decision.status != "failed" and not await self._finish_allowed(decision, index):
                     continue
@@ -699,7 +726,7 @@ class AgentWorkflow:
                 raise typed_task_error(cause) from err
             result = ToolResult(
                 success=False,
-                output=f"tool {call.tool_name!r} failed after retries: {failure_message(err)}",
+                output=tool_failed_text(call.tool_name, failure_message(err)),
             )
         output = result.output_ref or result.output
         return ToolResultBlock(
@@ -737,6 +764,7 @@ class AgentWorkflow:
                 static_summary=spawn.goal[:200],
             )
         except ChildWorkflowError as err:
+            raise_if_cancelled(err)  # the parent is being cancelled: so is the task, not just the child
             return ToolResultBlock(
                 call_id=spawn.call_id, output=None, success=False, error=failure_message(err)
             )
