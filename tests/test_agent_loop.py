@@ -202,3 +202,22 @@ async def test_cancelling_while_a_subtask_runs_cancels_the_task(client: AsyncCli
         with pytest.raises(TaskCancelledError):
             await client.result(task_id)
     assert (await client.events(task_id))[-1].type == "TaskCancelled"
+
+
+def test_llm_policy_answers_a_call_id_that_repeats_across_turns():
+    from noeta.builtins.llm_policy import LLMPolicy
+    from noeta.protocols.decisions import CallTools
+    from noeta.protocols.messages import Message, TextBlock, ToolUseBlock, Usage
+    from noeta.protocols.step_context import StepContext
+    from noeta.protocols.view import View
+
+    use = ToolUseBlock("call_0", "add", {"a": 1, "b": 1})
+    transcript = (
+        Message("user", [TextBlock("go")]),
+        Message("assistant", [use]),
+        Message("tool", [ToolResultBlock("call_0", "2", True)]),
+        Message("assistant", [use]),  # a server that reuses ids
+    )
+    ctx = StepContext(task_id="t", trace_id="t", model=None, tools=[], max_turns=5)
+    decision = LLMPolicy().decide(ctx, View(transcript=transcript, usage=Usage(), turn=2, budget=3))
+    assert decision == CallTools(calls=[use])

@@ -20,13 +20,12 @@ class LLMPolicy:
             return CallModel()
         calls = last.tool_uses
         if calls:
-            answered = {
-                b.call_id
-                for m in view.transcript
-                if m.role == "tool"
-                for b in m.content
-                if isinstance(b, ToolResultBlock)
-            }
+            # Only results after this message answer it: ids may repeat across turns.
+            answered: set[str] = set()
+            for m in reversed(view.transcript):
+                if m is last:
+                    break
+                answered.update(b.call_id for b in m.content if isinstance(b, ToolResultBlock))
             pending = [c for c in calls if c.call_id not in answered]
             return CallTools(calls=pending) if pending else CallModel()
         return Finish(answer=last.text)

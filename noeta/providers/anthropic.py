@@ -281,7 +281,7 @@ class AnthropicProvider(HTTPProvider):
             elif kind == "tool_use":
                 content.append(
                     ToolUseBlock(
-                        call_id=block.get("id") or f"toolu_{len(content)}",
+                        call_id=block.get("id") or fallback_call_id(),
                         tool_name=block.get("name", ""),
                         arguments=_parse_arguments(block.get("input")),
                     )

@@ -19,6 +19,7 @@ import asyncio
 import json
 import os
 import time
+import uuid
 from typing import Any
 
 import httpx
@@ -272,8 +273,8 @@ class OpenAIProvider(HTTPProvider):
             function = call.get("function") or {}
             content.append(
                 ToolUseBlock(
-                    # Some compatible servers omit ids; the agent loop still needs one to pair results.
-                    call_id=call.get("id") or f"call_{i}",
+                    # Some compatible servers omit ids; the agent loop needs a unique one to pair results.
+                    call_id=call.get("id") or fallback_call_id(),
                     tool_name=function.get("name", ""),
                     arguments=_parse_arguments(function.get("arguments")),
                 )
@@ -352,7 +353,7 @@ class _ChunkAssembler:
             message["reasoning_content"] = "".join(self.reasoning)
         if self.calls:
             message["tool_calls"] = [
-                {**call, "id": call["id"] or f"call_{i}"}
+                {**call, "id": call["id"] or fallback_call_id()}
                 for i, (_, call) in enumerate(sorted(self.calls.items()))
             ]
         payload: dict[str, Any] = {
@@ -413,6 +414,11 @@ def _result_text(result: ToolResultBlock) -> str:
     if isinstance(result.output, str) and result.output:
         return result.output
     return result.error or (result.output if isinstance(result.output, str) else "")
+
+
+def fallback_call_id() -> str:
+    """A unique id for a tool call the server sent without one (ids must not repeat in a task)."""
+    return f"call_{uuid.uuid4().hex[:16]}"
 
 
 def _stop_reason(content: list[Block], reported: StopReason) -> StopReason:
