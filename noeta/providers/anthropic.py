@@ -80,6 +80,7 @@ from noeta.providers.openai import (
     _parse_arguments,
     _result_text,
     _stop_reason,
+    fallback_call_id,
 )
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
