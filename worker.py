@@ -9,4 +9,4 @@ import sys
 from noeta.cli import main
 
 if __name__ == "__main__":  # the workflow sandbox re-imports modules: never run on import
-    sys.exit(main(["worker", *sys.argv[1:]]))
+    main(["worker", *sys.argv[1:]])

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
 import json
+import os
 import signal
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from noeta.client.client import (
     DEFAULT_PROVIDER,
@@ -284,7 +286,22 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None) -> NoReturn:
+    """The console entry: run the command, then leave without interpreter finalization.
+
+    temporalio's native runtime keeps threads that may call into Python while the interpreter
+    finalizes, which can abort an otherwise finished process ("PyGILState_Release ... finalizing").
+    So: flush, run the exit handlers (they stop an embedded server we started), and ``os._exit``.
+    """
+    code = run(argv)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    atexit._run_exitfuncs()
+    os._exit(code)
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    """Run one ``noeta`` command and return its exit code."""
     args = parser().parse_args(argv)
     try:
         if args.command == "server":
@@ -299,4 +316,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -172,23 +172,9 @@ class AgentActivities:
                     f"provider {inp.provider!r} is not registered on this worker (it has: {known})"
                 )
             )
-        transcript = self.transcripts.load(inp.head) + tuple(inp.append)
-        specs = [self.registry.tool_spec(n) for n in inp.tools if n in self.registry.tools]
-        volatile = self.store.get(inp.volatile_ref).decode() if inp.volatile_ref else ""
-        messages, cache_breakpoint = compose_messages(self.transcripts.resolve(transcript), volatile)
-        metadata: dict[str, Any] = {"task_id": inp.task_id, "turn": inp.turn}
-        if cache_breakpoint is not None:
-            metadata["cache_breakpoint_message"] = cache_breakpoint
-        request = LLMRequest(
-            model=inp.model,
-            messages=messages,
-            tools=[tool_schema(s) for s in specs],
-            system=self.store.get(inp.system_ref).decode() if inp.system_ref else None,
-            temperature=inp.temperature,
-            max_tokens=inp.max_tokens,
-            metadata=metadata,
-            output_schema=json.loads(self.store.get(inp.output_schema_ref)) if inp.output_schema_ref else None,
-        )
+        # Content-store I/O (files, PostgreSQL) runs in a thread: the event loop keeps every other
+        # activity's heartbeats going.
+        request = await asyncio.to_thread(self._build_request, inp)
         earlier = earlier_failures()
         try:
             response = await with_heartbeat(self._complete(provider, request, inp), as_details(earlier))
@@ -200,12 +186,14 @@ class AgentActivities:
             err = classify_exception(inp.provider, exc)
             raise to_application_error(err, record_failure(earlier, err)) from exc
         raw_ref = (
-            self.store.put(json.dumps(response.raw, default=str).encode(), "application/json")
+            await asyncio.to_thread(
+                self.store.put, json.dumps(response.raw, default=str).encode(), "application/json"
+            )
             if response.raw
             else None
         )
         assistant = Message(role="assistant", content=list(response.content))
-        head = self.transcripts.append(inp.head, [*inp.append, assistant])
+        head = await asyncio.to_thread(self.transcripts.append, inp.head, [*inp.append, assistant])
         return CallModelOutput(
             response=LLMResponse(
                 stop_reason=response.stop_reason, content=list(response.content), usage=response.usage
@@ -214,6 +202,25 @@ class AgentActivities:
             raw_ref=raw_ref,
             attempt=activity.info().attempt,
             retried=earlier,
+        )
+
+    def _build_request(self, inp: CallModelInput) -> LLMRequest:
+        transcript = self.transcripts.load(inp.head) + tuple(inp.append)
+        specs = [self.registry.tool_spec(n) for n in inp.tools if n in self.registry.tools]
+        volatile = self.store.get(inp.volatile_ref).decode() if inp.volatile_ref else ""
+        messages, cache_breakpoint = compose_messages(self.transcripts.resolve(transcript), volatile)
+        metadata: dict[str, Any] = {"task_id": inp.task_id, "turn": inp.turn}
+        if cache_breakpoint is not None:
+            metadata["cache_breakpoint_message"] = cache_breakpoint
+        return LLMRequest(
+            model=inp.model,
+            messages=messages,
+            tools=[tool_schema(s) for s in specs],
+            system=self.store.get(inp.system_ref).decode() if inp.system_ref else None,
+            temperature=inp.temperature,
+            max_tokens=inp.max_tokens,
+            metadata=metadata,
+            output_schema=json.loads(self.store.get(inp.output_schema_ref)) if inp.output_schema_ref else None,
         )
 
     def _complete(self, provider: Any, request: LLMRequest, inp: CallModelInput) -> Awaitable[Any]:
@@ -276,7 +283,7 @@ class AgentActivities:
                 success=False,
                 output=f"tool {inp.tool_name!r} returned {type(result).__name__}, not ToolResult",
             )
-        return InvokeToolOutput(self._offload_output(result), attempt, retried=earlier)
+        return InvokeToolOutput(await asyncio.to_thread(self._offload_output, result), attempt, retried=earlier)
 
     def _offload_output(self, result: ToolResult) -> ToolResult:
         """Move a large output to the content store so history keeps only a reference."""
@@ -295,7 +302,7 @@ class AgentActivities:
     @activity.defn(name=LOAD_TRANSCRIPT)
     async def load_transcript(self, inp: LoadTranscriptInput) -> LoadTranscriptOutput:
         """The stored transcript for a new run; the oldest messages are left out beyond max_bytes."""
-        messages = list(self.transcripts.load(inp.head))
+        messages = list(await asyncio.to_thread(self.transcripts.load, inp.head))
         kept, size = 0, 0
         for message in reversed(messages):
             size += len(_MESSAGE.dump_json(message))

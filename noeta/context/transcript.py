@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import threading
 from collections import OrderedDict
 
 from pydantic import TypeAdapter
@@ -29,27 +30,29 @@ _MESSAGES = TypeAdapter(list[Message])
 
 
 class TranscriptStore:
-    """Reads and extends transcript chains; caches decoded chains per head (bounded)."""
+    """Reads and extends transcript chains; caches decoded chains per head (bounded). Thread-safe:
+    activities call it from worker threads."""
 
     def __init__(self, store: ContentStore, cache_size: int = 256) -> None:
         self.store = store
         self._cache: OrderedDict[str, tuple[Message, ...]] = OrderedDict()
         self._cache_size = cache_size
+        self._lock = threading.Lock()  # guards the cache only; store I/O runs outside it
 
     def load(self, head: ContentRef | None) -> tuple[Message, ...]:
         if head is None:
             return ()
-        cached = self._cache.get(head.hash)
+        cached = self._cached(head.hash)
         if cached is not None:
-            self._cache.move_to_end(head.hash)
             return cached
         # Walk back to the newest cached ancestor, then decode forward.
         nodes: list[list[Message]] = []
         digest: str | None = head.hash
         prefix: tuple[Message, ...] = ()
         while digest is not None:
-            if digest in self._cache:
-                prefix = self._cache[digest]
+            known = self._cached(digest)
+            if known is not None:
+                prefix = known
                 break
             node = json.loads(self.store.get(digest))
             nodes.append(_MESSAGES.validate_python(node["messages"]))
@@ -71,11 +74,19 @@ class TranscriptStore:
         self._remember(ref.hash, self.load(head) + tuple(messages))
         return ref
 
+    def _cached(self, digest: str) -> tuple[Message, ...] | None:
+        with self._lock:
+            found = self._cache.get(digest)
+            if found is not None:
+                self._cache.move_to_end(digest)
+            return found
+
     def _remember(self, digest: str, messages: tuple[Message, ...]) -> None:
-        self._cache[digest] = messages
-        self._cache.move_to_end(digest)
-        while len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
+        with self._lock:
+            self._cache[digest] = messages
+            self._cache.move_to_end(digest)
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
 
     def resolve(self, messages: tuple[Message, ...] | list[Message]) -> list[Message]:
         """The same messages with every stored body filled in: tool outputs held as references
