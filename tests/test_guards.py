@@ -145,3 +145,20 @@ async def test_guard_missing_on_worker_fails_before_the_model(client: AsyncClien
         with pytest.raises(GuardNotRegisteredError, match="guard 'amount' is not registered"):
             await client.result(task_id)
     assert provider.received_requests == []
+
+
+async def test_a_policy_that_keeps_finishing_against_a_guard_is_stopped(client: AsyncClient, serve, task_queue):
+    from tests.support.policies import AlwaysFinish
+
+    provider = FakeLLMProvider(responses=[])
+    async with serve(providers=[provider], guards=[NoEarlyFinish()]):
+        task_id = await client.start(
+            "x", Options(provider=provider, policy=AlwaysFinish(), guards=[NoEarlyFinish()], max_turns=3),
+            task_queue=task_queue,
+        )
+        result = await client.result(task_id)
+    assert result.status == "failed"
+    assert result.answer == (
+        "finishing was refused 3 times; the last refusal: Denied by guard 'no-early-finish': a draft is not an answer"
+    )
+    assert provider.received_requests == []

@@ -174,6 +174,8 @@ class AgentWorkflow:
         self._pending_approvals: dict[str, ApprovalRequest] = {}
         self._approvals: dict[str, ApprovalInput] = {}
         self._finish_attempts = 0
+        self._finish_refusals = 0  # in the current goal (and run)
+        self._last_refusal = ""
         self._ctx: StepContext | None = None
         self._injections: list[InjectInput] = list(task.carry.injections) if task.carry else []
 
@@ -435,6 +437,7 @@ class AgentWorkflow:
             )
             self._turn = 0
             self._validation_issues = []
+            self._finish_refusals = 0
         while True:
             if self._should_continue_as_new():
                 self._continue_as_new(index, in_goal=True)
@@ -456,6 +459,13 @@ class AgentWorkflow:
                 ) from err
             if isinstance(decision, Finish):
                 if decision.status != "failed" and not await self._finish_allowed(decision, index):
+                    if self._finish_refusals >= ctx.max_turns:  # a policy that keeps trying to finish
+                        return self._result(
+                            f"finishing was refused {self._finish_refusals} times; the last refusal: "
+                            f"{self._last_refusal}",
+                            "failed",
+                            index,
+                        )
                     continue
                 if decision.status == "failed" or not (self._task.output_schema or self._task.validators):
                     return self._result(decision.answer, decision.status, index)
@@ -589,6 +599,8 @@ class AgentWorkflow:
         refusal = await self._refusal(action, (await self._check_guards([action])).get(action.call_id))
         if refusal is None:
             return True
+        self._finish_refusals += 1
+        self._last_refusal = refusal
         self._append(Message(role="user", content=[TextBlock(text=finish_denied_feedback(refusal))], origin="system"))
         return False
 
