@@ -161,21 +161,27 @@ async def test_multi_turn_session_with_send_goal(client: AsyncClient, serve, tas
 
 
 async def test_results_of_a_round_are_projected_in_call_order_whatever_finishes_first(client: AsyncClient, serve, task_queue):
-    fast_done = threading.Event()
+    from tests.support.waiting import eventually
+
+    release = threading.Event()
 
     @tool(name="slow", version="1", input_schema={"type": "object"})
     def slow(arguments, ctx):
-        assert fast_done.wait(20)  # finishes after "fast"
+        assert release.wait(20)  # released once "fast" has completed
         return ToolResult(success=True, output="slow result")
 
     @tool(name="fast", version="1", input_schema={"type": "object"})
     def fast(arguments, ctx):
-        fast_done.set()
         return ToolResult(success=True, output="fast result")
+
+    async def fast_completed() -> bool:
+        return any(e.type == "ToolCallCompleted" for e in await client.events(task_id))
 
     provider = FakeLLMProvider(responses=[call(("a", "slow", {}), ("b", "fast", {})), say("both")])
     async with serve(tools=[slow, fast], providers=[provider]):
         task_id = await client.start("go", Options(provider=provider, allowed_tools=[slow, fast]), task_queue=task_queue)
+        await eventually(fast_completed)
+        release.set()
         await client.result(task_id)
     seen_by_model = [b.call_id for b in tool_results(provider.received_requests[1])]
     completed = [e.payload.call_id for e in await client.events(task_id) if e.type == "ToolCallCompleted"]

@@ -181,3 +181,34 @@ async def test_close_survives_continue_as_new_and_oversized_goals_are_refused(cl
         result = await client.result(task_id)
     assert result.answer == "counted to 12"
     assert sum(1 for e in await client.events(task_id) if e.type == "TaskContinuedAsNew") >= 2
+
+
+def counting_goal(request):
+    """Answers the first goal at once; the goal "count" takes 12 tool rounds."""
+    human = [i for i, m in enumerate(request.messages) if m.role == "user" and m.origin == "human"]
+    last = human[-1]
+    if request.messages[last].text != "count":
+        return say("one")
+    done = sum(1 for m in request.messages[last:] for b in m.content if isinstance(b, ToolResultBlock))
+    return call((f"k{done}", "add", {"a": done, "b": 1})) if done < STEPS else say(f"counted to {done}")
+
+
+async def test_a_goal_sent_with_send_goal_continues_as_new_and_its_caller_follows(client: AsyncClient, serve, task_queue):
+    provider = FakeLLMProvider(responder=counting_goal)
+    async with serve(tools=[add], providers=[provider]):
+        task_id = await client.start(
+            "first", Options(provider=provider, allowed_tools=[add], max_history_events=40),
+            keep_open=True, task_queue=task_queue,
+        )
+        result = await client.send_goal(task_id, "count")  # runs across several runs
+        await client.close(task_id)
+        final = await client.result(task_id)
+    assert (result.answer, result.goal_index, final.answer) == ("counted to 12", 1, "counted to 12")
+    envs = await client.events(task_id)
+    assert sum(1 for e in envs if e.type == "TaskContinuedAsNew") >= 2
+    assert [e.type for e in envs].count("GoalReceived") == 1  # followed, not sent twice
+    assert [i.output for i in await client.messages(task_id) if isinstance(i, ToolResultView)] == [
+        str(i + 1) for i in range(STEPS)
+    ]
+    history = await client.history(task_id)
+    assert max(e.event_id for e in history) < 60  # no run grew past the limit by much

@@ -147,3 +147,13 @@ def test_runs_of_a_continued_task_project_as_one_stream(tmp_path: Path):
     assert [i.output for i in items if isinstance(i, ToolResultView)] == ["1", "2", "3", "4"]
     assert InjectedMessage("remember: be brief", "system") in items
     assert items[-1] == Result("counted to 4", "completed")
+
+
+def test_a_followed_goal_projects_once_across_runs(tmp_path: Path):
+    runs = sorted((Path(__file__).parent / "histories").glob("goal_continue_as_new.run*.json"))
+    envs = project([events(p.stem) for p in runs], task_id="history-goal_continue_as_new")
+    types = [e.type for e in envs]
+    assert types.count("GoalReceived") == 1 and types.count("TaskContinuedAsNew") == len(runs) - 1
+    items = as_messages(envs, LocalContentStore(tmp_path))
+    assert [i.text for i in items if isinstance(i, UserMessage)] == ["first", "count"]
+    assert [i.output for i in items if isinstance(i, ToolResultView)] == [str(n + 1) for n in range(12)]

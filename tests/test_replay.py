@@ -22,7 +22,7 @@ def load(path: Path) -> WorkflowHistory:
 
 def test_histories_are_recorded():
     assert {p.stem for p in HISTORIES} >= {"tool_loop", "multi_turn", "subtask", "max_turns", "provider_exhausted", "validation", "provider_retried", "guards",
-        "continue_as_new.run1", "continue_as_new.run2"}
+        "continue_as_new.run1", "continue_as_new.run2", "goal_continue_as_new.run1"}
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])

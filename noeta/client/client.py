@@ -156,6 +156,12 @@ async def register_search_attributes(temporal: TemporalClient) -> list[str]:
     return sorted(missing)
 
 
+def _run_ended_first(err: WorkflowUpdateFailedError) -> bool:
+    """The update's run closed before the update finished (for a running task: continue-as-new)."""
+    cause = err.cause
+    return isinstance(cause, ApplicationError) and cause.type == "AcceptedUpdateCompletedWorkflow"
+
+
 def translate_failure(err: BaseException) -> NoetaError:
     """A workflow/update failure as the typed Noeta error it carries."""
     cause = err.cause if isinstance(err, (WorkflowFailureError, WorkflowUpdateFailedError)) else err
@@ -298,25 +304,27 @@ class AsyncClient:
     async def send_goal(self, task_id: str, goal: str, images: Sequence[ImageBlock] = ()) -> TaskResult:
         """Send the next goal to a task started with ``keep_open=True``; returns that goal's result."""
         check_goal(goal)
-        handle = self.temporal.get_workflow_handle(task_id)
-        try:
-            return await handle.execute_update(
-                "send_goal", GoalInput(goal=goal, images=list(images)), result_type=TaskResult
-            )
-        except WorkflowUpdateFailedError as err:
-            failure = translate_failure(err)
-            if isinstance(failure, TaskFailedError) and not await self.is_running(task_id):
-                # The task failed while working on this goal: the update only says "the workflow
-                # completed"; the task's own error says why.
-                try:
-                    await self.result(task_id)
-                except NoetaError as real:
-                    raise real from err
-            raise failure from err
-        except RPCError as err:
-            if err.status == RPCStatusCode.NOT_FOUND:
-                raise TaskNotOpenError(f"task {task_id!r} has ended or does not exist") from err
-            raise
+        request = GoalInput(goal=goal, images=list(images), goal_id=uuid.uuid4().hex)
+        while True:
+            handle = self.temporal.get_workflow_handle(task_id)  # the task's current run
+            try:
+                return await handle.execute_update("send_goal", request, result_type=TaskResult)
+            except WorkflowUpdateFailedError as err:
+                if _run_ended_first(err) and await self.is_running(task_id):
+                    continue  # the task continued as new: follow the goal (same goal_id) into the new run
+                failure = translate_failure(err)
+                if isinstance(failure, TaskFailedError) and not await self.is_running(task_id):
+                    # The task failed while working on this goal: the update only says "the workflow
+                    # completed"; the task's own error says why.
+                    try:
+                        await self.result(task_id)
+                    except NoetaError as real:
+                        raise real from err
+                raise failure from err
+            except RPCError as err:
+                if err.status == RPCStatusCode.NOT_FOUND:
+                    raise TaskNotOpenError(f"task {task_id!r} has ended or does not exist") from err
+                raise
 
     async def approve(
         self,

@@ -134,6 +134,7 @@ class Projector:
     queued_goals: list[tuple[GoalInput, int]] = field(default_factory=list)
     validations_failed: int = 0  # in the current goal
     round: _ToolRound | None = None
+    goal_ids: set[str] = field(default_factory=set)
     approval_seq: dict[str, int] = field(default_factory=dict)  # pending approvals: call id -> request seq
     approval_timers: dict[str, tuple[str, float]] = field(default_factory=dict)  # timer id -> (call id, timeout)
 
@@ -450,6 +451,10 @@ class Projector:
         if attrs.accepted_request.input.name != "send_goal":
             return
         goal: GoalInput = _first(attrs.accepted_request.input.args, GoalInput)
+        if goal.goal_id:
+            if goal.goal_id in self.goal_ids:
+                return  # its caller following it into a new run (see AsyncClient.send_goal)
+            self.goal_ids.add(goal.goal_id)
         seq = self.emit(ev.GoalReceived(goal=goal.goal), "human", event, None, "human")
         self.queued_goals.append((goal, seq))
         if not self.goal_active:

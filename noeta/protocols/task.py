@@ -143,6 +143,10 @@ class Carry:
     injections: list[InjectInput] = field(default_factory=list)
     closed: bool = False
     """A keep-open task's ``close`` arrived: end once queued goals are done."""
+    goal_queue: list[tuple[int, GoalInput]] = field(default_factory=list)
+    """Goals accepted but not started yet (their send_goal callers follow them here)."""
+    goal_ids: dict[str, int] = field(default_factory=dict)
+    recent_results: dict[int, TaskResult] = field(default_factory=dict)
     runs: int = 1
     """How many runs the task has had before this one."""
 
@@ -216,6 +220,8 @@ class TaskResult:
 class GoalInput:
     goal: str
     images: list[ImageBlock] = field(default_factory=list)
+    goal_id: str = ""
+    """Chosen by the client, so it can ask for the goal's result again in a later run."""
 
 
 @dataclass(frozen=True)

@@ -166,10 +166,12 @@ class AgentWorkflow:
         self._usage = Usage()
         self._turn = 0
         self._total_turns = 0
-        self._goal_queue: list[tuple[int, GoalInput]] = []
         # Handlers may run before run() does: state they touch comes from the carry right away.
-        self._goals_received = task.carry.goals_received if task.carry else 1
-        self._results: dict[int, TaskResult] = {}
+        carry = task.carry
+        self._goal_queue: list[tuple[int, GoalInput]] = list(carry.goal_queue) if carry else []
+        self._goal_ids: dict[str, int] = dict(carry.goal_ids) if carry else {}
+        self._goals_received = carry.goals_received if carry else 1
+        self._results: dict[int, TaskResult] = dict(carry.recent_results) if carry else {}
         self._closed = task.carry.closed if task.carry else False
         self._pending_approvals: dict[str, ApprovalRequest] = {}
         self._approvals: dict[str, ApprovalInput] = {}
@@ -184,15 +186,22 @@ class AgentWorkflow:
     # A task that fails mid-goal fails its waiting send_goal callers too: nothing is lost by abandoning.
     @workflow.update(name="send_goal", unfinished_policy=workflow.HandlerUnfinishedPolicy.ABANDON)
     async def send_goal(self, goal: GoalInput) -> TaskResult:
-        """The next goal of a multi-turn task; returns that goal's result."""
-        index = self._goals_received
-        self._goals_received += 1
-        self._goal_queue.append((index, goal))
+        """The next goal of a multi-turn task; returns that goal's result. A goal_id seen before
+        (the client retrying after the task continued as new) is not queued again."""
+        index = self._goal_ids.get(goal.goal_id) if goal.goal_id else None
+        if index is None:
+            index = self._goals_received
+            self._goals_received += 1
+            self._goal_queue.append((index, goal))
+            if goal.goal_id:
+                self._goal_ids[goal.goal_id] = index
         await workflow.wait_condition(lambda: index in self._results)
         return self._results[index]
 
     @send_goal.validator
     def _validate_goal(self, goal: GoalInput) -> None:
+        if goal.goal_id and goal.goal_id in self._goal_ids:
+            return  # a caller following its goal into this run
         if not self._task.keep_open:
             raise ApplicationError("task was not started with keep_open=True", type="TaskNotOpenError")
         if self._closed:
@@ -360,7 +369,9 @@ class AgentWorkflow:
         suggested = info.is_continue_as_new_suggested() or (
             limit is not None and info.get_current_history_length() >= limit
         )
-        return suggested and not self._pending_approvals and workflow.all_handlers_finished()
+        # send_goal callers still waiting are abandoned here and re-send their goal_id to the next
+        # run (AsyncClient.send_goal does), so they do not hold the task in an ever-growing run.
+        return suggested and not self._pending_approvals
 
     def _continue_as_new(self, index: int, in_goal: bool) -> NoReturn:
         assert self._ctx is not None
@@ -383,6 +394,10 @@ class AgentWorkflow:
             finish_attempts=self._finish_attempts,
             injections=list(self._injections),
             closed=self._closed,
+            goal_queue=list(self._goal_queue),
+            # Enough to answer callers that follow their goal into the next run; bounded.
+            goal_ids={g: i for g, i in self._goal_ids.items() if i >= index - 20},
+            recent_results={i: r for i, r in self._results.items() if i >= index - 20},
             runs=(self._task.carry.runs + 1) if self._task.carry else 1,
         )
         # Channels are already composed into the carried refs; dropping them keeps the input small.

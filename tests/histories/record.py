@@ -31,6 +31,7 @@ from tests.support.policies import DelegatingPolicy
 from tests.support.scripts import call, say
 from tests.support.tools import add, big_output, boom
 from tests.test_guards import AmountGuard, NoEarlyFinish, wire_money
+from tests.test_long_runs import counting_goal
 
 HERE = Path(__file__).parent
 
@@ -113,6 +114,10 @@ SCENARIOS = {
     "continue_as_new": (
         FakeLLMProvider(responder=_count_to_four),
         dict(goal="count", options=Options(allowed_tools=[add], max_history_events=30), inject="remember: be brief"),
+    ),
+    "goal_continue_as_new": (
+        FakeLLMProvider(responder=counting_goal),
+        dict(goal="first", options=Options(allowed_tools=[add], max_history_events=40), keep_open=True, more=["count"]),
     ),
     "provider_retried": (
         FakeLLMProvider(responder=_fail_once),
