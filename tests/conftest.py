@@ -19,6 +19,7 @@ from noeta.client.embedded import EmbeddedServer
 from noeta.client.options import HostConfig
 from noeta.context.content_store import LocalContentStore
 from noeta.worker import Registry, build_worker
+from tests.support.chat_server import FakeChatServer, running_chat_server
 
 
 @pytest.fixture(scope="session")
@@ -72,3 +73,10 @@ def serve(client: AsyncClient, content_store: LocalContentStore, task_queue: str
             yield registry
 
     return _serve
+
+
+@pytest.fixture
+def chat() -> Iterator[FakeChatServer]:
+    """A scripted OpenAI Chat Completions server on 127.0.0.1 for this test."""
+    with running_chat_server() as server:
+        yield server

@@ -2,30 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from noeta.client.client import AsyncClient
 from noeta.client.options import Options
 from noeta.errors import AttemptsExhaustedError, ProviderError
-from noeta.providers.openai import OpenAIProvider
 from tests.support.chat_server import (
     FakeChatServer,
     completion,
     error_body,
-    running_chat_server,
+    openai_for,
 )
 
 
-@pytest.fixture
-def chat() -> Iterator[FakeChatServer]:
-    with running_chat_server() as server:
-        yield server
-
-
-def provider_for(server: FakeChatServer) -> OpenAIProvider:
-    return OpenAIProvider(base_url=server.base_url, api_key="sk-test", model="gpt-test", name="openai-local")
+def provider_for(server: FakeChatServer):
+    return openai_for(server, "openai-local")
 
 
 async def test_429_retry_after_is_honoured(client: AsyncClient, serve, task_queue, chat: FakeChatServer):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Iterator
 
 import pytest
 
@@ -12,26 +11,19 @@ from noeta.client.client import AsyncClient
 from noeta.client.options import HostConfig, Options
 from noeta.errors import TaskCancelledError
 from noeta.protocols.messages import StreamDelta
-from noeta.providers.openai import OpenAIProvider
 from noeta.sdk.query import aquery
 from tests.support.chat_server import (
     FakeChatServer,
     Pause,
     chunks_for,
     completion,
-    running_chat_server,
+    openai_for,
 )
 from tests.support.waiting import eventually
 
 
-@pytest.fixture
-def chat() -> Iterator[FakeChatServer]:
-    with running_chat_server() as server:
-        yield server
-
-
-def provider_for(server: FakeChatServer) -> OpenAIProvider:
-    return OpenAIProvider(base_url=server.base_url, api_key="sk-test", model="gpt-test", name="openai-stream")
+def provider_for(server: FakeChatServer):
+    return openai_for(server, "openai-stream")
 
 
 async def test_deltas_reach_the_sink_and_history_records_the_final_response(host: HostConfig, chat: FakeChatServer):

@@ -235,3 +235,10 @@ def _split(text: str, pieces: int) -> list[str]:
 
 def error_body(message: str, code: str | None = None) -> dict[str, Any]:
     return {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": code}}
+
+
+def openai_for(server: FakeChatServer, name: str = "openai-local") -> Any:
+    """An OpenAIProvider pointed at ``server``, registered under ``name``."""
+    from noeta.providers.openai import OpenAIProvider
+
+    return OpenAIProvider(base_url=server.base_url, api_key="sk-test", model="gpt-test", name=name)
