@@ -80,3 +80,11 @@ def chat() -> Iterator[FakeChatServer]:
     """A scripted OpenAI Chat Completions server on 127.0.0.1 for this test."""
     with running_chat_server() as server:
         yield server
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """No provider configured from the environment (tests set what they need)."""
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "NOETA_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch

@@ -496,13 +496,6 @@ async def test_cancelling_a_stream_closes_the_connection(server: FakeChatServer,
 # -- default_provider ---------------------------------------------------------------------------
 
 
-@pytest.fixture
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "NOETA_MODEL"):
-        monkeypatch.delenv(name, raising=False)
-    return monkeypatch
-
-
 def test_default_provider_from_api_key(clean_env: pytest.MonkeyPatch) -> None:
     clean_env.setenv("OPENAI_API_KEY", "sk-env")
     provider = default_provider(None)

@@ -80,7 +80,7 @@ async def connect_temporal(settings: Settings, connect_timeout: float = 15.0) ->
     """Connect to the configured cluster, starting the embedded dev server when none is set."""
     server = None
     address = settings.temporal_address
-    if address is None:
+    if settings.embedded:
         server = await asyncio.to_thread(ensure_server, settings.home / "temporal")
         address = server.address
     deadline = asyncio.get_running_loop().time() + connect_timeout

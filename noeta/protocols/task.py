@@ -137,7 +137,6 @@ class Carry:
     goals_received: int
     in_goal: bool
     """True: resume the decide loop of goal ``goal_index``; False: wait for the next goal."""
-    last_result: TaskResult | None = None
     validation_issues: list[str] = field(default_factory=list)
     finish_attempts: int = 0
     injections: list[InjectInput] = field(default_factory=list)
@@ -147,6 +146,7 @@ class Carry:
     """Goals accepted but not started yet (their send_goal callers follow them here)."""
     goal_ids: dict[str, int] = field(default_factory=dict)
     recent_results: dict[int, TaskResult] = field(default_factory=dict)
+    """Results of the last goals, the current one included when the task is idle."""
     runs: int = 1
     """How many runs the task has had before this one."""
 

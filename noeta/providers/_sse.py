@@ -14,7 +14,7 @@ repeats the name as ``type`` inside the JSON data.
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,18 +68,6 @@ class SSEDecoder:
         event = ServerSentEvent(data="\n".join(self._data), event=self._event, id=self._id)
         self._data, self._event = [], None
         return event
-
-
-def iter_events(lines: Iterable[str]) -> Iterator[ServerSentEvent]:
-    """The events of an already-read stream (used by tests and for small bodies)."""
-    decoder = SSEDecoder()
-    for line in lines:
-        event = decoder.feed(line)
-        if event is not None:
-            yield event
-    last = decoder.flush()
-    if last is not None:
-        yield last
 
 
 async def aiter_events(response: httpx.Response) -> AsyncIterator[ServerSentEvent]:

@@ -312,13 +312,11 @@ class AgentWorkflow:
         self._ctx = ctx
         index = carry.goal_index if carry else 0
         goal: GoalInput | None = None if carry else GoalInput(goal=task.goal, images=task.images)
-        idle = carry is not None and not carry.in_goal
+        resuming_idle = carry is not None and not carry.in_goal  # its result came in the carry
         while True:
-            if idle and carry is not None and carry.last_result is not None:
-                self._results[index] = carry.last_result
-            else:
+            if not resuming_idle:
                 self._results[index] = await self._run_goal(policy, ctx, goal, index)
-            idle = False
+            resuming_idle = False
             if not task.keep_open:
                 self._index(self._results[index].status)
                 return self._results[index]
@@ -389,7 +387,6 @@ class AgentWorkflow:
             goal_index=index,
             goals_received=self._goals_received,
             in_goal=in_goal,
-            last_result=self._results.get(index),
             validation_issues=list(self._validation_issues),
             finish_attempts=self._finish_attempts,
             injections=list(self._injections),
