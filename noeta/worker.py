@@ -9,22 +9,21 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from pydantic import BaseModel
 from temporalio.client import Client as TemporalClient
 from temporalio.worker import Worker
 
-from noeta.activities.agent import AgentActivities
 from noeta.context.content_store import ContentStore
+from noeta.converter import is_noeta_converter
 from noeta.errors import ConfigurationError
 from noeta.protocols.hooks import Guard
 from noeta.protocols.messages import LLMProvider, StreamDelta, registry_name
 from noeta.protocols.tool import Tool, ToolSpec, tool_fingerprint
 from noeta.protocols.validation import Validator, as_validator
-from noeta.workflows import AgentWorkflow
 
 
 @dataclass
@@ -52,7 +51,7 @@ class Registry:
         validators: Iterable[Validator | Callable[[Any], Any]] = (),
         output_models: Iterable[type[BaseModel]] = (),
         guards: Iterable[Guard] = (),
-    ) -> "Registry":
+    ) -> Registry:
         registry = cls(resources=dict(resources or {}), content_store=content_store)
         for tool in tools:
             registry.add_tool(tool)
@@ -144,15 +143,20 @@ def build_worker(
     max_concurrent_activities: int | None = None,
     **worker_kwargs: Any,
 ) -> Worker:
-    """A temporalio Worker for AgentWorkflow and the registry's activities."""
+    """A temporalio Worker for AgentWorkflow and the registry's activities (see :class:`NoetaPlugin`)."""
+    from noeta.plugin import NoetaWorkerPlugin
+
     if registry.content_store is None:
         raise ConfigurationError("the registry has no content_store; client and worker must share one")
-    activities = AgentActivities(registry)
+    if not is_noeta_converter(client.data_converter):
+        raise ConfigurationError(
+            "the Temporal client does not use Noeta's data converter: connect it with "
+            "plugins=[NoetaPlugin()] (or use noeta's AsyncClient.connect)"
+        )
     return Worker(
         client,
         task_queue=task_queue,
-        workflows=[AgentWorkflow],
-        activities=activities.activities(),
+        plugins=[NoetaWorkerPlugin(registry)],
         max_concurrent_activities=max_concurrent_activities or int(os.environ.get("NOETA_MAX_ACTIVITIES", "64")),
         **worker_kwargs,
     )

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 from temporalio.client import WorkflowHistory
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from noeta.plugin import NoetaPlugin
 from noeta.workflows import AgentWorkflow
 
 HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
@@ -27,6 +27,6 @@ def test_histories_are_recorded():
 
 @pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])
 async def test_replay(path: Path):
-    replayer = Replayer(workflows=[AgentWorkflow], data_converter=pydantic_data_converter)
+    replayer = Replayer(workflows=[AgentWorkflow], plugins=[NoetaPlugin()])
     result = await replayer.replay_workflow(load(path), raise_on_replay_failure=False)
     assert result.replay_failure is None, f"{path.name} no longer replays: {result.replay_failure}"

@@ -31,7 +31,6 @@ from temporalio.common import (
     SearchAttributePair,
     TypedSearchAttributes,
 )
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import (
     ActivityError,
     ApplicationError,
@@ -57,6 +56,7 @@ from noeta.errors import (
     TaskNotOpenError,
     rebuild_error,
 )
+from noeta.plugin import NoetaPlugin
 from noeta.protocols.event_log import EventEnvelope, Observer
 from noeta.protocols.messages import ImageBlock, LLMProvider, registry_name
 from noeta.protocols.task import (
@@ -91,7 +91,7 @@ async def connect_temporal(settings: Settings, connect_timeout: float = 15.0) ->
                 namespace=settings.namespace,
                 api_key=settings.api_key,
                 tls=settings.tls or settings.api_key is not None,
-                data_converter=pydantic_data_converter,
+                plugins=[NoetaPlugin()],
             )
             return client, server
         except RuntimeError:
@@ -201,7 +201,7 @@ class AsyncClient:
         """The embedded dev server, when this client uses one."""
 
     @classmethod
-    async def connect(cls, host: HostConfig | None = None, observers: Sequence[Observer] = ()) -> "AsyncClient":
+    async def connect(cls, host: HostConfig | None = None, observers: Sequence[Observer] = ()) -> AsyncClient:
         host = host or HostConfig()
         temporal, server = await connect_temporal(host.settings)
         return cls(
