@@ -43,6 +43,8 @@ from noeta.client.options import HostConfig, Options
 from noeta.client.wire import envelope_to_dict
 from noeta.errors import ConfigurationError, NoetaError
 from noeta.protocols.event_log import EventEnvelope
+from noeta.tuning import SETTINGS as TUNING_SETTINGS
+from noeta.tuning import WorkerTuning
 from noeta.worker import Registry, build_worker, load_registry
 
 
@@ -84,6 +86,20 @@ async def _serve_until_signal(worker: Any, until: "asyncio.Future[Any] | None" =
         loop.remove_signal_handler(sig)
 
 
+def add_tuning_arguments(parser: argparse.ArgumentParser) -> None:
+    """One flag per WorkerTuning field; unset flags fall back to the NOETA_* variables."""
+    for name, setting in TUNING_SETTINGS.items():
+        parser.add_argument(
+            f"--{name.replace('_', '-')}", type=int, metavar="N",
+            help=f"{setting.help} (default ${setting.variable} or {setting.default})",
+        )
+
+
+def tuning_from_args(args: argparse.Namespace) -> WorkerTuning:
+    given = {name: getattr(args, name) for name in TUNING_SETTINGS if getattr(args, name) is not None}
+    return WorkerTuning(**given)
+
+
 async def cmd_worker(args: argparse.Namespace) -> int:
     settings = Settings()
     registry = worker_registry(args.registry, args.provider, settings)
@@ -95,7 +111,7 @@ async def cmd_worker(args: argparse.Namespace) -> int:
         f"tools {sorted(registry.tools) or 'none'}, providers {sorted(registry.providers)}",
         flush=True,
     )
-    await _serve_until_signal(build_worker(client.temporal, registry, queue))
+    await _serve_until_signal(build_worker(client.temporal, registry, queue, tuning=tuning_from_args(args)))
     return 0
 
 
@@ -262,6 +278,7 @@ def parser() -> argparse.ArgumentParser:
     worker.add_argument("--registry")
     worker.add_argument("--provider")
     worker.add_argument("--task-queue")
+    add_tuning_arguments(worker)
     sub.add_parser("server", help="run the embedded Temporal dev server in the foreground")
     serve = sub.add_parser("serve", help="the HTTP API: tasks, goals, approvals, SSE events")
     serve.add_argument("--host", default="127.0.0.1")

@@ -31,6 +31,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 from noeta.converter import data_converter
 
 if TYPE_CHECKING:
+    from noeta.tuning import WorkerTuning
     from noeta.worker import Registry
 
 PLUGIN_NAME = "noeta.NoetaPlugin"
@@ -72,7 +73,7 @@ class NoetaPlugin(SimplePlugin):
 class NoetaWorkerPlugin(SimplePlugin):
     """``AgentWorkflow`` and the activities that serve it, for the tools and providers of ``registry``."""
 
-    def __init__(self, registry: Registry) -> None:
+    def __init__(self, registry: Registry, tuning: WorkerTuning | None = None) -> None:
         # Imported here: the client side needs none of the worker's modules.
         from noeta.activities.agent import AgentActivities
         from noeta.workflows import AgentWorkflow
@@ -80,7 +81,7 @@ class NoetaWorkerPlugin(SimplePlugin):
         super().__init__(
             WORKER_PLUGIN_NAME,
             workflows=[AgentWorkflow],
-            activities=AgentActivities(registry).activities(),
+            activities=AgentActivities(registry, tuning).activities(),
             workflow_runner=sandbox_runner,
         )
 

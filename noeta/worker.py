@@ -8,7 +8,6 @@ loads one by import path.
 from __future__ import annotations
 
 import importlib
-import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +23,7 @@ from noeta.protocols.hooks import Guard
 from noeta.protocols.messages import LLMProvider, StreamDelta, registry_name
 from noeta.protocols.tool import Tool, ToolSpec, tool_fingerprint
 from noeta.protocols.validation import Validator, as_validator
+from noeta.tuning import WorkerTuning
 
 
 @dataclass
@@ -140,10 +140,14 @@ def build_worker(
     registry: Registry,
     task_queue: str,
     *,
-    max_concurrent_activities: int | None = None,
+    tuning: WorkerTuning | None = None,
     **worker_kwargs: Any,
 ) -> Worker:
-    """A temporalio Worker for AgentWorkflow and the registry's activities (see :class:`NoetaPlugin`)."""
+    """A temporalio Worker for AgentWorkflow and the registry's activities (see :class:`NoetaWorkerPlugin`).
+
+    ``tuning`` (default: from the environment) sets concurrency, cache and thread pools; other
+    ``temporalio.worker.Worker`` arguments pass through and win over it.
+    """
     from noeta.plugin import NoetaWorkerPlugin
 
     if registry.content_store is None:
@@ -153,13 +157,13 @@ def build_worker(
             "the Temporal client does not use Noeta's data converter: connect it with "
             "plugins=[NoetaPlugin()] (or use noeta's AsyncClient.connect)"
         )
+    tuning = tuning or WorkerTuning()
     return Worker(
         client,
         task_queue=task_queue,
-        plugins=[NoetaWorkerPlugin(registry)],
-        max_concurrent_activities=max_concurrent_activities or int(os.environ.get("NOETA_MAX_ACTIVITIES", "64")),
-        **worker_kwargs,
+        plugins=[NoetaWorkerPlugin(registry, tuning)],
+        **{**tuning.worker_kwargs(), **worker_kwargs},
     )
 
 
-__all__ = ["Registry", "build_worker", "load_registry"]
+__all__ = ["Registry", "WorkerTuning", "build_worker", "load_registry"]

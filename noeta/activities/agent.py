@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import inspect
 import json
 import logging
 import re
 from collections.abc import Awaitable
+from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import jsonschema
@@ -66,6 +68,7 @@ from noeta.protocols.task import (
 from noeta.protocols.tool import Tool, ToolContext, ToolResult, ToolSpec
 from noeta.protocols.validation import DEFAULT_FAILURE_MESSAGE
 from noeta.providers.errors import classify_exception
+from noeta.tuning import WorkerTuning
 
 if TYPE_CHECKING:
     from noeta.worker import Registry
@@ -78,14 +81,21 @@ INLINE_OUTPUT_LIMIT = 4096
 PREVIEW_CHARS = 512
 
 
-async def call_maybe_async(fn: Any, *args: Any) -> Any:
-    """Call a sync or async callable; sync ones run in a thread so heartbeats keep flowing."""
+async def call_maybe_async(fn: Any, *args: Any, executor: Executor | None = None) -> Any:
+    """Call a sync or async callable; sync ones run in ``executor``'s threads so heartbeats keep flowing."""
     if inspect.iscoroutinefunction(fn):
         return await fn(*args)
-    result = await asyncio.to_thread(fn, *args)
+    result = await asyncio.get_running_loop().run_in_executor(executor, functools.partial(fn, *args))
     if inspect.isawaitable(result):
         return await result
     return result
+
+
+def tool_callable(tool: Tool) -> Any:
+    """What to call for ``tool``: an ``@tool`` around an async function is awaited on the event loop;
+    its sync ``invoke`` wrapper would cost a thread that a hung synchronous tool may be holding."""
+    fn = getattr(tool, "fn", None)
+    return fn if inspect.iscoroutinefunction(fn) else tool.invoke
 
 
 def tool_schema(spec: ToolSpec) -> dict[str, Any]:
@@ -94,10 +104,22 @@ def tool_schema(spec: ToolSpec) -> dict[str, Any]:
 
 
 class AgentActivities:
-    def __init__(self, registry: "Registry") -> None:
+    def __init__(self, registry: "Registry", tuning: WorkerTuning | None = None) -> None:
+        tuning = tuning or WorkerTuning()
         self.registry = registry
         self.store = registry.content_store
         self.transcripts = TranscriptStore(registry.content_store)
+        # Two pools: a hung synchronous tool holds a user-code thread, never one that content-store
+        # reads and writes (every model call's) need.
+        self.io_executor = ThreadPoolExecutor(tuning.io_threads, thread_name_prefix="noeta-io")
+        self.user_code_executor = ThreadPoolExecutor(tuning.sync_tool_threads, thread_name_prefix="noeta-sync-tool")
+
+    async def _io(self, fn: Any, *args: Any) -> Any:
+        """Content-store I/O off the event loop, so every other activity's heartbeats keep going."""
+        return await asyncio.get_running_loop().run_in_executor(self.io_executor, functools.partial(fn, *args))
+
+    async def _user_code(self, fn: Any, *args: Any) -> Any:
+        return await call_maybe_async(fn, *args, executor=self.user_code_executor)
 
     def activities(self) -> list[Any]:
         return [
@@ -172,9 +194,7 @@ class AgentActivities:
                     f"provider {inp.provider!r} is not registered on this worker (it has: {known})"
                 )
             )
-        # Content-store I/O (files, PostgreSQL) runs in a thread: the event loop keeps every other
-        # activity's heartbeats going.
-        request = await asyncio.to_thread(self._build_request, inp)
+        request = await self._io(self._build_request, inp)
         earlier = earlier_failures()
         try:
             response = await with_heartbeat(self._complete(provider, request, inp), as_details(earlier))
@@ -186,14 +206,12 @@ class AgentActivities:
             err = classify_exception(inp.provider, exc)
             raise to_application_error(err, record_failure(earlier, err)) from exc
         raw_ref = (
-            await asyncio.to_thread(
-                self.store.put, json.dumps(response.raw, default=str).encode(), "application/json"
-            )
+            await self._io(self.store.put, json.dumps(response.raw, default=str).encode(), "application/json")
             if response.raw
             else None
         )
         assistant = Message(role="assistant", content=list(response.content))
-        head = await asyncio.to_thread(self.transcripts.append, inp.head, [*inp.append, assistant])
+        head = await self._io(self.transcripts.append, inp.head, [*inp.append, assistant])
         return CallModelOutput(
             response=LLMResponse(
                 stop_reason=response.stop_reason, content=list(response.content), usage=response.usage
@@ -227,7 +245,8 @@ class AgentActivities:
         """Stream when someone listens for deltas and the provider can; else a plain completion."""
         sink = self.registry.delta_sink
         if sink is None or not isinstance(provider, StreamingProvider):
-            return call_maybe_async(provider.complete, request)
+            # Synchronous providers share the I/O pool: a hung tool must not hold up model calls.
+            return call_maybe_async(provider.complete, request, executor=self.io_executor)
         attempt = activity.info().attempt
         call_id = f"turn-{inp.turn}"
 
@@ -271,7 +290,7 @@ class AgentActivities:
         )
         earlier = earlier_failures()
         try:
-            result = await with_heartbeat(call_maybe_async(tool.invoke, inp.arguments, ctx), as_details(earlier))
+            result = await with_heartbeat(self._user_code(tool_callable(tool), inp.arguments, ctx), as_details(earlier))
         except asyncio.CancelledError:
             raise
         except ToolRetryableError as err:
@@ -283,7 +302,7 @@ class AgentActivities:
                 success=False,
                 output=f"tool {inp.tool_name!r} returned {type(result).__name__}, not ToolResult",
             )
-        return InvokeToolOutput(await asyncio.to_thread(self._offload_output, result), attempt, retried=earlier)
+        return InvokeToolOutput(await self._io(self._offload_output, result), attempt, retried=earlier)
 
     def _offload_output(self, result: ToolResult) -> ToolResult:
         """Move a large output to the content store so history keeps only a reference."""
@@ -302,7 +321,7 @@ class AgentActivities:
     @activity.defn(name=LOAD_TRANSCRIPT)
     async def load_transcript(self, inp: LoadTranscriptInput) -> LoadTranscriptOutput:
         """The stored transcript for a new run; the oldest messages are left out beyond max_bytes."""
-        messages = list(await asyncio.to_thread(self.transcripts.load, inp.head))
+        messages = list(await self._io(self.transcripts.load, inp.head))
         kept, size = 0, 0
         for message in reversed(messages):
             size += len(_MESSAGE.dump_json(message))
@@ -320,7 +339,7 @@ class AgentActivities:
         for action in inp.actions:
             for name in inp.guards:
                 guard = self.registry.guards[name]
-                result = await with_heartbeat(call_maybe_async(guard.check, action, ctx))
+                result = await with_heartbeat(self._user_code(guard.check, action, ctx))
                 if not isinstance(result, VerdictResult):
                     raise TypeError(f"guard {name!r} returned {type(result).__name__}, not VerdictResult")
                 verdicts.append(GuardDecision(action.call_id, name, result.verdict, result.reason))
@@ -342,7 +361,7 @@ class AgentActivities:
             data = checked
         for name in inp.validators:
             validator = self.registry.validators[name]
-            verdict = await with_heartbeat(call_maybe_async(validator.fn, data))
+            verdict = await with_heartbeat(self._user_code(validator.fn, data))
             if verdict is True:
                 continue
             issue = verdict if isinstance(verdict, str) and verdict else DEFAULT_FAILURE_MESSAGE
