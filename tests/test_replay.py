@@ -10,9 +10,14 @@ from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
 from noeta.plugin import NoetaPlugin
+from noeta.protocols.task import PATCH_LEAN_STEPS
 from noeta.workflows import AgentWorkflow
 
-HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
+ROOT = Path(__file__).parent / "histories"
+#: Top level: the first workflow shape; each subdirectory: the shape behind one workflow.patched id.
+HISTORIES = sorted(ROOT.glob("**/*.json"))
+SCENARIOS = {"tool_loop", "multi_turn", "subtask", "max_turns", "provider_exhausted", "validation", "provider_retried",
+             "guards", "continue_as_new.run1", "continue_as_new.run2", "goal_continue_as_new.run1"}
 
 
 def load(path: Path) -> WorkflowHistory:
@@ -20,12 +25,12 @@ def load(path: Path) -> WorkflowHistory:
     return WorkflowHistory.from_json(f"history-{path.stem.split('.')[0]}", path.read_text())
 
 
-def test_histories_are_recorded():
-    assert {p.stem for p in HISTORIES} >= {"tool_loop", "multi_turn", "subtask", "max_turns", "provider_exhausted", "validation", "provider_retried", "guards",
-        "continue_as_new.run1", "continue_as_new.run2", "goal_continue_as_new.run1"}
+@pytest.mark.parametrize("shape", [ROOT, ROOT / PATCH_LEAN_STEPS], ids=["first", PATCH_LEAN_STEPS])
+def test_histories_are_recorded(shape: Path):
+    assert {p.stem for p in shape.glob("*.json")} >= SCENARIOS
 
 
-@pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])
+@pytest.mark.parametrize("path", HISTORIES, ids=[str(p.relative_to(ROOT).with_suffix("")) for p in HISTORIES])
 async def test_replay(path: Path):
     replayer = Replayer(workflows=[AgentWorkflow], plugins=[NoetaPlugin()])
     result = await replayer.replay_workflow(load(path), raise_on_replay_failure=False)

@@ -107,6 +107,10 @@ class _ToolRound:
     results: dict[str, ToolResultBlock] = field(default_factory=dict)
 
 
+#: The marker temporalio records for a completed local activity (details "data" and "result").
+LOCAL_ACTIVITY_MARKER = "core_local_activity"
+
+
 @dataclass
 class _Scheduled:
     activity: str
@@ -252,6 +256,38 @@ class Projector:
             blocks = [current.results[c] for c in current.expected]
             self.messages([Message(role="tool", content=blocks)], actor, event, cause)
 
+    def on_prepared(self, plan: PrepareOutput, event: HistoryEvent) -> None:
+        """prepare_task's result: the context plan, then the goal as the first message."""
+        assert self.task is not None
+        seq = self.emit(
+            ev.ContextPlanComposed(
+                system_prompt_chars=len(self.task.system_prompt or ""),
+                tools=[t.name for t in plan.tools],
+                tool_fingerprints={t.name: t.fingerprint for t in plan.tools},
+                cached_prefix_chars=plan.plan.system_chars if plan.plan else len(self.task.system_prompt or ""),
+                volatile_chars=plan.plan.volatile_chars if plan.plan else 0,
+                channels=[ev.ContextChannel(c.name, c.stable, c.chars) for c in plan.plan.channels]
+                if plan.plan
+                else [],
+            ),
+            "engine",
+            event,
+            1,
+        )
+        goal = Message(
+            role="user", content=[TextBlock(text=self.task.goal), *self.task.images], origin="human"
+        )
+        self.messages([goal], "human", event, seq)
+
+    def on_local_activity(self, event: HistoryEvent) -> None:
+        """A local activity's marker (prepare_task since PATCH_LEAN_STEPS); other markers are not ours."""
+        attrs = event.marker_recorded_event_attributes
+        if attrs.marker_name != LOCAL_ACTIVITY_MARKER or "result" not in attrs.details:
+            return
+        data = json.loads(attrs.details["data"].payloads[0].data)
+        if data.get("activity_type") == PREPARE_TASK:
+            self.on_prepared(_first(attrs.details["result"], PrepareOutput), event)
+
     def on_activity_started(self, event: HistoryEvent) -> None:
         attrs = event.activity_task_started_event_attributes
         self.started_attempt[attrs.scheduled_event_id] = attrs.attempt
@@ -262,27 +298,7 @@ class Projector:
         if sched is None:
             return
         if sched.activity == PREPARE_TASK:
-            plan: PrepareOutput = _first(attrs.result, PrepareOutput)
-            assert self.task is not None
-            seq = self.emit(
-                ev.ContextPlanComposed(
-                    system_prompt_chars=len(self.task.system_prompt or ""),
-                    tools=[t.name for t in plan.tools],
-                    tool_fingerprints={t.name: t.fingerprint for t in plan.tools},
-                    cached_prefix_chars=plan.plan.system_chars if plan.plan else len(self.task.system_prompt or ""),
-                    volatile_chars=plan.plan.volatile_chars if plan.plan else 0,
-                    channels=[ev.ContextChannel(c.name, c.stable, c.chars) for c in plan.plan.channels]
-                    if plan.plan
-                    else [],
-                ),
-                "engine",
-                event,
-                1,
-            )
-            goal = Message(
-                role="user", content=[TextBlock(text=self.task.goal), *self.task.images], origin="human"
-            )
-            self.messages([goal], "human", event, seq)
+            self.on_prepared(_first(attrs.result, PrepareOutput), event)
         elif sched.activity == CALL_MODEL:
             out: CallModelOutput = _first(attrs.result, CallModelOutput)
             actor = f"provider:{self.provider}"
@@ -587,6 +603,8 @@ class Projector:
             self.on_update_accepted(event)
         elif t == E.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED:
             self.on_memo(event)
+        elif t == E.EVENT_TYPE_MARKER_RECORDED:
+            self.on_local_activity(event)
         elif t == E.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED:
             self.on_child_initiated(event)
         elif t == E.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED:

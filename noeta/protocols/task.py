@@ -24,6 +24,16 @@ APPROVAL_TIMER_PREFIX = "approval timeout "
 
 WORKFLOW_NAME = "AgentWorkflow"
 
+#: ``workflow.patched`` ids, one per change to AgentWorkflow's command sequence; histories recorded
+#: before a change replay along the old path (tests/histories/). Never rename or reuse one.
+#: Each patch id costs every new task a marker and a TemporalChangeVersion upsert (two events), so
+#: the changes of one release share one id.
+PATCH_LEAN_STEPS = "lean-steps"
+"""prepare_task runs as a local activity (one marker event instead of an activity and a workflow
+task); turn and token search attributes are upserted at most every INDEX_INTERVAL_SECONDS and with
+every status change, instead of after every model call."""
+INDEX_INTERVAL_SECONDS = 10.0
+
 #: Memo key under which the workflow records each goal's TaskResult (a history event of its own,
 #: so the projection sees every goal's outcome without an extra activity).
 RESULT_MEMO_KEY = "noeta.result"

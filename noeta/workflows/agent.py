@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, NoReturn
 
 from temporalio import workflow
@@ -48,12 +48,14 @@ from noeta.protocols.task import (
     APPROVAL_TIMER_PREFIX,
     CALL_MODEL,
     CHECK_GUARDS,
+    INDEX_INTERVAL_SECONDS,
     INJECTED_MEMO_KEY,
     INVOKE_TOOL,
     LOAD_TRANSCRIPT,
     MAX_GOAL_BYTES,
     MAX_INJECTED_CHARS_PER_STEP,
     MAX_QUEUED_INJECTION_BYTES,
+    PATCH_LEAN_STEPS,
     PREPARE_TASK,
     RESULT_MEMO_KEY,
     TASK_FATAL_TOOL_ERRORS,
@@ -180,6 +182,7 @@ class AgentWorkflow:
         self._last_refusal = ""
         self._ctx: StepContext | None = None
         self._injections: list[InjectInput] = list(task.carry.injections) if task.carry else []
+        self._indexed_at: datetime | None = None  # when search attributes were last upserted
 
     # -- handlers -------------------------------------------------------------------------------
 
@@ -258,9 +261,19 @@ class AgentWorkflow:
     # -- the loop -------------------------------------------------------------------------------
 
     def _index(self, status: str | None = None) -> None:
-        """Refresh the task's search attributes (status, turns, tokens) for the UI and CLI."""
+        """Refresh the task's search attributes (status, turns, tokens) for the UI and CLI.
+
+        Each upsert is a history event: counters alone are refreshed at most every
+        INDEX_INTERVAL_SECONDS, and with every status change (including the final one)."""
         if not self._task.index:
             return
+        now = workflow.now()
+        if status is None and workflow.patched(PATCH_LEAN_STEPS):
+            # The client set the initial values when it started the task.
+            since = now - (self._indexed_at or workflow.info().start_time)
+            if since.total_seconds() < INDEX_INTERVAL_SECONDS:
+                return
+        self._indexed_at = now
         updates = [
             TURNS.value_set(self._total_turns),
             TOKENS_IN.value_set(self._usage.input),
@@ -335,23 +348,29 @@ class AgentWorkflow:
             self._index("running")
 
     async def _prepare(self, task: TaskInput) -> PrepareOutput:
+        inp = PrepareInput(
+            task_id=workflow.info().workflow_id,
+            tools=task.tools,
+            expected_fingerprints=task.tool_fingerprints,
+            system_prompt=task.system_prompt,
+            output_schema=task.output_schema,
+            validators=task.validators,
+            guards=task.guards,
+            channels=task.channels,
+        )
+        timeout, retries = timedelta(seconds=60), retry_policy(task.max_retries, TASK_FATAL_TOOL_ERRORS)
+        summary = f"prepare: {len(task.tools)} tool(s)"
         try:
+            # A short check of the worker's registry and a few content-store writes: as a local
+            # activity it saves a round trip through the server and five history events per task.
+            if workflow.patched(PATCH_LEAN_STEPS):
+                return await workflow.execute_local_activity(
+                    PREPARE_TASK, inp, result_type=PrepareOutput, start_to_close_timeout=timeout,
+                    retry_policy=retries, summary=summary,
+                )
             return await workflow.execute_activity(
-                PREPARE_TASK,
-                PrepareInput(
-                    task_id=workflow.info().workflow_id,
-                    tools=task.tools,
-                    expected_fingerprints=task.tool_fingerprints,
-                    system_prompt=task.system_prompt,
-                    output_schema=task.output_schema,
-                    validators=task.validators,
-                    guards=task.guards,
-                    channels=task.channels,
-                ),
-                result_type=PrepareOutput,
-                start_to_close_timeout=timedelta(seconds=60),
-                retry_policy=retry_policy(task.max_retries, TASK_FATAL_TOOL_ERRORS),
-                summary=f"prepare: {len(task.tools)} tool(s)",
+                PREPARE_TASK, inp, result_type=PrepareOutput, start_to_close_timeout=timeout,
+                retry_policy=retries, summary=summary,
             )
         except ActivityError as err:
             if isinstance(err.cause, ApplicationError):

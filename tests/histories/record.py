@@ -1,8 +1,9 @@
 """Record the workflow histories that the replay tests keep replaying.
 
-    python -m tests.histories.record
+    python -m tests.histories.record [--into SUBDIR] [SCENARIO ...]
 
-Run it only to ADD a history for new behaviour. Never re-record an existing file to make a failing
+Run it only to ADD a history for new behaviour, or (``--into <patch id>``) the histories of a new
+workflow shape beside the older ones, which keep replaying along their old path. Never re-record an existing file to make a failing
 replay pass: a replay failure means running workflows would break; use ``workflow.patched`` or a
 new workflow version instead.
 """
@@ -138,7 +139,7 @@ async def run_histories(client: AsyncClient, task_id: str) -> list[WorkflowHisto
     return runs
 
 
-async def record(names: list[str]) -> None:
+async def record(names: list[str], into: Path = HERE) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         server = EmbeddedServer(Path(tmp) / "temporal", headless=True).start()
         try:
@@ -174,7 +175,8 @@ async def record(names: list[str]) -> None:
                 runs = await run_histories(client, task_id)
                 for number, history in enumerate(runs, start=1):
                     stem = name if len(runs) == 1 else f"{name}.run{number}"
-                    (HERE / f"{stem}.json").write_text(history.to_json())
+                    into.mkdir(parents=True, exist_ok=True)
+                    (into / f"{stem}.json").write_text(history.to_json())
                     print(f"recorded {stem}: {len(history.events)} events")
         finally:
             server.stop()
@@ -183,5 +185,9 @@ async def record(names: list[str]) -> None:
 if __name__ == "__main__":
     import sys
 
-    wanted = sys.argv[1:] or [n for n in SCENARIOS if not list(HERE.glob(f"{n}.*json"))]
-    asyncio.run(record(wanted))
+    args = sys.argv[1:]
+    into = HERE
+    if args[:1] == ["--into"]:
+        into, args = HERE / args[1], args[2:]
+    wanted = args or [n for n in SCENARIOS if not list(into.glob(f"{n}.*json")) and not (into / f"{n}.json").exists()]
+    asyncio.run(record(wanted, into))
