@@ -40,6 +40,7 @@ class Registry:
     """Pydantic models by ``module:QualName``; an output schema naming one is validated with it."""
     delta_sink: Callable[[StreamDelta], Any] | None = None
     """Receives streamed pieces of model responses; with it, streaming providers stream."""
+    _specs: dict[str, tuple[Tool, ToolSpec]] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @classmethod
     def of(
@@ -104,8 +105,13 @@ class Registry:
         return key
 
     def tool_spec(self, name: str) -> ToolSpec:
+        """The tool's spec and identity fingerprint, computed once per tool object (they are asked
+        for on every model and tool call)."""
         tool = self.tools[name]
-        return ToolSpec(
+        cached = self._specs.get(name)
+        if cached is not None and cached[0] is tool:
+            return cached[1]
+        spec = ToolSpec(
             name=tool.name,
             version=tool.version,
             description=tool.description,
@@ -116,6 +122,8 @@ class Registry:
             heartbeat_seconds=getattr(tool, "heartbeat_seconds", None),
             max_retries=getattr(tool, "max_retries", None),
         )
+        self._specs[name] = (tool, spec)
+        return spec
 
 
 def load_registry(path: str) -> Registry:

@@ -39,6 +39,7 @@ from noeta.errors import (
 )
 from noeta.protocols.hooks import GuardContext, GuardDecision, VerdictResult
 from noeta.protocols.messages import (
+    ContentRef,
     LLMRequest,
     LLMResponse,
     Message,
@@ -113,6 +114,15 @@ class AgentActivities:
         # reads and writes (every model call's) need.
         self.io_executor = ThreadPoolExecutor(tuning.io_threads, thread_name_prefix="noeta-io")
         self.user_code_executor = ThreadPoolExecutor(tuning.sync_tool_threads, thread_name_prefix="noeta-sync-tool")
+        self._validators: dict[str, tuple[Tool, Any]] = {}
+
+    def _argument_validator(self, tool: Tool) -> Any:
+        """A compiled validator per tool object: building one is most of a small tool call's cost."""
+        cached = self._validators.get(tool.name)
+        if cached is None or cached[0] is not tool:
+            cached = (tool, schema_validator(tool.input_schema))
+            self._validators[tool.name] = cached
+        return cached[1]
 
     async def _io(self, fn: Any, *args: Any) -> Any:
         """Content-store I/O off the event loop, so every other activity's heartbeats keep going."""
@@ -205,13 +215,8 @@ class AgentActivities:
         except Exception as exc:
             err = classify_exception(inp.provider, exc)
             raise to_application_error(err, record_failure(earlier, err)) from exc
-        raw_ref = (
-            await self._io(self.store.put, json.dumps(response.raw, default=str).encode(), "application/json")
-            if response.raw
-            else None
-        )
         assistant = Message(role="assistant", content=list(response.content))
-        head = await self._io(self.transcripts.append, inp.head, [*inp.append, assistant])
+        head, raw_ref = await self._io(self._record_response, inp, assistant, response.raw)
         return CallModelOutput(
             response=LLMResponse(
                 stop_reason=response.stop_reason, content=list(response.content), usage=response.usage
@@ -221,6 +226,13 @@ class AgentActivities:
             attempt=activity.info().attempt,
             retried=earlier,
         )
+
+    def _record_response(
+        self, inp: CallModelInput, assistant: Message, raw: Any
+    ) -> tuple[ContentRef, ContentRef | None]:
+        """Store the extended transcript and the provider's raw response (one trip to the I/O pool)."""
+        raw_ref = self.store.put(json.dumps(raw, default=str).encode(), "application/json") if raw else None
+        return self.transcripts.append(inp.head, [*inp.append, assistant]), raw_ref
 
     def _build_request(self, inp: CallModelInput) -> LLMRequest:
         transcript = self.transcripts.load(inp.head) + tuple(inp.append)
@@ -270,7 +282,7 @@ class AgentActivities:
         except NoetaError as err:
             raise to_application_error(err) from err
         tool: Tool = self.registry.tools[inp.tool_name]
-        problem = argument_problem(tool.input_schema, inp.arguments)
+        problem = argument_problem(tool.input_schema, inp.arguments, self._argument_validator(tool))
         if problem is not None:
             return InvokeToolOutput(
                 ToolResult(
@@ -302,16 +314,14 @@ class AgentActivities:
                 success=False,
                 output=f"tool {inp.tool_name!r} returned {type(result).__name__}, not ToolResult",
             )
-        return InvokeToolOutput(await self._io(self._offload_output, result), attempt, retried=earlier)
+        if needs_offload(result):  # checked here: most outputs are small and need no thread
+            result = await self._io(self._offload_output, result)
+        return InvokeToolOutput(result, attempt, retried=earlier)
 
     def _offload_output(self, result: ToolResult) -> ToolResult:
         """Move a large output to the content store so history keeps only a reference."""
-        output = result.output
-        if output is None or result.output_ref is not None:
-            return result
+        output = result.output or ""
         data = output.encode()
-        if len(data) <= INLINE_OUTPUT_LIMIT:
-            return result
         ref = self.store.put(data)
         preview = output[:PREVIEW_CHARS] + f"… [{len(data)} bytes in content store {ref.hash[:12]}]"
         return dataclasses.replace(result, output=preview, output_ref=ref)
@@ -369,6 +379,17 @@ class AgentActivities:
         return ValidateOutput(ok=True, data=to_jsonable_python(data))
 
 
+def needs_offload(result: ToolResult) -> bool:
+    output = result.output
+    # len() in characters bounds the UTF-8 size from below: only a long output can be too large.
+    return (
+        output is not None
+        and result.output_ref is None
+        and len(output) * 4 > INLINE_OUTPUT_LIMIT
+        and len(output.encode()) > INLINE_OUTPUT_LIMIT
+    )
+
+
 @dataclasses.dataclass(frozen=True)
 class ParseFailure:
     message: str
@@ -400,11 +421,14 @@ def check_schema(data: Any, schema: dict[str, Any], model: type[BaseModel] | Non
     return data if problem is None else ParseFailure(f"The answer does not match the output schema: {problem}.")
 
 
-def argument_problem(schema: dict[str, Any], arguments: dict[str, Any]) -> str | None:
+def schema_validator(schema: dict[str, Any]) -> Any:
+    return jsonschema.validators.validator_for(schema)(schema)
+
+
+def argument_problem(schema: dict[str, Any], arguments: Any, validator: Any = None) -> str | None:
     """Why ``arguments`` fail ``schema``, or None. A broken schema is not the model's fault."""
     try:
-        validator_cls = jsonschema.validators.validator_for(schema)
-        error = jsonschema.exceptions.best_match(validator_cls(schema).iter_errors(arguments))
+        error = jsonschema.exceptions.best_match((validator or schema_validator(schema)).iter_errors(arguments))
     except jsonschema.exceptions.SchemaError:
         return None
     if error is None:
