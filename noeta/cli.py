@@ -1,7 +1,7 @@
 """``noeta``: run agents, workers and the embedded server; inspect tasks.
 
     noeta run "goal" [--registry pkg.mod:registry] [--provider NAME] [--model M]
-    noeta worker [--registry pkg.mod:registry] [--task-queue Q]
+    noeta worker [--registry pkg.mod:registry] [--task-queue Q] [--shutdown-grace-seconds S] [--health-port P]
     noeta server                      # the embedded dev server in the foreground (UI included)
     noeta serve [--host H --port P]   # the HTTP API with Server-Sent Events
     noeta start "goal" [--keep-open]  # start a task for a worker, print its id
@@ -18,9 +18,9 @@ import asyncio
 import atexit
 import json
 import os
-import signal
 import sys
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any, NoReturn
 
 from noeta.client.client import (
@@ -42,6 +42,7 @@ from noeta.client.messages import (
 from noeta.client.options import HostConfig, Options
 from noeta.client.wire import envelope_to_dict
 from noeta.errors import ConfigurationError, NoetaError
+from noeta.lifecycle import serve_until_signal
 from noeta.protocols.event_log import EventEnvelope
 from noeta.tuning import SETTINGS as TUNING_SETTINGS
 from noeta.tuning import WorkerTuning
@@ -72,20 +73,6 @@ def worker_registry(path: str | None, provider: str | None, settings: Settings) 
     return registry
 
 
-async def _serve_until_signal(worker: Any, until: "asyncio.Future[Any] | None" = None) -> None:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    async with worker:
-        waiters = [asyncio.ensure_future(stop.wait())]
-        if until is not None:
-            waiters.append(until)  # type: ignore[arg-type]
-        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.remove_signal_handler(sig)
-
-
 def add_tuning_arguments(parser: argparse.ArgumentParser) -> None:
     """One flag per WorkerTuning field; unset flags fall back to the NOETA_* variables."""
     for name, setting in TUNING_SETTINGS.items():
@@ -102,16 +89,22 @@ def tuning_from_args(args: argparse.Namespace) -> WorkerTuning:
 
 async def cmd_worker(args: argparse.Namespace) -> int:
     settings = Settings()
+    grace = settings.shutdown_grace_seconds if args.shutdown_grace_seconds is None else args.shutdown_grace_seconds
+    health_port = settings.health_port if args.health_port is None else args.health_port
     registry = worker_registry(args.registry, args.provider, settings)
     client = await AsyncClient.connect(HostConfig(settings=settings, content_store=registry.content_store))
     queue = args.task_queue or settings.task_queue
     where = settings.temporal_address or f"embedded server {client.server.address if client.server else ''}"
+    worker = build_worker(
+        client.temporal, registry, queue, tuning=tuning_from_args(args),
+        graceful_shutdown_timeout=timedelta(seconds=grace),
+    )
     print(
         f"noeta worker on {where}, task queue {queue!r}: "
         f"tools {sorted(registry.tools) or 'none'}, providers {sorted(registry.providers)}",
         flush=True,
     )
-    await _serve_until_signal(build_worker(client.temporal, registry, queue, tuning=tuning_from_args(args)))
+    await serve_until_signal(worker, health_port=health_port)
     return 0
 
 
@@ -132,7 +125,7 @@ async def cmd_run(args: argparse.Namespace) -> int:
     task_id = await client.start(args.goal, options, task_id=args.task_id)
     print(f"task {task_id} started", file=sys.stderr, flush=True)
     result_future = asyncio.ensure_future(client.result(task_id))
-    await _serve_until_signal(worker, result_future)
+    await serve_until_signal(worker, result_future)
     if not result_future.done():
         result_future.cancel()
         print(
@@ -279,6 +272,12 @@ def parser() -> argparse.ArgumentParser:
     worker.add_argument("--provider")
     worker.add_argument("--task-queue")
     add_tuning_arguments(worker)
+    worker.add_argument(
+        "--shutdown-grace-seconds",
+        type=float,
+        help="on SIGTERM, how long running tools may finish (default: NOETA_SHUTDOWN_GRACE_SECONDS or 60)",
+    )
+    worker.add_argument("--health-port", type=int, help="serve /healthz and /readyz here (default: NOETA_HEALTH_PORT)")
     sub.add_parser("server", help="run the embedded Temporal dev server in the foreground")
     serve = sub.add_parser("serve", help="the HTTP API: tasks, goals, approvals, SSE events")
     serve.add_argument("--host", default="127.0.0.1")

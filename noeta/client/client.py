@@ -79,18 +79,14 @@ DEFAULT_PROVIDER = "default"
 async def connect_temporal(settings: Settings, connect_timeout: float = 15.0) -> tuple[TemporalClient, EmbeddedServer | None]:
     """Connect to the configured cluster, starting the embedded dev server when none is set."""
     server = None
-    address = settings.temporal_address
     if settings.embedded:
         server = await asyncio.to_thread(ensure_server, settings.home / "temporal")
-        address = server.address
+    connect_config = settings.temporal_connect_config(server.address if server else None)
     deadline = asyncio.get_running_loop().time() + connect_timeout
     while True:
         try:
             client = await TemporalClient.connect(
-                address,
-                namespace=settings.namespace,
-                api_key=settings.api_key,
-                tls=settings.tls or settings.api_key is not None,
+                **connect_config,
                 plugins=[NoetaPlugin()],
             )
             return client, server

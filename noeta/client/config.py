@@ -6,24 +6,45 @@ variable                      meaning
 ``TEMPORAL_ADDRESS``          host:port of a Temporal cluster; unset = the embedded dev server
 ``TEMPORAL_NAMESPACE``        namespace (default ``default``)
 ``TEMPORAL_API_KEY``          API key for Temporal Cloud (implies TLS)
-``TEMPORAL_TLS``              ``1`` to use TLS without an API key
+``TEMPORAL_TLS``              ``1``/``true``/``yes`` to use TLS, ``0``/``false``/``no`` not to
+``TEMPORAL_TLS_*``            mTLS and CA files: ``TEMPORAL_TLS_CLIENT_CERT_PATH``,
+                              ``TEMPORAL_TLS_CLIENT_KEY_PATH``, ``TEMPORAL_TLS_SERVER_CA_CERT_PATH``,
+                              ``TEMPORAL_TLS_SERVER_NAME`` (the ``_DATA`` variants hold PEM text)
+``TEMPORAL_PROFILE``          profile of the Temporal config file (default ``default``)
+``TEMPORAL_CONFIG_FILE``      Temporal's TOML config file (default
+                              ``~/.config/temporalio/temporal.toml``); variables override it
+``TEMPORAL_GRPC_META_*``      extra gRPC headers
 ``NOETA_HOME``                data directory (default ``~/.noeta``): server db, content store
 ``NOETA_TASK_QUEUE``          task queue of workers and started tasks (default ``noeta``)
 ``NOETA_CONTENT_DIR``         content store directory (default ``$NOETA_HOME/content``)
 ``NOETA_CONTENT_STORE``       ``postgresql://...``: a PostgreSQL content store shared by all hosts
+``NOETA_SHUTDOWN_GRACE_SECONDS``  how long a stopping worker lets running tools finish (60)
+``NOETA_HEALTH_PORT``         port of a worker's ``/healthz`` and ``/readyz`` (unset: none)
 ============================  ===============================================================
+
+The ``TEMPORAL_*`` variables and the config file are Temporal's standard client configuration
+(``temporalio.envconfig``), so the same profile works for the ``temporal`` CLI and for Noeta.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+from temporalio.envconfig import ClientConfigProfile, ClientConfigTLS
 
 from noeta.context.content_store import ContentStore, LocalContentStore
 from noeta.errors import ConfigurationError
 
 DEFAULT_TASK_QUEUE = "noeta"
+#: Fits the Kubernetes manifests: their terminationGracePeriodSeconds leaves a margin above it.
+DEFAULT_SHUTDOWN_GRACE_SECONDS = 60.0
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
 
 
 def _env(name: str) -> str | None:
@@ -31,12 +52,56 @@ def _env(name: str) -> str | None:
     return value if value else None
 
 
+def load_temporal_profile(environ: Mapping[str, str] | None = None) -> ClientConfigProfile:
+    """Temporal's client profile: the config file's ``TEMPORAL_PROFILE`` section with the
+    ``TEMPORAL_*`` variables applied over it. Empty variables count as unset; ``TEMPORAL_TLS``
+    takes the same words Noeta always accepted."""
+    env = {k: v for k, v in (os.environ if environ is None else environ).items() if v != ""}
+    tls = env.get("TEMPORAL_TLS", "").lower()
+    if tls in _TRUE:
+        env["TEMPORAL_TLS"] = "true"
+    elif tls in _FALSE:
+        env["TEMPORAL_TLS"] = "false"
+    elif "TEMPORAL_TLS" in env:
+        raise ConfigurationError(f"TEMPORAL_TLS must be one of {', '.join(_TRUE + _FALSE)}, got {env['TEMPORAL_TLS']!r}")
+    try:
+        return ClientConfigProfile.load(override_env_vars=env)
+    except Exception as err:  # the native loader raises its own ConfigError type
+        raise ConfigurationError(f"Temporal client configuration: {err}") from err
+
+
+def _seconds(name: str, default: float) -> float:
+    raw = _env(name)
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if value < 0:
+        raise ConfigurationError(f"{name} must be a number of seconds >= 0, got {raw!r}")
+    return value
+
+
+def _port(name: str) -> int | None:
+    raw = _env(name)
+    if raw is None:
+        return None
+    if not raw.isdigit() or not 0 < int(raw) < 65536:
+        raise ConfigurationError(f"{name} must be a TCP port number, got {raw!r}")
+    return int(raw)
+
+
 @dataclass(frozen=True)
 class Settings:
-    temporal_address: str | None = field(default_factory=lambda: _env("TEMPORAL_ADDRESS"))
-    namespace: str = field(default_factory=lambda: _env("TEMPORAL_NAMESPACE") or "default")
-    api_key: str | None = field(default_factory=lambda: _env("TEMPORAL_API_KEY"))
-    tls: bool = field(default_factory=lambda: (_env("TEMPORAL_TLS") or "") in ("1", "true", "yes"))
+    temporal_address: str | None = field(default_factory=lambda: load_temporal_profile().address)
+    namespace: str = field(default_factory=lambda: load_temporal_profile().namespace or "default")
+    api_key: str | None = field(default_factory=lambda: load_temporal_profile().api_key)
+    tls: bool = field(default_factory=lambda: (_env("TEMPORAL_TLS") or "").lower() in _TRUE)
+    """TLS with the system's CA roots; ``temporal_tls`` holds certificates when there are any."""
+    temporal_tls: ClientConfigTLS | None = field(default_factory=lambda: load_temporal_profile().tls)
+    """TLS settings from the profile and ``TEMPORAL_TLS_*`` (mTLS client certificate, CA, SNI)."""
+    rpc_metadata: Mapping[str, str] = field(default_factory=lambda: dict(load_temporal_profile().grpc_meta))
     home: Path = field(
         default_factory=lambda: Path(_env("NOETA_HOME") or Path.home() / ".noeta").expanduser()
     )
@@ -45,10 +110,46 @@ class Settings:
         default_factory=lambda: Path(d).expanduser() if (d := _env("NOETA_CONTENT_DIR")) else None
     )
     content_store_url: str | None = field(default_factory=lambda: _env("NOETA_CONTENT_STORE"))
+    shutdown_grace_seconds: float = field(
+        default_factory=lambda: _seconds("NOETA_SHUTDOWN_GRACE_SECONDS", DEFAULT_SHUTDOWN_GRACE_SECONDS)
+    )
+    """On SIGTERM a worker stops polling and gives running activities this long to finish."""
+    health_port: int | None = field(default_factory=lambda: _port("NOETA_HEALTH_PORT"))
 
     @property
     def embedded(self) -> bool:
         return self.temporal_address is None
+
+    def temporal_connect_config(self, address: str | None = None) -> dict[str, Any]:
+        """Keyword arguments for ``temporalio.client.Client.connect``; ``address`` is the embedded
+        server's (plain, no credentials) when no cluster is configured."""
+        if self.embedded:
+            return {"target_host": address, "namespace": self.namespace, "tls": False}
+        config: dict[str, Any] = {"target_host": self.temporal_address, "namespace": self.namespace}
+        if self.api_key:
+            config["api_key"] = self.api_key
+        if self.rpc_metadata:
+            config["rpc_metadata"] = dict(self.rpc_metadata)
+        config["tls"] = self._tls()
+        return config
+
+    def _tls(self) -> Any:
+        """False, True (system CA roots) or a ``TLSConfig`` with the configured certificates."""
+        profile = self.temporal_tls
+        if profile is not None and profile.disabled:
+            return False
+        if profile is not None and (
+            profile.server_name or profile.server_root_ca_cert or profile.client_cert or profile.client_private_key
+        ):
+            if bool(profile.client_cert) != bool(profile.client_private_key):
+                raise ConfigurationError(
+                    "mTLS needs both TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH (or the _DATA variants)"
+                )
+            try:
+                return profile.to_connect_tls_config()
+            except OSError as err:
+                raise ConfigurationError(f"cannot read a Temporal TLS file: {err}") from err
+        return self.tls or self.api_key is not None or (profile is not None and profile.disabled is False)
 
     def content_store(self) -> ContentStore:
         url = self.content_store_url

@@ -63,6 +63,11 @@ MAX_INJECTED_CHARS_PER_STEP = 256 * 1024
 MAX_CONTEXT_BYTES = 512 * 1024
 """All content-channel text of a task (UTF-8)."""
 
+#: A worker silent this long while running a tool or a model call is presumed dead, and Temporal
+#: retries the call on another worker (a tool's own ``heartbeat_seconds`` overrides it). The
+#: activities heartbeat every third of it while they run.
+DEFAULT_HEARTBEAT_SECONDS = 10.0
+
 #: Tool errors that end the task instead of going back to the model as a failed tool result.
 TASK_FATAL_TOOL_ERRORS = ("ToolIdentityMismatchError", "ToolNotRegisteredError")
 

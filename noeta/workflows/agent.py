@@ -48,6 +48,7 @@ from noeta.protocols.task import (
     APPROVAL_TIMER_PREFIX,
     CALL_MODEL,
     CHECK_GUARDS,
+    DEFAULT_HEARTBEAT_SECONDS,
     INDEX_INTERVAL_SECONDS,
     INJECTED_MEMO_KEY,
     INVOKE_TOOL,
@@ -700,7 +701,7 @@ class AgentWorkflow:
                 request,
                 result_type=CallModelOutput,
                 start_to_close_timeout=timedelta(seconds=task.model_timeout_seconds),
-                heartbeat_timeout=timedelta(seconds=60),
+                heartbeat_timeout=timedelta(seconds=DEFAULT_HEARTBEAT_SECONDS),
                 # Provider activities mark their own errors non-retryable (see noeta.providers.errors).
                 retry_policy=retry_policy(task.max_retries),
                 summary=f"{task.provider} {task.model or ''} · turn {self._total_turns}".replace("  ", " "),
@@ -742,7 +743,7 @@ class AgentWorkflow:
             reject = f"Unknown tool {call.tool_name!r}. Available tools: {available}."
         retries = spec.max_retries if spec and spec.max_retries is not None else task.max_retries
         timeout = spec.start_to_close_seconds if spec and spec.start_to_close_seconds else task.tool_timeout_seconds
-        heartbeat = spec.heartbeat_seconds if spec and spec.heartbeat_seconds else None
+        heartbeat = spec.heartbeat_seconds if spec and spec.heartbeat_seconds else DEFAULT_HEARTBEAT_SECONDS
         try:
             out = await workflow.execute_activity(
                 INVOKE_TOOL,
@@ -757,7 +758,7 @@ class AgentWorkflow:
                 ),
                 result_type=InvokeToolOutput,
                 start_to_close_timeout=timedelta(seconds=timeout),
-                heartbeat_timeout=timedelta(seconds=heartbeat) if heartbeat else None,
+                heartbeat_timeout=timedelta(seconds=heartbeat),
                 retry_policy=retry_policy(retries, TASK_FATAL_TOOL_ERRORS),
                 summary=f"{call.tool_name}({short_arguments(call.arguments)})",
             )
