@@ -10,17 +10,28 @@ from noeta.protocols.messages import LLMRequest, LLMResponse, ToolResultBlock
 from noeta.sdk.testing import FakeLLMProvider
 from noeta.worker import Registry
 from tests.support.scripts import call, say
-from tests.support.tools import add, slow_append
+from tests.support.tools import add, plain_slow_append, slow_append
 
 
-def scripted(request: LLMRequest) -> LLMResponse:
-    results = [b for m in request.messages for b in m.content if isinstance(b, ToolResultBlock)]
-    if not results:
-        return call(("c1", "slow_append", {"seconds": 4, "text": request.messages[0].text}))
-    return say(f"done: {results[0].output}")
+def calling(tool_name: str, seconds: float):
+    """A stateless responder: call ``tool_name`` once, then report its output."""
+
+    def respond(request: LLMRequest) -> LLMResponse:
+        results = [b for m in request.messages for b in m.content if isinstance(b, ToolResultBlock)]
+        if not results:
+            return call(("c1", tool_name, {"seconds": seconds, "text": request.messages[0].text}))
+        return say(f"done: {results[0].output}")
+
+    return respond
 
 
+scripted = calling("slow_append", 4)
 registry = Registry.of(tools=[slow_append, add], providers={"scripted": FakeLLMProvider(responder=scripted)})
+
+#: The tool has no heartbeat_seconds of its own: Noeta's default heartbeat timeout applies.
+default_heartbeat_registry = Registry.of(
+    tools=[plain_slow_append], providers={"scripted": FakeLLMProvider(responder=calling("plain_slow_append", 2))}
+)
 
 
 def adder(request: LLMRequest) -> LLMResponse:

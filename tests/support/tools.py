@@ -65,3 +65,17 @@ async def slow_append(arguments: dict, ctx: ToolContext) -> ToolResult:
     return ToolResult(success=True, output=f"appended {arguments['text']}")
 
 
+
+
+@tool(
+    name="plain_slow_append",
+    version="1",
+    input_schema={
+        "type": "object",
+        "properties": {"seconds": {"type": "number"}, "text": {"type": "string"}},
+        "required": ["seconds", "text"],
+    },
+    description="slow_append with Noeta's default heartbeat and timeout (no heartbeat_seconds).",
+)
+async def plain_slow_append(arguments: dict, ctx: ToolContext) -> ToolResult:
+    return await slow_append.invoke(arguments, ctx)
