@@ -9,6 +9,7 @@
     noeta result TASK | events TASK [--follow] | messages TASK | cancel TASK | close TASK
     noeta tasks [--status running]    # searchable through NoetaStatus and friends
     noeta setup                       # register those search attributes on a real cluster
+    noeta retention --days N [--dry-run]  # delete content of tasks closed more than N days ago
 """
 
 from __future__ import annotations
@@ -228,6 +229,25 @@ async def cmd_inspect(args: argparse.Namespace) -> int:
     return 0
 
 
+async def cmd_retention(args: argparse.Namespace) -> int:
+    from noeta.client.retention import apply_retention
+
+    if args.days < 0:
+        raise ConfigurationError("--days must not be negative")
+    client = await AsyncClient.connect()
+    report = await apply_retention(
+        client.temporal, client.content_store, timedelta(days=args.days), dry_run=args.dry_run
+    )
+    verb = "would release" if args.dry_run else "released"
+    print(
+        f"{verb} {len(report.released)} task(s) closed more than {args.days:g} day(s) ago; kept {report.kept}; "
+        f"deleted {report.bodies_deleted} bodies ({report.bytes_deleted} bytes)"
+    )
+    for task_id in report.released if args.verbose else ():
+        print(task_id)
+    return 0
+
+
 async def cmd_serve(args: argparse.Namespace) -> int:
     try:
         from noeta.http.app import serve
@@ -296,6 +316,12 @@ def parser() -> argparse.ArgumentParser:
     tasks.add_argument("--status", help="running, idle, awaiting_approval, completed, failed, cancelled")
     tasks.add_argument("--limit", type=int, default=50)
     sub.add_parser("setup", help="register Noeta's search attributes on the cluster (TEMPORAL_ADDRESS)")
+    retention = sub.add_parser(
+        "retention", help="delete content-store bodies of tasks closed more than --days ago (never running ones)"
+    )
+    retention.add_argument("--days", type=float, required=True, help="retention period in days")
+    retention.add_argument("--dry-run", action="store_true", help="only report which tasks would be released")
+    retention.add_argument("--verbose", "-v", action="store_true", help="list the released task ids")
     send = sub.add_parser("send", help="send the next goal to a keep-open task")
     send.add_argument("task")
     send.add_argument("goal")
@@ -322,7 +348,9 @@ def run(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "server":
             return cmd_server(args)
-        handler = {"run": cmd_run, "worker": cmd_worker, "serve": cmd_serve}.get(args.command, cmd_inspect)
+        handler = {"run": cmd_run, "worker": cmd_worker, "serve": cmd_serve, "retention": cmd_retention}.get(
+            args.command, cmd_inspect
+        )
         return asyncio.run(handler(args))
     except KeyboardInterrupt:  # uvicorn re-raises SIGINT after a graceful stop
         return 130

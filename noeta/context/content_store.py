@@ -7,12 +7,19 @@ workers on several hosts.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
+import json
 import os
 import tempfile
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from noeta.context.ownership import current_owner
 from noeta.protocols.messages import ContentRef
 
 
@@ -27,16 +34,54 @@ class ContentStore(Protocol):
     def get(self, ref: ContentRef | str) -> bytes: ...
 
 
+@dataclass(frozen=True)
+class Released:
+    """What :meth:`RetainingStore.release` deleted."""
+
+    bodies: int
+    bytes: int
+
+
+@runtime_checkable
+class RetainingStore(ContentStore, Protocol):
+    """A content store that records which task stored each body, so old tasks' bodies can go.
+
+    Every ``put`` also marks the body as freshly stored; retention never deletes a body stored
+    after its cutoff, which closes the race with a running task storing the same bytes again.
+    """
+
+    def claim(self, digests: Collection[str]) -> None:
+        """Record that the current task (see ``noeta.context.ownership``) references these bodies,
+        stored earlier by someone else (e.g. images a client stored before starting the task)."""
+        ...
+
+    def tasks(self) -> dict[str, datetime]:
+        """Every task that owns bodies, with the last time it stored one (UTC)."""
+        ...
+
+    def release(self, task_ids: Collection[str], stored_before: datetime) -> Released:
+        """Forget that these tasks own bodies; delete each of their bodies that no other task owns
+        and that nobody stored since ``stored_before``."""
+        ...
+
+
 def content_hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
 class LocalContentStore:
-    """One file per body under ``root/ab/cdef...``; writes are atomic (temp file + rename)."""
+    """One file per body under ``root/ab/cdef...``; writes are atomic (temp file + rename).
+
+    Owners are recorded in ``root/.owners/<task key>.refs``, one ``<hash> <task id as JSON>`` line
+    per stored body (appends of one short line are atomic). A body's mtime is its last ``put``.
+    A lock file serialises retention's deletions with puts of bodies that already exist.
+    """
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
+        self._owners = self.root / ".owners"
+        self._lock_path = self.root / ".retention.lock"
 
     def __repr__(self) -> str:
         return f"LocalContentStore({str(self.root)!r})"
@@ -46,19 +91,32 @@ class LocalContentStore:
             raise ValueError(f"not a sha256 hex digest: {digest!r}")
         return self.root / digest[:2] / digest[2:]
 
+    @contextmanager
+    def _locked(self, exclusive: bool) -> Iterator[None]:
+        fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            yield
+        finally:
+            os.close(fd)  # releases the lock
+
     def put(self, data: bytes, media_type: str = "text/plain") -> ContentRef:
         digest = content_hash(data)
         path = self._path(digest)
-        if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(data)
-                os.replace(tmp, path)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+        with self._locked(exclusive=False):
+            if path.exists():
+                os.utime(path)  # stored again: retention keeps it for a full period from now
+            else:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+                try:
+                    with os.fdopen(fd, "wb") as f:
+                        f.write(data)
+                    os.replace(tmp, path)
+                except BaseException:
+                    Path(tmp).unlink(missing_ok=True)
+                    raise
+        self._record_owner([digest])
         return ContentRef(hash=digest, size=len(data), media_type=media_type)
 
     def get(self, ref: ContentRef | str) -> bytes:
@@ -70,3 +128,74 @@ class LocalContentStore:
                 f"content {digest[:12]}… is not in {self!r}: client and worker must use the same "
                 "content store (NOETA_HOME / NOETA_CONTENT_DIR)"
             ) from None
+
+    # -- retention ------------------------------------------------------------------------------
+
+    def _refs_file(self, task_id: str) -> Path:
+        return self._owners / f"{content_hash(task_id.encode())[:40]}.refs"
+
+    def _record_owner(self, digests: Collection[str]) -> None:
+        owner = current_owner()
+        if owner is None or not digests:
+            return
+        self._owners.mkdir(exist_ok=True)
+        tag = json.dumps(owner)
+        lines = "".join(f"{d} {tag}\n" for d in digests).encode()
+        fd = os.open(self._refs_file(owner), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, lines)
+        finally:
+            os.close(fd)
+
+    def claim(self, digests: Collection[str]) -> None:
+        if current_owner() is None:
+            return
+        present = []
+        with self._locked(exclusive=False):
+            for digest in digests:
+                try:
+                    os.utime(self._path(digest))  # like a put: safe from a retention run under way
+                    present.append(digest)
+                except FileNotFoundError:
+                    pass
+        self._record_owner(present)
+
+    def _read_refs(self, path: Path) -> tuple[str | None, set[str]]:
+        task_id, digests = None, set()
+        for line in path.read_text().splitlines():
+            digest, _, tag = line.partition(" ")
+            if len(digest) == 64 and tag:
+                digests.add(digest)
+                task_id = task_id or json.loads(tag)
+        return task_id, digests
+
+    def tasks(self) -> dict[str, datetime]:
+        found: dict[str, datetime] = {}
+        for path in self._owners.glob("*.refs") if self._owners.exists() else ():
+            task_id, _ = self._read_refs(path)
+            if task_id is not None:
+                found[task_id] = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)
+        return found
+
+    def release(self, task_ids: Collection[str], stored_before: datetime) -> Released:
+        releasing = {self._refs_file(t).name for t in task_ids}
+        candidates: set[str] = set()
+        kept: set[str] = set()
+        for path in self._owners.glob("*.refs") if self._owners.exists() else ():
+            (candidates if path.name in releasing else kept).update(self._read_refs(path)[1])
+        cutoff = stored_before.timestamp()
+        bodies = size = 0
+        with self._locked(exclusive=True):
+            for digest in sorted(candidates - kept):
+                path = self._path(digest)
+                try:
+                    stat = path.stat()
+                    if stat.st_mtime >= cutoff:
+                        continue
+                    path.unlink()
+                except FileNotFoundError:
+                    continue
+                bodies, size = bodies + 1, size + stat.st_size
+            for name in releasing:
+                (self._owners / name).unlink(missing_ok=True)
+        return Released(bodies=bodies, bytes=size)

@@ -1,17 +1,24 @@
 """A content store in PostgreSQL, for workers and clients on several hosts.
 
 ``NOETA_CONTENT_STORE=postgresql://user@host/db`` selects it (``pip install 'noeta[postgres]'``).
-One table, ``noeta_content(hash text primary key, media_type text, size bigint, data bytea)``,
-created on first use. Bodies are immutable and content-addressed, so writes are idempotent
-(``ON CONFLICT DO NOTHING``) and safe from any number of workers at once.
+Two tables, created (or brought up to date) on first use:
+
+- ``noeta_content(hash text primary key, media_type, size, data bytea, stored_at)``: the bodies.
+  They are immutable and content-addressed, so writes are idempotent and safe from any number of
+  workers at once; ``stored_at`` is the last time anyone stored the body.
+- ``noeta_content_owner(task_id, hash, stored_at)``: which task stored (or references) which body,
+  for retention (see ``noeta.context.ownership``).
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Collection
+from datetime import datetime, timezone
 from typing import Any
 
-from noeta.context.content_store import ContentNotFoundError, content_hash
+from noeta.context.content_store import ContentNotFoundError, Released, content_hash
+from noeta.context.ownership import current_owner
 from noeta.errors import ConfigurationError
 from noeta.protocols.messages import ContentRef
 
@@ -21,7 +28,15 @@ CREATE TABLE IF NOT EXISTS {table} (
     media_type text NOT NULL,
     size bigint NOT NULL,
     data bytea NOT NULL
-)
+);
+ALTER TABLE {table} ADD COLUMN IF NOT EXISTS stored_at timestamptz NOT NULL DEFAULT now();
+CREATE TABLE IF NOT EXISTS {table}_owner (
+    task_id text NOT NULL,
+    hash text NOT NULL,
+    stored_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (task_id, hash)
+);
+CREATE INDEX IF NOT EXISTS {table}_owner_hash ON {table}_owner (hash);
 """
 
 
@@ -36,9 +51,11 @@ class PostgresContentStore:
         if not table.replace("_", "").isalnum():
             raise ConfigurationError(f"invalid table name {table!r}")
         self._psycopg = psycopg
-        self.dsn, self.table = dsn, table
+        self.dsn, self.table, self.owners = dsn, table, f"{table}_owner"
         self._local = threading.local()
-        with self._connect() as conn:
+        with self._connect() as conn, conn.transaction():
+            # Workers starting together would otherwise race on CREATE TABLE IF NOT EXISTS.
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (table,))
             conn.execute(_SCHEMA.format(table=table))  # type: ignore[arg-type]
 
     def __repr__(self) -> str:
@@ -55,19 +72,61 @@ class PostgresContentStore:
 
     def put(self, data: bytes, media_type: str = "text/plain") -> ContentRef:
         digest = content_hash(data)
-        self._conn().execute(
-            f"INSERT INTO {self.table} (hash, media_type, size, data) VALUES (%s, %s, %s, %s) "  # noqa: S608
-            "ON CONFLICT (hash) DO NOTHING",
-            (digest, media_type, len(data), data),
+        # Storing an existing body again refreshes stored_at (and locks its row): a retention run
+        # under way then keeps it. One statement, so body and owner are recorded together.
+        upsert = (
+            f"INSERT INTO {self.table} (hash, media_type, size, data) VALUES (%s, %s, %s, %s) "
+            "ON CONFLICT (hash) DO UPDATE SET stored_at = now()"
         )
+        owner = current_owner()
+        if owner is None:
+            self._conn().execute(upsert, (digest, media_type, len(data), data))
+        else:
+            self._conn().execute(
+                f"WITH body AS ({upsert} RETURNING hash) "
+                f"INSERT INTO {self.owners} (task_id, hash) SELECT %s, hash FROM body "
+                "ON CONFLICT (task_id, hash) DO UPDATE SET stored_at = now()",
+                (digest, media_type, len(data), data, owner),
+            )
         return ContentRef(hash=digest, size=len(data), media_type=media_type)
 
     def get(self, ref: ContentRef | str) -> bytes:
         digest = ref.hash if isinstance(ref, ContentRef) else ref
-        row = self._conn().execute(f"SELECT data FROM {self.table} WHERE hash = %s", (digest,)).fetchone()  # noqa: S608
+        row = self._conn().execute(f"SELECT data FROM {self.table} WHERE hash = %s", (digest,)).fetchone()
         if row is None:
             raise ContentNotFoundError(
                 f"content {digest[:12]}… is not in {self!r}: client and worker must use the same "
                 "content store (NOETA_CONTENT_STORE)"
             )
         return bytes(row[0])
+
+    # -- retention ------------------------------------------------------------------------------
+
+    def claim(self, digests: Collection[str]) -> None:
+        owner = current_owner()
+        if owner is None or not digests:
+            return
+        self._conn().execute(
+            f"WITH body AS (UPDATE {self.table} SET stored_at = now() WHERE hash = ANY(%s) RETURNING hash) "
+            f"INSERT INTO {self.owners} (task_id, hash) SELECT %s, hash FROM body "
+            "ON CONFLICT (task_id, hash) DO UPDATE SET stored_at = now()",
+            (list(digests), owner),
+        )
+
+    def tasks(self) -> dict[str, datetime]:
+        rows = self._conn().execute(f"SELECT task_id, max(stored_at) FROM {self.owners} GROUP BY task_id").fetchall()
+        return {task_id: at.astimezone(timezone.utc) for task_id, at in rows}
+
+    def release(self, task_ids: Collection[str], stored_before: datetime) -> Released:
+        conn = self._conn()
+        with conn.transaction():
+            rows = conn.execute(
+                f"DELETE FROM {self.owners} WHERE task_id = ANY(%s) RETURNING hash", (list(task_ids),)
+            ).fetchall()
+            candidates = sorted({hash_ for (hash_,) in rows})
+            deleted = conn.execute(
+                f"DELETE FROM {self.table} c WHERE c.hash = ANY(%s) AND c.stored_at < %s "
+                f"AND NOT EXISTS (SELECT 1 FROM {self.owners} o WHERE o.hash = c.hash) RETURNING c.size",
+                (candidates, stored_before),
+            ).fetchall()
+        return Released(bodies=len(deleted), bytes=sum(size for (size,) in deleted))

@@ -16,7 +16,7 @@ from collections import OrderedDict
 
 from pydantic import TypeAdapter
 
-from noeta.context.content_store import ContentStore
+from noeta.context.content_store import ContentStore, RetainingStore
 from noeta.protocols.messages import (
     Block,
     ContentRef,
@@ -71,6 +71,9 @@ class TranscriptStore:
         }
         data = json.dumps(body, separators=(",", ":"), sort_keys=True).encode()
         ref = self.store.put(data, NODE_MEDIA_TYPE)
+        referenced = _referenced(messages)
+        if referenced and isinstance(self.store, RetainingStore):
+            self.store.claim(referenced)  # e.g. images a client stored: they belong to this task too
         self._remember(ref.hash, self.load(head) + tuple(messages))
         return ref
 
@@ -113,6 +116,20 @@ class TranscriptStore:
     def _image(self, block: ImageBlock) -> ImageBlock:
         data = base64.b64encode(self.store.get(block.source)).decode("ascii")
         return ImageBlock(block.source, data=data)
+
+
+def _referenced(messages: list[Message]) -> list[str]:
+    """Hashes of the stored bodies these messages point at."""
+    found = []
+    for message in messages:
+        for block in message.content:
+            if isinstance(block, ImageBlock):
+                found.append(block.source.hash)
+            elif isinstance(block, ToolResultBlock):
+                if isinstance(block.output, ContentRef):
+                    found.append(block.output.hash)
+                found.extend(image.source.hash for image in block.images or ())
+    return found
 
 
 def _has_refs(message: Message) -> bool:
