@@ -26,7 +26,8 @@ from noeta.protocols.messages import (
 
 
 def _files(root: Path) -> list[Path]:
-    return sorted(p for p in root.rglob("*") if p.is_file())
+    """Body files (and stray temp files); not the retention bookkeeping at the top (.owners, lock)."""
+    return sorted(p for p in root.rglob("*") if p.is_file() and not p.relative_to(root).parts[0].startswith("."))
 
 
 # =========================================================================== LocalContentStore
