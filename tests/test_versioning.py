@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 from temporalio.client import WorkflowHistory
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer, Worker
 
 from noeta.client.client import AsyncClient
 from noeta.client.options import Options
+from noeta.plugin import NoetaPlugin
 from noeta.sdk.testing import FakeLLMProvider
 from noeta.activities.agent import AgentActivities
 from noeta.worker import Registry
@@ -20,15 +20,15 @@ from noeta.workflows import AgentWorkflow
 from tests.support.scripts import call, say
 from tests.support.tools import add
 from tests.support.versioned import EXAMPLE_PATCH, PatchedAgentWorkflow, UnpatchedAgentWorkflow
-from tests.test_replay import HISTORIES, load
+from tests.test_replay import HISTORIES, ROOT, load
 
 
 async def replay(workflow: type, history: WorkflowHistory) -> BaseException | None:
-    replayer = Replayer(workflows=[workflow], data_converter=pydantic_data_converter)
+    replayer = Replayer(workflows=[workflow], plugins=[NoetaPlugin()])
     return (await replayer.replay_workflow(history, raise_on_replay_failure=False)).replay_failure
 
 
-@pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])
+@pytest.mark.parametrize("path", HISTORIES, ids=[str(p.relative_to(ROOT).with_suffix("")) for p in HISTORIES])
 async def test_a_patched_change_replays_the_released_histories(path: Path):
     assert await replay(PatchedAgentWorkflow, load(path)) is None
 
@@ -50,8 +50,8 @@ async def test_new_tasks_take_the_new_path(client: AsyncClient, content_store, t
         assert (await client.result(task_id)).answer == "3"
     history = await client.temporal.get_workflow_handle(task_id).fetch_history()
     markers = [e.marker_recorded_event_attributes for e in history.events if e.HasField("marker_recorded_event_attributes")]
-    patches = [m for m in markers if m.marker_name == "core_patch"]
-    assert len(patches) == 1 and EXAMPLE_PATCH in str(patches[0].details)
+    patches = [m for m in markers if m.marker_name == "core_patch" and EXAMPLE_PATCH in str(m.details)]
+    assert len(patches) == 1
     assert any(e.HasField("timer_started_event_attributes") for e in history.events)
     # The new history replays with the patched code, and not with the code before the change: old
     # workers still running during a rolling deploy fail such tasks' workflow tasks until they are

@@ -8,6 +8,7 @@ stores the extended transcript; ``invoke_tool`` runs one tool call.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dataclasses
 import functools
 import inspect
@@ -82,11 +83,18 @@ INLINE_OUTPUT_LIMIT = 4096
 PREVIEW_CHARS = 512
 
 
+def in_thread(executor: Executor | None, fn: Any, *args: Any) -> Awaitable[Any]:
+    """``fn(*args)`` in ``executor`` with this activity's context (as ``asyncio.to_thread`` does):
+    ``activity.heartbeat`` and the content store's owner (``noeta.context.ownership``) need it."""
+    context = contextvars.copy_context()
+    return asyncio.get_running_loop().run_in_executor(executor, functools.partial(context.run, fn, *args))
+
+
 async def call_maybe_async(fn: Any, *args: Any, executor: Executor | None = None) -> Any:
     """Call a sync or async callable; sync ones run in ``executor``'s threads so heartbeats keep flowing."""
     if inspect.iscoroutinefunction(fn):
         return await fn(*args)
-    result = await asyncio.get_running_loop().run_in_executor(executor, functools.partial(fn, *args))
+    result = await in_thread(executor, fn, *args)
     if inspect.isawaitable(result):
         return await result
     return result
@@ -126,7 +134,7 @@ class AgentActivities:
 
     async def _io(self, fn: Any, *args: Any) -> Any:
         """Content-store I/O off the event loop, so every other activity's heartbeats keep going."""
-        return await asyncio.get_running_loop().run_in_executor(self.io_executor, functools.partial(fn, *args))
+        return await in_thread(self.io_executor, fn, *args)
 
     async def _user_code(self, fn: Any, *args: Any) -> Any:
         return await call_maybe_async(fn, *args, executor=self.user_code_executor)
