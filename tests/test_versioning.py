@@ -10,11 +10,11 @@ import pytest
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer, Worker
 
+from noeta.activities.agent import AgentActivities
 from noeta.client.client import AsyncClient
 from noeta.client.options import Options
 from noeta.plugin import NoetaPlugin
 from noeta.sdk.testing import FakeLLMProvider
-from noeta.activities.agent import AgentActivities
 from noeta.worker import Registry
 from noeta.workflows import AgentWorkflow
 from tests.support.scripts import call, say

@@ -27,7 +27,6 @@ from temporalio.api.operatorservice.v1 import (
 from temporalio.client import Client as TemporalClient
 from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
 from temporalio.common import (
-    SearchAttributeKey,
     SearchAttributePair,
     TypedSearchAttributes,
 )
@@ -40,6 +39,7 @@ from temporalio.exceptions import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
+from noeta import search_attributes
 from noeta.client.config import Settings
 from noeta.client.embedded import EmbeddedServer, ensure_server
 from noeta.client.events import EventStream, history_events, notify
@@ -59,6 +59,14 @@ from noeta.errors import (
 from noeta.plugin import NoetaPlugin
 from noeta.protocols.event_log import EventEnvelope, Observer
 from noeta.protocols.messages import ImageBlock, LLMProvider, registry_name
+from noeta.protocols.names import (
+    QUERY_PENDING_APPROVALS,
+    SA_STATUS,
+    SIGNAL_CLOSE,
+    SIGNAL_INJECT,
+    UPDATE_APPROVE,
+    UPDATE_SEND_GOAL,
+)
 from noeta.protocols.task import (
     MAX_INJECTION_CHARS,
     SEARCH_ATTRIBUTES,
@@ -97,11 +105,10 @@ async def connect_temporal(settings: Settings, connect_timeout: float = 15.0) ->
             await asyncio.sleep(0.2)
 
 
-_STATUS = SearchAttributeKey.for_keyword("NoetaStatus")
-_MODEL = SearchAttributeKey.for_keyword("NoetaModel")
-_TURNS = SearchAttributeKey.for_int("NoetaTurns")
-_TOKENS_IN = SearchAttributeKey.for_int("NoetaTokensIn")
-_TOKENS_OUT = SearchAttributeKey.for_int("NoetaTokensOut")
+_STATUS, _MODEL, _TURNS, _TOKENS_IN, _TOKENS_OUT = (
+    search_attributes.STATUS, search_attributes.MODEL, search_attributes.TURNS,
+    search_attributes.TOKENS_IN, search_attributes.TOKENS_OUT,
+)
 
 
 #: NoetaStatus values -> Temporal execution status, for clusters without the search attributes.
@@ -273,7 +280,7 @@ class AsyncClient:
             if not re.fullmatch(r"[a-z_]{1,40}", status):
                 raise ConfigurationError(f"not a task status: {status!r}")
             if indexed:
-                query += f" AND NoetaStatus = '{status}'"
+                query += f" AND {SA_STATUS} = '{status}'"
             else:
                 query += f" AND ExecutionStatus = '{_EXECUTION_STATUS.get(status, status.capitalize())}'"
         tasks = []
@@ -304,7 +311,7 @@ class AsyncClient:
         while True:
             handle = self.temporal.get_workflow_handle(task_id)  # the task's current run
             try:
-                return await handle.execute_update("send_goal", request, result_type=TaskResult)
+                return await handle.execute_update(UPDATE_SEND_GOAL, request, result_type=TaskResult)
             except WorkflowUpdateFailedError as err:
                 if _run_ended_first(err) and await self.is_running(task_id):
                     continue  # the task continued as new: follow the goal (same goal_id) into the new run
@@ -333,7 +340,7 @@ class AsyncClient:
         """Answer an action that a guard sent for approval (``approved=False`` refuses it)."""
         handle = self.temporal.get_workflow_handle(task_id)
         try:
-            await handle.execute_update("approve", ApprovalInput(call_id, approved, reason, approver))
+            await handle.execute_update(UPDATE_APPROVE, ApprovalInput(call_id, approved, reason, approver))
         except WorkflowUpdateFailedError as err:
             raise translate_failure(err) from err
         except RPCError as err:
@@ -344,7 +351,7 @@ class AsyncClient:
     async def pending_approvals(self, task_id: str) -> list[ApprovalRequest]:
         """Actions of a running task waiting for a human (asks the live workflow)."""
         return await self.temporal.get_workflow_handle(task_id).query(
-            "pending_approvals", result_type=list[ApprovalRequest]
+            QUERY_PENDING_APPROVALS, result_type=list[ApprovalRequest]
         )
 
     async def inject(self, task_id: str, text: str, origin: str = "system") -> None:
@@ -359,11 +366,11 @@ class AsyncClient:
                 f"injected text has {len(text)} characters; the limit is {MAX_INJECTION_CHARS}. Put large "
                 "documents in a content channel or behind a tool"
             )
-        await self.temporal.get_workflow_handle(task_id).signal("inject", InjectInput(text, origin))  # type: ignore[arg-type]
+        await self.temporal.get_workflow_handle(task_id).signal(SIGNAL_INJECT, InjectInput(text, origin))  # type: ignore[arg-type]
 
     async def close(self, task_id: str) -> None:
         """Let a keep-open task end after its queued goals."""
-        await self.temporal.get_workflow_handle(task_id).signal("close")
+        await self.temporal.get_workflow_handle(task_id).signal(SIGNAL_CLOSE)
 
     async def result(self, task_id: str) -> TaskResult:
         """Wait for the task's (last goal's) result; raises the task's typed error if it failed."""

@@ -21,6 +21,7 @@ from temporalio.api.history.v1 import HistoryEvent
 from noeta.protocols import event_log as ev
 from noeta.protocols.hooks import GuardDecision, ProposedToolCall, combine
 from noeta.protocols.messages import Message, TextBlock, ToolResultBlock
+from noeta.protocols.names import UPDATE_APPROVE, UPDATE_SEND_GOAL
 from noeta.protocols.task import (
     APPROVAL_TIMER_PREFIX,
     CALL_MODEL,
@@ -461,10 +462,10 @@ class Projector:
 
     def on_update_accepted(self, event: HistoryEvent) -> None:
         attrs = event.workflow_execution_update_accepted_event_attributes
-        if attrs.accepted_request.input.name == "approve":
+        if attrs.accepted_request.input.name == UPDATE_APPROVE:
             self.on_approval(_first(attrs.accepted_request.input.args, ApprovalInput), event)
             return
-        if attrs.accepted_request.input.name != "send_goal":
+        if attrs.accepted_request.input.name != UPDATE_SEND_GOAL:
             return
         goal: GoalInput = _first(attrs.accepted_request.input.args, GoalInput)
         if goal.goal_id:

@@ -25,7 +25,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from temporalio.client import WorkflowExecutionDescription, WorkflowExecutionStatus
-from temporalio.common import SearchAttributeKey
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -41,6 +40,11 @@ from noeta.errors import (
     TaskNotOpenError,
 )
 from noeta.protocols.event_log import EventEnvelope
+from noeta.search_attributes import MODEL as _MODEL
+from noeta.search_attributes import STATUS as _STATUS
+from noeta.search_attributes import TOKENS_IN as _TOKENS_IN
+from noeta.search_attributes import TOKENS_OUT as _TOKENS_OUT
+from noeta.search_attributes import TURNS as _TURNS
 
 logger = logging.getLogger(__name__)
 
@@ -85,11 +89,6 @@ _START_FIELDS = {"goal", "keep_open", "task_id", "task_queue", "options"}
 _GOAL_FIELDS = {"goal"}
 _APPROVAL_FIELDS = {"call_id", "approved", "reason", "approver"}
 
-_STATUS = SearchAttributeKey.for_keyword("NoetaStatus")
-_MODEL = SearchAttributeKey.for_keyword("NoetaModel")
-_TURNS = SearchAttributeKey.for_int("NoetaTurns")
-_TOKENS_IN = SearchAttributeKey.for_int("NoetaTokensIn")
-_TOKENS_OUT = SearchAttributeKey.for_int("NoetaTokensOut")
 
 #: Task status of a closed workflow that has no TaskResult.
 _CLOSED_STATUS = {

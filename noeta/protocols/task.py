@@ -10,45 +10,24 @@ from typing import Any, Literal
 
 from noeta.protocols.hooks import GuardDecision, ProposedAction
 from noeta.protocols.messages import ContentRef, ImageBlock, LLMResponse, Message, Usage
+
+# Names are defined in noeta.protocols.names; re-exported for modules that import them from here.
+from noeta.protocols.names import (  # noqa: F401
+    APPROVAL_TIMER_PREFIX,
+    CALL_MODEL,
+    CHECK_GUARDS,
+    INDEX_INTERVAL_SECONDS,
+    INJECTED_MEMO_KEY,
+    INVOKE_TOOL,
+    LOAD_TRANSCRIPT,
+    PATCH_LEAN_STEPS,
+    PREPARE_TASK,
+    RESULT_MEMO_KEY,
+    SEARCH_ATTRIBUTES,
+    VALIDATE_OUTPUT,
+    WORKFLOW_NAME,
+)
 from noeta.protocols.tool import ToolResult, ToolSpec
-
-#: Activity names, shared by the workflow (which schedules by name) and the worker.
-PREPARE_TASK = "noeta.prepare_task"
-CALL_MODEL = "noeta.call_model"
-INVOKE_TOOL = "noeta.invoke_tool"
-VALIDATE_OUTPUT = "noeta.validate_output"
-CHECK_GUARDS = "noeta.check_guards"
-
-#: Prefix of the summary of an approval's timeout timer (the projection recognises it).
-APPROVAL_TIMER_PREFIX = "approval timeout "
-
-WORKFLOW_NAME = "AgentWorkflow"
-
-#: ``workflow.patched`` ids, one per change to AgentWorkflow's command sequence; histories recorded
-#: before a change replay along the old path (tests/histories/). Never rename or reuse one.
-#: Each patch id costs every new task a marker and a TemporalChangeVersion upsert (two events), so
-#: the changes of one release share one id.
-PATCH_LEAN_STEPS = "lean-steps"
-"""prepare_task runs as a local activity (one marker event instead of an activity and a workflow
-task); turn and token search attributes are upserted at most every INDEX_INTERVAL_SECONDS and with
-every status change, instead of after every model call."""
-INDEX_INTERVAL_SECONDS = 10.0
-
-#: Memo key under which the workflow records each goal's TaskResult (a history event of its own,
-#: so the projection sees every goal's outcome without an extra activity).
-RESULT_MEMO_KEY = "noeta.result"
-#: Memo key under which the workflow records injected messages at the step they enter the transcript.
-INJECTED_MEMO_KEY = "noeta.injected"
-LOAD_TRANSCRIPT = "noeta.load_transcript"
-
-#: Custom search attributes (name -> Temporal type) that make tasks findable in the UI and CLI.
-SEARCH_ATTRIBUTES = {
-    "NoetaStatus": "Keyword",  # running, idle, awaiting_approval, completed, failed, cancelled
-    "NoetaModel": "Keyword",
-    "NoetaTurns": "Int",
-    "NoetaTokensIn": "Int",
-    "NoetaTokensOut": "Int",
-}
 
 #: Size bounds that keep every activity input far below Temporal's 2 MiB payload limit.
 MAX_GOAL_BYTES = 256 * 1024
@@ -134,23 +113,28 @@ class InjectInput:
     origin: Literal["system", "memory"] = "system"
 
 
-@dataclass(frozen=True)
+@dataclass
 class Carry:
-    """The state a task takes into its next run (continue-as-new). History-sized, not transcript-sized."""
+    """A task's run state: what the workflow keeps between steps and takes into its next run
+    (continue-as-new). History-sized, not transcript-sized. Declared once, here: the workflow
+    mutates one of these as it runs and hands a trimmed copy to its next run."""
 
-    head: ContentRef | None
-    pending: list[Message]
-    tools: list[ToolSpec]
-    system_ref: ContentRef | None
-    output_schema_ref: ContentRef | None
-    trace_id: str
+    head: ContentRef | None = None
+    """The stored transcript (see noeta.context.transcript)."""
+    pending: list[Message] = field(default_factory=list)
+    """Messages added since ``head`` was stored."""
+    tools: list[ToolSpec] = field(default_factory=list)
+    system_ref: ContentRef | None = None
+    output_schema_ref: ContentRef | None = None
+    trace_id: str = ""
     volatile_ref: ContentRef | None = field(default=None, kw_only=True)
-    usage: Usage
-    total_turns: int
-    turn: int
-    goal_index: int
-    goals_received: int
-    in_goal: bool
+    usage: Usage = field(default_factory=Usage)
+    total_turns: int = 0
+    turn: int = 0
+    """Model calls in the current goal."""
+    goal_index: int = 0
+    goals_received: int = 1
+    in_goal: bool = True
     """True: resume the decide loop of goal ``goal_index``; False: wait for the next goal."""
     validation_issues: list[str] = field(default_factory=list)
     finish_attempts: int = 0
@@ -161,7 +145,7 @@ class Carry:
     """Goals accepted but not started yet (their send_goal callers follow them here)."""
     goal_ids: dict[str, int] = field(default_factory=dict)
     recent_results: dict[int, TaskResult] = field(default_factory=dict)
-    """Results of the last goals, the current one included when the task is idle."""
+    """Results of the goals (in a carry: the last ones, the current one included when idle)."""
     runs: int = 1
     """How many runs the task has had before this one."""
 

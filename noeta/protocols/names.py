@@ -1,0 +1,60 @@
+"""Names that the client, the workflow, the worker and the projection must agree on, defined once.
+
+Workflow, activity and handler names are part of every recorded history: renaming one breaks
+running tasks and the replay of their histories.
+"""
+
+from __future__ import annotations
+
+WORKFLOW_NAME = "AgentWorkflow"
+
+#: Activities, scheduled by name from the workflow and registered by the worker.
+PREPARE_TASK = "noeta.prepare_task"
+CALL_MODEL = "noeta.call_model"
+INVOKE_TOOL = "noeta.invoke_tool"
+VALIDATE_OUTPUT = "noeta.validate_output"
+CHECK_GUARDS = "noeta.check_guards"
+LOAD_TRANSCRIPT = "noeta.load_transcript"
+
+#: Workflow handlers.
+UPDATE_SEND_GOAL = "send_goal"
+UPDATE_APPROVE = "approve"
+SIGNAL_INJECT = "inject"
+SIGNAL_CLOSE = "close"
+QUERY_PENDING_APPROVALS = "pending_approvals"
+QUERY_PROGRESS = "progress"
+
+#: Memo key under which the workflow records each goal's TaskResult (a history event of its own,
+#: so the projection sees every goal's outcome without an extra activity).
+RESULT_MEMO_KEY = "noeta.result"
+#: Memo key under which the workflow records injected messages at the step they enter the transcript.
+INJECTED_MEMO_KEY = "noeta.injected"
+
+#: Prefix of the summary of an approval's timeout timer (the projection recognises it).
+APPROVAL_TIMER_PREFIX = "approval timeout "
+
+#: Custom search attributes that make tasks findable in the UI and CLI.
+SA_STATUS = "NoetaStatus"
+"""running, idle, awaiting_approval, completed, failed, cancelled"""
+SA_MODEL = "NoetaModel"
+SA_TURNS = "NoetaTurns"
+SA_TOKENS_IN = "NoetaTokensIn"
+SA_TOKENS_OUT = "NoetaTokensOut"
+#: name -> Temporal type, for registering them on a cluster.
+SEARCH_ATTRIBUTES = {
+    SA_STATUS: "Keyword",
+    SA_MODEL: "Keyword",
+    SA_TURNS: "Int",
+    SA_TOKENS_IN: "Int",
+    SA_TOKENS_OUT: "Int",
+}
+
+#: ``workflow.patched`` ids, one per change to AgentWorkflow's command sequence; histories recorded
+#: before a change replay along the old path (tests/histories/). Never rename or reuse one.
+#: Each patch id costs every new task a marker and a TemporalChangeVersion upsert (two events), so
+#: the changes of one release share one id.
+PATCH_LEAN_STEPS = "lean-steps"
+"""prepare_task runs as a local activity (one marker event instead of an activity and a workflow
+task); turn and token search attributes are upserted at most every INDEX_INTERVAL_SECONDS and with
+every status change, instead of after every model call."""
+INDEX_INTERVAL_SECONDS = 10.0

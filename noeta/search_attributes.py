@@ -1,0 +1,16 @@
+"""Noeta's search attributes as typed keys, for the workflow that sets them and the clients that
+list tasks by them (names in :mod:`noeta.protocols.names`)."""
+
+from __future__ import annotations
+
+from temporalio.common import SearchAttributeKey
+
+from noeta.protocols.names import SA_MODEL, SA_STATUS, SA_TOKENS_IN, SA_TOKENS_OUT, SA_TURNS
+
+STATUS = SearchAttributeKey.for_keyword(SA_STATUS)
+MODEL = SearchAttributeKey.for_keyword(SA_MODEL)
+TURNS = SearchAttributeKey.for_int(SA_TURNS)
+TOKENS_IN = SearchAttributeKey.for_int(SA_TOKENS_IN)
+TOKENS_OUT = SearchAttributeKey.for_int(SA_TOKENS_OUT)
+
+__all__ = ["MODEL", "STATUS", "TOKENS_IN", "TOKENS_OUT", "TURNS"]

@@ -1,0 +1,52 @@
+"""Human approvals: actions a guard sent for approval, waiting durably for the ``approve`` update."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.exceptions import ApplicationError
+
+from noeta.protocols.names import APPROVAL_TIMER_PREFIX
+from noeta.protocols.task import ApprovalInput, ApprovalRequest, approval_timed_out
+
+
+class Approvals:
+    """Requests waiting for a human, and the answers that arrived. Never carried across
+    continue-as-new: a task only continues as new when none is pending."""
+
+    def __init__(self) -> None:
+        self.pending: dict[str, ApprovalRequest] = {}
+        self._answers: dict[str, ApprovalInput] = {}
+
+    def check_answer(self, decision: ApprovalInput) -> None:
+        """The ``approve`` update's validator: only a waiting, unanswered action can be answered."""
+        if decision.call_id not in self.pending or decision.call_id in self._answers:
+            waiting = ", ".join(sorted(self.pending)) or "none"
+            raise ApplicationError(
+                f"no action {decision.call_id!r} is waiting for approval (waiting: {waiting})",
+                type="ApprovalNotPendingError",
+            )
+
+    def answer(self, decision: ApprovalInput) -> None:
+        self._answers[decision.call_id] = decision
+
+    def open(self, request: ApprovalRequest) -> None:
+        self.pending[request.call_id] = request
+
+    async def wait(self, request: ApprovalRequest, timeout_seconds: float) -> ApprovalInput:
+        """The answer to an opened request; no answer within the timeout is a refusal."""
+        # No try/finally here: code in a finally also runs when the worker evicts the workflow from
+        # its cache, and workflow calls are not allowed then.
+        try:
+            await workflow.wait_condition(
+                lambda: request.call_id in self._answers,
+                timeout=timedelta(seconds=timeout_seconds),
+                timeout_summary=f"{APPROVAL_TIMER_PREFIX}{request.call_id}",
+            )
+            decision = self._answers[request.call_id]
+        except asyncio.TimeoutError:
+            decision = approval_timed_out(request.call_id, timeout_seconds)
+        del self.pending[request.call_id]
+        return decision

@@ -1,0 +1,67 @@
+"""How failures of steps become the task's typed errors (or its cancellation)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    CancelledError,
+    ChildWorkflowError,
+    RetryState,
+)
+
+from noeta.errors import AttemptsExhaustedError
+
+
+def typed_task_error(cause: ApplicationError) -> ApplicationError:
+    """Fail the task with an activity's typed error, keeping its type and details for the client."""
+    details = cause.details[0] if cause.details else {"message": cause.message}
+    return ApplicationError(cause.message, details, type=cause.type, non_retryable=True)
+
+
+def raise_if_cancelled(err: ActivityError | ChildWorkflowError) -> None:
+    """A step cancelled because the task is being cancelled: cancel the task, do not fail it."""
+    if isinstance(err.cause, CancelledError):
+        raise asyncio.CancelledError(str(err.cause)) from err
+
+
+def failure_message(err: BaseException) -> str:
+    """The innermost message of an activity/child failure chain."""
+    while getattr(err, "cause", None) is not None:
+        err = err.cause  # type: ignore[assignment]
+    return getattr(err, "message", None) or str(err) or type(err).__name__
+
+
+def attempts_exhausted(
+    attempts: int, issues: list[str], failure_type: str, data: Any = None, raw_text: str | None = None
+) -> ApplicationError:
+    exhausted = AttemptsExhaustedError(
+        attempts=attempts, issues=issues, last_failure_type=failure_type, last_data=data, last_raw_text=raw_text
+    )
+    return ApplicationError(str(exhausted), exhausted.to_details(), type="AttemptsExhaustedError", non_retryable=True)
+
+
+def provider_failure(err: ActivityError, max_retries: int) -> ApplicationError:
+    """A model call that failed for good: its own typed error when it was not retryable, else
+    AttemptsExhaustedError with one issue per attempt."""
+    cause = err.cause
+    if isinstance(cause, ApplicationError) and (
+        cause.non_retryable or err.retry_state == RetryState.NON_RETRYABLE_FAILURE
+    ):
+        return typed_task_error(cause)
+    details = cause.details[0] if isinstance(cause, ApplicationError) and cause.details else {}
+    failures = details.get("attempt_failures") if isinstance(details, dict) else None
+    issues = [f["error"] for f in failures] if failures else [failure_message(err)]
+    return attempts_exhausted(max_retries + 1, issues, "provider")
+
+
+def policy_error(policy: object, err: Exception) -> ApplicationError:
+    """A bug in a policy fails the task instead of failing workflow tasks forever."""
+    return ApplicationError(
+        f"policy {type(policy).__name__}.decide raised {type(err).__name__}: {err}",
+        type="PolicyError",
+        non_retryable=True,
+    )

@@ -1,0 +1,35 @@
+"""The task's search attributes (status, turns, tokens), kept current for the UI and CLI."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from temporalio import workflow
+
+from noeta.protocols.messages import Usage
+from noeta.protocols.names import INDEX_INTERVAL_SECONDS, PATCH_LEAN_STEPS
+from noeta.search_attributes import STATUS, TOKENS_IN, TOKENS_OUT, TURNS
+
+
+class SearchIndex:
+    """Each upsert is a history event: counters alone are refreshed at most every
+    INDEX_INTERVAL_SECONDS, and with every status change (including the final one)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self._indexed_at: datetime | None = None
+
+    def update(self, turns: int, usage: Usage, status: str | None = None) -> None:
+        if not self.enabled:
+            return
+        now = workflow.now()
+        if status is None and workflow.patched(PATCH_LEAN_STEPS):
+            # The client set the initial values when it started the task.
+            since = now - (self._indexed_at or workflow.info().start_time)
+            if since.total_seconds() < INDEX_INTERVAL_SECONDS:
+                return
+        self._indexed_at = now
+        updates = [TURNS.value_set(turns), TOKENS_IN.value_set(usage.input), TOKENS_OUT.value_set(usage.output)]
+        if status is not None:
+            updates.append(STATUS.value_set(status))
+        workflow.upsert_search_attributes(updates)

@@ -1,0 +1,172 @@
+"""One typed function per step the workflow schedules: each builds the activity's options from
+the task and returns the activity's typed output (or raises the task's typed error)."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
+
+from noeta.protocols.names import (
+    CALL_MODEL,
+    CHECK_GUARDS,
+    INVOKE_TOOL,
+    LOAD_TRANSCRIPT,
+    PATCH_LEAN_STEPS,
+    PREPARE_TASK,
+    VALIDATE_OUTPUT,
+    WORKFLOW_NAME,
+)
+from noeta.protocols.task import (
+    DEFAULT_HEARTBEAT_SECONDS,
+    TASK_FATAL_TOOL_ERRORS,
+    CallModelInput,
+    CallModelOutput,
+    CheckGuardsInput,
+    CheckGuardsOutput,
+    InvokeToolInput,
+    InvokeToolOutput,
+    LoadTranscriptInput,
+    LoadTranscriptOutput,
+    PrepareInput,
+    PrepareOutput,
+    TaskInput,
+    TaskResult,
+    ValidateInput,
+    ValidateOutput,
+)
+from noeta.protocols.tool import ToolSpec
+from noeta.workflows.failures import provider_failure, raise_if_cancelled, typed_task_error
+
+#: Steps that only touch the worker's registry and content store.
+BOOKKEEPING_TIMEOUT = timedelta(seconds=60)
+#: Activities heartbeat while they run: a dead worker's step is retried elsewhere after this.
+HEARTBEAT_TIMEOUT = timedelta(seconds=DEFAULT_HEARTBEAT_SECONDS)
+
+
+def retry_policy(max_retries: int, non_retryable: tuple[str, ...] = ()) -> RetryPolicy:
+    """``max_retries`` retries after the first attempt, exponential backoff from 1 s."""
+    return RetryPolicy(
+        initial_interval=timedelta(seconds=1),
+        backoff_coefficient=2.0,
+        maximum_interval=timedelta(seconds=60),
+        maximum_attempts=max_retries + 1,
+        non_retryable_error_types=list(non_retryable),
+    )
+
+
+def short_arguments(arguments: dict[str, Any], limit: int = 80) -> str:
+    text = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"), default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+async def prepare(task: TaskInput) -> PrepareOutput:
+    """Check the task's tools, validators and guards against this worker; store the system prompt."""
+    inp = PrepareInput(
+        task_id=workflow.info().workflow_id,
+        tools=task.tools,
+        expected_fingerprints=task.tool_fingerprints,
+        system_prompt=task.system_prompt,
+        output_schema=task.output_schema,
+        validators=task.validators,
+        guards=task.guards,
+        channels=task.channels,
+    )
+    retries = retry_policy(task.max_retries, TASK_FATAL_TOOL_ERRORS)
+    summary = f"prepare: {len(task.tools)} tool(s)"
+    try:
+        # A short check of the worker's registry and a few content-store writes: as a local
+        # activity it saves a round trip through the server and five history events per task.
+        if workflow.patched(PATCH_LEAN_STEPS):
+            return await workflow.execute_local_activity(
+                PREPARE_TASK, inp, result_type=PrepareOutput, start_to_close_timeout=BOOKKEEPING_TIMEOUT,
+                retry_policy=retries, summary=summary,
+            )
+        return await workflow.execute_activity(
+            PREPARE_TASK, inp, result_type=PrepareOutput, start_to_close_timeout=BOOKKEEPING_TIMEOUT,
+            retry_policy=retries, summary=summary,
+        )
+    except ActivityError as err:
+        if isinstance(err.cause, ApplicationError):
+            raise typed_task_error(err.cause) from err
+        raise
+
+
+async def load_transcript(task: TaskInput, inp: LoadTranscriptInput, run: int) -> LoadTranscriptOutput:
+    return await workflow.execute_activity(
+        LOAD_TRANSCRIPT,
+        inp,
+        result_type=LoadTranscriptOutput,
+        start_to_close_timeout=BOOKKEEPING_TIMEOUT,
+        retry_policy=retry_policy(task.max_retries),
+        summary=f"resume run {run}",
+    )
+
+
+async def call_model(task: TaskInput, request: CallModelInput) -> CallModelOutput:
+    try:
+        return await workflow.execute_activity(
+            CALL_MODEL,
+            request,
+            result_type=CallModelOutput,
+            start_to_close_timeout=timedelta(seconds=task.model_timeout_seconds),
+            heartbeat_timeout=HEARTBEAT_TIMEOUT,
+            # Provider activities mark their own errors non-retryable (see noeta.providers.errors).
+            retry_policy=retry_policy(task.max_retries),
+            summary=f"{task.provider} {task.model or ''} · turn {request.turn}".replace("  ", " "),
+        )
+    except ActivityError as err:
+        raise_if_cancelled(err)
+        raise provider_failure(err, task.max_retries) from err
+
+
+async def invoke_tool(task: TaskInput, inp: InvokeToolInput, spec: ToolSpec | None) -> InvokeToolOutput:
+    """Run one tool call with the tool's own timeout and retries (else the task's); raises
+    ActivityError when the call failed for good, so the caller decides what the model sees."""
+    retries = spec.max_retries if spec and spec.max_retries is not None else task.max_retries
+    timeout = spec.start_to_close_seconds if spec and spec.start_to_close_seconds else task.tool_timeout_seconds
+    heartbeat = spec.heartbeat_seconds if spec and spec.heartbeat_seconds else DEFAULT_HEARTBEAT_SECONDS
+    return await workflow.execute_activity(
+        INVOKE_TOOL,
+        inp,
+        result_type=InvokeToolOutput,
+        start_to_close_timeout=timedelta(seconds=timeout),
+        heartbeat_timeout=timedelta(seconds=heartbeat),
+        retry_policy=retry_policy(retries, TASK_FATAL_TOOL_ERRORS),
+        summary=f"{inp.tool_name}({short_arguments(inp.arguments)})",
+    )
+
+
+async def check_guards(task: TaskInput, inp: CheckGuardsInput) -> CheckGuardsOutput:
+    return await workflow.execute_activity(
+        CHECK_GUARDS,
+        inp,
+        result_type=CheckGuardsOutput,
+        start_to_close_timeout=BOOKKEEPING_TIMEOUT,
+        heartbeat_timeout=HEARTBEAT_TIMEOUT,
+        retry_policy=retry_policy(task.max_retries),
+        summary=f"guards on {', '.join(a.call_id for a in inp.actions)}",
+    )
+
+
+async def validate_output(task: TaskInput, inp: ValidateInput) -> ValidateOutput:
+    return await workflow.execute_activity(
+        VALIDATE_OUTPUT,
+        inp,
+        result_type=ValidateOutput,
+        start_to_close_timeout=timedelta(seconds=task.tool_timeout_seconds),
+        heartbeat_timeout=HEARTBEAT_TIMEOUT,
+        retry_policy=retry_policy(task.max_retries),
+        summary=f"validate answer ({len(task.validators)} validator(s))",
+    )
+
+
+async def run_subtask(child: TaskInput, child_id: str, summary: str) -> TaskResult:
+    """A sub-agent as a child workflow; raises ChildWorkflowError when it did not complete."""
+    return await workflow.execute_child_workflow(
+        WORKFLOW_NAME, child, id=child_id, result_type=TaskResult, static_summary=summary[:200]
+    )
