@@ -1,7 +1,9 @@
 """``noeta``: run agents, workers and the embedded server; inspect tasks.
 
-    noeta run "goal" [--registry pkg.mod:registry] [--provider NAME] [--model M]
+    noeta run "goal" [--registry pkg.mod:registry] [--provider NAME] [--model M] [--no-progress]
     noeta worker [--registry pkg.mod:registry] [--task-queue Q] [--shutdown-grace-seconds S] [--health-port P]
+        (both serve the safe built-in tools unless --no-builtins; with --registry only if --builtins)
+    noeta doctor                      # what this installation has: server, models, providers, store
     noeta server                      # the embedded dev server in the foreground (UI included)
     noeta serve [--host H --port P]   # the HTTP API with Server-Sent Events
     noeta start "goal" [--keep-open]  # start a task for a worker, print its id
@@ -50,13 +52,21 @@ from noeta.tuning import WorkerTuning
 from noeta.worker import Registry, build_worker, load_registry
 
 
-def worker_registry(path: str | None, provider: str | None, settings: Settings) -> Registry:
+def worker_registry(
+    path: str | None, provider: str | None, settings: Settings, builtins: bool | None = None
+) -> Registry:
     """The registry a CLI worker serves: the user's (if any), a provider named "default", and the
     built-in providers the environment configures, by name ("anthropic", "openai", "local"), so
-    ``Options(provider="anthropic")`` finds one."""
+    ``Options(provider="anthropic")`` finds one. ``builtins`` adds the safe built-in tools
+    (default: only when there is no user registry); a user's tool of the same name wins."""
+    from noeta.builtins.tools import BUILTIN_TOOLS
     from noeta.providers.defaults import KNOWN_PROVIDERS, default_provider
 
     registry = load_registry(path) if path else Registry()
+    if builtins if builtins is not None else path is None:
+        for builtin in BUILTIN_TOOLS:
+            if builtin.name not in registry.tools:
+                registry.add_tool(builtin)
     if registry.content_store is None:
         registry.content_store = settings.content_store()
     if DEFAULT_PROVIDER not in registry.providers:
@@ -92,7 +102,7 @@ async def cmd_worker(args: argparse.Namespace) -> int:
     settings = Settings()
     grace = settings.shutdown_grace_seconds if args.shutdown_grace_seconds is None else args.shutdown_grace_seconds
     health_port = settings.health_port if args.health_port is None else args.health_port
-    registry = worker_registry(args.registry, args.provider, settings)
+    registry = worker_registry(args.registry, args.provider, settings, args.builtins)
     client = await AsyncClient.connect(HostConfig(settings=settings, content_store=registry.content_store))
     queue = args.task_queue or settings.task_queue
     where = settings.temporal_address or f"embedded server {client.server.address if client.server else ''}"
@@ -111,7 +121,7 @@ async def cmd_worker(args: argparse.Namespace) -> int:
 
 async def cmd_run(args: argparse.Namespace) -> int:
     settings = Settings()
-    registry = worker_registry(args.registry, args.provider, settings)
+    registry = worker_registry(args.registry, args.provider, settings, args.builtins)
     client = await AsyncClient.connect(HostConfig(settings=settings, content_store=registry.content_store))
     options = Options(
         system_prompt=args.system,
@@ -123,10 +133,16 @@ async def cmd_run(args: argparse.Namespace) -> int:
     if client.server is not None and client.server.ui_url:
         print(f"Temporal UI: {client.server.ui_url}", file=sys.stderr)
     worker = build_worker(client.temporal, registry, settings.task_queue)
-    task_id = await client.start(args.goal, options, task_id=args.task_id)
+    # The working directory is the built-in read_file tool's workspace, whichever worker runs it.
+    task_id = await client.start(args.goal, options, task_id=args.task_id, workspace_dir=os.getcwd())
     print(f"task {task_id} started", file=sys.stderr, flush=True)
+    follower = asyncio.ensure_future(_print_progress(client, task_id)) if args.progress else None
     result_future = asyncio.ensure_future(client.result(task_id))
     await serve_until_signal(worker, result_future)
+    if follower is not None:
+        if result_future.done():  # let the last steps print before the answer
+            await asyncio.wait([follower], timeout=5)
+        follower.cancel()
     if not result_future.done():
         result_future.cancel()
         print(
@@ -143,6 +159,25 @@ async def cmd_run(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return 0 if result.status == "completed" else 1
+
+
+async def _print_progress(client: AsyncClient, task_id: str) -> None:
+    """Each model and tool step on stderr as it happens (the task's event log, followed)."""
+    from noeta.progress import Progress
+
+    progress = Progress()
+    async for env in client.events(task_id, follow=True):
+        for line in progress.lines(env):
+            print(line, file=sys.stderr, flush=True)
+
+
+async def cmd_doctor(args: argparse.Namespace) -> int:
+    from noeta.doctor import diagnose, render
+
+    checks = await diagnose()
+    for check in checks:
+        print(render(check), flush=True)
+    return 1 if any(c.status == "failed" for c in checks) else 0
 
 
 def render(item: ViewItem) -> str:
@@ -287,6 +322,8 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--max-turns", type=int, default=20)
     run.add_argument("--max-tokens", type=int, default=None)
     run.add_argument("--task-id")
+    run.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
+                     help="print each model and tool step on stderr (default: on)")
     worker = sub.add_parser("worker", help="serve tasks from the task queue")
     worker.add_argument("--registry")
     worker.add_argument("--provider")
@@ -298,6 +335,11 @@ def parser() -> argparse.ArgumentParser:
         help="on SIGTERM, how long running tools may finish (default: NOETA_SHUTDOWN_GRACE_SECONDS or 60)",
     )
     worker.add_argument("--health-port", type=int, help="serve /healthz and /readyz here (default: NOETA_HEALTH_PORT)")
+    for cmd in (run, worker):
+        cmd.add_argument("--builtins", action=argparse.BooleanOptionalAction, default=None,
+                         help="serve the built-in tools calculator, word_count, read_file, current_time, wait "
+                              "(default: on without --registry)")
+    sub.add_parser("doctor", help="what this installation has: server, local model, providers, content store")
     sub.add_parser("server", help="run the embedded Temporal dev server in the foreground")
     serve = sub.add_parser("serve", help="the HTTP API: tasks, goals, approvals, SSE events")
     serve.add_argument("--host", default="127.0.0.1")
@@ -348,9 +390,9 @@ def run(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "server":
             return cmd_server(args)
-        handler = {"run": cmd_run, "worker": cmd_worker, "serve": cmd_serve, "retention": cmd_retention}.get(
-            args.command, cmd_inspect
-        )
+        handlers = {"run": cmd_run, "worker": cmd_worker, "serve": cmd_serve, "doctor": cmd_doctor,
+                    "retention": cmd_retention}
+        handler = handlers.get(args.command, cmd_inspect)
         return asyncio.run(handler(args))
     except KeyboardInterrupt:  # uvicorn re-raises SIGINT after a graceful stop
         return 130

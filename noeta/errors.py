@@ -179,6 +179,11 @@ class ToolRetryableError(NoetaError):
     non_retryable = False
 
 
+class ToolInputError(NoetaError, ValueError):
+    """A built-in tool refused its arguments (an expression it cannot evaluate, a path outside the
+    workspace); the model gets the message back as a failed tool result."""
+
+
 _BY_NAME: dict[str, type[NoetaError]] = {
     cls.__name__: cls
     for cls in (
@@ -201,6 +206,7 @@ _BY_NAME: dict[str, type[NoetaError]] = {
         ContextLengthError,
         AttemptsExhaustedError,
         ToolRetryableError,
+        ToolInputError,
     )
 }
 

@@ -119,3 +119,19 @@ def test_worker_registry_serves_the_configured_providers_by_name(monkeypatch, tm
     assert "openai" not in registry.providers  # no key, no base URL: not configured
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
     assert isinstance(worker_registry(None, None, Settings(home=tmp_path)).providers["openai"], OpenAIProvider)
+
+
+def test_cli_workers_serve_the_builtin_tools_unless_told_otherwise(clean_env, tmp_path):
+    from noeta.builtins.tools import BUILTIN_TOOLS
+    from noeta.cli import worker_registry
+    from noeta.client.config import Settings
+
+    clean_env.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    names = {t.name for t in BUILTIN_TOOLS}
+    assert names == {"calculator", "word_count", "read_file", "current_time", "wait"}
+    settings = Settings(home=tmp_path)
+    assert set(worker_registry(None, None, settings).tools) == names
+    assert worker_registry(None, None, settings, builtins=False).tools == {}
+    user = "tests.support.registry:cli_registry"
+    assert set(worker_registry(user, None, settings).tools) == {"add"}  # a user's registry: opt in
+    assert set(worker_registry(user, None, settings, builtins=True).tools) == names | {"add"}

