@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
+import temporalio.client
 from temporalio import workflow
 from temporalio.client import Client as TemporalClient
 from temporalio.common import MetricMeter
@@ -117,9 +118,10 @@ def observe_seconds(meter: MetricMeter, name: str, seconds: float, attributes: M
 # -- the workflow side: task ends and approvals --------------------------------------------------
 
 
-class WorkflowMetricsInterceptor(Interceptor):
+class WorkflowMetricsInterceptor(temporalio.client.Interceptor, Interceptor):
     """Counts finished task runs by status and answered approvals, on ``workflow.metric_meter()``
-    (which records nothing while a workflow replays)."""
+    (which records nothing while a workflow replays). A client interceptor too (it passes client
+    calls through) so that workers built on the client inherit it."""
 
     def workflow_interceptor_class(self, input: WorkflowInterceptorClassInput) -> type[WorkflowInboundInterceptor]:
         return _WorkflowMetrics
