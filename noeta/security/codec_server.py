@@ -153,3 +153,35 @@ def _body_text(ref: Mapping[str, Any], store: ContentStore) -> str | None:
     except (KeyError, ValueError, NoetaError) as err:  # missing body, not text, no key: keep the preview
         logger.warning("codec server: cannot expand %s…: %s", str(ref["hash"])[:12], err)
         return None
+
+
+async def serve_codec(
+    host: str = "127.0.0.1",
+    port: int = DEFAULT_PORT,
+    *,
+    ui_origins: tuple[str, ...] = (),
+    expand_refs: bool = False,
+    log_level: str = "info",
+) -> None:
+    """Run the codec server with uvicorn until stopped. The codec and keys come from the
+    environment (as for workers); ``ui_origins`` are added to ``NOETA_CODEC_CORS_ORIGINS``."""
+    import dataclasses
+
+    import uvicorn
+
+    from noeta.client.config import Settings
+    from noeta.security.codec import codec_from_env
+
+    codec = codec_from_env()
+    if codec is None:
+        raise ConfigurationError(
+            "the codec server needs the workers' keys: set NOETA_ENCRYPTION_KEYS (or _FILE) or NOETA_CODEC"
+        )
+    guard = guard_from_env(host)
+    guard = dataclasses.replace(guard, cors_origins=(*guard.cors_origins, *(o.rstrip("/") for o in ui_origins)))
+    guard.check_bind(host, allow_unauthenticated=os.environ.get("NOETA_ALLOW_UNAUTHENTICATED") == "1")
+    if not guard.api_keys:
+        logger.warning("the codec server has no tokens (NOETA_CODEC_TOKENS): any local process can decode payloads")
+    store = Settings().content_store() if expand_refs else None
+    app = create_codec_app(codec, guard, store=store, expand_refs=expand_refs)
+    await uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level=log_level)).serve()
