@@ -256,3 +256,32 @@ async def test_codec_server_refuses_unknown_keys_without_a_traceback(tmp_path: P
         )
     assert (response.status_code, response.json()["error"]) == (422, "EncryptionKeyError")
     assert "Traceback" not in response.text and "'v1'" in response.json()["message"]
+
+
+FAILURE_TEXT = "FAIL-41c7: order 9981 for jane@example.com was rejected"
+
+
+def rejecting(request):
+    from noeta.errors import ProviderError
+
+    raise ProviderError(provider="strict", message=FAILURE_TEXT, status=400)
+
+
+async def test_failure_messages_are_encrypted_and_projected(
+    settings: Settings, client: AsyncClient, tmp_path: Path, task_queue: str, keys_v1: str
+):
+    from noeta.errors import ProviderError
+
+    keys = ring(keys_v1)
+    store = LocalContentStore(tmp_path / "content", cipher=BodyCipher(keys))
+    secure = await AsyncClient.connect(HostConfig(settings=settings, content_store=store, codec=EncryptionCodec(keys)))
+    provider = FakeLLMProvider(responder=rejecting)
+    registry = Registry.of(providers=[provider], content_store=store)
+    async with build_worker(secure.temporal, registry, task_queue, workflow_failure_exception_types=[Exception]):
+        task_id = await secure.start("try it", Options(provider=provider), task_queue=task_queue)
+        with pytest.raises(ProviderError, match="FAIL-41c7"):
+            await secure.result(task_id)
+    raw = history_bytes(await client.history(task_id))
+    assert b"FAIL-41c7" not in raw and b"jane@example.com" not in raw
+    failed = [e for e in await secure.events(task_id) if e.type == "TaskFailed"]
+    assert failed and "FAIL-41c7" in failed[0].payload.reason
