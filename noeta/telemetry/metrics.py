@@ -34,7 +34,7 @@ import temporalio.client
 from temporalio import workflow
 from temporalio.client import Client as TemporalClient
 from temporalio.common import MetricMeter
-from temporalio.exceptions import CancelledError
+from temporalio.exceptions import CancelledError, FailureError, TemporalError
 from temporalio.runtime import OpenTelemetryConfig, PrometheusConfig, Runtime, TelemetryConfig
 from temporalio.worker import (
     ExecuteWorkflowInput,
@@ -137,7 +137,7 @@ class _WorkflowMetrics(WorkflowInboundInterceptor):
         except (CancelledError, asyncio.CancelledError):
             _count_task("cancelled")
             raise
-        except BaseException:
+        except FailureError:  # fails the workflow (other exceptions fail only the workflow task)
             _count_task("failed")
             raise
         _count_task(getattr(result, "status", None) or "completed")
@@ -153,7 +153,11 @@ class _WorkflowMetrics(WorkflowInboundInterceptor):
 
 
 def _count_task(status: str) -> None:
-    workflow.metric_meter().create_counter(TASKS_FINISHED, "task runs that ended, by status").add(1, {"status": status})
+    try:
+        meter = workflow.metric_meter()
+    except TemporalError:  # a workflow being torn down (evicted) outside its event loop
+        return
+    meter.create_counter(TASKS_FINISHED, "task runs that ended, by status").add(1, {"status": status})
 
 
 # -- open tasks, from visibility ----------------------------------------------------------------
