@@ -6,6 +6,7 @@
     noeta doctor                      # what this installation has: server, models, providers, store
     noeta server                      # the embedded dev server in the foreground (UI included)
     noeta serve [--host H --port P]   # the HTTP API with Server-Sent Events
+    noeta codec-server [--port P]     # decodes encrypted payloads for the Temporal UI
     noeta start "goal" [--keep-open]  # start a task for a worker, print its id
     noeta send TASK "goal"            # next goal of a keep-open task
     noeta result TASK | events TASK [--follow] | messages TASK | cancel TASK | close TASK
@@ -103,7 +104,14 @@ async def cmd_worker(args: argparse.Namespace) -> int:
     grace = settings.shutdown_grace_seconds if args.shutdown_grace_seconds is None else args.shutdown_grace_seconds
     health_port = settings.health_port if args.health_port is None else args.health_port
     registry = worker_registry(args.registry, args.provider, settings, args.builtins)
-    client = await AsyncClient.connect(HostConfig(settings=settings, content_store=registry.content_store))
+    # Metrics: Prometheus on --metrics-port, else OTLP when OTEL_* names an endpoint (docs/observability.md).
+    from noeta.telemetry.metrics import runtime_for
+
+    metrics_address = f"{args.metrics_host}:{args.metrics_port}" if args.metrics_port else None
+    runtime = runtime_for(metrics_address)
+    client = await AsyncClient.connect(
+        HostConfig(settings=settings, content_store=registry.content_store, runtime=runtime)
+    )
     queue = args.task_queue or settings.task_queue
     where = settings.temporal_address or f"embedded server {client.server.address if client.server else ''}"
     worker = build_worker(
@@ -115,7 +123,15 @@ async def cmd_worker(args: argparse.Namespace) -> int:
         f"tools {sorted(registry.tools) or 'none'}, providers {sorted(registry.providers)}",
         flush=True,
     )
+    if metrics_address:
+        print(f"metrics on http://{metrics_address}/metrics", flush=True)
+    if runtime is not None:  # open tasks by status (approvals waiting), from visibility
+        from noeta.telemetry.metrics import poll_open_tasks
+
+        gauges = asyncio.ensure_future(poll_open_tasks(client.temporal, runtime.metric_meter))
     await serve_until_signal(worker, health_port=health_port)
+    if runtime is not None:
+        gauges.cancel()
     return 0
 
 
@@ -289,8 +305,19 @@ async def cmd_serve(args: argparse.Namespace) -> int:
     except ImportError as err:  # starlette / uvicorn are the [serve] extra
         raise ConfigurationError(f"noeta serve needs the HTTP extra: pip install 'noeta[serve]' ({err})") from err
     client = await AsyncClient.connect()
-    print(f"Noeta HTTP API on http://{args.host}:{args.port} (no authentication: keep it behind a proxy)", flush=True)
+    keys = "API keys required" if os.environ.get("NOETA_API_KEYS") or os.environ.get("NOETA_API_KEYS_FILE") else "no API keys"
+    print(f"Noeta HTTP API on http://{args.host}:{args.port} ({keys}; see docs/security.md)", flush=True)
     await serve(client, args.host, args.port)
+    return 0
+
+
+async def cmd_codec_server(args: argparse.Namespace) -> int:
+    try:
+        from noeta.security.codec_server import serve_codec
+    except ImportError as err:  # starlette / uvicorn are the [serve] extra
+        raise ConfigurationError(f"noeta codec-server needs the HTTP extra: pip install 'noeta[serve]' ({err})") from err
+    print(f"Noeta codec server on http://{args.host}:{args.port} (/encode, /decode)", flush=True)
+    await serve_codec(args.host, args.port, ui_origins=tuple(args.ui_origin), expand_refs=args.expand_refs)
     return 0
 
 
@@ -340,10 +367,17 @@ def parser() -> argparse.ArgumentParser:
                          help="serve the built-in tools calculator, word_count, read_file, current_time, wait "
                               "(default: on without --registry)")
     sub.add_parser("doctor", help="what this installation has: server, local model, providers, content store")
+    worker.add_argument("--metrics-port", type=int, help="serve Prometheus metrics on this port (/metrics)")
+    worker.add_argument("--metrics-host", default="127.0.0.1", help="address of the metrics endpoint (0.0.0.0 in containers)")
     sub.add_parser("server", help="run the embedded Temporal dev server in the foreground")
     serve = sub.add_parser("serve", help="the HTTP API: tasks, goals, approvals, SSE events")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8080)
+    codec = sub.add_parser("codec-server", help="decode encrypted payloads for the Temporal UI (docs/security.md)")
+    codec.add_argument("--host", default="127.0.0.1")
+    codec.add_argument("--port", type=int, default=8089)
+    codec.add_argument("--ui-origin", action="append", default=[], help="the Temporal UI's origin, for CORS (repeatable)")
+    codec.add_argument("--expand-refs", action="store_true", help="show whole tool outputs from the content store")
     start = sub.add_parser("start", help="start a task for the workers; prints its id")
     start.add_argument("goal")
     start.add_argument("--model")
@@ -384,15 +418,30 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     os._exit(code)
 
 
+#: Commands that run until stopped: they get Noeta's logging and tracing setup.
+_LONG_RUNNING = ("run", "worker", "serve", "codec-server")
+
+
 def run(argv: Sequence[str] | None = None) -> int:
     """Run one ``noeta`` command and return its exit code."""
     args = parser().parse_args(argv)
+    if args.command in _LONG_RUNNING:
+        from noeta.telemetry.logs import configure_logging
+        from noeta.telemetry.tracing import configure_tracing
+
+        configure_logging()  # NOETA_LOG_LEVEL, NOETA_LOG_FORMAT=json
+        configure_tracing()  # OTEL_* (off when unset)
     try:
         if args.command == "server":
             return cmd_server(args)
-        handlers = {"run": cmd_run, "worker": cmd_worker, "serve": cmd_serve, "doctor": cmd_doctor,
-                    "retention": cmd_retention}
-        handler = handlers.get(args.command, cmd_inspect)
+        handler = {
+            "run": cmd_run,
+            "worker": cmd_worker,
+            "serve": cmd_serve,
+            "doctor": cmd_doctor,
+            "retention": cmd_retention,
+            "codec-server": cmd_codec_server,
+        }.get(args.command, cmd_inspect)
         return asyncio.run(handler(args))
     except KeyboardInterrupt:  # uvicorn re-raises SIGINT after a graceful stop
         return 130

@@ -19,6 +19,8 @@ from temporalio.contrib.pydantic import PydanticJSONPlainPayloadConverter
 from temporalio.converter import (
     CompositePayloadConverter,
     DataConverter,
+    DefaultFailureConverter,
+    DefaultFailureConverterWithEncodedAttributes,
     DefaultPayloadConverter,
     JSONPlainPayloadConverter,
     PayloadCodec,
@@ -61,8 +63,14 @@ class NoetaPayloadConverter(CompositePayloadConverter):
 
 
 def data_converter(codec: PayloadCodec | None = None) -> DataConverter:
-    """Noeta's data converter, with ``codec`` (e.g. encryption) applied to every payload."""
-    return DataConverter(payload_converter_class=NoetaPayloadConverter, payload_codec=codec)
+    """Noeta's data converter, with ``codec`` (e.g. encryption) applied to every payload. With a
+    codec, failure messages and stack traces are moved into an encoded payload too: they may quote
+    customer data (a tool's error, a provider's error body)."""
+    return DataConverter(
+        payload_converter_class=NoetaPayloadConverter,
+        payload_codec=codec,
+        failure_converter_class=DefaultFailureConverterWithEncodedAttributes if codec else DefaultFailureConverter,
+    )
 
 
 def is_noeta_converter(converter: DataConverter) -> bool:

@@ -222,3 +222,11 @@ def rebuild_error(type_name: str | None, message: str, details: Any) -> NoetaErr
     if cls is None:
         return None
     return cls.from_details(message, details if isinstance(details, dict) else {})
+
+
+class EncryptionKeyError(ConfigurationError):
+    """Encryption keys are malformed, or a payload or stored body names a key this process does
+    not have (add the old key to ``NOETA_ENCRYPTION_KEYS`` after the active one)."""
+
+
+_BY_NAME[EncryptionKeyError.__name__] = EncryptionKeyError

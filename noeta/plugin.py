@@ -9,6 +9,8 @@ Adding Noeta to an existing Temporal application is one line for the client and 
 
 - the data converter (:mod:`noeta.converter`: pydantic JSON with a process-wide schema cache), with
   an optional payload codec such as encryption;
+- interceptors (:mod:`noeta.telemetry.interceptors`): OpenTelemetry tracing when configured, and
+  the workflow-side metrics;
 - sandbox pass-through of the ``noeta`` package: its workflow-side modules are pure and
   deterministic (a test proves it), so each workflow instance can share the worker's copy instead of
   re-importing them — re-importing cost a quarter of a worker's CPU and a copy of the modules per
@@ -61,8 +63,12 @@ class NoetaPlugin(SimplePlugin):
     """
 
     def __init__(self, *, codec: PayloadCodec | None = None) -> None:
+        from noeta.telemetry.interceptors import interceptors  # tracing (when configured) and metrics
+
         self.codec = codec
-        super().__init__(PLUGIN_NAME, data_converter=self._converter, workflow_runner=sandbox_runner)
+        super().__init__(
+            PLUGIN_NAME, data_converter=self._converter, workflow_runner=sandbox_runner, interceptors=interceptors()
+        )
 
     def _converter(self, existing: DataConverter | None) -> DataConverter:
         # A codec configured on the client already (e.g. the user's KMS codec) is kept.

@@ -71,3 +71,23 @@ def test_settings_choose_the_store_from_the_environment(store: PostgresContentSt
     assert isinstance(chosen, PostgresContentStore) and DSN not in repr(chosen)
     with pytest.raises(ConfigurationError, match="postgresql:// URL"):
         Settings(home=tmp_path, content_store_url="redis://127.0.0.1:6379").content_store()
+
+
+def test_bodies_at_rest_are_ciphertext(store: PostgresContentStore):
+    from noeta.errors import EncryptionKeyError
+    from noeta.security.keys import new_key_entry, parse_keys
+    from noeta.security.sealed_bodies import BodyCipher
+
+    keys = parse_keys([new_key_entry("pg1")])
+    assert keys is not None
+    sealed = PostgresContentStore(DSN, table=store.table, cipher=BodyCipher(keys))
+    body = b"customer record 5521: balance 1234.56"
+    ref = sealed.put(body)
+    assert sealed.get(ref) == body
+    import hashlib
+
+    assert ref.hash == hashlib.sha256(body).hexdigest()  # addressed by the plaintext's hash
+    [row] = sealed._conn().execute(f"SELECT data FROM {store.table} WHERE hash = %s", (ref.hash,)).fetchall()
+    assert b"customer record" not in bytes(row[0])
+    with pytest.raises(EncryptionKeyError):
+        store.get(ref)  # a store without the keys cannot read it, and says why

@@ -9,6 +9,7 @@ from temporalio.exceptions import ApplicationError
 from noeta.activities._attempts import as_details
 from noeta.errors import NoetaError, ProviderError
 from noeta.protocols.task import AttemptFailure
+from noeta.security.scrub import scrub
 
 
 def to_application_error(err: NoetaError, failures: list[AttemptFailure] | None = None) -> ApplicationError:
@@ -19,11 +20,11 @@ def to_application_error(err: NoetaError, failures: list[AttemptFailure] | None 
         non_retryable = not err.retryable
         if err.retry_after is not None and err.retryable:
             delay = timedelta(seconds=err.retry_after)
-    details = err.to_details()
+    details = {k: scrub(v) if isinstance(v, str) else v for k, v in err.to_details().items()}
     if failures:
         details["attempt_failures"] = as_details(failures)
     return ApplicationError(
-        str(err),
+        scrub(str(err)),
         details,
         type=type(err).__name__,
         non_retryable=non_retryable,

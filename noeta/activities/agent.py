@@ -38,7 +38,7 @@ from noeta.errors import (
     ToolRetryableError,
     ValidatorNotRegisteredError,
 )
-from noeta.protocols.hooks import GuardContext, GuardDecision, VerdictResult
+from noeta.protocols.hooks import GuardContext, GuardDecision, VerdictResult, combine
 from noeta.protocols.messages import (
     ContentRef,
     LLMRequest,
@@ -70,6 +70,7 @@ from noeta.protocols.task import (
 from noeta.protocols.tool import Tool, ToolContext, ToolResult, ToolSpec
 from noeta.protocols.validation import DEFAULT_FAILURE_MESSAGE
 from noeta.providers.errors import classify_exception
+from noeta.telemetry import instrument
 from noeta.tuning import WorkerTuning
 
 if TYPE_CHECKING:
@@ -214,15 +215,17 @@ class AgentActivities:
             )
         request = await self._io(self._build_request, inp)
         earlier = earlier_failures()
-        try:
-            response = await with_heartbeat(self._complete(provider, request, inp), as_details(earlier))
-            if not isinstance(response, LLMResponse):
-                raise TypeError(f"complete() returned {type(response).__name__}, not LLMResponse")
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            err = classify_exception(inp.provider, exc)
-            raise to_application_error(err, record_failure(earlier, err)) from exc
+        with instrument.model_call(inp.provider, request, inp.task_id, f"turn-{inp.turn}") as observed:
+            try:
+                response = await with_heartbeat(self._complete(provider, request, inp), as_details(earlier))
+                if not isinstance(response, LLMResponse):
+                    raise TypeError(f"complete() returned {type(response).__name__}, not LLMResponse")
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                err = classify_exception(inp.provider, exc)
+                raise to_application_error(err, record_failure(earlier, err)) from exc
+            observed.finished(response)
         assistant = Message(role="assistant", content=list(response.content))
         head, raw_ref = await self._io(self._record_response, inp, assistant, response.raw)
         return CallModelOutput(
@@ -309,19 +312,21 @@ class AgentActivities:
             resources=self.registry.resources,
         )
         earlier = earlier_failures()
-        try:
-            result = await with_heartbeat(self._user_code(tool_callable(tool), inp.arguments, ctx), as_details(earlier))
-        except asyncio.CancelledError:
-            raise
-        except ToolRetryableError as err:
-            raise to_application_error(err, record_failure(earlier, err)) from err
-        except Exception as exc:  # the model sees the failure and may recover
-            result = ToolResult(success=False, output=f"{type(exc).__name__}: {exc}")
-        if not isinstance(result, ToolResult):
-            result = ToolResult(
-                success=False,
-                output=f"tool {inp.tool_name!r} returned {type(result).__name__}, not ToolResult",
-            )
+        with instrument.tool_call(inp.tool_name, inp.task_id, inp.call_id) as observed:
+            try:
+                result = await with_heartbeat(self._user_code(tool_callable(tool), inp.arguments, ctx), as_details(earlier))
+            except asyncio.CancelledError:
+                raise
+            except ToolRetryableError as err:
+                raise to_application_error(err, record_failure(earlier, err)) from err
+            except Exception as exc:  # the model sees the failure and may recover
+                result = ToolResult(success=False, output=f"{type(exc).__name__}: {exc}")
+            if not isinstance(result, ToolResult):
+                result = ToolResult(
+                    success=False,
+                    output=f"tool {inp.tool_name!r} returned {type(result).__name__}, not ToolResult",
+                )
+            observed.finished(result)
         if needs_offload(result):  # checked here: most outputs are small and need no thread
             result = await self._io(self._offload_output, result)
         return InvokeToolOutput(result, attempt, retried=earlier)
@@ -361,6 +366,8 @@ class AgentActivities:
                 if not isinstance(result, VerdictResult):
                     raise TypeError(f"guard {name!r} returned {type(result).__name__}, not VerdictResult")
                 verdicts.append(GuardDecision(action.call_id, name, result.verdict, result.reason))
+        decided = [combine([v for v in verdicts if v.call_id == a.call_id]) for a in inp.actions]
+        instrument.approvals_requested(sum(1 for d in decided if d is not None and d.verdict == "ask"))
         return CheckGuardsOutput(verdicts=verdicts)
 
     # -- validate_output ----------------------------------------------------------------------

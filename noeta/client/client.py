@@ -30,6 +30,7 @@ from temporalio.common import (
     SearchAttributePair,
     TypedSearchAttributes,
 )
+from temporalio.converter import PayloadCodec
 from temporalio.exceptions import (
     ActivityError,
     ApplicationError,
@@ -37,6 +38,7 @@ from temporalio.exceptions import (
     ChildWorkflowError,
     TerminatedError,
 )
+from temporalio.runtime import Runtime
 from temporalio.service import RPCError, RPCStatusCode
 
 from noeta import search_attributes
@@ -84,8 +86,18 @@ T = TypeVar("T")
 DEFAULT_PROVIDER = "default"
 
 
-async def connect_temporal(settings: Settings, connect_timeout: float = 15.0) -> tuple[TemporalClient, EmbeddedServer | None]:
-    """Connect to the configured cluster, starting the embedded dev server when none is set."""
+async def connect_temporal(
+    settings: Settings,
+    connect_timeout: float = 15.0,
+    *,
+    codec: PayloadCodec | None = None,
+    runtime: Runtime | None = None,
+) -> tuple[TemporalClient, EmbeddedServer | None]:
+    """Connect to the configured cluster, starting the embedded dev server when none is set.
+    ``codec``: the payload codec (default: the environment's, see noeta.security.codec);
+    ``runtime``: a Temporal Runtime exporting metrics (noeta.telemetry.metrics.runtime_for)."""
+    from noeta.security.codec import codec_from_env
+
     server = None
     if settings.embedded:
         server = await asyncio.to_thread(ensure_server, settings.home / "temporal")
@@ -95,7 +107,8 @@ async def connect_temporal(settings: Settings, connect_timeout: float = 15.0) ->
         try:
             client = await TemporalClient.connect(
                 **connect_config,
-                plugins=[NoetaPlugin()],
+                plugins=[NoetaPlugin(codec=codec or codec_from_env())],
+                runtime=runtime,
             )
             return client, server
         except RuntimeError:
@@ -206,7 +219,7 @@ class AsyncClient:
     @classmethod
     async def connect(cls, host: HostConfig | None = None, observers: Sequence[Observer] = ()) -> AsyncClient:
         host = host or HostConfig()
-        temporal, server = await connect_temporal(host.settings)
+        temporal, server = await connect_temporal(host.settings, codec=host.codec, runtime=host.runtime)
         return cls(
             temporal,
             content_store=host.store(),

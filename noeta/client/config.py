@@ -152,11 +152,14 @@ class Settings:
         return self.tls or self.api_key is not None or (profile is not None and profile.disabled is False)
 
     def content_store(self) -> ContentStore:
+        """The configured store; bodies are encrypted when NOETA_ENCRYPTION_KEYS is set."""
+        from noeta.security.sealed_bodies import cipher_from_env
+
         url = self.content_store_url
         if url and url.startswith(("postgresql://", "postgres://")):
             from noeta.context.postgres_store import PostgresContentStore
 
-            return PostgresContentStore(url)
+            return PostgresContentStore(url, cipher=cipher_from_env())
         if url:
             raise ConfigurationError(f"NOETA_CONTENT_STORE must be a postgresql:// URL, got {url.split(':')[0]}:…")
-        return LocalContentStore(self.content_dir or self.home / "content")
+        return LocalContentStore(self.content_dir or self.home / "content", cipher=cipher_from_env())

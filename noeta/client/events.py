@@ -19,6 +19,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from noeta.client.projection import Projector
 from noeta.errors import TaskNotFoundError
 from noeta.protocols.event_log import EventEnvelope, Observer
+from noeta.security.history_codec import decode_message
 
 logger = logging.getLogger(__name__)
 
@@ -39,13 +40,17 @@ async def first_run_id(temporal: TemporalClient, task_id: str) -> str:
 async def history_events(
     temporal: TemporalClient, task_id: str, follow: bool = False
 ) -> AsyncIterator[tuple[int, HistoryEvent]]:
-    """(run number, event) for every run of the task in order; live when ``follow``."""
+    """(run number, event) for every run of the task in order; live when ``follow``. Payloads are
+    decoded with the client's codec (encrypted tasks), if it has one."""
+    codec = temporal.data_converter.payload_codec
     run_id: str | None = await first_run_id(temporal, task_id)
     run = 0
     while run_id:
         handle = temporal.get_workflow_handle(task_id, run_id=run_id)
         next_run = None
         async for event in handle.fetch_history_events(wait_new_event=follow):
+            if codec is not None:
+                await decode_message(event, codec)
             yield run, event
             if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
                 next_run = event.workflow_execution_continued_as_new_event_attributes.new_execution_run_id

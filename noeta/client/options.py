@@ -13,6 +13,8 @@ from typing import Any, Callable
 
 import jsonschema
 from pydantic import BaseModel
+from temporalio.converter import PayloadCodec
+from temporalio.runtime import Runtime
 
 from noeta.builtins.llm_policy import LLMPolicy
 from noeta.client.config import Settings
@@ -197,6 +199,11 @@ class HostConfig:
     """Receives streamed pieces of model responses (``StreamDelta``) from in-process workers
     (``query()``); a retried attempt's pieces carry its attempt number, so a consumer can drop the
     partial text of the attempt that failed. History records only final responses."""
+    codec: PayloadCodec | None = None
+    """Encrypts every payload written to Temporal; None: the environment's
+    (``NOETA_ENCRYPTION_KEYS`` / ``NOETA_CODEC``, see docs/security.md), else plain JSON."""
+    runtime: Runtime | None = None
+    """A Temporal Runtime that exports metrics (``noeta.telemetry.metrics.runtime_for``)."""
 
     def store(self) -> ContentStore:
         return self.content_store or self.settings.content_store()

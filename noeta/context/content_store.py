@@ -17,10 +17,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from noeta.context.ownership import current_owner
 from noeta.protocols.messages import ContentRef
+
+if TYPE_CHECKING:
+    from noeta.security.sealed_bodies import BodyCipher
 
 
 class ContentNotFoundError(KeyError):
@@ -75,11 +78,15 @@ class LocalContentStore:
     Owners are recorded in ``root/.owners/<task key>.refs``, one ``<hash> <task id as JSON>`` line
     per stored body (appends of one short line are atomic). A body's mtime is its last ``put``.
     A lock file serialises retention's deletions with puts of bodies that already exist.
+
+    With a ``cipher`` the files hold ciphertext (:mod:`noeta.security.sealed_bodies`); the name is
+    still the plaintext's hash.
     """
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    def __init__(self, root: str | os.PathLike[str], cipher: BodyCipher | None = None) -> None:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
+        self.cipher = cipher
         self._owners = self.root / ".owners"
         self._lock_path = self.root / ".retention.lock"
 
@@ -111,7 +118,7 @@ class LocalContentStore:
                 fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
                 try:
                     with os.fdopen(fd, "wb") as f:
-                        f.write(data)
+                        f.write(self.cipher.seal(data, digest) if self.cipher else data)
                     os.replace(tmp, path)
                 except BaseException:
                     Path(tmp).unlink(missing_ok=True)
@@ -122,12 +129,13 @@ class LocalContentStore:
     def get(self, ref: ContentRef | str) -> bytes:
         digest = ref.hash if isinstance(ref, ContentRef) else ref
         try:
-            return self._path(digest).read_bytes()
+            blob = self._path(digest).read_bytes()
         except FileNotFoundError:
             raise ContentNotFoundError(
                 f"content {digest[:12]}… is not in {self!r}: client and worker must use the same "
                 "content store (NOETA_HOME / NOETA_CONTENT_DIR)"
             ) from None
+        return open_body(self.cipher, blob, digest)
 
     # -- retention ------------------------------------------------------------------------------
 
@@ -199,3 +207,10 @@ class LocalContentStore:
             for name in releasing:
                 (self._owners / name).unlink(missing_ok=True)
         return Released(bodies=bodies, bytes=size)
+
+
+def open_body(cipher: BodyCipher | None, blob: bytes, digest: str) -> bytes:
+    """A stored body as plaintext (sealed bodies need the cipher)."""
+    from noeta.security.sealed_bodies import open_unsealed
+
+    return cipher.open(blob, digest) if cipher else open_unsealed(blob, digest)

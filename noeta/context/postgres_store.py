@@ -15,12 +15,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Collection
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from noeta.context.content_store import ContentNotFoundError, Released, content_hash
+from noeta.context.content_store import ContentNotFoundError, Released, content_hash, open_body
 from noeta.context.ownership import current_owner
 from noeta.errors import ConfigurationError
 from noeta.protocols.messages import ContentRef
+
+if TYPE_CHECKING:
+    from noeta.security.sealed_bodies import BodyCipher
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS {table} (
@@ -41,9 +44,10 @@ CREATE INDEX IF NOT EXISTS {table}_owner_hash ON {table}_owner (hash);
 
 
 class PostgresContentStore:
-    """Thread-safe: one connection per thread (activities may run in worker threads)."""
+    """Thread-safe: one connection per thread (activities may run in worker threads). With a
+    ``cipher`` the ``data`` column holds ciphertext; ``hash`` stays the plaintext's."""
 
-    def __init__(self, dsn: str, table: str = "noeta_content") -> None:
+    def __init__(self, dsn: str, table: str = "noeta_content", cipher: BodyCipher | None = None) -> None:
         try:
             import psycopg
         except ImportError as err:
@@ -51,7 +55,7 @@ class PostgresContentStore:
         if not table.replace("_", "").isalnum():
             raise ConfigurationError(f"invalid table name {table!r}")
         self._psycopg = psycopg
-        self.dsn, self.table, self.owners = dsn, table, f"{table}_owner"
+        self.dsn, self.table, self.owners, self.cipher = dsn, table, f"{table}_owner", cipher
         self._local = threading.local()
         with self._connect() as conn, conn.transaction():
             # Workers starting together would otherwise race on CREATE TABLE IF NOT EXISTS.
@@ -79,14 +83,15 @@ class PostgresContentStore:
             "ON CONFLICT (hash) DO UPDATE SET stored_at = now()"
         )
         owner = current_owner()
+        stored = self.cipher.seal(data, digest) if self.cipher else data
         if owner is None:
-            self._conn().execute(upsert, (digest, media_type, len(data), data))
+            self._conn().execute(upsert, (digest, media_type, len(data), stored))
         else:
             self._conn().execute(
                 f"WITH body AS ({upsert} RETURNING hash) "
                 f"INSERT INTO {self.owners} (task_id, hash) SELECT %s, hash FROM body "
                 "ON CONFLICT (task_id, hash) DO UPDATE SET stored_at = now()",
-                (digest, media_type, len(data), data, owner),
+                (digest, media_type, len(data), stored, owner),
             )
         return ContentRef(hash=digest, size=len(data), media_type=media_type)
 
@@ -98,7 +103,7 @@ class PostgresContentStore:
                 f"content {digest[:12]}… is not in {self!r}: client and worker must use the same "
                 "content store (NOETA_CONTENT_STORE)"
             )
-        return bytes(row[0])
+        return open_body(self.cipher, bytes(row[0]), digest)
 
     # -- retention ------------------------------------------------------------------------------
 

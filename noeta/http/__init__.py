@@ -1,7 +1,7 @@
 """``noeta serve``: Noeta's JSON + Server-Sent Events HTTP API (needs the ``[serve]`` extra).
 
-No authentication: it binds 127.0.0.1 by default and must sit behind an authenticating proxy
-if exposed. See docs/http.md.
+API keys (``NOETA_API_KEYS``), Host/Origin checks and CORS: docs/security.md. Endpoints:
+docs/http.md.
 """
 
 from __future__ import annotations

@@ -2,9 +2,10 @@
 event log as Server-Sent Events.
 
 ``create_app(client)`` builds the Starlette app; ``serve(client, host, port)`` runs it with uvicorn
-until the server stops. There is no authentication: the server binds 127.0.0.1 by default and must
-sit behind an authenticating proxy if it is exposed. The API only starts and reads tasks; workers
-(``noeta worker``) run them. Endpoints, SSE format and error mapping: docs/http.md.
+until the server stops. Every request passes :class:`noeta.security.http_guard.RequestGuard`
+(API keys, Host/Origin allow-lists, CORS, body limits; docs/security.md). The API only starts and
+reads tasks; workers (``noeta worker``) run them. Endpoints, SSE format and error mapping:
+docs/http.md.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import re
 from collections.abc import AsyncIterator, Callable, Mapping
 from http import HTTPStatus
@@ -21,6 +23,7 @@ import uvicorn
 from pydantic_core import to_jsonable_python
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -45,13 +48,16 @@ from noeta.search_attributes import STATUS as _STATUS
 from noeta.search_attributes import TOKENS_IN as _TOKENS_IN
 from noeta.search_attributes import TOKENS_OUT as _TOKENS_OUT
 from noeta.search_attributes import TURNS as _TURNS
+from noeta.security.http_guard import DEFAULT_MAX_BODY, GuardConfig, RequestGuard
 
 logger = logging.getLogger(__name__)
 
 #: Seconds of silence after which an SSE stream gets a ``: keep-alive`` comment.
 KEEPALIVE_SECONDS = 15.0
 #: Largest request body accepted (Temporal refuses payloads over 2 MiB anyway).
-MAX_BODY_BYTES = 4 * 1024 * 1024
+MAX_BODY_BYTES = DEFAULT_MAX_BODY
+#: Seconds /readyz waits for the Temporal frontend's health check.
+READY_TIMEOUT_SECONDS = 5.0
 MAX_LIST_LIMIT = 1000
 
 
@@ -113,7 +119,10 @@ class HTTPError(Exception):
 
 
 def error_body(err: BaseException) -> dict[str, Any]:
-    """``{"error": <ExceptionName>, "message": str, **details}`` (details: ``err.to_details()``)."""
+    """``{"error": <ExceptionName>, "message": str, **details}`` (details: ``err.to_details()``).
+    Other than Noeta's own errors, messages stay in the server log: they may quote internals."""
+    if not isinstance(err, NoetaError):
+        return {"error": type(err).__name__, "message": "internal error (see the server log)"}
     body: dict[str, Any] = {"error": type(err).__name__, "message": str(err)}
     if isinstance(err, NoetaError):
         details = to_jsonable_python(err.to_details(), fallback=repr)
@@ -173,7 +182,9 @@ async def _on_already_started(request: Request, err: Exception) -> Response:
 
 
 async def _on_unexpected(request: Request, err: Exception) -> Response:
-    return JSONResponse({"error": type(err).__name__, "message": str(err)}, status_code=500)
+    # The message of an unexpected error may quote internals: it goes to the log, not the client.
+    logger.error("unexpected error answering %s %s", request.method, request.url.path, exc_info=err)
+    return JSONResponse({"error": "InternalServerError", "message": "internal error (see the server log)"}, status_code=500)
 
 
 # -- request parsing ----------------------------------------------------------------------------
@@ -330,11 +341,26 @@ async def sse_stream(
 # -- the app ------------------------------------------------------------------------------------
 
 
-def create_app(client: AsyncClient, *, keepalive_seconds: float = KEEPALIVE_SECONDS) -> Starlette:
+def create_app(
+    client: AsyncClient, *, keepalive_seconds: float = KEEPALIVE_SECONDS, guard: GuardConfig | None = None
+) -> Starlette:
     """The HTTP API over ``client`` (see docs/http.md). ``keepalive_seconds``: silence after which
-    an SSE stream gets a ``: keep-alive`` comment."""
+    an SSE stream gets a ``: keep-alive`` comment. ``guard``: authentication and request checks
+    (default: from the environment, ``GuardConfig.from_env()``)."""
     if keepalive_seconds <= 0:
         raise ConfigurationError("keepalive_seconds must be > 0")
+    guard = guard or GuardConfig.from_env()
+
+    async def healthz(request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def readyz(request: Request) -> Response:
+        try:
+            ok = await asyncio.wait_for(client.temporal.service_client.check_health(), READY_TIMEOUT_SECONDS)
+        except Exception:  # unreachable, timed out: not ready (details stay in the log)
+            logger.warning("readiness check: Temporal is not reachable", exc_info=True)
+            ok = False
+        return JSONResponse({"status": "ready" if ok else "unavailable", "temporal": ok}, status_code=200 if ok else 503)
 
     async def describe(task_id: str) -> WorkflowExecutionDescription:
         try:
@@ -472,6 +498,8 @@ def create_app(client: AsyncClient, *, keepalive_seconds: float = KEEPALIVE_SECO
         )
 
     routes = [
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/readyz", readyz, methods=["GET"]),
         Route("/tasks", start_task, methods=["POST"]),
         Route("/tasks", list_tasks, methods=["GET"]),
         Route("/tasks/{task_id}", get_task, methods=["GET"]),
@@ -491,10 +519,7 @@ def create_app(client: AsyncClient, *, keepalive_seconds: float = KEEPALIVE_SECO
         WorkflowAlreadyStartedError: _on_already_started,
         Exception: _on_unexpected,
     }
-    return Starlette(routes=routes, exception_handlers=handlers)
-
-
-_LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+    return Starlette(routes=routes, exception_handlers=handlers, middleware=[Middleware(RequestGuard, config=guard)])
 
 
 async def serve(
@@ -504,15 +529,18 @@ async def serve(
     *,
     keepalive_seconds: float = KEEPALIVE_SECONDS,
     log_level: str = "info",
+    guard: GuardConfig | None = None,
 ) -> None:
     """Run the HTTP API with uvicorn; returns when the server stops (Ctrl-C / SIGTERM, or when the
-    calling task is cancelled: the server then shuts down before the cancellation propagates)."""
-    if host not in _LOOPBACK:
-        logger.warning(
-            "noeta serve has no authentication and listens on %s: put it behind an authenticating proxy", host
-        )
+    calling task is cancelled: the server then shuts down before the cancellation propagates).
+    Without API keys it only listens on loopback (``NOETA_ALLOW_UNAUTHENTICATED=1`` overrides,
+    for a deployment behind an authenticating proxy)."""
+    guard = guard or GuardConfig.from_env(bind_host=host)
+    guard.check_bind(host, allow_unauthenticated=os.environ.get("NOETA_ALLOW_UNAUTHENTICATED") == "1")
+    if not guard.api_keys:
+        logger.warning("noeta serve has no API keys (NOETA_API_KEYS): any local process can use it")
     config = uvicorn.Config(
-        create_app(client, keepalive_seconds=keepalive_seconds),
+        create_app(client, keepalive_seconds=keepalive_seconds, guard=guard),
         host=host,
         port=port,
         log_level=log_level,

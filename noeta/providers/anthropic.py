@@ -82,6 +82,7 @@ from noeta.providers.openai import (
     _stop_reason,
     fallback_call_id,
 )
+from noeta.security.scrub import register_secret
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 DEFAULT_VERSION = "2023-06-01"
@@ -142,6 +143,7 @@ class AnthropicProvider(HTTPProvider):
         self.max_tokens_default = max_tokens_default
         self.anthropic_version = anthropic_version
         self._api_key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
+        register_secret(self._api_key)  # scrubbed from errors and logs wherever it is echoed
         self._init_http(timeout, http_client)
 
     def __repr__(self) -> str:

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 import httpx
 
 from noeta.errors import ContextLengthError, ProviderError
+from noeta.security.scrub import scrub, scrub_exception
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 _CONTEXT_LENGTH_MARKERS = (
@@ -52,7 +53,8 @@ def is_retryable_status(status: int) -> bool:
 def error_from_response(
     provider: str, status: int, headers: Mapping[str, str], message: str
 ) -> ProviderError:
-    """The typed error for an HTTP error response of a provider."""
+    """The typed error for an HTTP error response of a provider (secrets scrubbed from the body)."""
+    message = scrub(message)
     if status in (400, 413) and any(m in message.lower() for m in _CONTEXT_LENGTH_MARKERS):
         return ContextLengthError(provider=provider, message=message, status=status)
     return ProviderError(
@@ -65,7 +67,9 @@ def error_from_response(
 
 
 def classify_exception(provider: str, exc: BaseException) -> ProviderError:
-    """Any exception raised while calling ``provider`` as a :class:`ProviderError`."""
+    """Any exception raised while calling ``provider`` as a :class:`ProviderError`. The exception
+    and its chain are scrubbed of secrets in place: they end up in history as the failure's cause."""
+    scrub_exception(exc)
     if isinstance(exc, ProviderError):
         return exc
     if isinstance(exc, httpx.HTTPStatusError):

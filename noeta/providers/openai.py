@@ -39,6 +39,7 @@ from noeta.protocols.messages import (
 )
 from noeta.providers._sse import DONE, OnDelta, aiter_events, emit
 from noeta.providers.errors import error_from_response
+from noeta.security.scrub import register_secret
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -148,6 +149,7 @@ class OpenAIProvider(HTTPProvider):
         self.model = model
         self.name = name
         self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        register_secret(self._api_key)  # scrubbed from errors and logs wherever it is echoed
         self._init_http(timeout, http_client)
 
     def __repr__(self) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import dataclasses
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -87,7 +88,7 @@ async def aquery(
     store = host.store()
     registry, provider_name = _registry_for(options, provider, store)
     registry.delta_sink = host.delta_sink
-    client = await AsyncClient.connect(HostConfig(settings=host.settings, content_store=store))
+    client = await AsyncClient.connect(dataclasses.replace(host, content_store=store))
     task_queue = f"noeta-query-{uuid.uuid4().hex[:12]}"
     async with build_worker(client.temporal, registry, task_queue):
         task_id = await client.start(

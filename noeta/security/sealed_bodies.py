@@ -1,0 +1,53 @@
+"""Content-store bodies encrypted at rest with the payload keys.
+
+A sealed body is ``MAGIC + len(key id) + key id + nonce + ciphertext``; the body's sha256 (of the
+plaintext, so content addressing and deduplication still work) is the AES-GCM associated data,
+so a body cannot be swapped for another one under a different hash. Bodies written before
+encryption was turned on have no MAGIC and are read as they are.
+"""
+
+from __future__ import annotations
+
+from noeta.errors import EncryptionKeyError
+from noeta.security.keys import KeyRing
+
+MAGIC = b"\x00noeta-sealed-v1\x00"
+
+
+class BodyCipher:
+    """Seals and opens content-store bodies with a :class:`KeyRing`."""
+
+    def __init__(self, keys: KeyRing) -> None:
+        self.keys = keys
+
+    def __repr__(self) -> str:
+        return f"BodyCipher({self.keys!r})"
+
+    def seal(self, data: bytes, digest: str) -> bytes:
+        key_id, sealed = self.keys.encrypt(data, digest.encode())
+        kid = key_id.encode()
+        return MAGIC + bytes([len(kid)]) + kid + sealed
+
+    def open(self, blob: bytes, digest: str) -> bytes:
+        if not blob.startswith(MAGIC):
+            return blob
+        rest = blob[len(MAGIC) :]
+        kid = rest[1 : 1 + rest[0]].decode()
+        return self.keys.decrypt(kid, rest[1 + rest[0] :], digest.encode())
+
+
+def open_unsealed(blob: bytes, digest: str) -> bytes:
+    """For a store without keys: a plain body as it is; a sealed one is an error that says why."""
+    if blob.startswith(MAGIC):
+        raise EncryptionKeyError(
+            f"content {digest[:12]}… is encrypted; configure NOETA_ENCRYPTION_KEYS to read it"
+        )
+    return blob
+
+
+def cipher_from_env() -> BodyCipher | None:
+    """The body cipher for ``NOETA_ENCRYPTION_KEYS`` / ``_FILE``, or None when no keys are set."""
+    from noeta.security.keys import keyring_from_env
+
+    keys = keyring_from_env()
+    return BodyCipher(keys) if keys is not None else None

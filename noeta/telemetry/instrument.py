@@ -1,0 +1,165 @@
+"""One place where a model call or a tool call is observed: a span (GenAI semantic conventions),
+metrics, and the log context (task id, call id, attempt). Activities wrap each call in
+:func:`model_call` / :func:`tool_call`; each is cheap when tracing and metrics are off.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from temporalio import activity
+from temporalio.exceptions import CancelledError
+
+from noeta.protocols.messages import LLMRequest, LLMResponse
+from noeta.protocols.tool import ToolResult
+from noeta.security.scrub import scrub
+from noeta.telemetry import metrics
+from noeta.telemetry.logs import log_context
+
+try:
+    from opentelemetry import trace
+    from opentelemetry.trace import SpanKind, Status, StatusCode
+except ImportError:  # the [otel] extra is not installed: no spans
+    trace = None  # type: ignore[assignment]
+
+
+class _NoSpan:
+    def set_attribute(self, key: str, value: Any) -> None:
+        pass
+
+    def set_status(self, *args: Any) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def _span(name: str, kind: str, attributes: dict[str, Any]) -> Iterator[Any]:
+    if trace is None:
+        yield _NoSpan()
+        return
+    tracer = trace.get_tracer("noeta")
+    span_kind = SpanKind.CLIENT if kind == "client" else SpanKind.INTERNAL
+    # Exceptions are recorded below, scrubbed: the raw ones may quote a provider's error body.
+    with tracer.start_as_current_span(
+        name, kind=span_kind, attributes=attributes, record_exception=False, set_status_on_exception=False
+    ) as span:
+        yield span
+
+
+def _failed(span: Any, exc: BaseException) -> str:
+    """Mark ``span`` failed; returns the metrics outcome."""
+    if isinstance(exc, (asyncio.CancelledError, CancelledError)):
+        span.set_attribute("error.type", "cancelled")
+        return "cancelled"
+    span.set_attribute("error.type", type(exc).__name__)
+    if trace is not None:
+        span.set_status(Status(StatusCode.ERROR, scrub(str(exc))[:500]))
+    return "error"
+
+
+class ModelCall:
+    """Handed to the body of :func:`model_call`; call :meth:`finished` with the response."""
+
+    def __init__(self, span: Any, model: str) -> None:
+        self.span, self.model = span, model
+
+    def finished(self, response: LLMResponse) -> None:
+        usage = response.usage
+        self.span.set_attribute("gen_ai.response.finish_reasons", [response.stop_reason])
+        self.span.set_attribute("gen_ai.usage.input_tokens", usage.input)
+        self.span.set_attribute("gen_ai.usage.output_tokens", usage.output)
+        if usage.cache_read:
+            self.span.set_attribute("gen_ai.usage.cache_read.input_tokens", usage.cache_read)
+        if usage.cache_write:
+            self.span.set_attribute("gen_ai.usage.cache_creation.input_tokens", usage.cache_write)
+        meter = activity.metric_meter()
+        for kind, value in (
+            ("input", usage.input),
+            ("output", usage.output),
+            ("cache_read", usage.cache_read),
+            ("cache_write", usage.cache_write),
+        ):
+            metrics.add(meter, metrics.MODEL_TOKENS, value, {"model": self.model, "kind": kind}, "tokens by model and kind")
+
+
+@contextlib.contextmanager
+def model_call(provider: str, request: LLMRequest, task_id: str, call_id: str) -> Iterator[ModelCall]:
+    """Observe one model-call attempt: span ``chat {model}``, calls/tokens/duration metrics."""
+    attempt = activity.info().attempt
+    model = request.model or "default"
+    attributes: dict[str, Any] = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": provider,
+        "gen_ai.request.model": model,
+        "gen_ai.conversation.id": task_id,
+        "noeta.call_id": call_id,
+        "noeta.attempt": attempt,
+    }
+    if request.temperature is not None:
+        attributes["gen_ai.request.temperature"] = request.temperature
+    if request.max_tokens is not None:
+        attributes["gen_ai.request.max_tokens"] = request.max_tokens
+    meter = activity.metric_meter()
+    if attempt > 1:
+        metrics.add(meter, metrics.RETRIES, 1, {"kind": "model"}, "attempts after the first")
+    outcome = "ok"
+    started = time.monotonic()
+    with log_context(task_id=task_id, call_id=call_id, attempt=attempt), _span(f"chat {model}", "client", attributes) as span:
+        try:
+            yield ModelCall(span, model)
+        except BaseException as exc:
+            outcome = _failed(span, exc)
+            raise
+        finally:
+            labels = {"provider": provider, "model": model}
+            metrics.add(meter, metrics.MODEL_CALLS, 1, {**labels, "outcome": outcome}, "model-call attempts")
+            metrics.observe_seconds(meter, metrics.MODEL_DURATION, time.monotonic() - started, labels, "seconds per model-call attempt")
+
+
+class ToolCall:
+    """Handed to the body of :func:`tool_call`; call :meth:`finished` with the result."""
+
+    def __init__(self, span: Any) -> None:
+        self.span = span
+        self.outcome = "ok"
+
+    def finished(self, result: ToolResult) -> None:
+        self.outcome = "ok" if result.success else "failed"
+        if not result.success:
+            self.span.set_attribute("error.type", "tool_error")
+
+
+@contextlib.contextmanager
+def tool_call(tool_name: str, task_id: str, call_id: str) -> Iterator[ToolCall]:
+    """Observe one tool-call attempt: span ``execute_tool {name}``, calls/duration metrics."""
+    attempt = activity.info().attempt
+    attributes = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": tool_name,
+        "gen_ai.tool.call.id": call_id,
+        "gen_ai.tool.type": "function",
+        "gen_ai.conversation.id": task_id,
+        "noeta.attempt": attempt,
+    }
+    meter = activity.metric_meter()
+    if attempt > 1:
+        metrics.add(meter, metrics.RETRIES, 1, {"kind": "tool"}, "attempts after the first")
+    started = time.monotonic()
+    with log_context(task_id=task_id, call_id=call_id, attempt=attempt), _span(f"execute_tool {tool_name}", "internal", attributes) as span:
+        call = ToolCall(span)
+        try:
+            yield call
+        except BaseException as exc:
+            call.outcome = _failed(span, exc)
+            raise
+        finally:
+            metrics.add(meter, metrics.TOOL_CALLS, 1, {"tool": tool_name, "outcome": call.outcome}, "tool-call attempts")
+            metrics.observe_seconds(meter, metrics.TOOL_DURATION, time.monotonic() - started, {"tool": tool_name}, "seconds per tool-call attempt")
+
+
+def approvals_requested(count: int) -> None:
+    """Actions a guard sent to a human (called by the guard activity)."""
+    metrics.add(activity.metric_meter(), metrics.APPROVALS_REQUESTED, count, {}, "actions sent for approval")

@@ -1,0 +1,154 @@
+"""Logging: one ``configure_logging``, a context (task id, call id, attempt) on every line, and
+expected failures as one line instead of a traceback.
+
+=====================  ==================================================================
+variable               meaning
+=====================  ==================================================================
+``NOETA_LOG_LEVEL``    ``DEBUG``, ``INFO`` (default), ``WARNING``, ``ERROR``
+``NOETA_LOG_FORMAT``   ``json`` for one JSON object per line; else ``text``
+=====================  ==================================================================
+
+Activities set the context with :func:`log_context`; Temporal's own activity and workflow log
+records carry theirs (``temporal_activity`` / ``temporal_workflow``), which is read as well.
+Every line is passed through :func:`noeta.security.scrub.scrub` before it is written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import json
+import logging
+import os
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any, TextIO
+
+from temporalio.exceptions import ApplicationError, CancelledError
+
+from noeta.security.scrub import scrub
+
+LEVEL_ENV = "NOETA_LOG_LEVEL"
+FORMAT_ENV = "NOETA_LOG_FORMAT"
+CONTEXT_FIELDS = ("task_id", "call_id", "attempt")
+
+_context: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("noeta_log_context", default={})
+
+#: ApplicationError types that are a normal part of running agents: a provider said no or was
+#: busy, a tool asked for a retry, retries ran out. Their stack trace says nothing about them.
+EXPECTED_ERROR_TYPES = frozenset(
+    {"ProviderError", "ContextLengthError", "AttemptsExhaustedError", "ToolRetryableError", "EncryptionKeyError"}
+)
+
+
+@contextlib.contextmanager
+def log_context(**fields: Any) -> Iterator[None]:
+    """Add ``fields`` (task_id, call_id, attempt...) to every log line inside the block."""
+    token = _context.set({**_context.get(), **{k: v for k, v in fields.items() if v is not None}})
+    try:
+        yield
+    finally:
+        _context.reset(token)
+
+
+def current_context() -> dict[str, Any]:
+    return dict(_context.get())
+
+
+def is_expected_failure(exc: BaseException | None) -> bool:
+    """Cancellations and Noeta's typed operational errors: logged as one line, no traceback."""
+    if isinstance(exc, (asyncio.CancelledError, CancelledError)):
+        return True
+    return isinstance(exc, ApplicationError) and exc.type in EXPECTED_ERROR_TYPES
+
+
+class ContextFilter(logging.Filter):
+    """Puts task_id / call_id / attempt on each record (from :func:`log_context`, else from
+    Temporal's ``temporal_activity`` / ``temporal_workflow`` extras)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        fields = dict(_context.get())
+        activity = getattr(record, "temporal_activity", None)
+        if isinstance(activity, dict):
+            fields.setdefault("task_id", activity.get("workflow_id"))
+            fields.setdefault("attempt", activity.get("attempt"))
+            fields.setdefault("activity", activity.get("activity_type"))
+        workflow = getattr(record, "temporal_workflow", None)
+        if isinstance(workflow, dict):
+            fields.setdefault("task_id", workflow.get("workflow_id"))
+        for key, value in fields.items():
+            if value is not None and not hasattr(record, key):
+                setattr(record, key, value)
+        return True
+
+
+def _failure_line(exc: BaseException) -> str:
+    kind = exc.type if isinstance(exc, ApplicationError) and exc.type else type(exc).__name__
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{kind}: {text}" if text else kind
+
+
+def _context_of(record: logging.LogRecord) -> dict[str, Any]:
+    return {k: getattr(record, k) for k in (*CONTEXT_FIELDS, "activity") if getattr(record, k, None) is not None}
+
+
+class TextFormatter(logging.Formatter):
+    """``2026-01-01T12:00:00.123Z WARNING logger [task_id=… call_id=… attempt=2] message``."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        exc = record.exc_info[1] if record.exc_info else None
+        message = record.getMessage()
+        if exc is not None and is_expected_failure(exc):
+            message = f"{message}: {_failure_line(exc)}"
+            trace = ""
+        else:
+            trace = self.formatException(record.exc_info) if record.exc_info else ""
+        context = " ".join(f"{k}={v}" for k, v in _context_of(record).items())
+        when = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z"
+        line = f"{when} {record.levelname} {record.name}" + (f" [{context}]" if context else "") + f" {message}"
+        return scrub(line + ("\n" + trace if trace else ""))
+
+
+class JSONFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, message, context fields, error."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+            **_context_of(record),
+        }
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is not None:
+            entry["error"] = _failure_line(exc)
+            if not is_expected_failure(exc):
+                entry["traceback"] = self.formatException(record.exc_info)  # type: ignore[arg-type]
+        return scrub(json.dumps(entry, default=str, ensure_ascii=False))
+
+
+_HANDLER_NAME = "noeta"
+
+
+def configure_logging(
+    level: str | int | None = None, json_format: bool | None = None, stream: TextIO | None = None
+) -> logging.Handler:
+    """Install Noeta's handler on the root logger (replacing one installed before) and return it.
+    ``level``/``json_format`` default to ``NOETA_LOG_LEVEL`` / ``NOETA_LOG_FORMAT``."""
+    if level is None:
+        level = os.environ.get(LEVEL_ENV, "INFO").upper()
+    if json_format is None:
+        json_format = os.environ.get(FORMAT_ENV, "").lower() == "json"
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.set_name(_HANDLER_NAME)
+    handler.addFilter(ContextFilter())
+    handler.setFormatter(JSONFormatter() if json_format else TextFormatter())
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if h.get_name() == _HANDLER_NAME]:
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(level)
+    return handler

@@ -1,0 +1,183 @@
+"""Metrics: Temporal's SDK metrics plus Noeta's own, through one Temporal ``Runtime``.
+
+Noeta records its instruments on Temporal's metric meter (``activity.metric_meter()``,
+``workflow.metric_meter()``), so they leave the process the same way as the SDK's: on the
+worker's Prometheus endpoint (``noeta worker --metrics-port``) or pushed over OTLP when
+``OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`` / ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set. Without either
+the meter is a no-op. Names (Prometheus adds ``_total`` to counters):
+
+======================================  =======================================================
+``noeta_model_calls``                   model-call attempts by provider, model, outcome
+``noeta_model_tokens``                  tokens by model and kind (input, output, cache_read...)
+``noeta_model_call_duration``           seconds per model-call attempt (histogram)
+``noeta_tool_calls``                    tool-call attempts by tool and outcome
+``noeta_tool_call_duration``            seconds per tool-call attempt, by tool (histogram)
+``noeta_retries``                       attempts after the first, by kind (model, tool)
+``noeta_approvals_requested``           actions a guard sent to a human
+``noeta_approvals_decided``             approvals answered, by decision
+``noeta_tasks_finished``                task runs that ended, by status
+``noeta_tasks_open``                    open tasks by NoetaStatus (running, idle,
+                                        awaiting_approval...), polled from visibility
+======================================  =======================================================
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+from typing import Any
+
+import temporalio.client
+from temporalio import workflow
+from temporalio.client import Client as TemporalClient
+from temporalio.common import MetricMeter
+from temporalio.exceptions import CancelledError, FailureError, TemporalError
+from temporalio.runtime import OpenTelemetryConfig, PrometheusConfig, Runtime, TelemetryConfig
+from temporalio.worker import (
+    ExecuteWorkflowInput,
+    HandleUpdateInput,
+    Interceptor,
+    WorkflowInboundInterceptor,
+    WorkflowInterceptorClassInput,
+)
+
+from noeta.protocols.names import UPDATE_APPROVE
+
+logger = logging.getLogger(__name__)
+
+DURATION_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+MODEL_CALLS = "noeta_model_calls"
+MODEL_TOKENS = "noeta_model_tokens"
+MODEL_DURATION = "noeta_model_call_duration"
+TOOL_CALLS = "noeta_tool_calls"
+TOOL_DURATION = "noeta_tool_call_duration"
+RETRIES = "noeta_retries"
+APPROVALS_REQUESTED = "noeta_approvals_requested"
+APPROVALS_DECIDED = "noeta_approvals_decided"
+TASKS_FINISHED = "noeta_tasks_finished"
+TASKS_OPEN = "noeta_tasks_open"
+#: NoetaStatus values of tasks that are still open (see noeta.protocols.task).
+OPEN_STATUSES = ("running", "idle", "awaiting_approval")
+
+
+def telemetry_config(metrics_address: str | None, env: Mapping[str, str] | None = None) -> TelemetryConfig | None:
+    """Prometheus on ``metrics_address`` (``host:port``), else OTLP metrics when the ``OTEL_*``
+    variables name an endpoint, else None (no metrics)."""
+    env = os.environ if env is None else env
+    if metrics_address:
+        return TelemetryConfig(
+            metrics=PrometheusConfig(
+                bind_address=metrics_address,
+                counters_total_suffix=True,
+                durations_as_seconds=True,
+                histogram_bucket_overrides={MODEL_DURATION: DURATION_BUCKETS, TOOL_DURATION: DURATION_BUCKETS},
+            )
+        )
+    endpoint = env.get("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+    if endpoint and env.get("OTEL_METRICS_EXPORTER", "otlp").lower() != "none":
+        protocol = env.get("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL") or env.get("OTEL_EXPORTER_OTLP_PROTOCOL") or "grpc"
+        return TelemetryConfig(
+            metrics=OpenTelemetryConfig(
+                url=endpoint,
+                headers=_otel_headers(env.get("OTEL_EXPORTER_OTLP_METRICS_HEADERS") or env.get("OTEL_EXPORTER_OTLP_HEADERS")),
+                metric_periodicity=timedelta(milliseconds=int(env.get("OTEL_METRIC_EXPORT_INTERVAL", "60000"))),
+                durations_as_seconds=True,
+                http=protocol.startswith("http"),
+            )
+        )
+    return None
+
+
+def _otel_headers(raw: str | None) -> Mapping[str, str] | None:
+    if not raw:
+        return None
+    pairs = (item.partition("=") for item in raw.split(","))
+    return {k.strip(): v.strip() for k, _, v in pairs if k.strip()}
+
+
+def runtime_for(metrics_address: str | None = None) -> Runtime | None:
+    """A Temporal Runtime exporting metrics as :func:`telemetry_config` says, or None (the default
+    runtime, no metrics). One per process: create it before connecting."""
+    config = telemetry_config(metrics_address)
+    return Runtime(telemetry=config) if config is not None else None
+
+
+# -- recording (activities and workflows) --------------------------------------------------------
+
+
+def add(meter: MetricMeter, name: str, value: int, attributes: Mapping[str, str | int | float | bool], description: str) -> None:
+    if value:
+        meter.create_counter(name, description).add(value, dict(attributes))
+
+
+def observe_seconds(meter: MetricMeter, name: str, seconds: float, attributes: Mapping[str, str], description: str) -> None:
+    meter.create_histogram_float(name, description, "s").record(seconds, dict(attributes))
+
+
+# -- the workflow side: task ends and approvals --------------------------------------------------
+
+
+class WorkflowMetricsInterceptor(temporalio.client.Interceptor, Interceptor):
+    """Counts finished task runs by status and answered approvals, on ``workflow.metric_meter()``
+    (which records nothing while a workflow replays). A client interceptor too (it passes client
+    calls through) so that workers built on the client inherit it."""
+
+    def workflow_interceptor_class(self, input: WorkflowInterceptorClassInput) -> type[WorkflowInboundInterceptor]:
+        return _WorkflowMetrics
+
+
+class _WorkflowMetrics(WorkflowInboundInterceptor):
+    async def execute_workflow(self, input: ExecuteWorkflowInput) -> Any:
+        try:
+            result = await self.next.execute_workflow(input)
+        except workflow.ContinueAsNewError:
+            _count_task("continued_as_new")
+            raise
+        except (CancelledError, asyncio.CancelledError):
+            _count_task("cancelled")
+            raise
+        except FailureError:  # fails the workflow (other exceptions fail only the workflow task)
+            _count_task("failed")
+            raise
+        _count_task(getattr(result, "status", None) or "completed")
+        return result
+
+    async def handle_update_handler(self, input: HandleUpdateInput) -> Any:
+        result = await self.next.handle_update_handler(input)
+        if input.update == UPDATE_APPROVE and input.args:
+            approved = getattr(input.args[0], "approved", None)
+            decision = "approved" if approved else "refused"
+            workflow.metric_meter().create_counter(APPROVALS_DECIDED, "approvals answered").add(1, {"decision": decision})
+        return result
+
+
+def _count_task(status: str) -> None:
+    try:
+        meter = workflow.metric_meter()
+    except TemporalError:  # a workflow being torn down (evicted) outside its event loop
+        return
+    meter.create_counter(TASKS_FINISHED, "task runs that ended, by status").add(1, {"status": status})
+
+
+# -- open tasks, from visibility ----------------------------------------------------------------
+
+
+async def poll_open_tasks(
+    client: TemporalClient, meter: MetricMeter, interval: float = 15.0, statuses: Sequence[str] = OPEN_STATUSES
+) -> None:
+    """Set ``noeta_tasks_open{status}`` from the cluster's visibility every ``interval`` seconds
+    until cancelled (a cluster-wide figure: every worker reports the same; aggregate with max).
+    Needs Noeta's search attributes (``noeta setup``); without them it logs once and stops."""
+    gauge = meter.create_gauge(TASKS_OPEN, "open tasks by NoetaStatus (awaiting_approval = approvals waiting)")
+    while True:
+        try:
+            for status in statuses:
+                count = await client.count_workflows(f"NoetaStatus = '{status}' AND ExecutionStatus = 'Running'")
+                gauge.set(count.count, {"status": status})
+        except Exception as err:  # e.g. the search attributes are not registered
+            logger.warning("noeta_tasks_open is not reported: %s", err)
+            return
+        await asyncio.sleep(interval)

@@ -1,0 +1,94 @@
+"""OpenTelemetry tracing: client → workflow → activities through temporalio's TracingInterceptor,
+plus Noeta's model-call and tool-call spans (GenAI semantic conventions, see :mod:`.instrument`).
+
+Off unless configured, and then at no cost. It is on when either
+
+- the standard variables name an exporter: ``OTEL_TRACES_EXPORTER`` (``otlp`` or ``console``) or
+  ``OTEL_EXPORTER_OTLP_ENDPOINT`` / ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` (OTLP over HTTP;
+  ``OTEL_SERVICE_NAME``, ``OTEL_RESOURCE_ATTRIBUTES``, headers... as the OpenTelemetry SDK reads
+  them) — :func:`configure_tracing` then installs a tracer provider; or
+- the program installed an OpenTelemetry SDK tracer provider itself
+  (``opentelemetry.trace.set_tracer_provider``).
+
+``OTEL_SDK_DISABLED=true`` turns it off. Needs ``pip install 'noeta[otel]'``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+TRACER_NAME = "noeta"
+_lock = threading.Lock()
+_configured = False
+
+
+def _otel_env(env: Mapping[str, str]) -> bool:
+    exporter = env.get("OTEL_TRACES_EXPORTER", "").strip().lower()
+    if exporter == "none":
+        return False
+    return bool(exporter or env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+
+
+def _sdk_provider_installed() -> bool:
+    try:
+        from opentelemetry import trace
+        from opentelemetry.sdk.trace import TracerProvider
+    except ImportError:
+        return False
+    return isinstance(trace.get_tracer_provider(), TracerProvider)
+
+
+def tracing_enabled(env: Mapping[str, str] | None = None) -> bool:
+    env = os.environ if env is None else env
+    if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        return False
+    return _otel_env(env) or _sdk_provider_installed()
+
+
+def configure_tracing(env: Mapping[str, str] | None = None) -> bool:
+    """Install an SDK tracer provider with the exporter the ``OTEL_*`` variables name (once per
+    process; a provider the program installed itself is left alone). True if tracing is on."""
+    global _configured
+    env = os.environ if env is None else env
+    if not tracing_enabled(env):
+        return False
+    with _lock:
+        if _configured or _sdk_provider_installed():
+            return True
+        try:
+            from opentelemetry import trace
+            from opentelemetry.sdk.resources import Resource
+            from opentelemetry.sdk.trace import TracerProvider
+            from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
+        except ImportError:
+            logger.warning("OTEL_* tracing variables are set but the [otel] extra is not installed: tracing is off")
+            return False
+        exporter: Any
+        if env.get("OTEL_TRACES_EXPORTER", "").strip().lower() == "console":
+            exporter = ConsoleSpanExporter()
+        else:
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+            exporter = OTLPSpanExporter()
+        resource = Resource.create({"service.name": env.get("OTEL_SERVICE_NAME") or "noeta"})
+        provider = TracerProvider(resource=resource)
+        provider.add_span_processor(BatchSpanProcessor(exporter))
+        trace.set_tracer_provider(provider)
+        _configured = True
+        return True
+
+
+def interceptors() -> list[Any]:
+    """The Temporal interceptors for tracing (for the client; workers inherit them): temporalio's
+    TracingInterceptor when tracing is on, else none."""
+    if not configure_tracing():
+        return []
+    from temporalio.contrib.opentelemetry import TracingInterceptor
+
+    return [TracingInterceptor()]

@@ -1,0 +1,168 @@
+"""Traces, metrics and logs of a real task with a tool call: spans collected in-process with the
+OpenTelemetry SDK's in-memory exporter, the worker's Prometheus endpoint scraped over HTTP,
+log lines captured from Noeta's handler."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import re
+import socket
+
+import httpx
+import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from noeta.client.client import AsyncClient
+from noeta.client.config import Settings
+from noeta.client.options import HostConfig, Options
+from noeta.context.content_store import LocalContentStore
+from noeta.protocols.tool import ToolContext, ToolResult
+from noeta.sdk.testing import FakeLLMProvider
+from noeta.sdk.tools import tool
+from noeta.telemetry import tracing
+from noeta.telemetry.logs import configure_logging
+from noeta.telemetry.metrics import runtime_for, telemetry_config
+from noeta.worker import Registry, build_worker
+from tests.support.scripts import call, say
+from tests.support.tools import add
+
+_exporter = InMemorySpanExporter()
+
+
+@pytest.fixture(scope="module")
+def spans() -> InMemorySpanExporter:
+    """The process's tracer provider, exporting to memory (OpenTelemetry allows one per process)."""
+    if not isinstance(trace.get_tracer_provider(), TracerProvider):
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(_exporter))
+        trace.set_tracer_provider(provider)
+    return _exporter
+
+
+async def run_with_tool(client: AsyncClient, store: LocalContentStore, task_queue: str, tools=(add,)) -> str:
+    provider = FakeLLMProvider(responses=[call(("c1", tools[0].name, {"a": 2, "b": 3})), say("5")])
+    registry = Registry.of(tools=tools, providers=[provider], content_store=store)
+    async with build_worker(client.temporal, registry, task_queue, workflow_failure_exception_types=[Exception]):
+        task_id = await client.start(
+            "add 2 and 3", Options(provider=provider, model="gpt-test", allowed_tools=list(tools)), task_queue=task_queue
+        )
+        assert (await client.result(task_id)).answer == "5"
+    return task_id
+
+
+async def test_spans_of_a_task_with_a_tool_call(
+    spans: InMemorySpanExporter, settings: Settings, content_store: LocalContentStore, task_queue: str
+):
+    assert tracing.tracing_enabled({})  # the SDK provider installed above turns tracing on
+    assert not tracing.tracing_enabled({"OTEL_SDK_DISABLED": "true"})
+    spans.clear()
+    client = await AsyncClient.connect(HostConfig(settings=settings, content_store=content_store))
+    task_id = await run_with_tool(client, content_store, task_queue)
+
+    finished = [s for s in spans.get_finished_spans() if s.attributes.get("temporalWorkflowID", task_id) == task_id]
+    by_name = {s.name: s for s in finished}
+    by_id = {s.context.span_id: s for s in finished}
+    start = by_name["StartWorkflow:AgentWorkflow"]
+    chat = [s for s in finished if s.name == "chat gpt-test"]
+    tool_span = by_name["execute_tool add"]
+    assert len(chat) == 2
+    assert {s.context.trace_id for s in finished} == {start.context.trace_id}  # one trace
+
+    def ancestors(span) -> list[str]:
+        names = []
+        while span.parent is not None and span.parent.span_id in by_id:
+            span = by_id[span.parent.span_id]
+            names.append(span.name)
+        return names
+
+    # client → workflow (its activity starts hang off the workflow's context) → activity → call
+    assert ancestors(by_name["RunWorkflow:AgentWorkflow"]) == ["StartWorkflow:AgentWorkflow"]
+    assert ancestors(chat[0]) == ["RunActivity:noeta.call_model", "StartActivity:noeta.call_model", "StartWorkflow:AgentWorkflow"]
+    assert ancestors(tool_span) == ["RunActivity:noeta.invoke_tool", "StartActivity:noeta.invoke_tool", "StartWorkflow:AgentWorkflow"]
+
+    first = min(chat, key=lambda s: s.start_time)
+    assert first.kind == trace.SpanKind.CLIENT
+    assert first.attributes["gen_ai.operation.name"] == "chat"
+    assert first.attributes["gen_ai.request.model"] == "gpt-test"
+    assert first.attributes["gen_ai.provider.name"] == "FakeLLMProvider"
+    assert first.attributes["gen_ai.usage.input_tokens"] == 10
+    assert first.attributes["gen_ai.usage.output_tokens"] == 3
+    assert tuple(first.attributes["gen_ai.response.finish_reasons"]) == ("tool_use",)
+    assert first.attributes["gen_ai.conversation.id"] == task_id
+    assert tool_span.attributes["gen_ai.operation.name"] == "execute_tool"
+    assert tool_span.attributes["gen_ai.tool.name"] == "add"
+    assert tool_span.attributes["gen_ai.tool.call.id"] == "c1"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def sample(text: str, name: str, **labels: str) -> float:
+    """The value of the Prometheus sample ``name`` whose labels include ``labels``."""
+    for line in text.splitlines():
+        match = re.fullmatch(r"(\w+)\{(.*)\} (\S+)", line)
+        if not match or match.group(1) != name:
+            continue
+        found = dict(re.findall(r'(\w+)="([^"]*)"', match.group(2)))
+        if all(found.get(k) == v for k, v in labels.items()):
+            return float(match.group(3))
+    raise AssertionError(f"no sample {name}{labels} in:\n" + "\n".join(l for l in text.splitlines() if name in l))
+
+
+async def test_metrics_endpoint_after_a_task(settings: Settings, content_store: LocalContentStore, task_queue: str):
+    address = f"127.0.0.1:{free_port()}"
+    runtime = runtime_for(address)
+    assert runtime is not None
+    client = await AsyncClient.connect(HostConfig(settings=settings, content_store=content_store, runtime=runtime))
+    await run_with_tool(client, content_store, task_queue)
+    async with httpx.AsyncClient() as http:
+        text = (await http.get(f"http://{address}/metrics")).text
+
+    assert sample(text, "noeta_model_tokens_total", model="gpt-test", kind="input", task_queue=task_queue) == 20
+    assert sample(text, "noeta_model_tokens_total", model="gpt-test", kind="output", task_queue=task_queue) == 8
+    assert sample(text, "noeta_model_calls_total", model="gpt-test", outcome="ok", task_queue=task_queue) == 2
+    assert sample(text, "noeta_tool_calls_total", tool="add", outcome="ok", task_queue=task_queue) == 1
+    assert sample(text, "noeta_tool_call_duration_count", tool="add", task_queue=task_queue) == 1
+    assert sample(text, "noeta_tool_call_duration_bucket", tool="add", le="300", task_queue=task_queue) == 1
+    assert sample(text, "noeta_tasks_finished_total", status="completed", task_queue=task_queue) == 1
+    # Temporal's own SDK metrics come out of the same endpoint.
+    assert sample(text, "temporal_activity_execution_latency_count", activity_type="noeta.invoke_tool", task_queue=task_queue) == 1
+
+
+def test_metrics_configuration_from_environment():
+    assert telemetry_config(None, {}) is None
+    prometheus = telemetry_config("127.0.0.1:9464", {})
+    assert prometheus is not None and prometheus.metrics.bind_address == "127.0.0.1:9464"
+    otlp = telemetry_config(None, {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf", "OTEL_EXPORTER_OTLP_HEADERS": "api-key=abc"})
+    assert otlp is not None and otlp.metrics.url == "http://collector:4318" and otlp.metrics.http
+    assert dict(otlp.metrics.headers) == {"api-key": "abc"}
+    assert telemetry_config(None, {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4317", "OTEL_METRICS_EXPORTER": "none"}) is None
+
+
+@tool(name="chatty", version="1", input_schema={"type": "object"}, description="Logs a line.")
+def chatty(arguments: dict, ctx: ToolContext) -> ToolResult:
+    logging.getLogger("tests.chatty").info("looking at %d things", len(arguments))
+    return ToolResult(success=True, output="5")
+
+
+async def test_json_logs_carry_task_call_and_attempt(client: AsyncClient, content_store: LocalContentStore, task_queue: str):
+    stream = io.StringIO()
+    handler = configure_logging("INFO", json_format=True, stream=stream)
+    try:
+        task_id = await run_with_tool(client, content_store, task_queue, tools=(chatty,))
+    finally:
+        logging.getLogger().removeHandler(handler)
+        logging.getLogger().setLevel(logging.WARNING)
+    lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    [entry] = [e for e in lines if e["logger"] == "tests.chatty"]
+    assert entry["message"] == "looking at 2 things" and entry["level"] == "INFO"
+    assert (entry["task_id"], entry["call_id"], entry["attempt"]) == (task_id, "c1", 1)
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", entry["time"])
