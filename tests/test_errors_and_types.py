@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 
 import pytest
@@ -242,7 +243,8 @@ def test_options_defaults_are_valid() -> None:
         {"provider": 42},
         {"policy": object()},
     ],
-    ids=lambda kw: ",".join(f"{k}={v!r}"[:40] for k, v in kw.items()),
+    # Deterministic ids (no memory addresses): pytest-xdist workers must collect the same tests.
+    ids=lambda kw: ",".join(f"{k}={re.sub(r' at 0x[0-9a-f]+', '', repr(v))}"[:40] for k, v in kw.items()),
 )
 def test_invalid_options_raise_configuration_error(kwargs: dict) -> None:
     with pytest.raises(ConfigurationError):
