@@ -271,7 +271,7 @@ async def cmd_inspect(args: argparse.Namespace) -> int:
     elif args.command == "cancel":
         await client.cancel(args.task)
     elif args.command == "close":
-        await client.close(args.task)
+        await client.close_task(args.task)
     elif args.command == "send":
         result = await client.send_goal(args.task, args.goal)
         print(result.answer)

@@ -145,7 +145,7 @@ async def test_multi_turn_session_with_send_goal(client: AsyncClient, serve, tas
         task_id = await client.start("goal one", Options(provider=provider), keep_open=True, task_queue=task_queue)
         second = await client.send_goal(task_id, "goal two")
         assert (second.answer, second.goal_index) == ("second", 1)
-        await client.close(task_id)
+        await client.close_task(task_id)
         final = await client.result(task_id)
     assert final.answer == "second"
     assert [m.text for m in provider.received_requests[1].messages] == ["goal one", "first", "goal two"]

@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from noeta.client.client import Client
+from noeta.client.client import AsyncClient, Client
 from noeta.client.messages import AssistantMessage, Result, UserMessage
 from noeta.client.options import Options
 from noeta.sdk.testing import FakeLLMProvider
 from tests.support.scripts import say
+from tests.support.waiting import eventually
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -71,15 +72,12 @@ async def test_sync_client_drives_a_task(host, serve, task_queue):
     provider = FakeLLMProvider(responses=[say("sync one"), say("sync two")])
 
     def drive() -> tuple:
-        client = Client(host)
-        try:
+        with Client(host) as client:
             task_id = client.start("first", Options(provider=provider), keep_open=True, task_queue=task_queue)
             second = client.send_goal(task_id, "second")
-            client.close(task_id)
+            client.close_task(task_id)
             final = client.result(task_id)
             return second, final, [env.type for env in client.events(task_id)], client.messages(task_id)
-        finally:
-            client.shutdown()
 
     async with serve(providers=[provider]):
         second, final, types, items = await asyncio.to_thread(drive)
@@ -135,3 +133,26 @@ def test_cli_workers_serve_the_builtin_tools_unless_told_otherwise(clean_env, tm
     user = "tests.support.registry:cli_registry"
     assert set(worker_registry(user, None, settings).tools) == {"add"}  # a user's registry: opt in
     assert set(worker_registry(user, None, settings, builtins=True).tools) == names | {"add"}
+
+
+async def test_client_lifecycle_and_the_deprecated_close_of_a_task(host, serve, task_queue):
+    provider = FakeLLMProvider(responses=[say("one")])
+    seen = []
+    async with serve(providers=[provider]):
+        async with await AsyncClient.connect(host, observers=[seen.append]) as client:
+            task_id = await client.start("first", Options(provider=provider), keep_open=True, task_queue=task_queue)
+            await eventually(lambda: any(e.type == "ProviderCallCompleted" for e in seen))
+            with pytest.warns(DeprecationWarning, match="close_task"):
+                await client.close(task_id)  # the old spelling still closes the task
+            assert (await client.result(task_id)).answer == "one"
+            followers = list(client._observing.values())
+        # Leaving the block closed the client: it no longer follows tasks for its observers.
+        assert followers and all(f.done() for f in followers)
+
+    def sync_side() -> bool:
+        client = Client(host)
+        client.close()
+        client.close()  # closing twice is harmless
+        return client._thread.is_alive()
+
+    assert await asyncio.to_thread(sync_side) is False

@@ -40,7 +40,7 @@ async def test_task_survives_a_server_restart(tmp_path: Path):
         client = await AsyncClient.connect(HostConfig(settings=Settings(temporal_address=server.address, home=tmp_path)))
         async with build_worker(client.temporal, registry, "restart"):
             second = await client.send_goal(task_id, "second")
-            await client.close(task_id)
+            await client.close_task(task_id)
             assert (await client.result(task_id)).answer == "after restart"
     finally:
         server.stop()

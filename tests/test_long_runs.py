@@ -68,7 +68,7 @@ async def test_idle_keep_open_task_continues_as_new_and_takes_the_next_goal(clie
             await client.inject(task_id, f"note {injected}")
             await eventually(lambda: history_grew(client, task_id, injected))
         second = await client.send_goal(task_id, "second")
-        await client.close(task_id)
+        await client.close_task(task_id)
         final = await client.result(task_id)
     assert (second.answer, final.answer, final.turns) == ("two", "two", 1)
     texts = [m.text for m in provider.received_requests[1].messages]
@@ -177,7 +177,7 @@ async def test_close_survives_continue_as_new_and_oversized_goals_are_refused(cl
         assert (refused.value.cause.type, refused.value.cause.message) == (
             "PayloadTooLargeError", f"goal is over {MAX_GOAL_BYTES} bytes"
         )
-        await client.close(task_id)  # sent during the first goal, which continues as new mid-way
+        await client.close_task(task_id)  # sent during the first goal, which continues as new mid-way
         result = await client.result(task_id)
     assert result.answer == "counted to 12"
     assert sum(1 for e in await client.events(task_id) if e.type == "TaskContinuedAsNew") >= 2
@@ -201,7 +201,7 @@ async def test_a_goal_sent_with_send_goal_continues_as_new_and_its_caller_follow
             keep_open=True, task_queue=task_queue,
         )
         result = await client.send_goal(task_id, "count")  # runs across several runs
-        await client.close(task_id)
+        await client.close_task(task_id)
         final = await client.result(task_id)
     assert (result.answer, result.goal_index, final.answer) == ("counted to 12", 1, "counted to 12")
     envs = await client.events(task_id)

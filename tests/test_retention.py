@@ -110,7 +110,7 @@ async def test_retention_deletes_only_what_old_closed_tasks_alone_own(store, set
 
         # The running task still has its whole transcript.
         assert (await client.send_goal(running, "b3")).answer == "third"
-        await client.close(running)
+        await client.close_task(running)
         await client.result(running)
 
     final = await apply_retention(client.temporal, store, timedelta(0))

@@ -12,6 +12,7 @@ import dataclasses
 import re
 import threading
 import uuid
+import warnings
 from collections.abc import Coroutine, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -381,9 +382,28 @@ class AsyncClient:
             )
         await self.temporal.get_workflow_handle(task_id).signal(SIGNAL_INJECT, InjectInput(text, origin))  # type: ignore[arg-type]
 
-    async def close(self, task_id: str) -> None:
+    async def close_task(self, task_id: str) -> None:
         """Let a keep-open task end after its queued goals."""
         await self.temporal.get_workflow_handle(task_id).signal(SIGNAL_CLOSE)
+
+    async def close(self, task_id: str | None = None) -> None:
+        """Close this client: stop following tasks for its observers. (``close(task_id)``, which
+        closed a task, is deprecated: use :meth:`close_task`.)"""
+        if task_id is not None:
+            warnings.warn("close(task_id) is deprecated: use close_task(task_id)", DeprecationWarning, stacklevel=2)
+            await self.close_task(task_id)
+            return
+        observing = list(self._observing.values())
+        for follower in observing:
+            follower.cancel()
+        await asyncio.gather(*observing, return_exceptions=True)
+        self._observing.clear()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
 
     async def result(self, task_id: str) -> TaskResult:
         """Wait for the task's (last goal's) result; raises the task's typed error if it failed."""
@@ -448,8 +468,26 @@ class Client:
     def send_goal(self, task_id: str, goal: str, images: Sequence[ImageBlock] = ()) -> TaskResult:
         return self._run(self._async.send_goal(task_id, goal, images))
 
-    def close(self, task_id: str) -> None:
-        self._run(self._async.close(task_id))
+    def close_task(self, task_id: str) -> None:
+        """Let a keep-open task end after its queued goals."""
+        self._run(self._async.close_task(task_id))
+
+    def close(self, task_id: str | None = None) -> None:
+        """Close this client and stop its event-loop thread. (``close(task_id)``, which closed a
+        task, is deprecated: use :meth:`close_task`.)"""
+        if task_id is not None:
+            warnings.warn("close(task_id) is deprecated: use close_task(task_id)", DeprecationWarning, stacklevel=2)
+            self.close_task(task_id)
+            return
+        if self._thread.is_alive():
+            self._run(self._async.close())
+            self.shutdown()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
     def inject(self, task_id: str, text: str, origin: str = "system") -> None:
         self._run(self._async.inject(task_id, text, origin))

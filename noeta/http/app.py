@@ -451,7 +451,7 @@ def create_app(
     async def close_task(request: Request) -> Response:
         task_id = request.path_params["task_id"]
         try:
-            await client.close(task_id)
+            await client.close_task(task_id)
         except RPCError as err:
             if err.status == RPCStatusCode.NOT_FOUND:
                 raise await ended(task_id) from err

@@ -167,7 +167,7 @@ async def record(names: list[str], into: Path = HERE) -> None:
                     for goal in spec.get("more", []):
                         await client.send_goal(task_id, goal)
                     if spec.get("keep_open"):
-                        await client.close(task_id)
+                        await client.close_task(task_id)
                     try:
                         await client.result(task_id)
                     except NoetaError:
