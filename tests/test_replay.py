@@ -10,7 +10,9 @@ from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
 from noeta.plugin import NoetaPlugin
-from noeta.protocols.task import PATCH_LEAN_STEPS
+from noeta.protocols.names import (
+    PATCH_LEAN_STEPS,
+)
 from noeta.workflows import AgentWorkflow
 
 ROOT = Path(__file__).parent / "histories"

@@ -47,13 +47,15 @@ from noeta.protocols.messages import (
     StreamDelta,
     StreamingProvider,
 )
-from noeta.protocols.task import (
+from noeta.protocols.names import (
     CALL_MODEL,
     CHECK_GUARDS,
     INVOKE_TOOL,
     LOAD_TRANSCRIPT,
     PREPARE_TASK,
     VALIDATE_OUTPUT,
+)
+from noeta.protocols.task import (
     CallModelInput,
     CallModelOutput,
     CheckGuardsInput,

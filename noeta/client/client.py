@@ -65,15 +65,15 @@ from noeta.protocols.messages import ImageBlock, LLMProvider, registry_name
 from noeta.protocols.names import (
     QUERY_PENDING_APPROVALS,
     SA_STATUS,
+    SEARCH_ATTRIBUTES,
     SIGNAL_CLOSE,
     SIGNAL_INJECT,
     UPDATE_APPROVE,
     UPDATE_SEND_GOAL,
+    WORKFLOW_NAME,
 )
 from noeta.protocols.task import (
     MAX_INJECTION_CHARS,
-    SEARCH_ATTRIBUTES,
-    WORKFLOW_NAME,
     ApprovalInput,
     ApprovalRequest,
     GoalInput,
@@ -141,7 +141,7 @@ class TaskSummary:
 
 
 def initial_search_attributes(options: Options) -> TypedSearchAttributes:
-    pairs = [SearchAttributePair(_STATUS, "running"), SearchAttributePair(_TURNS, 0)]
+    pairs: list[SearchAttributePair[Any]] = [SearchAttributePair(_STATUS, "running"), SearchAttributePair(_TURNS, 0)]
     if options.model:
         pairs.append(SearchAttributePair(_MODEL, options.model))
     return TypedSearchAttributes(pairs)
@@ -325,7 +325,8 @@ class AsyncClient:
         while True:
             handle = self.temporal.get_workflow_handle(task_id)  # the task's current run
             try:
-                return await handle.execute_update(UPDATE_SEND_GOAL, request, result_type=TaskResult)
+                result: TaskResult = await handle.execute_update(UPDATE_SEND_GOAL, request, result_type=TaskResult)
+                return result
             except WorkflowUpdateFailedError as err:
                 if _run_ended_first(err) and await self.is_running(task_id):
                     continue  # the task continued as new: follow the goal (same goal_id) into the new run
@@ -364,9 +365,10 @@ class AsyncClient:
 
     async def pending_approvals(self, task_id: str) -> list[ApprovalRequest]:
         """Actions of a running task waiting for a human (asks the live workflow)."""
-        return await self.temporal.get_workflow_handle(task_id).query(
+        pending: list[ApprovalRequest] = await self.temporal.get_workflow_handle(task_id).query(
             QUERY_PENDING_APPROVALS, result_type=list[ApprovalRequest]
         )
+        return pending
 
     async def inject(self, task_id: str, text: str, origin: str = "system") -> None:
         """Give the model host context at its next step (origin "system" or "memory"); it shows as
@@ -409,7 +411,8 @@ class AsyncClient:
         """Wait for the task's (last goal's) result; raises the task's typed error if it failed."""
         handle = self.temporal.get_workflow_handle(task_id, result_type=TaskResult)
         try:
-            return await handle.result()
+            result: TaskResult = await handle.result()
+            return result
         except WorkflowFailureError as err:
             raise translate_failure(err) from err
         except RPCError as err:

@@ -21,7 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from noeta.errors import ServerStartError
-from noeta.protocols.task import SEARCH_ATTRIBUTES
+from noeta.protocols.names import (
+    SEARCH_ATTRIBUTES,
+)
 
 STATE_FILE = "server.json"
 

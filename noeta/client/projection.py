@@ -21,8 +21,7 @@ from temporalio.api.history.v1 import HistoryEvent
 from noeta.protocols import event_log as ev
 from noeta.protocols.hooks import GuardDecision, ProposedToolCall, combine
 from noeta.protocols.messages import Message, TextBlock, ToolResultBlock
-from noeta.protocols.names import UPDATE_APPROVE, UPDATE_SEND_GOAL
-from noeta.protocols.task import (
+from noeta.protocols.names import (
     APPROVAL_TIMER_PREFIX,
     CALL_MODEL,
     CHECK_GUARDS,
@@ -30,8 +29,12 @@ from noeta.protocols.task import (
     INVOKE_TOOL,
     PREPARE_TASK,
     RESULT_MEMO_KEY,
-    TASK_FATAL_TOOL_ERRORS,
+    UPDATE_APPROVE,
+    UPDATE_SEND_GOAL,
     VALIDATE_OUTPUT,
+)
+from noeta.protocols.task import (
+    TASK_FATAL_TOOL_ERRORS,
     ApprovalInput,
     AttemptFailure,
     CallModelInput,

@@ -10,23 +10,6 @@ from typing import Any, Literal
 
 from noeta.protocols.hooks import GuardDecision, ProposedAction
 from noeta.protocols.messages import ContentRef, ImageBlock, LLMResponse, Message, Usage
-
-# Names are defined in noeta.protocols.names; re-exported for modules that import them from here.
-from noeta.protocols.names import (  # noqa: F401
-    APPROVAL_TIMER_PREFIX,
-    CALL_MODEL,
-    CHECK_GUARDS,
-    INDEX_INTERVAL_SECONDS,
-    INJECTED_MEMO_KEY,
-    INVOKE_TOOL,
-    LOAD_TRANSCRIPT,
-    PATCH_LEAN_STEPS,
-    PREPARE_TASK,
-    RESULT_MEMO_KEY,
-    SEARCH_ATTRIBUTES,
-    VALIDATE_OUTPUT,
-    WORKFLOW_NAME,
-)
 from noeta.protocols.tool import ToolResult, ToolSpec
 
 #: Size bounds that keep every activity input far below Temporal's 2 MiB payload limit.

@@ -30,9 +30,11 @@ def raise_if_cancelled(err: ActivityError | ChildWorkflowError) -> None:
 
 def failure_message(err: BaseException) -> str:
     """The innermost message of an activity/child failure chain."""
-    while getattr(err, "cause", None) is not None:
-        err = err.cause  # type: ignore[assignment]
-    return getattr(err, "message", None) or str(err) or type(err).__name__
+    cause: BaseException | None = getattr(err, "cause", None)
+    while cause is not None:
+        err, cause = cause, getattr(cause, "cause", None)
+    message: str | None = getattr(err, "message", None)
+    return message or str(err) or type(err).__name__
 
 
 def attempts_exhausted(

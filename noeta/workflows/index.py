@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from temporalio import workflow
+from temporalio.common import SearchAttributeUpdate
 
 from noeta.protocols.messages import Usage
 from noeta.protocols.names import INDEX_INTERVAL_SECONDS, PATCH_LEAN_STEPS
@@ -29,7 +31,9 @@ class SearchIndex:
             if since.total_seconds() < INDEX_INTERVAL_SECONDS:
                 return
         self._indexed_at = now
-        updates = [TURNS.value_set(turns), TOKENS_IN.value_set(usage.input), TOKENS_OUT.value_set(usage.output)]
+        updates: list[SearchAttributeUpdate[Any]] = [
+            TURNS.value_set(turns), TOKENS_IN.value_set(usage.input), TOKENS_OUT.value_set(usage.output)
+        ]
         if status is not None:
             updates.append(STATUS.value_set(status))
         workflow.upsert_search_attributes(updates)

@@ -81,15 +81,18 @@ async def prepare(task: TaskInput) -> PrepareOutput:
     try:
         # A short check of the worker's registry and a few content-store writes: as a local
         # activity it saves a round trip through the server and five history events per task.
+        plan: PrepareOutput
         if workflow.patched(PATCH_LEAN_STEPS):
-            return await workflow.execute_local_activity(
+            plan = await workflow.execute_local_activity(
                 PREPARE_TASK, inp, result_type=PrepareOutput, start_to_close_timeout=BOOKKEEPING_TIMEOUT,
                 retry_policy=retries, summary=summary,
             )
-        return await workflow.execute_activity(
-            PREPARE_TASK, inp, result_type=PrepareOutput, start_to_close_timeout=BOOKKEEPING_TIMEOUT,
-            retry_policy=retries, summary=summary,
-        )
+        else:
+            plan = await workflow.execute_activity(
+                PREPARE_TASK, inp, result_type=PrepareOutput, start_to_close_timeout=BOOKKEEPING_TIMEOUT,
+                retry_policy=retries, summary=summary,
+            )
+        return plan
     except ActivityError as err:
         if isinstance(err.cause, ApplicationError):
             raise typed_task_error(err.cause) from err
@@ -97,7 +100,7 @@ async def prepare(task: TaskInput) -> PrepareOutput:
 
 
 async def load_transcript(task: TaskInput, inp: LoadTranscriptInput, run: int) -> LoadTranscriptOutput:
-    return await workflow.execute_activity(
+    out: LoadTranscriptOutput = await workflow.execute_activity(
         LOAD_TRANSCRIPT,
         inp,
         result_type=LoadTranscriptOutput,
@@ -105,11 +108,12 @@ async def load_transcript(task: TaskInput, inp: LoadTranscriptInput, run: int) -
         retry_policy=retry_policy(task.max_retries),
         summary=f"resume run {run}",
     )
+    return out
 
 
 async def call_model(task: TaskInput, request: CallModelInput) -> CallModelOutput:
     try:
-        return await workflow.execute_activity(
+        out: CallModelOutput = await workflow.execute_activity(
             CALL_MODEL,
             request,
             result_type=CallModelOutput,
@@ -122,6 +126,7 @@ async def call_model(task: TaskInput, request: CallModelInput) -> CallModelOutpu
     except ActivityError as err:
         raise_if_cancelled(err)
         raise provider_failure(err, task.max_retries) from err
+    return out
 
 
 async def invoke_tool(task: TaskInput, inp: InvokeToolInput, spec: ToolSpec | None) -> InvokeToolOutput:
@@ -130,7 +135,7 @@ async def invoke_tool(task: TaskInput, inp: InvokeToolInput, spec: ToolSpec | No
     retries = spec.max_retries if spec and spec.max_retries is not None else task.max_retries
     timeout = spec.start_to_close_seconds if spec and spec.start_to_close_seconds else task.tool_timeout_seconds
     heartbeat = spec.heartbeat_seconds if spec and spec.heartbeat_seconds else DEFAULT_HEARTBEAT_SECONDS
-    return await workflow.execute_activity(
+    out: InvokeToolOutput = await workflow.execute_activity(
         INVOKE_TOOL,
         inp,
         result_type=InvokeToolOutput,
@@ -139,10 +144,11 @@ async def invoke_tool(task: TaskInput, inp: InvokeToolInput, spec: ToolSpec | No
         retry_policy=retry_policy(retries, TASK_FATAL_TOOL_ERRORS),
         summary=f"{inp.tool_name}({short_arguments(inp.arguments)})",
     )
+    return out
 
 
 async def check_guards(task: TaskInput, inp: CheckGuardsInput) -> CheckGuardsOutput:
-    return await workflow.execute_activity(
+    out: CheckGuardsOutput = await workflow.execute_activity(
         CHECK_GUARDS,
         inp,
         result_type=CheckGuardsOutput,
@@ -151,10 +157,11 @@ async def check_guards(task: TaskInput, inp: CheckGuardsInput) -> CheckGuardsOut
         retry_policy=retry_policy(task.max_retries),
         summary=f"guards on {', '.join(a.call_id for a in inp.actions)}",
     )
+    return out
 
 
 async def validate_output(task: TaskInput, inp: ValidateInput) -> ValidateOutput:
-    return await workflow.execute_activity(
+    out: ValidateOutput = await workflow.execute_activity(
         VALIDATE_OUTPUT,
         inp,
         result_type=ValidateOutput,
@@ -163,10 +170,12 @@ async def validate_output(task: TaskInput, inp: ValidateInput) -> ValidateOutput
         retry_policy=retry_policy(task.max_retries),
         summary=f"validate answer ({len(task.validators)} validator(s))",
     )
+    return out
 
 
 async def run_subtask(child: TaskInput, child_id: str, summary: str) -> TaskResult:
     """A sub-agent as a child workflow; raises ChildWorkflowError when it did not complete."""
-    return await workflow.execute_child_workflow(
+    result: TaskResult = await workflow.execute_child_workflow(
         WORKFLOW_NAME, child, id=child_id, result_type=TaskResult, static_summary=summary[:200]
     )
+    return result

@@ -13,7 +13,13 @@ from datetime import timedelta
 
 from temporalio import workflow
 
-from noeta.protocols.task import WORKFLOW_NAME, TaskInput, TaskResult
+from noeta.protocols.names import (
+    WORKFLOW_NAME,
+)
+from noeta.protocols.task import (
+    TaskInput,
+    TaskResult,
+)
 from noeta.workflows import AgentWorkflow
 
 #: The patch id: one per change, never reused.
