@@ -7,7 +7,6 @@ loads one by import path.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +18,7 @@ from temporalio.worker import Worker
 from noeta.context.content_store import ContentStore
 from noeta.converter import is_noeta_converter
 from noeta.errors import ConfigurationError
+from noeta.import_path import load_object
 from noeta.protocols.hooks import Guard
 from noeta.protocols.messages import LLMProvider, StreamDelta, registry_name
 from noeta.protocols.tool import Tool, ToolSpec, tool_fingerprint
@@ -128,19 +128,7 @@ class Registry:
 
 def load_registry(path: str) -> Registry:
     """Import ``module:attribute``; the attribute is a Registry or a callable returning one."""
-    module_name, _, attr = path.partition(":")
-    if not module_name or not attr:
-        raise ConfigurationError(f"registry path {path!r} must look like 'package.module:name'")
-    try:
-        target: Any = importlib.import_module(module_name)
-        for part in attr.split("."):
-            target = getattr(target, part)
-    except (ImportError, AttributeError) as err:
-        raise ConfigurationError(f"cannot load registry {path!r}: {err}") from err
-    registry = target() if callable(target) and not isinstance(target, Registry) else target
-    if not isinstance(registry, Registry):
-        raise ConfigurationError(f"{path!r} is {type(registry).__name__}, not a noeta Registry")
-    return registry
+    return load_object(path, Registry, "registry")
 
 
 def build_worker(

