@@ -65,7 +65,7 @@ async def serve_until_signal(
             if health is not None:
                 health.ready = False
             if stop.is_set():
-                grace: timedelta = worker.config()["graceful_shutdown_timeout"]  # type: ignore[typeddict-item]
+                grace: timedelta = worker.config()["graceful_shutdown_timeout"]
                 _say(
                     f"stopping: no new work; running tools and model calls get {grace.total_seconds():g} s to finish"
                 )

@@ -57,16 +57,17 @@ def evaluate(expression: str) -> int | float:
 
 
 def _value(node: ast.AST) -> int | float:
-    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
         return node.value
     if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
-        return _UNARY[type(node.op)](_value(node.operand))
+        value: int | float = _UNARY[type(node.op)](_value(node.operand))
+        return value
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
         left, right = _value(node.left), _value(node.right)
         if isinstance(node.op, ast.Pow) and abs(right) > MAX_EXPONENT:
             raise ToolInputError(f"exponent {right} is larger than {MAX_EXPONENT}")
         try:
-            result = _BINARY[type(node.op)](left, right)
+            result: int | float | complex = _BINARY[type(node.op)](left, right)
         except ZeroDivisionError as err:
             raise ToolInputError("division by zero") from err
         except OverflowError as err:

@@ -176,7 +176,7 @@ class Options:
         tools = [t for t in self.allowed_tools if not isinstance(t, str)]
         for server in self.mcp_servers.values():
             tools.extend(server.tools)
-        return tools  # type: ignore[return-value]
+        return tools
 
     def tool_names(self) -> list[str]:
         names: list[str] = []

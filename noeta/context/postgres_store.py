@@ -60,7 +60,7 @@ class PostgresContentStore:
         with self._connect() as conn, conn.transaction():
             # Workers starting together would otherwise race on CREATE TABLE IF NOT EXISTS.
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (table,))
-            conn.execute(_SCHEMA.format(table=table))  # type: ignore[arg-type]
+            conn.execute(_SCHEMA.format(table=table))
 
     def __repr__(self) -> str:
         return f"PostgresContentStore(table={self.table!r})"  # the DSN may hold a password

@@ -131,7 +131,8 @@ def raw_route(text: str, tools: list[dict[str, Any]]) -> dict[str, Any]:
     # "description" first, and routing confidence collapsed in a measurement).
     tools_json = json.dumps(needle_tools(tools))
     with _lock:
-        return _agent(tools_json).complete(text)
+        answer: dict[str, Any] = _agent(tools_json).complete(text)
+        return answer
 
 
 def valid_arguments(arguments: Any, tool: dict[str, Any]) -> bool:

@@ -26,12 +26,12 @@ _FAILURE = "temporal.api.failure.v1.Failure"
 async def decode_message(message: Message, codec: PayloadCodec) -> None:
     """Decode every payload in ``message`` in place."""
     for field, value in message.ListFields():
-        if field.type != FieldDescriptor.TYPE_MESSAGE or field.message_type.full_name in _SKIP:
-            continue
         kind = field.message_type
+        if field.type != FieldDescriptor.TYPE_MESSAGE or kind is None or kind.full_name in _SKIP:
+            continue
         if kind.GetOptions().map_entry:
             value_field = kind.fields_by_name["value"]
-            if value_field.type == FieldDescriptor.TYPE_MESSAGE:
+            if value_field.type == FieldDescriptor.TYPE_MESSAGE and value_field.message_type is not None:
                 if value_field.message_type.full_name == _PAYLOAD:
                     keys = list(value)
                     decoded = await codec.decode([value[k] for k in keys])
@@ -49,8 +49,8 @@ async def decode_message(message: Message, codec: PayloadCodec) -> None:
                 for item in value:
                     await decode_message(item, codec)
         elif kind.full_name == _PAYLOAD:
-            [decoded] = await codec.decode([value])
-            value.CopyFrom(decoded)
+            [single] = await codec.decode([value])
+            value.CopyFrom(single)
         else:
             await decode_message(value, codec)
     if message.DESCRIPTOR.full_name == _FAILURE:
