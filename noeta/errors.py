@@ -184,6 +184,18 @@ class ToolInputError(NoetaError, ValueError):
     workspace); the model gets the message back as a failed tool result."""
 
 
+class McpServerError(NoetaError):
+    """A remote MCP server could not be started, reached or asked (it crashed, the connection
+    broke, it timed out); the worker retries, reconnecting or restarting the server."""
+
+    non_retryable = False
+
+
+class McpServerNotAllowedError(ConfigurationError):
+    """A worker refuses an MCP server configuration: a stdio command it does not allow
+    (``NOETA_MCP_COMMANDS``), or a ``${NAME}`` reference it cannot resolve."""
+
+
 _BY_NAME: dict[str, type[NoetaError]] = {
     cls.__name__: cls
     for cls in (
@@ -207,6 +219,8 @@ _BY_NAME: dict[str, type[NoetaError]] = {
         AttemptsExhaustedError,
         ToolRetryableError,
         ToolInputError,
+        McpServerError,
+        McpServerNotAllowedError,
     )
 }
 

@@ -22,7 +22,9 @@ Adding Noeta to an existing Temporal application is one line for the client and 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
 from temporalio.converter import DataConverter, PayloadCodec
@@ -84,11 +86,21 @@ class NoetaWorkerPlugin(SimplePlugin):
         from noeta.activities.agent import AgentActivities
         from noeta.workflows import AgentWorkflow
 
+        activities = AgentActivities(registry, tuning)
+
+        @contextlib.asynccontextmanager
+        async def running() -> AsyncIterator[None]:
+            try:
+                yield
+            finally:  # the worker stopped: close its MCP connections (stdio servers exit)
+                await activities.aclose()
+
         super().__init__(
             WORKER_PLUGIN_NAME,
             workflows=[AgentWorkflow],
-            activities=AgentActivities(registry, tuning).activities(),
+            activities=activities.activities(),
             workflow_runner=sandbox_runner,
+            run_context=running,
         )
 
 

@@ -7,7 +7,7 @@ loads one by import path.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +40,12 @@ class Registry:
     """Pydantic models by ``module:QualName``; an output schema naming one is validated with it."""
     delta_sink: Callable[[StreamDelta], Any] | None = None
     """Receives streamed pieces of model responses; with it, streaming providers stream."""
+    mcp_commands: Collection[str] | None = None
+    """The commands of stdio MCP servers that tasks may have this worker start (None: any; ``noeta
+    worker`` takes them from ``NOETA_MCP_COMMANDS``)."""
+    mcp_connections: Any = field(default=None, repr=False, compare=False)
+    """The worker's live MCP connections (:class:`noeta.mcp.connections.McpConnections`), opened
+    on first use and closed when the worker stops."""
     _specs: dict[str, tuple[Tool, ToolSpec]] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @classmethod

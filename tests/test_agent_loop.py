@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 
 import pytest
@@ -84,11 +85,43 @@ async def test_tool_calls_of_one_turn_run_in_parallel(client: AsyncClient, serve
 async def test_bad_tool_calls_go_back_to_the_model(client: AsyncClient, serve, task_queue, call_args, expected):
     provider = FakeLLMProvider(responses=[call(call_args), say("recovered")])
     async with serve(tools=[add, boom], providers=[provider]):
-        task_id = await client.start("go", Options(provider=provider, allowed_tools=[add, boom]), task_queue=task_queue)
+        # validate_tool_input: the task opts in to checking arguments against input_schema.
+        options = Options(provider=provider, allowed_tools=[add, boom], validate_tool_input=True)
+        task_id = await client.start("go", options, task_queue=task_queue)
         result = await client.result(task_id)
     assert (result.status, result.answer) == ("completed", "recovered")
     [block] = tool_results(provider.received_requests[1])
     assert (block.success, block.output) == (False, expected)
+
+
+@tool(
+    name="echo_args",
+    version="1",
+    input_schema={"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+    description="Echo the arguments.",
+)
+def echo_args(arguments, ctx):
+    return ToolResult(success=True, output=json.dumps(arguments, sort_keys=True))
+
+
+strict_echo = tool(echo_args.fn, name="strict_echo", version="1", input_schema=echo_args.input_schema, validate_input=True)
+
+
+async def test_input_schema_is_metadata_not_a_runtime_validator(client: AsyncClient, serve, task_queue):
+    """The seed: input_schema is for the model. Arguments that do not match still reach the tool
+    unless the tool (``@tool(validate_input=True)``) or the task (``validate_tool_input``) opts in."""
+    provider = FakeLLMProvider(
+        responses=[call(("a", "echo_args", {"n": "seven"}), ("b", "strict_echo", {"n": "seven"})), say("done")]
+    )
+    async with serve(tools=[echo_args, strict_echo], providers=[provider]):
+        options = Options(provider=provider, allowed_tools=[echo_args, strict_echo])
+        task_id = await client.start("go", options, task_queue=task_queue)
+        assert (await client.result(task_id)).answer == "done"
+    loose, strict = tool_results(provider.received_requests[1])
+    assert (loose.success, loose.output) == (True, '{"n": "seven"}')
+    assert (strict.success, strict.output) == (
+        False, "Arguments for tool 'strict_echo' do not match its input_schema: 'seven' is not of type 'integer' (at n)"
+    )
 
 
 async def test_max_turns_ends_the_run_as_failed_with_a_reason(client: AsyncClient, serve, task_queue):

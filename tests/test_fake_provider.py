@@ -33,6 +33,10 @@ def _response(i: int) -> LLMResponse:
 
 def test_is_a_dataclass_with_documented_fields() -> None:
     assert dataclasses.is_dataclass(FakeLLMProvider)
+    # The seed: "a dataclass with three fields".
+    assert [f.name for f in dataclasses.fields(FakeLLMProvider)] == ["responses", "received_requests", "responder"]
+    with pytest.raises(TypeError):
+        FakeLLMProvider(name="other")  # type: ignore[call-arg]
     provider = FakeLLMProvider()
     assert provider.responses == []
     assert provider.received_requests == []

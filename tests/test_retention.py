@@ -70,11 +70,11 @@ def present(store: RetainingStore, data: bytes) -> bool:
 
 async def test_retention_deletes_only_what_old_closed_tasks_alone_own(store, settings, task_queue):
     client = await AsyncClient.connect(HostConfig(settings=settings, content_store=store))
-    closed_provider = FakeLLMProvider(responses=[call(("c1", "big_output", {"kb": 6})), say("done")], name="closed")
+    closed_provider = FakeLLMProvider(responses=[call(("c1", "big_output", {"kb": 6})), say("done")])
     open_provider = FakeLLMProvider(
-        responses=[call(("c1", "big_output", {"kb": 7})), say("first"), say("second"), say("third")], name="open"
+        responses=[call(("c1", "big_output", {"kb": 7})), say("first"), say("second"), say("third")]
     )
-    registry = Registry.of(tools=[big_output], providers=[closed_provider, open_provider], content_store=store)
+    registry = Registry.of(tools=[big_output], providers={"closed": closed_provider, "open": open_provider}, content_store=store)
     unowned = store.put(b"stored outside any task")
     async with build_worker(client.temporal, registry, task_queue):
         options = dict(system_prompt=SHARED_PROMPT, allowed_tools=[big_output])

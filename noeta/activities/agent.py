@@ -27,6 +27,7 @@ from temporalio import activity
 from noeta.activities._attempts import as_details, earlier_failures, record_failure
 from noeta.activities._errors import to_application_error
 from noeta.activities._heartbeat import with_heartbeat
+from noeta.activities import mcp as remote
 from noeta.context.composer import compose_messages, compose_system
 from noeta.context.transcript import TranscriptStore
 from noeta.errors import (
@@ -126,6 +127,19 @@ class AgentActivities:
         self.io_executor = ThreadPoolExecutor(tuning.io_threads, thread_name_prefix="noeta-io")
         self.user_code_executor = ThreadPoolExecutor(tuning.sync_tool_threads, thread_name_prefix="noeta-sync-tool")
         self._validators: dict[str, tuple[Tool, Any]] = {}
+        self._mcp_schemas: dict[str, dict[str, dict[str, Any]]] = {}  # by content hash
+
+    def mcp_connections(self) -> Any:
+        """The worker's MCP connections, created on first use (shared through the registry)."""
+        if self.registry.mcp_connections is None:
+            self.registry.mcp_connections = remote.load_connections(self.registry.mcp_commands)
+        return self.registry.mcp_connections
+
+    async def aclose(self) -> None:
+        """Stop what the activities started: MCP connections and the stdio servers behind them."""
+        connections, self.registry.mcp_connections = self.registry.mcp_connections, None
+        if connections is not None:
+            await connections.aclose()
 
     def _argument_validator(self, tool: Tool) -> Any:
         """A compiled validator per tool object: building one is most of a small tool call's cost."""
@@ -170,8 +184,15 @@ class AgentActivities:
                         f"guard {name!r} is not registered on this worker; add it to the worker's "
                         "Registry(guards=[...])"
                     )
+            mcp_specs = await remote.list_specs(self.mcp_connections(), inp.mcp_servers) if inp.mcp_servers else []
         except NoetaError as err:
             raise to_application_error(err) from err
+        taken = {spec.name for spec in specs}
+        mcp_specs = [spec for spec in mcp_specs if spec.name not in taken]  # a worker's own tool wins
+        specs += mcp_specs
+        mcp_tools_ref = (
+            self.store.put(remote.schemas_json(mcp_specs), "application/json") if mcp_specs else None
+        )
         system, volatile, plan = compose_system(inp.system_prompt, inp.channels)
         schema_ref = (
             self.store.put(json.dumps(inp.output_schema.json_schema).encode(), "application/schema+json")
@@ -184,6 +205,7 @@ class AgentActivities:
             output_schema_ref=schema_ref,
             volatile_ref=self.store.put(volatile.encode()) if volatile else None,
             plan=plan,
+            mcp_tools_ref=mcp_tools_ref,
         )
 
     def _checked_spec(self, name: str, expected: str | None) -> ToolSpec:
@@ -249,7 +271,12 @@ class AgentActivities:
 
     def _build_request(self, inp: CallModelInput) -> LLMRequest:
         transcript = self.transcripts.load(inp.head) + tuple(inp.append)
-        specs = [self.registry.tool_spec(n) for n in inp.tools if n in self.registry.tools]
+        remote_tools = self._remote_schemas(inp.mcp_tools_ref)
+        tools = [
+            tool_schema(self.registry.tool_spec(n)) if n in self.registry.tools else remote_tools[n]
+            for n in inp.tools
+            if n in self.registry.tools or n in remote_tools
+        ]
         volatile = self.store.get(inp.volatile_ref).decode() if inp.volatile_ref else ""
         messages, cache_breakpoint = compose_messages(self.transcripts.resolve(transcript), volatile)
         metadata: dict[str, Any] = {"task_id": inp.task_id, "turn": inp.turn}
@@ -258,13 +285,27 @@ class AgentActivities:
         return LLMRequest(
             model=inp.model,
             messages=messages,
-            tools=[tool_schema(s) for s in specs],
+            tools=tools,
             system=self.store.get(inp.system_ref).decode() if inp.system_ref else None,
             temperature=inp.temperature,
             max_tokens=inp.max_tokens,
             metadata=metadata,
             output_schema=json.loads(self.store.get(inp.output_schema_ref)) if inp.output_schema_ref else None,
+            thinking=inp.thinking,
+            effort=inp.effort,
         )
+
+    def _remote_schemas(self, ref: ContentRef | None) -> dict[str, dict[str, Any]]:
+        """The task's MCP tool shapes by name (read once per task's list, then kept)."""
+        if ref is None:
+            return {}
+        cached = self._mcp_schemas.get(ref.hash)
+        if cached is None:
+            cached = {t["name"]: t for t in json.loads(self.store.get(ref))}
+            if len(self._mcp_schemas) > 256:
+                self._mcp_schemas.clear()
+            self._mcp_schemas[ref.hash] = cached
+        return cached
 
     def _complete(self, provider: Any, request: LLMRequest, inp: CallModelInput) -> Awaitable[Any]:
         """Stream when someone listens for deltas and the provider can; else a plain completion."""
@@ -290,12 +331,16 @@ class AgentActivities:
         attempt = activity.info().attempt
         if inp.reject_reason is not None:
             return InvokeToolOutput(ToolResult(success=False, output=inp.reject_reason), attempt)
+        if inp.mcp is not None:
+            return await self._invoke_remote(inp, attempt)
         try:
             self._checked_spec(inp.tool_name, inp.expected_fingerprint)
         except NoetaError as err:
             raise to_application_error(err) from err
         tool: Tool = self.registry.tools[inp.tool_name]
-        problem = argument_problem(tool.input_schema, inp.arguments, self._argument_validator(tool))
+        # input_schema is metadata for the model; checking arguments against it is opt-in.
+        strict = inp.validate_input or getattr(tool, "validate_input", False) is True
+        problem = argument_problem(tool.input_schema, inp.arguments, self._argument_validator(tool)) if strict else None
         if problem is not None:
             return InvokeToolOutput(
                 ToolResult(
@@ -330,6 +375,35 @@ class AgentActivities:
                 )
             observed.finished(result)
         if needs_offload(result):  # checked here: most outputs are small and need no thread
+            result = await self._io(self._offload_output, result)
+        return InvokeToolOutput(result, attempt, retried=earlier)
+
+    async def _invoke_remote(self, inp: InvokeToolInput, attempt: int) -> InvokeToolOutput:
+        """A remote MCP server's tool: an ``isError`` result goes back to the model as a failed
+        result; a lost connection is retried (on a fresh connection, a restarted stdio server)."""
+        target = inp.mcp
+        assert target is not None
+        earlier = earlier_failures()
+        timeout = activity.info().start_to_close_timeout
+        with instrument.tool_call(inp.tool_name, inp.task_id, inp.call_id) as observed:
+            try:
+                called = await with_heartbeat(
+                    self.mcp_connections().call_tool(
+                        target.alias, target.server, target.tool, inp.arguments,
+                        timeout.total_seconds() if timeout else None,
+                    ),
+                    as_details(earlier),
+                )
+            except asyncio.CancelledError:
+                raise
+            except NoetaError as err:
+                raise to_application_error(err, record_failure(earlier, err)) from err
+            images = any(getattr(item, "type", "") == "image" for item in called.content)
+            result = (
+                await self._io(remote.tool_result, called, self.store) if images else remote.tool_result(called, self.store)
+            )
+            observed.finished(result)
+        if needs_offload(result):
             result = await self._io(self._offload_output, result)
         return InvokeToolOutput(result, attempt, retried=earlier)
 

@@ -34,8 +34,28 @@ from noeta.protocols.task import (
     PolicyRef,
     TaskInput,
 )
+from noeta.mcp.config import is_remote, parse_server
+from noeta.protocols.mcp import McpServerConfig
 from noeta.protocols.tool import Tool, tool_fingerprint
 from noeta.protocols.validation import Validator, as_validator
+
+#: Reasoning efforts a task may ask for (the union of OpenAI's and Anthropic's values).
+EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
+#: Retries beyond this are a mistake, not a policy (each retry waits up to a minute).
+MAX_RETRIES = 100
+_THINKING_TYPES = ("enabled", "adaptive", "disabled")
+
+
+def check_thinking(thinking: Any) -> None:
+    if thinking is None:
+        return
+    if not isinstance(thinking, Mapping) or thinking.get("type") not in _THINKING_TYPES:
+        raise ConfigurationError(
+            f"thinking must be a mapping whose type is one of {', '.join(_THINKING_TYPES)}, got {thinking!r}"
+        )
+    budget = thinking.get("budget_tokens")
+    if thinking["type"] == "enabled" and (not isinstance(budget, int) or isinstance(budget, bool) or budget < 1024):
+        raise ConfigurationError("thinking of type 'enabled' needs budget_tokens, an int >= 1024")
 
 
 @dataclass(frozen=True)
@@ -50,11 +70,32 @@ class Options:
     allowed_tools: Sequence[Tool | str] = ()
     """Tools the agent may call: @tool objects, or names registered on the worker."""
     mcp_servers: Mapping[str, Any] = field(default_factory=dict)
-    """In-process MCP servers from ``create_sdk_mcp_server``; their tools keep their bare names."""
+    """MCP servers by alias. In-process ones from ``create_sdk_mcp_server`` keep their tools' bare
+    names. Remote ones are configurations, ``{"type": "stdio", "command": ..., "args": [...], "env":
+    {...}}`` or ``{"type": "http", "url": ..., "headers": {...}}``, whose tools the model sees as
+    ``mcp__{alias}__{tool}``; secrets in them are ``${MCP_*}`` references to the worker's
+    environment (docs/mcp.md)."""
     max_turns: int = 50
     """Model calls allowed per goal; beyond it the goal ends with status "failed"."""
     max_retries: int = 3
-    """Retries after the first attempt of each provider call and tool call."""
+    """The seed's ``maxRetries``: how often a final answer that fails its output schema or a
+    validator is sent back to the model before AttemptsExhaustedError. Also the retries of model
+    and tool calls unless ``provider_retries`` / ``tool_retries`` say otherwise."""
+    provider_retries: int | None = None
+    """Retries after the first attempt of each model call (None: ``max_retries``)."""
+    tool_retries: int | None = None
+    """Retries after the first attempt of each tool call (None: ``max_retries``; a tool's own
+    ``@tool(max_retries=)`` wins)."""
+    validate_tool_input: bool = False
+    """Check every tool call's arguments against the tool's input_schema and send a mismatch back
+    to the model as a failed result. Off by default: input_schema is metadata for the model, not a
+    runtime validator (``@tool(validate_input=True)`` turns it on for one tool)."""
+    thinking: Mapping[str, Any] | None = None
+    """Extended thinking, Anthropic-shaped: ``{"type": "enabled", "budget_tokens": N}``,
+    ``{"type": "adaptive"}`` or ``{"type": "disabled"}`` (docs/providers.md)."""
+    effort: str | None = None
+    """Reasoning effort: one of ``EFFORTS`` (OpenAI ``reasoning_effort``, Anthropic
+    ``output_config.effort``)."""
     policy: Policy | None = None
     """A custom Policy (an importable class); default: the LLM policy."""
     temperature: float | None = None
@@ -86,8 +127,15 @@ class Options:
     def __post_init__(self) -> None:
         if not isinstance(self.max_turns, int) or self.max_turns < 1:
             raise ConfigurationError(f"max_turns must be an int >= 1, got {self.max_turns!r}")
-        if not isinstance(self.max_retries, int) or self.max_retries < 0:
-            raise ConfigurationError(f"max_retries must be an int >= 0, got {self.max_retries!r}")
+        for name in ("max_retries", "provider_retries", "tool_retries"):
+            value = getattr(self, name)
+            if value is None and name != "max_retries":
+                continue
+            if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_RETRIES:
+                raise ConfigurationError(f"{name} must be an int from 0 to {MAX_RETRIES}, got {value!r}")
+        check_thinking(self.thinking)
+        if self.effort is not None and self.effort not in EFFORTS:
+            raise ConfigurationError(f"effort must be one of {', '.join(EFFORTS)}, got {self.effort!r}")
         for name in ("model_timeout_seconds", "tool_timeout_seconds"):
             if getattr(self, name) <= 0:
                 raise ConfigurationError(f"{name} must be > 0")
@@ -96,11 +144,12 @@ class Options:
         for item in self.allowed_tools:
             if not isinstance(item, (str, Tool)):
                 raise ConfigurationError(f"allowed_tools: {item!r} is neither a tool name nor a Tool")
+        self.remote_mcp_servers()  # validates them
         for alias, server in self.mcp_servers.items():
-            if not hasattr(server, "tools") or not hasattr(server, "version"):
+            if not is_remote(server) and not (hasattr(server, "tools") and hasattr(server, "version")):
                 raise ConfigurationError(
-                    f"mcp_servers[{alias!r}]: only in-process servers from create_sdk_mcp_server are "
-                    "supported"
+                    f"mcp_servers[{alias!r}] must be a server from create_sdk_mcp_server or a remote "
+                    "server's configuration ({'type': 'stdio' | 'http', ...})"
                 )
         if self.provider is not None and not isinstance(self.provider, (str, LLMProvider)):
             raise ConfigurationError(f"provider must be a name or an LLMProvider, got {self.provider!r}")
@@ -171,11 +220,16 @@ class Options:
             raise ConfigurationError("validators must be a list of expect_validator(...) results")
         return [as_validator(v) for v in self.validators]
 
+    def remote_mcp_servers(self) -> dict[str, McpServerConfig]:
+        """The remote servers' configurations by alias (in-process servers left out)."""
+        return {alias: parse_server(alias, raw) for alias, raw in self.mcp_servers.items() if is_remote(raw)}
+
     def tool_objects(self) -> list[Tool]:
         """Tool objects given directly or through in-process MCP servers."""
         tools = [t for t in self.allowed_tools if not isinstance(t, str)]
         for server in self.mcp_servers.values():
-            tools.extend(server.tools)
+            if not is_remote(server):
+                tools.extend(server.tools)
         return tools
 
     def tool_names(self) -> list[str]:
@@ -288,4 +342,10 @@ def build_task_input(
         approval_timeout_seconds=options.approval_timeout_seconds,
         max_history_events=options.max_history_events,
         channels=options.channel_contents(),
+        validate_tool_input=options.validate_tool_input,
+        thinking=dict(options.thinking) if options.thinking is not None else None,
+        effort=options.effort,
+        provider_retries=options.provider_retries,
+        tool_retries=options.tool_retries,
+        mcp_servers=options.remote_mcp_servers(),
     )

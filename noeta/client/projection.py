@@ -109,6 +109,8 @@ class _ToolRound:
     guarded: bool
     workflow_task: int | None = None
     results: dict[str, ToolResultBlock] = field(default_factory=dict)
+    memories: dict[str, list[str]] = field(default_factory=dict)
+    """What the memory tool recalled, by call: it follows the round's results (origin "memory")."""
 
 
 #: The marker temporalio records for a completed local activity (details "data" and "result").
@@ -249,16 +251,27 @@ class Projector:
             return
         self.round = _ToolRound(expected=[call_id], guarded=False, workflow_task=workflow_task)
 
-    def tool_result(self, block: ToolResultBlock, actor: str, event: HistoryEvent, cause: int) -> None:
+    def tool_result(
+        self, block: ToolResultBlock, actor: str, event: HistoryEvent, cause: int, memories: list[str] | None = None
+    ) -> None:
         current = self.round
         if current is None or block.call_id not in current.expected:
-            self.messages([Message(role="tool", content=[block])], actor, event, cause)
+            seq = self.messages([Message(role="tool", content=[block])], actor, event, cause)
+            self.recalled(memories or [], event, seq)
             return
         current.results[block.call_id] = block
+        current.memories[block.call_id] = memories or []
         if len(current.results) == len(current.expected):
             self.round = None
             blocks = [current.results[c] for c in current.expected]
-            self.messages([Message(role="tool", content=blocks)], actor, event, cause)
+            seq = self.messages([Message(role="tool", content=blocks)], actor, event, cause)
+            self.recalled([m for c in current.expected for m in current.memories[c]], event, seq)
+
+    def recalled(self, memories: list[str], event: HistoryEvent, cause: int) -> None:
+        """Memories the memory tool recalled, as AgentWorkflow appends them after the results."""
+        if memories:
+            messages = [Message(role="user", content=[TextBlock(text=m)], origin="memory") for m in memories]
+            self.messages(messages, "engine", event, cause)
 
     def on_prepared(self, plan: PrepareOutput, event: HistoryEvent) -> None:
         """prepare_task's result: the context plan, then the goal as the first message."""
@@ -344,7 +357,7 @@ class Projector:
                 success=result.result.success,
                 error=None if result.result.success else (result.result.output or "tool failed"),
             )
-            self.tool_result(block, actor, event, seq)
+            self.tool_result(block, actor, event, seq, result.memories)
         elif sched.activity == VALIDATE_OUTPUT:
             checked: ValidateOutput = _first(attrs.result, ValidateOutput)
             if checked.ok:

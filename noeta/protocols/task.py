@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from noeta.protocols.hooks import GuardDecision, ProposedAction
+from noeta.protocols.mcp import McpServerConfig, McpTarget
 from noeta.protocols.messages import ContentRef, ImageBlock, LLMResponse, Message, Usage
 from noeta.protocols.tool import ToolResult, ToolSpec
 
@@ -131,6 +132,8 @@ class Carry:
     """Results of the goals (in a carry: the last ones, the current one included when idle)."""
     runs: int = 1
     """How many runs the task has had before this one."""
+    mcp_tools_ref: ContentRef | None = None
+    """The remote MCP servers' tools as listed when the task started (their schemas, for requests)."""
 
 
 @dataclass(frozen=True)
@@ -181,6 +184,16 @@ class TaskInput:
     max_history_events: int | None = None
     """Continue as new once a run's history has this many events (None: when Temporal suggests)."""
     channels: list[ChannelContent] = field(default_factory=list)
+    validate_tool_input: bool = False
+    """Check every tool call's arguments against the tool's input_schema (off: the seed's default)."""
+    thinking: dict[str, Any] | None = None
+    effort: str | None = None
+    provider_retries: int | None = None
+    """Retries of a model call (None: ``max_retries``)."""
+    tool_retries: int | None = None
+    """Retries of a tool call (None: ``max_retries``; a tool's own ``max_retries`` wins)."""
+    mcp_servers: dict[str, McpServerConfig] = field(default_factory=dict)
+    """Remote MCP servers by alias; their tools are listed when the task starts."""
     carry: "Carry | None" = None
     """Set on runs after the first: where the previous run left off."""
 
@@ -216,6 +229,7 @@ class PrepareInput:
     validators: list[str] = field(default_factory=list)
     guards: list[str] = field(default_factory=list)
     channels: list[ChannelContent] = field(default_factory=list)
+    mcp_servers: dict[str, McpServerConfig] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -226,6 +240,8 @@ class PrepareOutput:
     output_schema_ref: ContentRef | None = None
     volatile_ref: ContentRef | None = None
     plan: ContextPlan | None = None
+    mcp_tools_ref: ContentRef | None = None
+    """The MCP tools of ``tools`` with their schemas, stored once for every model call."""
 
 
 @dataclass(frozen=True)
@@ -244,6 +260,9 @@ class CallModelInput:
     max_tokens: int | None = None
     output_schema_ref: ContentRef | None = None
     volatile_ref: ContentRef | None = None
+    thinking: dict[str, Any] | None = None
+    effort: str | None = None
+    mcp_tools_ref: ContentRef | None = None
 
 
 @dataclass(frozen=True)
@@ -268,6 +287,10 @@ class InvokeToolInput:
     """None rejects the call with ``reject_reason`` (unknown tool), recorded like any result."""
     reject_reason: str | None = None
     workspace_dir: str | None = None
+    validate_input: bool = False
+    """The task checks arguments against input_schema (a tool's ``validate_input`` also does)."""
+    mcp: McpTarget | None = None
+    """Set for a remote MCP server's tool: the call goes to that server."""
 
 
 @dataclass(frozen=True)
@@ -275,6 +298,8 @@ class InvokeToolOutput:
     result: ToolResult
     attempt: int = 1
     retried: list[AttemptFailure] = field(default_factory=list)
+    memories: list[str] = field(default_factory=list)
+    """Memories the memory tool recalled: they enter the transcript with origin "memory"."""
 
 
 @dataclass(frozen=True)

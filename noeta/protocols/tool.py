@@ -90,3 +90,7 @@ class ToolSpec:
     start_to_close_seconds: float | None = None
     heartbeat_seconds: float | None = None
     max_retries: int | None = None
+    mcp_server: str | None = None
+    """Alias of the remote MCP server that serves this tool (None: a worker's own tool)."""
+    mcp_tool: str | None = None
+    """The tool's name on that server (``name`` is ``mcp__{alias}__{tool}``)."""

@@ -11,21 +11,26 @@ from noeta.protocols.messages import LLMRequest, LLMResponse
 
 @dataclass
 class FakeLLMProvider:
-    """A scripted provider.
+    """A scripted provider with the seed's three fields.
 
     ``responses`` are returned in order; once they run out ``complete`` raises IndexError, so a
     runaway test fails loudly instead of looping on the last response. ``responder``, when given,
     answers instead (route by request content when tasks run concurrently: the script position
     depends on call order). ``complete`` is thread-safe; the responder runs outside the lock so a
     deliberately blocking responder does not serialize its own callers.
+
+    It registers as "FakeLLMProvider"; register two under names of their own with
+    ``Registry.of(providers={"a": fake_a, "b": fake_b})``.
     """
 
     responses: list[LLMResponse] = field(default_factory=list)
     received_requests: list[LLMRequest] = field(default_factory=list)
     responder: Callable[[LLMRequest], LLMResponse] | None = None
-    name: str = "FakeLLMProvider"
-    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
-    _position: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # Plain attributes, not dataclass fields: the seed's dataclass has exactly three fields.
+        self._lock = threading.Lock()
+        self._position = 0
 
     def complete(self, request: LLMRequest) -> LLMResponse:
         with self._lock:

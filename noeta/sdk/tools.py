@@ -31,7 +31,11 @@ class DecoratedTool:
     heartbeat_seconds: float | None = None
     """A worker that stops heartbeating for this long is presumed dead and the call is retried."""
     max_retries: int | None = None
-    """Retries of a failed attempt (default: ``Options.max_retries``)."""
+    """Retries of a failed attempt (default: ``Options.tool_retries``, else ``Options.max_retries``)."""
+    validate_input: bool = False
+    """Check the model's arguments against ``input_schema`` before calling the tool; a mismatch
+    goes back to the model as a failed result. Off by default: the schema is metadata for the
+    model, not a runtime validator (``Options.validate_tool_input`` turns it on for a whole task)."""
 
     @property
     def fingerprint(self) -> str:
@@ -55,6 +59,7 @@ def tool(
     timeout_seconds: float | None = None,
     heartbeat_seconds: float | None = None,
     max_retries: int | None = None,
+    validate_input: bool = False,
 ) -> Any:
     """Declare a tool. ``name``, ``version`` and ``input_schema`` are required keywords: the version
     feeds the tool's identity fingerprint, so omitting it raises TypeError.
@@ -92,6 +97,7 @@ def tool(
             timeout_seconds=timeout_seconds,
             heartbeat_seconds=heartbeat_seconds,
             max_retries=max_retries,
+            validate_input=validate_input,
         )
 
     return wrap(fn) if fn is not None else wrap

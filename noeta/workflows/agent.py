@@ -25,6 +25,7 @@ from noeta.protocols.hooks import (
     ProposedToolCall,
     combine,
 )
+from noeta.protocols.mcp import McpTarget
 from noeta.protocols.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from noeta.protocols.names import (
     INJECTED_MEMO_KEY,
@@ -189,7 +190,7 @@ class AgentWorkflow:
             plan = await steps.prepare(task)
             state.tools, state.trace_id = plan.tools, task.trace_id or info.workflow_id
             state.system_ref, state.output_schema_ref = plan.system_ref, plan.output_schema_ref
-            state.volatile_ref = plan.volatile_ref
+            state.volatile_ref, state.mcp_tools_ref = plan.volatile_ref, plan.mcp_tools_ref
             self._tools = {spec.name: spec for spec in plan.tools}
         ctx = StepContext(
             task_id=info.workflow_id,
@@ -332,7 +333,10 @@ class AgentWorkflow:
                 results = await asyncio.gather(
                     *(self._guarded_tool(c, verdicts.get(c.call_id)) for c in decision.calls)
                 )
-                self._append(Message(role="tool", content=list(results)))
+                self._append(Message(role="tool", content=[block for block, _ in results]))
+                for _, memories in results:  # recalled by the memory tool: the engine's context
+                    for text in memories:
+                        self._append(Message(role="user", content=[TextBlock(text=text)], origin="memory"))
             elif isinstance(decision, SpawnSubtask):
                 verdict = (await self._check_guards([ProposedSpawnSubtask(decision.call_id, decision.goal)])).get(
                     decision.call_id
@@ -341,7 +345,7 @@ class AgentWorkflow:
                 if refusal is None:
                     block = await self._spawn(ctx, decision)
                 else:  # recorded like a rejected tool call named "subtask"
-                    block = await self._invoke_tool(
+                    block, _ = await self._invoke_tool(
                         ToolUseBlock(call_id=decision.call_id, tool_name="subtask", arguments={"goal": decision.goal}),
                         reject=refusal,
                     )
@@ -412,7 +416,7 @@ class AgentWorkflow:
             self._update_index("running")
         return decision
 
-    async def _guarded_tool(self, call: ToolUseBlock, verdict: GuardDecision | None) -> ToolResultBlock:
+    async def _guarded_tool(self, call: ToolUseBlock, verdict: GuardDecision | None) -> tuple[ToolResultBlock, list[str]]:
         refusal = await self._refusal(
             ProposedToolCall(call.call_id, call.tool_name, call.arguments, self._risk(call.tool_name)), verdict
         )
@@ -478,6 +482,9 @@ class AgentWorkflow:
             max_tokens=decision.max_tokens or task.max_tokens,
             output_schema_ref=state.output_schema_ref,
             volatile_ref=state.volatile_ref,
+            thinking=task.thinking,
+            effort=task.effort,
+            mcp_tools_ref=state.mcp_tools_ref,
         )
         out = await steps.call_model(task, request)
         state.head = out.head
@@ -486,8 +493,9 @@ class AgentWorkflow:
         state.usage = state.usage + out.response.usage
         self._update_index()
 
-    async def _invoke_tool(self, call: ToolUseBlock, reject: str | None = None) -> ToolResultBlock:
-        """Run one tool call; with ``reject`` (or an unknown tool) the call is recorded as refused."""
+    async def _invoke_tool(self, call: ToolUseBlock, reject: str | None = None) -> tuple[ToolResultBlock, list[str]]:
+        """Run one tool call; with ``reject`` (or an unknown tool) the call is recorded as refused.
+        Returns the result and the memories the call recalled (the memory tool's)."""
         spec = None if reject else self._tools.get(call.tool_name)
         if spec is None and reject is None:
             available = ", ".join(sorted(self._tools)) or "none"
@@ -500,22 +508,34 @@ class AgentWorkflow:
             expected_fingerprint=spec.fingerprint if spec else None,
             reject_reason=reject,
             workspace_dir=self._task.workspace_dir,
+            validate_input=self._task.validate_tool_input,
+            mcp=self._mcp_target(spec),
         )
+        memories: list[str] = []
         try:
-            result = (await steps.invoke_tool(self._task, inp, spec)).result
+            out = await steps.invoke_tool(self._task, inp, spec)
+            result, memories = out.result, out.memories
         except ActivityError as err:
             raise_if_cancelled(err)
             cause = err.cause
             if isinstance(cause, ApplicationError) and cause.type in TASK_FATAL_TOOL_ERRORS:
                 raise typed_task_error(cause) from err
             result = ToolResult(success=False, output=tool_failed_text(call.tool_name, failure_message(err)))
-        return ToolResultBlock(
+        block = ToolResultBlock(
             call_id=call.call_id,
             output=result.output_ref or result.output,
             success=result.success,
             error=None if result.success else (result.output or "tool failed"),
             images=list(result.images) or None,
         )
+        return block, memories
+
+    def _mcp_target(self, spec: ToolSpec | None) -> McpTarget | None:
+        """Where a remote MCP server's tool is called (its server's configuration as recorded)."""
+        if spec is None or spec.mcp_server is None or spec.mcp_tool is None:
+            return None
+        server = self._task.mcp_servers.get(spec.mcp_server)
+        return McpTarget(spec.mcp_server, spec.mcp_tool, server) if server is not None else None
 
     async def _spawn(self, ctx: StepContext, spawn: SpawnSubtask) -> ToolResultBlock:
         task = self._task

@@ -64,6 +64,15 @@ def short_arguments(arguments: dict[str, Any], limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def provider_retries(task: TaskInput) -> int:
+    """Retries of a model call: ``provider_retries``, else ``max_retries`` (validation's)."""
+    return task.max_retries if task.provider_retries is None else task.provider_retries
+
+
+def tool_retries(task: TaskInput) -> int:
+    return task.max_retries if task.tool_retries is None else task.tool_retries
+
+
 async def prepare(task: TaskInput) -> PrepareOutput:
     """Check the task's tools, validators and guards against this worker; store the system prompt."""
     inp = PrepareInput(
@@ -75,9 +84,12 @@ async def prepare(task: TaskInput) -> PrepareOutput:
         validators=task.validators,
         guards=task.guards,
         channels=task.channels,
+        mcp_servers=task.mcp_servers,
     )
     retries = retry_policy(task.max_retries, TASK_FATAL_TOOL_ERRORS)
-    summary = f"prepare: {len(task.tools)} tool(s)"
+    summary = f"prepare: {len(task.tools)} tool(s)" + (
+        f", tools of MCP server(s) {', '.join(sorted(task.mcp_servers))}" if task.mcp_servers else ""
+    )
     try:
         # A short check of the worker's registry and a few content-store writes: as a local
         # activity it saves a round trip through the server and five history events per task.
@@ -120,19 +132,19 @@ async def call_model(task: TaskInput, request: CallModelInput) -> CallModelOutpu
             start_to_close_timeout=timedelta(seconds=task.model_timeout_seconds),
             heartbeat_timeout=HEARTBEAT_TIMEOUT,
             # Provider activities mark their own errors non-retryable (see noeta.providers.errors).
-            retry_policy=retry_policy(task.max_retries),
+            retry_policy=retry_policy(provider_retries(task)),
             summary=f"{task.provider} {task.model or ''} · turn {request.turn}".replace("  ", " "),
         )
     except ActivityError as err:
         raise_if_cancelled(err)
-        raise provider_failure(err, task.max_retries) from err
+        raise provider_failure(err, provider_retries(task)) from err
     return out
 
 
 async def invoke_tool(task: TaskInput, inp: InvokeToolInput, spec: ToolSpec | None) -> InvokeToolOutput:
     """Run one tool call with the tool's own timeout and retries (else the task's); raises
     ActivityError when the call failed for good, so the caller decides what the model sees."""
-    retries = spec.max_retries if spec and spec.max_retries is not None else task.max_retries
+    retries = spec.max_retries if spec and spec.max_retries is not None else tool_retries(task)
     timeout = spec.start_to_close_seconds if spec and spec.start_to_close_seconds else task.tool_timeout_seconds
     heartbeat = spec.heartbeat_seconds if spec and spec.heartbeat_seconds else DEFAULT_HEARTBEAT_SECONDS
     out: InvokeToolOutput = await workflow.execute_activity(

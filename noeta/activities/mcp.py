@@ -1,0 +1,113 @@
+"""Remote MCP servers on the activity side: their tools as :class:`ToolSpec`s (listed once, when a
+task is prepared, and recorded in history) and their call results as :class:`ToolResult`s.
+
+Imports the ``mcp`` SDK only through :mod:`noeta.mcp.connections`, loaded when a task first uses a
+remote server, so workers without the ``noeta[mcp]`` extra run every other task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import json
+from typing import TYPE_CHECKING, Any
+
+from noeta.context.content_store import ContentStore
+from noeta.errors import ConfigurationError
+from noeta.protocols.mcp import McpServerConfig, mcp_tool_name
+from noeta.protocols.messages import ImageBlock
+from noeta.protocols.tool import RiskLevel, ToolResult, ToolSpec, tool_fingerprint
+
+if TYPE_CHECKING:
+    from mcp.types import CallToolResult, Tool, ToolAnnotations
+
+    from noeta.mcp.connections import McpConnections
+
+
+def load_connections(allowed_commands: Any = None) -> McpConnections:
+    try:
+        from noeta.mcp.connections import McpConnections
+    except ImportError as err:
+        raise ConfigurationError(
+            "this task uses remote MCP servers; install them on the worker: pip install 'noeta[mcp]'"
+        ) from err
+    return McpConnections(allowed_commands)
+
+
+def risk_of(annotations: ToolAnnotations | None) -> RiskLevel:
+    """The server's hints as a risk level for guards: read-only is low, destructive is high."""
+    if annotations is None:
+        return "medium"
+    if annotations.readOnlyHint:
+        return "low"
+    if annotations.destructiveHint:
+        return "high"
+    return "medium"
+
+
+def spec_of(alias: str, tool: Tool, version: str) -> ToolSpec:
+    name = mcp_tool_name(alias, tool.name)
+    schema = dict(tool.inputSchema or {"type": "object", "properties": {}})
+    version = f"mcp:{version or '0'}"
+    return ToolSpec(
+        name=name,
+        version=version,
+        description=tool.description or tool.title or "",
+        input_schema=schema,
+        risk_level=risk_of(tool.annotations),
+        fingerprint=tool_fingerprint(name, version, schema),
+        mcp_server=alias,
+        mcp_tool=tool.name,
+    )
+
+
+async def list_specs(connections: McpConnections, servers: dict[str, McpServerConfig]) -> list[ToolSpec]:
+    """Every remote server's tools, servers in alias order, each server's tools in its own order."""
+
+    async def one(alias: str) -> list[ToolSpec]:
+        config = servers[alias]
+        tools = await connections.list_tools(alias, config)
+        version = await connections.server_version(alias, config)
+        return [spec_of(alias, tool, version) for tool in tools]
+
+    per_server = await asyncio.gather(*(one(alias) for alias in sorted(servers)))
+    return [spec for specs in per_server for spec in specs]
+
+
+def tool_result(result: CallToolResult, store: ContentStore) -> ToolResult:
+    """A call's content as a ToolResult: text joined, images kept in the content store, structured
+    content as JSON when there is no text; ``isError`` makes it a failed result for the model."""
+    texts: list[str] = []
+    images: list[ImageBlock] = []
+    for item in result.content:
+        kind = getattr(item, "type", "")
+        if kind == "text":
+            texts.append(item.text)  # type: ignore[union-attr]
+        elif kind == "image":
+            try:
+                data = base64.b64decode(item.data, validate=True)  # type: ignore[union-attr]
+            except (binascii.Error, ValueError):
+                texts.append("[an image the server sent was not valid base64]")
+                continue
+            images.append(ImageBlock(source=store.put(data, item.mimeType)))  # type: ignore[union-attr]
+        elif kind == "resource":
+            resource = item.resource  # type: ignore[union-attr]
+            text = getattr(resource, "text", None)
+            texts.append(text if text is not None else f"[resource {resource.uri} ({resource.mimeType or 'binary'})]")
+        elif kind == "resource_link":
+            texts.append(f"[resource {item.uri}]")  # type: ignore[union-attr]
+        else:
+            texts.append(f"[{kind or 'unknown'} content]")
+    if not texts and result.structuredContent is not None:
+        texts.append(json.dumps(result.structuredContent, ensure_ascii=False, sort_keys=True))
+    output = "\n".join(texts)
+    return ToolResult(success=not result.isError, output=output, images=images)
+
+
+def schemas_json(specs: list[ToolSpec]) -> bytes:
+    """The provider-neutral tool shapes of ``specs``, stored once per task for its model calls."""
+    return json.dumps(
+        [{"name": s.name, "description": s.description, "input_schema": s.input_schema} for s in specs],
+        sort_keys=True,
+    ).encode()

@@ -1,0 +1,217 @@
+"""The worker's live connections to remote MCP servers (the official ``mcp`` SDK).
+
+One connection per distinct server configuration (after ``${MCP_*}`` references are resolved),
+opened on first use and shared by every call of every task on this worker. A connection whose
+server went away is dropped: a call that could not even be sent is retried at once on a fresh
+connection (a crashed stdio server is started again); a call that was in flight when the connection
+broke raises :class:`McpServerError`, which Temporal retries like any failed tool attempt.
+
+The SDK's transports are async context managers whose cancel scopes must be left by the task that
+entered them, so each connection lives in a task of its own until it is closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Collection, Mapping
+from contextlib import AsyncExitStack
+from dataclasses import asdict
+from datetime import timedelta
+from typing import Any
+
+import anyio
+from mcp import ClientSession, McpError, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.types import CallToolResult, Implementation, Tool
+
+from noeta.errors import McpServerError, McpServerNotAllowedError
+from noeta.mcp.config import resolve
+from noeta.protocols.mcp import McpServerConfig
+from noeta.security.scrub import register_secret
+
+logger = logging.getLogger(__name__)
+
+#: How long starting or connecting to a server and its MCP handshake may take.
+CONNECT_TIMEOUT_SECONDS = 30.0
+#: Errors that say the connection is gone before a request could be sent.
+_NOT_SENT = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream)
+
+
+class _Connection:
+    """One open session, owned by a task that holds the transport open until :meth:`close`."""
+
+    def __init__(self, alias: str, config: McpServerConfig) -> None:
+        self.alias = alias
+        self.config = config
+        self.session: ClientSession | None = None
+        self.server_info: Implementation | None = None
+        self.broken = False
+        self._ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._closing = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    async def open(self, timeout: float) -> None:
+        self._task = asyncio.create_task(self._hold(), name=f"mcp:{self.alias}")
+        try:
+            await asyncio.wait_for(asyncio.shield(self._ready), timeout)
+        except asyncio.TimeoutError:
+            await self.close()
+            raise McpServerError(f"MCP server {self.alias!r} did not answer its handshake within {timeout:g} s") from None
+
+    async def _hold(self) -> None:
+        try:
+            async with AsyncExitStack() as stack:
+                if self.config.type == "stdio":
+                    params = StdioServerParameters(
+                        command=self.config.command or "",
+                        args=list(self.config.args),
+                        env=dict(self.config.env) or None,
+                        cwd=self.config.cwd,
+                    )
+                    read, write = await stack.enter_async_context(stdio_client(params))
+                else:
+                    http = await stack.enter_async_context(create_mcp_http_client(headers=dict(self.config.headers)))
+                    read, write, _ = await stack.enter_async_context(
+                        streamable_http_client(self.config.url or "", http_client=http)
+                    )
+                session = await stack.enter_async_context(ClientSession(read, write))
+                initialized = await session.initialize()
+                self.session, self.server_info = session, initialized.serverInfo
+                self._ready.set_result(None)
+                await self._closing.wait()
+        except BaseException as err:  # noqa: BLE001 (reported to whoever waits for the handshake)
+            self.broken = True
+            if not self._ready.done():
+                self._ready.set_exception(
+                    McpServerError(f"cannot connect to MCP server {self.alias!r}: {type(err).__name__}: {err}")
+                )
+            elif not self._closing.is_set():
+                logger.warning("MCP server %r: connection lost (%s: %s)", self.alias, type(err).__name__, err)
+            if isinstance(err, asyncio.CancelledError):
+                raise
+        finally:
+            self.broken = True
+
+    async def close(self) -> None:
+        self.broken = True
+        self._closing.set()
+        task = self._task
+        if task is not None and not task.done():
+            try:
+                await asyncio.wait_for(task, 10)
+            except (asyncio.TimeoutError, asyncio.CancelledError):
+                task.cancel()
+            except Exception:  # noqa: BLE001 (already logged by _hold)
+                pass
+
+
+class McpConnections:
+    """Live MCP sessions of one worker, by server configuration.
+
+    ``allowed_commands``: the stdio commands this worker may start (None: any). ``environ``: where
+    ``${MCP_*}`` references are resolved (default: the process environment).
+    """
+
+    def __init__(self, allowed_commands: Collection[str] | None = None, environ: Mapping[str, str] | None = None) -> None:
+        self.allowed_commands = None if allowed_commands is None else frozenset(allowed_commands)
+        self._environ = environ
+        self._open: dict[str, _Connection] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self.connects = 0
+        """Connections opened (a restarted stdio server counts again)."""
+        self.listings = 0
+        """``tools/list`` requests sent for tasks (the SDK may send its own to check results)."""
+
+    def _key(self, config: McpServerConfig) -> str:
+        return hashlib.sha256(json.dumps(asdict(config), sort_keys=True).encode()).hexdigest()
+
+    async def _connection(self, alias: str, raw: McpServerConfig) -> _Connection:
+        config, secrets = resolve(alias, raw, os.environ if self._environ is None else self._environ)
+        for secret in secrets:
+            register_secret(secret)
+        if config.type == "stdio" and self.allowed_commands is not None and config.command not in self.allowed_commands:
+            raise McpServerNotAllowedError(
+                f"mcp_servers[{alias!r}]: this worker does not start {config.command!r}; list the commands it "
+                "may start in NOETA_MCP_COMMANDS (comma-separated, '*' for any)"
+            )
+        key = self._key(config)
+        lock = self._locks.setdefault(key, asyncio.Lock())
+        async with lock:
+            current = self._open.get(key)
+            if current is not None and not current.broken:
+                return current
+            if current is not None:
+                await current.close()
+            connection = _Connection(alias, config)
+            await connection.open(CONNECT_TIMEOUT_SECONDS)
+            self.connects += 1
+            self._open[key] = connection
+            return connection
+
+    async def _drop(self, connection: _Connection) -> None:
+        connection.broken = True
+        for key, current in list(self._open.items()):
+            if current is connection:
+                del self._open[key]
+        await connection.close()
+
+    async def _request(self, alias: str, config: McpServerConfig, send: Any) -> Any:
+        """``send(session)``, on a fresh connection again if the first could not even send it."""
+        for fresh_try in (False, True):
+            connection = await self._connection(alias, config)
+            assert connection.session is not None
+            try:
+                return await send(connection.session)
+            except _NOT_SENT as err:
+                await self._drop(connection)
+                if fresh_try:
+                    raise McpServerError(f"MCP server {alias!r} is not reachable: {type(err).__name__}") from err
+            except McpError as err:
+                # CONNECTION_CLOSED, a session the server no longer knows (restarted), a timeout.
+                await self._drop(connection)
+                raise McpServerError(f"MCP server {alias!r}: {err.error.message}") from err
+            except Exception as err:  # a transport failure (HTTP, pipes): reconnect on the next attempt
+                await self._drop(connection)
+                raise McpServerError(f"MCP server {alias!r}: {type(err).__name__}: {err}") from err
+        raise AssertionError("unreachable")
+
+    async def server_version(self, alias: str, config: McpServerConfig) -> str:
+        connection = await self._connection(alias, config)
+        return connection.server_info.version if connection.server_info else ""
+
+    async def list_tools(self, alias: str, config: McpServerConfig) -> list[Tool]:
+        """Every tool the server offers (all pages)."""
+
+        async def send(session: ClientSession) -> list[Tool]:
+            tools: list[Tool] = []
+            cursor: str | None = None
+            while True:
+                page = await session.list_tools(cursor=cursor) if cursor else await session.list_tools()
+                tools.extend(page.tools)
+                cursor = page.nextCursor
+                if not cursor:
+                    return tools
+
+        self.listings += 1
+        return await self._request(alias, config, send)
+
+    async def call_tool(
+        self, alias: str, config: McpServerConfig, tool: str, arguments: dict[str, Any], timeout_seconds: float | None
+    ) -> CallToolResult:
+        timeout = timedelta(seconds=timeout_seconds) if timeout_seconds else None
+
+        async def send(session: ClientSession) -> CallToolResult:
+            return await session.call_tool(tool, arguments, read_timeout_seconds=timeout)
+
+        return await self._request(alias, config, send)
+
+    async def aclose(self) -> None:
+        """Close every connection (stdio servers are stopped)."""
+        connections, self._open = list(self._open.values()), {}
+        await asyncio.gather(*(c.close() for c in connections), return_exceptions=True)
