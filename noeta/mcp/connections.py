@@ -39,6 +39,9 @@ logger = logging.getLogger(__name__)
 
 #: How long starting or connecting to a server and its MCP handshake may take.
 CONNECT_TIMEOUT_SECONDS = 30.0
+#: How long a closing connection may take to end its session (a server that is gone can make the
+#: HTTP transport retry) before it is cancelled.
+CLOSE_TIMEOUT_SECONDS = 2.0
 #: Errors that say the connection is gone before a request could be sent.
 _NOT_SENT = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream)
 
@@ -104,7 +107,7 @@ class _Connection:
         task = self._task
         if task is not None and not task.done():
             try:
-                await asyncio.wait_for(task, 10)
+                await asyncio.wait_for(task, CLOSE_TIMEOUT_SECONDS)
             except (asyncio.TimeoutError, asyncio.CancelledError):
                 task.cancel()
             except Exception:  # noqa: BLE001 (already logged by _hold)

@@ -11,6 +11,7 @@ new workflow version instead.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import tempfile
 import uuid
 from pathlib import Path
@@ -27,7 +28,8 @@ from noeta.errors import NoetaError, ProviderError
 from noeta.protocols.validation import expect_validator
 from noeta.sdk.query import registry_for
 from noeta.sdk.testing import FakeLLMProvider
-from noeta.worker import build_worker
+from noeta.worker import Registry, build_worker
+from tests.support.mcp_server import running_http_server
 from tests.support.policies import DelegatingPolicy
 from tests.support.scripts import call, say
 from tests.support.tools import add, big_output, boom
@@ -124,6 +126,12 @@ SCENARIOS = {
         FakeLLMProvider(responder=_fail_once),
         dict(goal="retry once", options=Options(max_retries=2)),
     ),
+    # A remote MCP server (streamable HTTP, stopped after recording): its tools listed in prepare_task's
+    # marker, one call through invoke_tool. Options are made from the server's URL.
+    "mcp_tools": (
+        FakeLLMProvider(responses=[call(("c1", "mcp__web__add", {"a": 2, "b": 40})), say("42")]),
+        dict(goal="add with MCP", options=lambda url: Options(mcp_servers={"web": {"type": "http", "url": url}})),
+    ),
 }
 
 
@@ -149,29 +157,12 @@ async def record(names: list[str], into: Path = HERE) -> None:
             )
             for name in names:
                 provider, spec = SCENARIOS[name]
-                queue = f"record-{uuid.uuid4().hex[:8]}"
-                options: Options = spec["options"]
-                registry = registry_for(options, store)
-                registry.add_provider(provider)
-                async with build_worker(client.temporal, registry, queue):
-                    task_id = await client.start(
-                        spec["goal"], options, provider_name="FakeLLMProvider", task_queue=queue,
-                        keep_open=spec.get("keep_open", False), task_id=f"history-{name}",
-                    )
-                    if "inject" in spec:
-                        await client.inject(task_id, spec["inject"])
-                    for call_id, approved, reason, approver in spec.get("approve", []):
-                        while not any(r.call_id == call_id for r in await client.pending_approvals(task_id)):
-                            await asyncio.sleep(0.05)
-                        await client.approve(task_id, call_id, approved, reason, approver)
-                    for goal in spec.get("more", []):
-                        await client.send_goal(task_id, goal)
-                    if spec.get("keep_open"):
-                        await client.close_task(task_id)
-                    try:
-                        await client.result(task_id)
-                    except NoetaError:
-                        pass
+                made = callable(spec["options"])
+                with running_http_server() if made else contextlib.nullcontext() as url:
+                    options: Options = spec["options"](url) if made else spec["options"]
+                    registry = registry_for(options, store)
+                    registry.add_provider(provider)
+                    task_id = await run_scenario(client, registry, name, spec, options)
                 runs = await run_histories(client, task_id)
                 for number, history in enumerate(runs, start=1):
                     stem = name if len(runs) == 1 else f"{name}.run{number}"
@@ -180,6 +171,30 @@ async def record(names: list[str], into: Path = HERE) -> None:
                     print(f"recorded {stem}: {len(history.events)} events")
         finally:
             server.stop()
+
+
+async def run_scenario(client: AsyncClient, registry: Registry, name: str, spec: dict, options: Options) -> str:
+    queue = f"record-{uuid.uuid4().hex[:8]}"
+    async with build_worker(client.temporal, registry, queue):
+        task_id = await client.start(
+            spec["goal"], options, provider_name="FakeLLMProvider", task_queue=queue,
+            keep_open=spec.get("keep_open", False), task_id=f"history-{name}",
+        )
+        if "inject" in spec:
+            await client.inject(task_id, spec["inject"])
+        for call_id, approved, reason, approver in spec.get("approve", []):
+            while not any(r.call_id == call_id for r in await client.pending_approvals(task_id)):
+                await asyncio.sleep(0.05)
+            await client.approve(task_id, call_id, approved, reason, approver)
+        for goal in spec.get("more", []):
+            await client.send_goal(task_id, goal)
+        if spec.get("keep_open"):
+            await client.close_task(task_id)
+        try:
+            await client.result(task_id)
+        except NoetaError:
+            pass
+    return task_id
 
 
 if __name__ == "__main__":

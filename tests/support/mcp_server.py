@@ -84,7 +84,7 @@ def running_http_server(port: int | None = None) -> Iterator[str]:
 
     port = port or free_port()
     app = build_server(port=port).streamable_http_app()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on", timeout_graceful_shutdown=1))
     thread = threading.Thread(target=server.run, name=f"mcp-http-{port}", daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
