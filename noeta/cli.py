@@ -70,6 +70,11 @@ def worker_registry(
                 registry.add_tool(builtin)
     if registry.content_store is None:
         registry.content_store = settings.content_store()
+    from noeta.sdk.query import add_memory
+
+    add_memory(registry, settings)  # tasks opt in with allowed_tools=["memory"]
+    if registry.mcp_commands is None:
+        registry.mcp_commands = settings.mcp_commands  # NOETA_MCP_COMMANDS: none unless listed
     if DEFAULT_PROVIDER not in registry.providers:
         try:
             registry.add_provider(default_provider(provider), name=DEFAULT_PROVIDER)

@@ -28,6 +28,7 @@ from noeta.activities._attempts import as_details, earlier_failures, record_fail
 from noeta.activities._errors import to_application_error
 from noeta.activities._heartbeat import with_heartbeat
 from noeta.activities import mcp as remote
+from noeta.builtins.memory.tool import RecallResult, memory_tool
 from noeta.context.composer import compose_messages, compose_system
 from noeta.context.transcript import TranscriptStore
 from noeta.errors import (
@@ -374,9 +375,13 @@ class AgentActivities:
                     output=f"tool {inp.tool_name!r} returned {type(result).__name__}, not ToolResult",
                 )
             observed.finished(result)
+        memories: list[str] = []
+        if isinstance(result, RecallResult):  # only the built-in memory tool speaks for the engine
+            memories = list(result.memories) if tool is memory_tool else []
+            result = result.plain()
         if needs_offload(result):  # checked here: most outputs are small and need no thread
             result = await self._io(self._offload_output, result)
-        return InvokeToolOutput(result, attempt, retried=earlier)
+        return InvokeToolOutput(result, attempt, retried=earlier, memories=memories)
 
     async def _invoke_remote(self, inp: InvokeToolInput, attempt: int) -> InvokeToolOutput:
         """A remote MCP server's tool: an ``isError`` result goes back to the model as a failed

@@ -206,6 +206,7 @@ class AsyncClient:
         task_queue: str,
         server: EmbeddedServer | None = None,
         observers: Sequence[Observer] = (),
+        memory: Any = None,
     ) -> None:
         self.temporal = temporal
         self.observers = list(observers)
@@ -216,6 +217,9 @@ class AsyncClient:
         self.task_queue = task_queue
         self.server = server
         """The embedded dev server, when this client uses one."""
+        self.memory = memory
+        """The memory pool (a MemoryStore) that the memory tool of this host's workers shares:
+        seed it, read what agents remembered."""
 
     @classmethod
     async def connect(cls, host: HostConfig | None = None, observers: Sequence[Observer] = ()) -> AsyncClient:
@@ -227,6 +231,7 @@ class AsyncClient:
             task_queue=host.task_queue or host.settings.task_queue,
             server=server,
             observers=observers,
+            memory=host.settings.memory_store(),
         )
 
     async def start(
@@ -459,6 +464,11 @@ class Client:
     @property
     def content_store(self) -> ContentStore:
         return self._async.content_store
+
+    @property
+    def memory(self) -> Any:
+        """The memory pool shared with the memory tool (see :attr:`AsyncClient.memory`)."""
+        return self._async.memory
 
     @property
     def aio(self) -> AsyncClient:

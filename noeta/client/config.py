@@ -18,6 +18,10 @@ variable                      meaning
 ``NOETA_TASK_QUEUE``          task queue of workers and started tasks (default ``noeta``)
 ``NOETA_CONTENT_DIR``         content store directory (default ``$NOETA_HOME/content``)
 ``NOETA_CONTENT_STORE``       ``postgresql://...``: a PostgreSQL content store shared by all hosts
+``NOETA_MEMORY_DIR``          the memory tool's store (default ``$NOETA_HOME/memory``)
+``NOETA_MCP_COMMANDS``        stdio MCP server commands ``noeta worker`` may start (comma-separated,
+                              ``*`` for any; unset: none)
+``NOETA_DELTA_BROKER``        ``redis://...``: stream deltas across processes (unset: in-process)
 ``NOETA_SHUTDOWN_GRACE_SECONDS``  how long a stopping worker lets running tools finish (60)
 ``NOETA_HEALTH_PORT``         port of a worker's ``/healthz`` and ``/readyz`` (unset: none)
 ============================  ===============================================================
@@ -92,6 +96,14 @@ def _port(name: str) -> int | None:
     return int(raw)
 
 
+def _commands(raw: str | None) -> tuple[str, ...] | None:
+    if raw is None:
+        return ()
+    if raw.strip() == "*":
+        return None
+    return tuple(c.strip() for c in raw.split(",") if c.strip())
+
+
 @dataclass(frozen=True)
 class Settings:
     temporal_address: str | None = field(default_factory=lambda: load_temporal_profile().address)
@@ -115,6 +127,20 @@ class Settings:
     )
     """On SIGTERM a worker stops polling and gives running activities this long to finish."""
     health_port: int | None = field(default_factory=lambda: _port("NOETA_HEALTH_PORT"))
+    memory_dir: Path | None = field(
+        default_factory=lambda: Path(d).expanduser() if (d := _env("NOETA_MEMORY_DIR")) else None
+    )
+    """The memory tool's store, shared by the agents and the host (None: ``home / "memory"``)."""
+    mcp_commands: tuple[str, ...] | None = field(default_factory=lambda: _commands(_env("NOETA_MCP_COMMANDS")))
+    """stdio MCP server commands a ``noeta worker`` may start (None: any)."""
+    delta_broker_url: str | None = field(default_factory=lambda: _env("NOETA_DELTA_BROKER"))
+    """Where workers publish streamed deltas and clients receive them (None: in this process)."""
+
+    def memory_store(self) -> Any:
+        """The memory pool the memory tool of this host's workers reads and writes."""
+        from noeta.builtins.memory.impl import MemoryStore
+
+        return MemoryStore(self.memory_dir or self.home / "memory")
 
     @property
     def embedded(self) -> bool:

@@ -30,6 +30,9 @@ RESULT_MEMO_KEY = "noeta.result"
 #: Memo key under which the workflow records injected messages at the step they enter the transcript.
 INJECTED_MEMO_KEY = "noeta.injected"
 
+#: Key of the worker's MemoryStore in its resources (the built-in memory tool reads it there).
+MEMORY_RESOURCE = "noeta.memory"
+
 #: Prefix of the summary of an approval's timeout timer (the projection recognises it).
 APPROVAL_TIMER_PREFIX = "approval timeout "
 

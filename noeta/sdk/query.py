@@ -20,11 +20,13 @@ from pydantic import BaseModel
 
 from noeta.client.client import AsyncClient
 from noeta.client.messages import ViewItem, as_messages
+from noeta.client.config import Settings
 from noeta.client.options import HostConfig, Options
 from noeta.context.content_store import ContentStore
 from noeta.errors import ConfigurationError
 from noeta.protocols.event_log import EventEnvelope
 from noeta.protocols.messages import ImageBlock, LLMProvider, Usage
+from noeta.protocols.names import MEMORY_RESOURCE
 from noeta.worker import Registry, build_worker
 
 
@@ -61,8 +63,21 @@ def registry_for(options: Options, store: ContentStore) -> Registry:
     )
 
 
-def _registry_for(options: Options, provider: LLMProvider | str | None, store: ContentStore) -> tuple[Registry, str]:
+def add_memory(registry: Registry, settings: Settings) -> None:
+    """The built-in memory tool and the host's memory store (``Settings.memory_store``)."""
+    from noeta.builtins.memory.tool import memory_tool
+
+    if memory_tool.name not in registry.tools:
+        registry.add_tool(memory_tool)
+    registry.resources.setdefault(MEMORY_RESOURCE, settings.memory_store())
+
+
+def _registry_for(
+    options: Options, provider: LLMProvider | str | None, store: ContentStore, settings: Settings
+) -> tuple[Registry, str]:
     registry = registry_for(options, store)
+    if "memory" in options.tool_names():  # the task opts in to the built-in memory tool by name
+        add_memory(registry, settings)
     chosen = provider if provider is not None else options.provider
     if isinstance(chosen, LLMProvider):
         return registry, registry.add_provider(chosen)
@@ -86,7 +101,7 @@ async def aquery(
     options = options or Options()
     host = host or HostConfig()
     store = host.store()
-    registry, provider_name = _registry_for(options, provider, store)
+    registry, provider_name = _registry_for(options, provider, store, host.settings)
     registry.delta_sink = host.delta_sink
     client = await AsyncClient.connect(dataclasses.replace(host, content_store=store))
     task_queue = f"noeta-query-{uuid.uuid4().hex[:12]}"

@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,79}$")
+#: Frontmatter keys: one ``key: value`` line each, so a key may hold no newline and no ": ".
+_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
 
 
 def slugify(text: str) -> str:
@@ -42,17 +44,26 @@ class Memory:
 
 class MemoryStore:
     def __init__(self, root: str | os.PathLike[str]) -> None:
-        self.root = Path(root)
-        self.root.mkdir(parents=True, exist_ok=True)
+        self.root = Path(root)  # created by the first write
 
-    def _path(self, slug: str) -> Path:
+    @staticmethod
+    def check_slug(slug: str) -> str:
+        """``slug`` when it is one (lower-case letters, digits, '-'); ValueError otherwise, so a
+        name such as ``../x`` never reaches the file system."""
         if not isinstance(slug, str) or not _SLUG.fullmatch(slug):
             raise ValueError(f"invalid memory slug {slug!r} (use slugify())")
-        return self.root / f"{slug}.md"
+        return slug
+
+    def _path(self, slug: str) -> Path:
+        return self.root / f"{self.check_slug(slug)}.md"
 
     def write(self, slug: str, body: str, **frontmatter: Any) -> Memory:
+        for key in frontmatter:
+            if not _KEY.fullmatch(key):
+                raise ValueError(f"invalid frontmatter key {key!r}: use letters, digits, '_', '.' and '-'")
         lines = ["---", *(f"{k}: {json.dumps(v, ensure_ascii=False)}" for k, v in sorted(frontmatter.items())), "---", body]
         path = self._path(slug)
+        self.root.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=self.root, prefix=".tmp-")
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:  # bodies keep their line ends
             f.write("\n".join(lines))
