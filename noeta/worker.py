@@ -40,6 +40,9 @@ class Registry:
     """Pydantic models by ``module:QualName``; an output schema naming one is validated with it."""
     delta_sink: Callable[[StreamDelta], Any] | None = None
     """Receives streamed pieces of model responses; with it, streaming providers stream."""
+    delta_broker: Any = None
+    """Where the worker also publishes them, for clients in other processes
+    (:mod:`noeta.deltas`; None: ``NOETA_DELTA_BROKER``, else the in-process broker)."""
     mcp_commands: Collection[str] | None = None
     """The commands of stdio MCP servers that tasks may have this worker start (None: any; ``noeta
     worker`` takes them from ``NOETA_MCP_COMMANDS``)."""

@@ -12,7 +12,9 @@ import contextvars
 import dataclasses
 import functools
 import inspect
+import itertools
 import json
+import os
 import logging
 import re
 from collections.abc import Awaitable
@@ -29,6 +31,8 @@ from noeta.activities._errors import to_application_error
 from noeta.activities._heartbeat import with_heartbeat
 from noeta.activities import mcp as remote
 from noeta.builtins.memory.tool import RecallResult, memory_tool
+from noeta.client.config import DELTA_BROKER_VARIABLE
+from noeta.deltas import broker_for
 from noeta.context.composer import compose_messages, compose_system
 from noeta.context.transcript import TranscriptStore
 from noeta.errors import (
@@ -129,6 +133,7 @@ class AgentActivities:
         self.user_code_executor = ThreadPoolExecutor(tuning.sync_tool_threads, thread_name_prefix="noeta-sync-tool")
         self._validators: dict[str, tuple[Tool, Any]] = {}
         self._mcp_schemas: dict[str, dict[str, dict[str, Any]]] = {}  # by content hash
+        self.delta_broker = registry.delta_broker or broker_for(os.environ.get(DELTA_BROKER_VARIABLE))
 
     def mcp_connections(self) -> Any:
         """The worker's MCP connections, created on first use (shared through the registry)."""
@@ -309,19 +314,25 @@ class AgentActivities:
         return cached
 
     def _complete(self, provider: Any, request: LLMRequest, inp: CallModelInput) -> Awaitable[Any]:
-        """Stream when someone listens for deltas and the provider can; else a plain completion."""
-        sink = self.registry.delta_sink
-        if sink is None or not isinstance(provider, StreamingProvider):
+        """Stream when someone may listen for deltas (this worker's sink, or the delta broker) and
+        the provider can; else a plain completion."""
+        sink, broker = self.registry.delta_sink, self.delta_broker
+        if (sink is None and not broker.wants_deltas()) or not isinstance(provider, StreamingProvider):
             # Synchronous providers share the I/O pool: a hung tool must not hold up model calls.
             return call_maybe_async(provider.complete, request, executor=self.io_executor)
-        attempt = activity.info().attempt
-        call_id = f"turn-{inp.turn}"
+        info = activity.info()
+        call_id, seq = f"turn-{inp.turn}", itertools.count()
 
         def on_delta(kind: str, text: str) -> None:
-            try:
-                sink(StreamDelta(task_id=inp.task_id, call_id=call_id, attempt=attempt, text=text, kind=kind))  # type: ignore[arg-type]
-            except Exception:  # a broken consumer must not fail the model call
-                logger.exception("delta_sink failed")
+            delta = StreamDelta(
+                task_id=inp.task_id, call_id=call_id, attempt=info.attempt, text=text, kind=kind, seq=next(seq)  # type: ignore[arg-type]
+            )
+            if sink is not None:
+                try:
+                    sink(delta)
+                except Exception:  # a broken consumer must not fail the model call
+                    logger.exception("delta_sink failed")
+            broker.publish(info.workflow_namespace, delta)
 
         return provider.stream(request, on_delta)
 

@@ -49,6 +49,14 @@ from noeta.client.events import EventStream, history_events, notify
 from noeta.client.messages import ViewItem, as_messages
 from noeta.client.options import HostConfig, Options, build_task_input, check_goal
 from noeta.context.content_store import ContentStore
+from noeta.deltas.broker import (
+    DeltaBroker,
+    DeltaStream,
+    Subscription,
+    broker_for,
+    in_process_broker,
+    subscribe_stream,
+)
 from noeta.errors import (
     ConfigurationError,
     NoetaError,
@@ -207,6 +215,7 @@ class AsyncClient:
         server: EmbeddedServer | None = None,
         observers: Sequence[Observer] = (),
         memory: Any = None,
+        delta_broker: DeltaBroker | None = None,
     ) -> None:
         self.temporal = temporal
         self.observers = list(observers)
@@ -220,19 +229,33 @@ class AsyncClient:
         self.memory = memory
         """The memory pool (a MemoryStore) that the memory tool of this host's workers shares:
         seed it, read what agents remembered."""
+        self.delta_broker: DeltaBroker = delta_broker or in_process_broker()
+        """Where the workers' streamed deltas arrive (``NOETA_DELTA_BROKER``)."""
+        self._delta_subscription: Subscription | None = None
 
     @classmethod
     async def connect(cls, host: HostConfig | None = None, observers: Sequence[Observer] = ()) -> AsyncClient:
         host = host or HostConfig()
         temporal, server = await connect_temporal(host.settings, codec=host.codec, runtime=host.runtime)
-        return cls(
+        client = cls(
             temporal,
             content_store=host.store(),
             task_queue=host.task_queue or host.settings.task_queue,
             server=server,
             observers=observers,
             memory=host.settings.memory_store(),
+            delta_broker=broker_for(host.settings.delta_broker_url),
         )
+        if host.delta_sink is not None:  # every task's deltas, from any worker, until close()
+            client._delta_subscription = await client.delta_broker.subscribe(temporal.namespace, host.delta_sink)
+        return client
+
+    async def deltas(self, task_id: str) -> DeltaStream:
+        """The streamed pieces of ``task_id``'s model responses as they arrive, from any worker,
+        through the delta broker: ``async with await client.deltas(task_id) as stream: async for
+        delta in stream``. Subscribed when this returns; deltas streamed earlier are not replayed
+        (history holds the final responses)."""
+        return await subscribe_stream(self.delta_broker, self.temporal.namespace, task_id)
 
     async def start(
         self,
@@ -405,6 +428,9 @@ class AsyncClient:
             follower.cancel()
         await asyncio.gather(*observing, return_exceptions=True)
         self._observing.clear()
+        subscription, self._delta_subscription = self._delta_subscription, None
+        if subscription is not None:
+            await subscription.close()
 
     async def __aenter__(self) -> AsyncClient:
         return self

@@ -44,6 +44,8 @@ from noeta.context.content_store import ContentStore, LocalContentStore
 from noeta.errors import ConfigurationError
 
 DEFAULT_TASK_QUEUE = "noeta"
+#: Where workers publish streamed deltas and clients receive them (unset: inside one process).
+DELTA_BROKER_VARIABLE = "NOETA_DELTA_BROKER"
 #: Fits the Kubernetes manifests: their terminationGracePeriodSeconds leaves a margin above it.
 DEFAULT_SHUTDOWN_GRACE_SECONDS = 60.0
 
@@ -133,7 +135,7 @@ class Settings:
     """The memory tool's store, shared by the agents and the host (None: ``home / "memory"``)."""
     mcp_commands: tuple[str, ...] | None = field(default_factory=lambda: _commands(_env("NOETA_MCP_COMMANDS")))
     """stdio MCP server commands a ``noeta worker`` may start (None: any)."""
-    delta_broker_url: str | None = field(default_factory=lambda: _env("NOETA_DELTA_BROKER"))
+    delta_broker_url: str | None = field(default_factory=lambda: _env(DELTA_BROKER_VARIABLE))
     """Where workers publish streamed deltas and clients receive them (None: in this process)."""
 
     def memory_store(self) -> Any:

@@ -250,8 +250,10 @@ class HostConfig:
     """Defaults to the local store under ``settings.home``; must be the workers' store."""
     task_queue: str | None = None
     delta_sink: Callable[[StreamDelta], Any] | None = None
-    """Receives streamed pieces of model responses (``StreamDelta``) from in-process workers
-    (``query()``); a retried attempt's pieces carry its attempt number, so a consumer can drop the
+    """Receives streamed pieces of model responses (``StreamDelta``) of every task, from any
+    worker: through Redis pub/sub when ``NOETA_DELTA_BROKER`` is set (workers and clients in other
+    processes), else from the workers of this process (``query()``'s). Deltas are ordered per call
+    (``seq``) and a retried attempt's pieces carry its attempt number, so a consumer can drop the
     partial text of the attempt that failed. History records only final responses."""
     codec: PayloadCodec | None = None
     """Encrypts every payload written to Temporal; None: the environment's

@@ -187,7 +187,8 @@ class StreamDelta:
     """A piece of a streamed response, delivered to ``HostConfig.delta_sink``.
 
     ``attempt`` is the activity attempt that produced it, so a consumer can drop the partial text of
-    a failed attempt.
+    a failed attempt; ``seq`` numbers the deltas of one attempt from 0, so a consumer can check
+    that none is missing or out of order.
     """
 
     task_id: str
@@ -195,6 +196,7 @@ class StreamDelta:
     attempt: int
     text: str = ""
     kind: Literal["text", "thinking", "tool_use"] = "text"
+    seq: int = 0
 
 
 DeltaCallback = Callable[[str, str], Any]

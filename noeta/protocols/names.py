@@ -30,6 +30,9 @@ RESULT_MEMO_KEY = "noeta.result"
 #: Memo key under which the workflow records injected messages at the step they enter the transcript.
 INJECTED_MEMO_KEY = "noeta.injected"
 
+#: Redis pub/sub channels of streamed deltas: ``{prefix}{namespace}:{task_id}``.
+DELTA_CHANNEL_PREFIX = "noeta:deltas:"
+
 #: Key of the worker's MemoryStore in its resources (the built-in memory tool reads it there).
 MEMORY_RESOURCE = "noeta.memory"
 

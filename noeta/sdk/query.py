@@ -102,8 +102,10 @@ async def aquery(
     host = host or HostConfig()
     store = host.store()
     registry, provider_name = _registry_for(options, provider, store, host.settings)
+    # The in-process worker hands deltas to the sink itself (all of them before the result returns);
+    # the client does not subscribe to the broker as well.
     registry.delta_sink = host.delta_sink
-    client = await AsyncClient.connect(dataclasses.replace(host, content_store=store))
+    client = await AsyncClient.connect(dataclasses.replace(host, content_store=store, delta_sink=None))
     task_queue = f"noeta-query-{uuid.uuid4().hex[:12]}"
     async with build_worker(client.temporal, registry, task_queue):
         task_id = await client.start(

@@ -43,3 +43,14 @@ def adder(request: LLMRequest) -> LLMResponse:
 
 #: For `noeta run --registry`: a stateless "default" provider that uses the add tool once.
 cli_registry = Registry.of(tools=[add], providers={"default": FakeLLMProvider(responder=adder)})
+
+
+def streaming_registry() -> Registry:
+    """For a worker process streaming from the test's chat server (``$NOETA_TEST_CHAT_URL``)
+    through the OpenAI adapter, registered as "openai-stream"."""
+    import os
+
+    from noeta.providers.openai import OpenAIProvider
+
+    provider = OpenAIProvider(base_url=os.environ["NOETA_TEST_CHAT_URL"], api_key="sk-test", model="gpt-test", name="openai-stream")
+    return Registry.of(providers=[provider])

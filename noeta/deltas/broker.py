@@ -1,0 +1,157 @@
+"""The delta broker interface, its wire form, and the in-process broker (the default)."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Protocol
+
+from noeta.errors import ConfigurationError
+from noeta.protocols.messages import StreamDelta
+
+logger = logging.getLogger(__name__)
+
+DeltaSink = Callable[[StreamDelta], Any]
+
+
+class Subscription(Protocol):
+    async def close(self) -> None: ...
+
+
+class DeltaBroker(Protocol):
+    """Carries deltas from the workers that stream them to the clients that listen."""
+
+    def wants_deltas(self) -> bool:
+        """Whether a worker should stream at all (someone may listen)."""
+        ...
+
+    def publish(self, namespace: str, delta: StreamDelta) -> None:
+        """Hand ``delta`` over without waiting; deltas of one process are delivered in the order
+        they were published, and a broker that fails never fails the model call."""
+        ...
+
+    async def subscribe(self, namespace: str, sink: DeltaSink, task_id: str | None = None) -> Subscription:
+        """Call ``sink`` with every delta of ``task_id`` (None: of every task in ``namespace``)."""
+        ...
+
+
+def delta_to_json(delta: StreamDelta) -> bytes:
+    return json.dumps(dataclasses.asdict(delta), separators=(",", ":")).encode()
+
+
+def delta_from_json(data: bytes | str) -> StreamDelta:
+    raw = json.loads(data)
+    names = {f.name for f in dataclasses.fields(StreamDelta)}
+    return StreamDelta(**{k: v for k, v in raw.items() if k in names})
+
+
+def deliver(sink: DeltaSink, delta: StreamDelta) -> Any:
+    try:
+        return sink(delta)
+    except Exception:  # a broken consumer must not stop the others
+        logger.exception("delta sink failed")
+        return None
+
+
+@dataclasses.dataclass(eq=False)
+class _Listener:
+    broker: InProcessBroker
+    namespace: str
+    task_id: str | None
+    sink: DeltaSink
+
+    async def close(self) -> None:
+        if self in self.broker._listeners:
+            self.broker._listeners.remove(self)
+
+
+class InProcessBroker:
+    """Delivers deltas to sinks in this process, synchronously as they are published (so a task's
+    deltas have all arrived when its result has)."""
+
+    def __init__(self) -> None:
+        self._listeners: list[_Listener] = []
+
+    def wants_deltas(self) -> bool:
+        return bool(self._listeners)
+
+    def publish(self, namespace: str, delta: StreamDelta) -> None:
+        for listener in list(self._listeners):
+            if listener.namespace == namespace and listener.task_id in (None, delta.task_id):
+                result = deliver(listener.sink, delta)
+                if asyncio.iscoroutine(result):
+                    asyncio.ensure_future(result)
+
+    async def subscribe(self, namespace: str, sink: DeltaSink, task_id: str | None = None) -> Subscription:
+        listener = _Listener(self, namespace, task_id, sink)
+        self._listeners.append(listener)
+        return listener
+
+
+_IN_PROCESS = InProcessBroker()
+
+
+def in_process_broker() -> InProcessBroker:
+    """The process-wide in-process broker: every worker and client of this process share it."""
+    return _IN_PROCESS
+
+
+_REDIS: dict[str, DeltaBroker] = {}
+
+
+def broker_for(url: str | None) -> DeltaBroker:
+    """The broker ``url`` names (one per URL and process): ``redis://`` or ``rediss://``, or None
+    for the in-process broker."""
+    if not url:
+        return _IN_PROCESS
+    if not url.startswith(("redis://", "rediss://", "unix://")):
+        raise ConfigurationError(f"NOETA_DELTA_BROKER must be a redis:// URL, got {url.split(':')[0]}:…")
+    if url not in _REDIS:
+        from noeta.deltas.redis import RedisBroker
+
+        _REDIS[url] = RedisBroker(url)
+    return _REDIS[url]
+
+
+class DeltaStream:
+    """The deltas of one task as they arrive: ``async for delta in stream``; ``await
+    stream.close()`` (or ``async with``) ends the subscription."""
+
+    def __init__(self) -> None:
+        self._queue: asyncio.Queue[StreamDelta] = asyncio.Queue()
+        self._loop = asyncio.get_running_loop()
+        self._subscription: Subscription | None = None
+
+    async def _open(self, broker: DeltaBroker, namespace: str, task_id: str) -> DeltaStream:
+        self._subscription = await broker.subscribe(namespace, self._put, task_id)
+        return self
+
+    def _put(self, delta: StreamDelta) -> None:
+        self._loop.call_soon_threadsafe(self._queue.put_nowait, delta)
+
+    def __aiter__(self) -> AsyncIterator[StreamDelta]:
+        return self
+
+    async def __anext__(self) -> StreamDelta:
+        if self._subscription is None:
+            raise StopAsyncIteration
+        return await self._queue.get()
+
+    async def close(self) -> None:
+        subscription, self._subscription = self._subscription, None
+        if subscription is not None:
+            await subscription.close()
+
+    async def __aenter__(self) -> DeltaStream:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+
+async def subscribe_stream(broker: DeltaBroker, namespace: str, task_id: str) -> DeltaStream:
+    """A :class:`DeltaStream` of ``task_id``, subscribed when this returns."""
+    return await DeltaStream()._open(broker, namespace, task_id)

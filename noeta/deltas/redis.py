@@ -1,0 +1,109 @@
+"""Deltas over Redis pub/sub: channel ``noeta:deltas:{namespace}:{task_id}``.
+
+A worker process publishes through one connection and one queue, so the deltas it publishes arrive
+in order; pub/sub keeps nothing, so a client sees the deltas streamed while it listens (history
+has the final responses). Needs the ``noeta[redis]`` extra.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from noeta.deltas.broker import DeltaSink, Subscription, delta_from_json, delta_to_json, deliver
+from noeta.errors import ConfigurationError
+from noeta.protocols.messages import StreamDelta
+from noeta.protocols.names import DELTA_CHANNEL_PREFIX
+
+logger = logging.getLogger(__name__)
+
+#: Deltas waiting to be published; beyond this a slow Redis makes the worker drop deltas, not wait.
+MAX_QUEUED = 10_000
+
+
+def channel(namespace: str, task_id: str) -> str:
+    return f"{DELTA_CHANNEL_PREFIX}{namespace}:{task_id}"
+
+
+def _redis() -> Any:
+    try:
+        import redis.asyncio as redis
+    except ImportError as err:
+        raise ConfigurationError("NOETA_DELTA_BROKER=redis://… needs the redis package: pip install 'noeta[redis]'") from err
+    return redis
+
+
+class _RedisSubscription:
+    def __init__(self, client: Any, pubsub: Any, reader: asyncio.Task[None]) -> None:
+        self._client, self._pubsub, self._reader = client, pubsub, reader
+
+    async def close(self) -> None:
+        self._reader.cancel()
+        try:
+            await self._reader
+        except (asyncio.CancelledError, Exception):  # noqa: BLE001 (closing: nothing to report)
+            pass
+        await self._pubsub.aclose()
+        await self._client.aclose()
+
+
+class RedisBroker:
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._redis = _redis()
+        self._queue: asyncio.Queue[tuple[str, bytes]] | None = None
+        self._publisher: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.dropped = 0
+        """Deltas dropped because Redis could not keep up or was unreachable."""
+
+    def wants_deltas(self) -> bool:
+        return True  # listeners are in other processes
+
+    def publish(self, namespace: str, delta: StreamDelta) -> None:
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop or self._publisher is None or self._publisher.done():
+            self._loop, self._queue = loop, asyncio.Queue(MAX_QUEUED)
+            self._publisher = loop.create_task(self._publish_queued(self._queue), name="noeta-delta-publisher")
+        assert self._queue is not None
+        try:
+            self._queue.put_nowait((channel(namespace, delta.task_id), delta_to_json(delta)))
+        except asyncio.QueueFull:
+            self.dropped += 1
+
+    async def _publish_queued(self, queue: asyncio.Queue[tuple[str, bytes]]) -> None:
+        client = self._redis.Redis.from_url(self.url, socket_timeout=5, socket_connect_timeout=5)
+        try:
+            while True:
+                name, data = await queue.get()
+                try:
+                    await client.publish(name, data)
+                except Exception as err:  # noqa: BLE001 (streaming is best effort; history is the record)
+                    self.dropped += 1
+                    logger.warning("cannot publish a delta to %s: %s", name, err)
+        finally:
+            await client.aclose()
+
+    async def subscribe(self, namespace: str, sink: DeltaSink, task_id: str | None = None) -> Subscription:
+        client = self._redis.Redis.from_url(self.url, socket_connect_timeout=5)
+        pubsub = client.pubsub()
+        if task_id is None:
+            await pubsub.psubscribe(channel(namespace, "*"))
+        else:
+            await pubsub.subscribe(channel(namespace, task_id))
+
+        async def read() -> None:
+            async for message in pubsub.listen():
+                if message.get("type") not in ("message", "pmessage"):
+                    continue
+                try:
+                    delta = delta_from_json(message["data"])
+                except (ValueError, TypeError):
+                    logger.warning("ignoring a malformed delta on %s", message.get("channel"))
+                    continue
+                result = deliver(sink, delta)
+                if asyncio.iscoroutine(result):
+                    await result
+
+        return _RedisSubscription(client, pubsub, asyncio.create_task(read(), name="noeta-delta-reader"))

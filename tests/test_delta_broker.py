@@ -1,0 +1,105 @@
+"""Streamed deltas reach any Client: from a ``noeta worker`` process through Redis pub/sub
+(``NOETA_DELTA_BROKER``), and from a worker in the same process through the in-process broker.
+Ordered per call (``seq``), marked by attempt, never in history."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+
+from noeta.client.client import AsyncClient
+from noeta.client.options import HostConfig, Options
+from noeta.protocols.messages import StreamDelta
+from noeta.worker import Registry, build_worker
+from tests.support.chat_server import FakeChatServer, chunks_for, completion, openai_for
+from tests.support.processes import ROOT, start_worker
+from tests.support.waiting import eventually
+
+REDIS_URL = "redis://127.0.0.1:6379/0"
+ANSWER = "Deltas cross processes through Redis, in order."
+
+
+def redis_available() -> bool:
+    import socket
+
+    with socket.socket() as s:
+        s.settimeout(1)
+        return s.connect_ex(("127.0.0.1", 6379)) == 0
+
+
+def of_task(deltas: list[StreamDelta], task_id: str) -> list[StreamDelta]:
+    return [d for d in deltas if d.task_id == task_id]  # other tasks of the namespace stream too
+
+
+@pytest.mark.skipif(not redis_available(), reason="needs Redis on 127.0.0.1:6379")
+async def test_a_worker_process_streams_to_a_client_in_another_process_through_redis(
+    settings, content_store, data_dir: Path, task_queue: str, chat: FakeChatServer
+):
+    full = chunks_for(completion({"content": ANSWER}), pieces=8)
+    chat.reply(full[:4], done=False)  # the first attempt is cut short: retried by Temporal
+    chat.reply(full)
+    env = {
+        **os.environ,
+        "TEMPORAL_ADDRESS": settings.temporal_address,
+        "NOETA_HOME": str(data_dir),
+        "NOETA_DELTA_BROKER": REDIS_URL,
+        "NOETA_TEST_CHAT_URL": chat.base_url,
+        "PYTHONPATH": str(ROOT),
+    }
+    worker = await asyncio.to_thread(start_worker, env, task_queue, "tests.support.registry:streaming_registry")
+    received: list[StreamDelta] = []
+    host = HostConfig(
+        settings=dataclasses.replace(settings, delta_broker_url=REDIS_URL), content_store=content_store,
+        delta_sink=received.append,
+    )
+    task_id = f"stream-{uuid.uuid4().hex[:10]}"
+    try:
+        async with await AsyncClient.connect(host) as client:
+            async with await client.deltas(task_id) as stream:  # one task's deltas, as an iterator
+                await client.start("stream it", Options(provider="openai-stream"), task_id=task_id, task_queue=task_queue)
+                result = await client.result(task_id)
+                assert result.answer == ANSWER
+                # Pub/sub delivers asynchronously: the last attempt's deltas all arrive, in order.
+                await eventually(lambda: "".join(d.text for d in of_task(received, task_id) if d.attempt == 2) == ANSWER)
+                iterated = [await asyncio.wait_for(stream.__anext__(), 30) for _ in of_task(received, task_id)]
+            history = await client.history(task_id)
+    finally:
+        worker.terminate()
+        worker.wait(15)
+    deltas = of_task(received, task_id)
+    assert iterated == deltas
+    by_attempt = {a: [d for d in deltas if d.attempt == a] for a in (1, 2)}
+    assert [d.seq for d in by_attempt[1]] == list(range(len(by_attempt[1]))) and by_attempt[1]
+    assert [d.seq for d in by_attempt[2]] == list(range(8))  # every piece, in the order streamed
+    assert {(d.call_id, d.kind) for d in deltas} == {("turn-1", "text")}
+    assert ANSWER.startswith("".join(d.text for d in by_attempt[1]))  # the cut attempt's partial text
+    # History has the one model call and its final response, nothing per delta.
+    assert sum(1 for e in history if e.HasField("activity_task_scheduled_event_attributes")) == 1
+    assert len(history) < 20
+
+
+async def test_any_client_of_the_process_receives_an_in_process_workers_deltas(
+    client: AsyncClient, host: HostConfig, content_store, task_queue: str, chat: FakeChatServer
+):
+    """No broker configured: a Client with a delta_sink in the worker's process gets the deltas
+    (the worker streams because someone listens) and stops getting them once closed."""
+    chat.reply(chunks_for(completion({"content": "in process"}), pieces=3))
+    chat.reply(completion({"content": "not streamed"}))
+    received: list[StreamDelta] = []
+    provider = openai_for(chat, "openai-stream")
+    async with build_worker(client.temporal, Registry.of(providers=[provider], content_store=content_store), task_queue):
+        listener = await AsyncClient.connect(dataclasses.replace(host, delta_sink=received.append))
+        task_id = await client.start("g", Options(provider="openai-stream"), task_queue=task_queue)
+        assert (await client.result(task_id)).answer == "in process"
+        deltas = of_task(received, task_id)  # delivered as streamed: all there when the result is
+        assert [d.seq for d in deltas] == [0, 1, 2] and "".join(d.text for d in deltas) == "in process"
+        await listener.close()  # nobody listens any more: the worker does not stream
+        second = await client.start("g", Options(provider="openai-stream"), task_queue=task_queue)
+        assert (await client.result(second)).answer == "not streamed"
+    assert chat.seen[0].body.get("stream") is True and "stream" not in chat.seen[1].body
+    assert of_task(received, second) == []
