@@ -21,6 +21,7 @@ from noeta.protocols.messages import (
     LLMRequest,
     Message,
     TextBlock,
+    ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
     Usage,
@@ -153,6 +154,25 @@ REQUESTS: dict[str, LLMRequest] = {
         messages=[
             Message("user", [TextBlock("What is this?"), ImageBlock(ContentRef("ab" * 32, 10, "image/png"))])
         ],
+    ),
+    # Thinking across a tool round: the assistant turn's signed thinking goes back with its result.
+    "thinking_tool_round": LLMRequest(
+        model=None,
+        thinking={"type": "enabled", "budget_tokens": 2048},
+        messages=[
+            Message("user", [TextBlock("Weather in Oslo?")]),
+            Message(
+                "assistant",
+                [
+                    ThinkingBlock("Need the weather tool.", signature="sig-1"),
+                    ThinkingBlock(redacted="ZW5jcnlwdGVk"),
+                    ThinkingBlock("unsigned, never sent"),
+                    ToolUseBlock("toolu_w", "get_weather", {"city": "Oslo"}),
+                ],
+            ),
+            Message("tool", [ToolResultBlock("toolu_w", "sunny", True)]),
+        ],
+        tools=[WEATHER_TOOL],
     ),
     "empty_tool_error": LLMRequest(
         model=None,
@@ -288,12 +308,25 @@ async def test_model_is_required() -> None:
     assert provider.request_body(ask(model="claude-x"))["model"] == "claude-x"
 
 
+def test_thinking_blocks_go_back_with_the_tool_round(provider: AnthropicProvider) -> None:
+    body = provider.request_body(REQUESTS["thinking_tool_round"])
+    assert body["messages"][1] == {
+        "role": "assistant",
+        "content": [
+            {"type": "thinking", "thinking": "Need the weather tool.", "signature": "sig-1"},
+            {"type": "redacted_thinking", "data": "ZW5jcnlwdGVk"},
+            {"type": "tool_use", "id": "toolu_w", "name": "get_weather", "input": {"city": "Oslo"}},
+        ],
+    }
+
+
 def test_thinking_passes_through_and_drops_temperature(provider: AnthropicProvider) -> None:
     body = provider.request_body(REQUESTS["thinking"])
     assert body["thinking"] == {"type": "enabled", "budget_tokens": 2048}
     assert "temperature" not in body  # the API rejects temperature with thinking on
     assert body["max_tokens"] == 2048 + 4096  # must exceed the budget
-    assert "effort" not in json.dumps(body)  # effort is ignored
+    assert body["output_config"] == {"effort": "high"}
+    assert provider.request_body(ask(effort="minimal"))["output_config"] == {"effort": "low"}  # OpenAI-only value
     off = provider.request_body(ask(thinking={"type": "disabled"}, temperature=0.5, max_tokens=10))
     assert (off["thinking"], off["temperature"], off["max_tokens"]) == ({"type": "disabled"}, 0.5, 10)
 
@@ -382,10 +415,11 @@ async def test_tool_use_response(server: FakeMessagesServer, provider: Anthropic
     ]
 
 
-async def test_thinking_is_dropped_and_cache_usage_counted(server: FakeMessagesServer, provider: AnthropicProvider) -> None:
+async def test_thinking_is_kept_and_cache_usage_counted(server: FakeMessagesServer, provider: AnthropicProvider) -> None:
     server.reply(RESPONSES["thinking_then_text"])
     response = await provider.complete(ask())
-    assert response.content == [TextBlock("Hi!")]
+    assert response.content == [ThinkingBlock("The user wants a greeting.", signature="sig-abc"), TextBlock("Hi!")]
+    assert response.text == "Hi!"  # thinking is not part of the answer
     assert response.usage == Usage(uncached=40, cache_read=1800, cache_write=300, output=250, reasoning_tokens=200)
     assert response.usage.input == 2140
     assert response.raw is not None and response.raw["content"][0]["type"] == "thinking"
@@ -506,7 +540,8 @@ async def test_stream_thinking_deltas_and_usage(server: FakeMessagesServer, prov
     response = await provider.stream(ask(), deltas)
     assert deltas.joined("thinking") == "The user wants a greeting."
     assert [k for k, _ in deltas.got] == ["thinking"] * 3 + ["text"] * 3
-    assert response.content == [TextBlock("Hi!")]
+    # The signature arrives in its own delta; the block is kept for the next tool round.
+    assert response.content == [ThinkingBlock("The user wants a greeting.", signature="sig-abc"), TextBlock("Hi!")]
     assert response.raw is not None and response.raw["content"][0]["signature"] == "sig-abc"
     assert response.usage == Usage(uncached=40, cache_read=1800, cache_write=300, output=250, reasoning_tokens=200)
 

@@ -28,6 +28,7 @@ from noeta.protocols.messages import (
     StreamDelta,
     StreamingProvider,
     TextBlock,
+    ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
     Usage,
@@ -42,6 +43,6 @@ __all__ = [
     "Guard", "GuardContext", "ImageBlock", "LLMProvider", "LLMRequest", "LLMResponse", "Message",
     "Observer", "Policy", "ProposedAction", "ProposedFinish", "ProposedSpawnSubtask",
     "ProposedToolCall", "SpawnSubtask", "StepContext", "StreamDelta", "StreamingProvider",
-    "Subscriber", "TextBlock", "Tool", "ToolContext", "ToolResult", "ToolResultBlock", "ToolSpec",
+    "Subscriber", "TextBlock", "ThinkingBlock", "Tool", "ToolContext", "ToolResult", "ToolResultBlock", "ToolSpec",
     "ToolUseBlock", "Usage", "VerdictResult", "View",
 ]

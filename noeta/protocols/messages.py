@@ -74,8 +74,22 @@ class ToolResultBlock:
     type: Literal["tool_result"] = field(default="tool_result", kw_only=True)
 
 
+@dataclass(frozen=True)
+class ThinkingBlock:
+    """The model's reasoning before its answer (extended thinking), kept in the transcript because
+    a provider may need it back: Anthropic wants the thinking blocks of an assistant turn, signed,
+    sent again with that turn's tool results. Not part of the answer (``Message.text`` skips it)."""
+
+    thinking: str = ""
+    signature: str | None = None
+    """The provider's signature over ``thinking`` (required to send it back)."""
+    redacted: str | None = None
+    """An encrypted thinking block (Anthropic ``redacted_thinking``): sent back as it came."""
+    type: Literal["thinking"] = field(default="thinking", kw_only=True)
+
+
 Block = Annotated[
-    Union[TextBlock, ImageBlock, ToolUseBlock, ToolResultBlock], Field(discriminator="type")
+    Union[TextBlock, ImageBlock, ToolUseBlock, ToolResultBlock, ThinkingBlock], Field(discriminator="type")
 ]
 
 

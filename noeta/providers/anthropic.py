@@ -29,18 +29,19 @@ Request mapping (see :meth:`AnthropicProvider.request_body`):
 - ``thinking`` passes through unchanged (``{"type": "enabled", "budget_tokens": N}`` or, on newer
   models, ``{"type": "adaptive"}``). When it is on, ``temperature`` is not sent (the API rejects
   the combination) and a missing ``max_tokens`` defaults to ``budget_tokens + max_tokens_default``
-  (``max_tokens`` must exceed the thinking budget). Limitation: with thinking on, the API wants
-  the thinking blocks (with their signatures) of the last assistant turn sent back alongside its
-  tool results; Noeta's transcript has no thinking block, so thinking + tool use across turns is
-  not supported yet (thinking in a single answer is).
+  (``max_tokens`` must exceed the thinking budget). The API wants the thinking blocks (with their
+  signatures) of an assistant turn sent back with its tool results: they are kept in the transcript
+  as :class:`ThinkingBlock` and sent first in that assistant turn (``thinking`` with its signature,
+  or ``redacted_thinking``); an unsigned one is not sent.
 - ``max_tokens`` is required by the API: ``max_tokens_default`` when the request has none.
 - ``output_schema``: this adapter does not use a native JSON mode; it appends an instruction to
   the system prompt to answer with JSON matching the schema. The agent loop's validation still
   checks the answer.
-- ``effort`` is ignored.
+- ``effort`` goes as ``output_config: {"effort": ...}`` (``none`` and ``minimal``, which only
+  OpenAI knows, as ``low``).
 
-Response mapping: ``text`` -> :class:`TextBlock`, ``tool_use`` -> :class:`ToolUseBlock`; thinking
-blocks are dropped from ``content`` (they stay in ``raw``) and their tokens, where the API reports
+Response mapping: ``text`` -> :class:`TextBlock`, ``tool_use`` -> :class:`ToolUseBlock`,
+``thinking`` / ``redacted_thinking`` -> :class:`ThinkingBlock`; thinking tokens, where the API reports
 ``usage.output_tokens_details.thinking_tokens``, land in ``Usage.reasoning_tokens``. Usage:
 ``input_tokens`` -> ``uncached``, ``cache_read_input_tokens`` -> ``cache_read``,
 ``cache_creation_input_tokens`` -> ``cache_write``, ``output_tokens`` -> ``output``.
@@ -67,6 +68,7 @@ from noeta.protocols.messages import (
     Message,
     StopReason,
     TextBlock,
+    ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
     Usage,
@@ -112,6 +114,9 @@ _ERROR_STATUS: dict[str, int] = {
     "timeout_error": 504,
     "overloaded_error": 529,
 }
+
+#: Efforts only OpenAI knows, as the nearest one Anthropic accepts.
+_EFFORT = {"none": "low", "minimal": "low"}
 
 JSON_INSTRUCTION = (
     "Answer with a single JSON value that matches this JSON Schema, and nothing else "
@@ -254,6 +259,8 @@ class AnthropicProvider(HTTPProvider):
             body["tools"] = tools
         if request.thinking is not None:
             body["thinking"] = request.thinking
+        if request.effort is not None:
+            body["output_config"] = {"effort": _EFFORT.get(request.effort, request.effort)}
         if request.temperature is not None and not thinking_on and self._accepts_sampling():
             body["temperature"] = request.temperature
         return body
@@ -289,7 +296,11 @@ class AnthropicProvider(HTTPProvider):
                         arguments=_parse_arguments(block.get("input")),
                     )
                 )
-            # thinking / redacted_thinking and server-tool blocks are not part of the answer.
+            elif kind == "thinking" and block.get("signature"):
+                content.append(ThinkingBlock(thinking=block.get("thinking") or "", signature=block["signature"]))
+            elif kind == "redacted_thinking" and block.get("data"):
+                content.append(ThinkingBlock(redacted=block["data"]))
+            # Server-tool blocks are not part of the answer.
         reported = _STOP_REASONS.get(payload.get("stop_reason") or "", "end_turn")
         return LLMResponse(
             stop_reason=_stop_reason(content, reported), content=content, usage=_usage(payload.get("usage")), raw=payload
@@ -328,6 +339,11 @@ def _wire_messages(messages: list[Message], breakpoint: Any = None) -> list[dict
                 )
             elif isinstance(block, ImageBlock) and block.data and message.role != "assistant":
                 blocks.append(_image(block))
+            elif isinstance(block, ThinkingBlock) and message.role == "assistant":
+                if block.redacted:
+                    blocks.append({"type": "redacted_thinking", "data": block.redacted})
+                elif block.signature:
+                    blocks.append({"type": "thinking", "thinking": block.thinking, "signature": block.signature})
         add("assistant" if message.role == "assistant" else "user", blocks)
         last_block.append((len(out) - 1, len(out[-1]["content"]) - 1) if (results or blocks) else None)
 
