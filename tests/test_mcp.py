@@ -8,6 +8,7 @@ connects.
 from __future__ import annotations
 
 import asyncio
+import base64
 import hashlib
 import json
 import os
@@ -269,8 +270,6 @@ async def test_replay_of_a_recorded_mcp_history_connects_to_nothing():
     history = WorkflowHistory.from_json("history-mcp_tools", path.read_text())
     recorded = json.loads(path.read_text())
     started = recorded["events"][0]["workflowExecutionStartedEventAttributes"]["input"]["payloads"][0]["data"]
-    import base64
-
     url = json.loads(base64.b64decode(started))["mcp_servers"]["web"]["url"]
     host, port = url.split("//")[1].split("/")[0].split(":")
     reader = None

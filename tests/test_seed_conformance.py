@@ -10,10 +10,10 @@ from noeta.client.client import AsyncClient
 from noeta.client.options import Options
 from noeta.errors import AttemptsExhaustedError, ConfigurationError, ProviderError
 from noeta.protocols.messages import ThinkingBlock
+from noeta.protocols.tool import ToolResult
 from noeta.providers.anthropic import AnthropicProvider
 from noeta.sdk.testing import FakeLLMProvider
 from noeta.sdk.tools import tool
-from noeta.protocols.tool import ToolResult
 from tests.support.chat_server import FakeChatServer, completion, openai_for
 from tests.support.messages_server import message, running_messages_server, text, thinking, tool_use
 from tests.support.scripts import say

@@ -14,8 +14,8 @@ import functools
 import inspect
 import itertools
 import json
-import os
 import logging
+import os
 import re
 from collections.abc import Awaitable
 from concurrent.futures import Executor, ThreadPoolExecutor
@@ -26,15 +26,15 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
 from temporalio import activity
 
+from noeta.activities import mcp as remote
 from noeta.activities._attempts import as_details, earlier_failures, record_failure
 from noeta.activities._errors import to_application_error
 from noeta.activities._heartbeat import with_heartbeat
-from noeta.activities import mcp as remote
 from noeta.builtins.memory.tool import RecallResult, memory_tool
 from noeta.client.config import DELTA_BROKER_VARIABLE
-from noeta.deltas import broker_for
 from noeta.context.composer import compose_messages, compose_system
 from noeta.context.transcript import TranscriptStore
+from noeta.deltas import broker_for
 from noeta.errors import (
     GuardNotRegisteredError,
     NoetaError,
@@ -414,10 +414,10 @@ class AgentActivities:
                 raise
             except NoetaError as err:
                 raise to_application_error(err, record_failure(earlier, err)) from err
-            images = any(getattr(item, "type", "") == "image" for item in called.content)
-            result = (
-                await self._io(remote.tool_result, called, self.store) if images else remote.tool_result(called, self.store)
-            )
+            if any(getattr(item, "type", "") == "image" for item in called.content):  # stored: off the loop
+                result = await self._io(remote.tool_result, called, self.store)
+            else:
+                result = remote.tool_result(called, self.store)
             observed.finished(result)
         if needs_offload(result):
             result = await self._io(self._offload_output, result)

@@ -11,7 +11,7 @@ import asyncio
 import logging
 from typing import Any
 
-from noeta.deltas.broker import DeltaSink, Subscription, delta_from_json, delta_to_json, deliver
+from noeta.deltas.broker import DeltaSink, Subscription, deliver, delta_from_json, delta_to_json
 from noeta.errors import ConfigurationError
 from noeta.protocols.messages import StreamDelta
 from noeta.protocols.names import DELTA_CHANNEL_PREFIX
@@ -30,7 +30,9 @@ def _redis() -> Any:
     try:
         import redis.asyncio as redis
     except ImportError as err:
-        raise ConfigurationError("NOETA_DELTA_BROKER=redis://… needs the redis package: pip install 'noeta[redis]'") from err
+        raise ConfigurationError(
+            "NOETA_DELTA_BROKER=redis://… needs the redis package: pip install 'noeta[redis]'"
+        ) from err
     return redis
 
 

@@ -65,7 +65,9 @@ class _Connection:
             await asyncio.wait_for(asyncio.shield(self._ready), timeout)
         except asyncio.TimeoutError:
             await self.close()
-            raise McpServerError(f"MCP server {self.alias!r} did not answer its handshake within {timeout:g} s") from None
+            raise McpServerError(
+                f"MCP server {self.alias!r} did not answer its handshake within {timeout:g} s"
+            ) from None
 
     async def _hold(self) -> None:
         try:
@@ -121,7 +123,9 @@ class McpConnections:
     ``${MCP_*}`` references are resolved (default: the process environment).
     """
 
-    def __init__(self, allowed_commands: Collection[str] | None = None, environ: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, allowed_commands: Collection[str] | None = None, environ: Mapping[str, str] | None = None
+    ) -> None:
         self.allowed_commands = None if allowed_commands is None else frozenset(allowed_commands)
         self._environ = environ
         self._open: dict[str, _Connection] = {}

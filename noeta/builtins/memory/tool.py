@@ -121,7 +121,8 @@ def memory_tool(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
         if command == "list":
             slugs = store.list()
             lines = [f"{s}: {store.read(s).frontmatter.get('title', '')}".rstrip(": ") for s in slugs]
-            return ToolResult(success=True, output="\n".join(lines) or "No memories yet.", summary=f"{len(slugs)} memories")
+            listing = "\n".join(lines) or "No memories yet."
+            return ToolResult(success=True, output=listing, summary=f"{len(slugs)} memories")
         if command == "recall":
             query = arguments.get("query")
             if isinstance(query, str) and query.strip():
@@ -130,9 +131,10 @@ def memory_tool(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
                 name = _name(arguments)
                 found = [store.read(name)] if name in store.list() else []
             names = ", ".join(m.slug for m in found)
+            told = f"Recalled {len(found)} memories: {names} (given as context)." if found else "No memory matches."
             return RecallResult(
                 success=True,
-                output=f"Recalled {len(found)} memories: {names} (given as context)." if found else "No memory matches.",
+                output=told,
                 summary=f"recalled {names or 'nothing'}",
                 memories=[_recalled_text(m) for m in found],
             )
