@@ -332,7 +332,7 @@ class AgentActivities:
                     sink(delta)
                 except Exception:  # a broken consumer must not fail the model call
                     logger.exception("delta_sink failed")
-            broker.publish(info.workflow_namespace, delta)
+            broker.publish(info.workflow_namespace or "default", delta)
 
         return provider.stream(request, on_delta)
 

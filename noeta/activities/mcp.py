@@ -90,7 +90,8 @@ def tool_result(result: CallToolResult, store: ContentStore) -> ToolResult:
             except (binascii.Error, ValueError):
                 texts.append("[an image the server sent was not valid base64]")
                 continue
-            images.append(ImageBlock(source=store.put(data, item.mimeType)))  # type: ignore[union-attr]
+            media_type = getattr(item, "mimeType", None) or "application/octet-stream"
+            images.append(ImageBlock(source=store.put(data, media_type)))
         elif kind == "resource":
             resource = item.resource  # type: ignore[union-attr]
             text = getattr(resource, "text", None)

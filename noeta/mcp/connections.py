@@ -206,7 +206,8 @@ class McpConnections:
                     return tools
 
         self.listings += 1
-        return await self._request(alias, config, send)
+        tools: list[Tool] = await self._request(alias, config, send)
+        return tools
 
     async def call_tool(
         self, alias: str, config: McpServerConfig, tool: str, arguments: dict[str, Any], timeout_seconds: float | None
@@ -216,7 +217,8 @@ class McpConnections:
         async def send(session: ClientSession) -> CallToolResult:
             return await session.call_tool(tool, arguments, read_timeout_seconds=timeout)
 
-        return await self._request(alias, config, send)
+        result: CallToolResult = await self._request(alias, config, send)
+        return result
 
     async def aclose(self) -> None:
         """Close every connection (stdio servers are stopped)."""
