@@ -58,21 +58,21 @@ def worker_registry(
 ) -> Registry:
     """The registry a CLI worker serves: the user's (if any), a provider named "default", and the
     built-in providers the environment configures, by name ("anthropic", "openai", "local"), so
-    ``Options(provider="anthropic")`` finds one. ``builtins`` adds the safe built-in tools
-    (default: only when there is no user registry); a user's tool of the same name wins."""
+    ``Options(provider="anthropic")`` finds one. ``builtins`` adds the safe built-in tools and the
+    memory tool (default: only when there is no user registry); a user's tool of the same name
+    wins. Tasks still name each tool they use (the memory tool: ``allowed_tools=["memory"]``)."""
     from noeta.builtins.tools import BUILTIN_TOOLS
     from noeta.providers.defaults import KNOWN_PROVIDERS, default_provider
+    from noeta.sdk.query import add_memory
 
     registry = load_registry(path) if path else Registry()
     if builtins if builtins is not None else path is None:
         for builtin in BUILTIN_TOOLS:
             if builtin.name not in registry.tools:
                 registry.add_tool(builtin)
+        add_memory(registry, settings)  # its store: NOETA_MEMORY_DIR, shared with the host
     if registry.content_store is None:
         registry.content_store = settings.content_store()
-    from noeta.sdk.query import add_memory
-
-    add_memory(registry, settings)  # tasks opt in with allowed_tools=["memory"]
     if registry.mcp_commands is None:
         registry.mcp_commands = settings.mcp_commands  # NOETA_MCP_COMMANDS: none unless listed
     if DEFAULT_PROVIDER not in registry.providers:

@@ -128,11 +128,12 @@ def test_cli_workers_serve_the_builtin_tools_unless_told_otherwise(clean_env, tm
     names = {t.name for t in BUILTIN_TOOLS}
     assert names == {"calculator", "word_count", "read_file", "current_time", "wait"}
     settings = Settings(home=tmp_path)
-    assert set(worker_registry(None, None, settings).tools) == names
+    # With the built-ins comes the memory tool (not read-only, so not in BUILTIN_TOOLS).
+    assert set(worker_registry(None, None, settings).tools) == names | {"memory"}
     assert worker_registry(None, None, settings, builtins=False).tools == {}
     user = "tests.support.registry:cli_registry"
     assert set(worker_registry(user, None, settings).tools) == {"add"}  # a user's registry: opt in
-    assert set(worker_registry(user, None, settings, builtins=True).tools) == names | {"add"}
+    assert set(worker_registry(user, None, settings, builtins=True).tools) == names | {"add", "memory"}
 
 
 async def test_client_lifecycle_and_the_deprecated_close_of_a_task(host, serve, task_queue):
