@@ -90,6 +90,12 @@ OPTION_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "tool_timeout_seconds": (_is_number, "a number"),
     "metadata": (lambda v: isinstance(v, dict), "a JSON object"),
     "output_schema": (lambda v: isinstance(v, dict), "a JSON Schema object"),
+    "provider_retries": (_is_int, "an integer"),
+    "tool_retries": (_is_int, "an integer"),
+    "validate_tool_input": (lambda v: isinstance(v, bool), "true or false"),
+    "thinking": (lambda v: isinstance(v, dict), "a JSON object"),
+    "effort": (_is_str, "a string"),
+    "mcp_servers": (lambda v: isinstance(v, dict), "an object of remote MCP server configurations"),
 }
 _START_FIELDS = {"goal", "keep_open", "task_id", "task_queue", "options"}
 _GOAL_FIELDS = {"goal"}
