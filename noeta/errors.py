@@ -179,6 +179,47 @@ class ToolRetryableError(NoetaError):
     non_retryable = False
 
 
+class ResourceNotFoundError(NoetaError):
+    """A resource the task needs (``expect_resource(key)`` or ``@tool(resources=[...])``) is not
+    provided by the task, a parent that exposes it, the run or the worker. Raised before the first
+    model call when a tool declares it; inside a tool it fails the task (the model cannot fix it)."""
+
+    def __init__(self, message: str, key: str = "") -> None:
+        super().__init__(message)
+        self.key = key
+
+    def to_details(self) -> dict[str, Any]:
+        return {"message": str(self), "key": self.key}
+
+    @classmethod
+    def from_details(cls, message: str, details: dict[str, Any]) -> "ResourceNotFoundError":
+        return cls(details.get("message", message), str(details.get("key", "")))
+
+
+class ResourceError(NoetaError):
+    """A resource's ``create`` failed (retried like any step: a database may be restarting), or
+    resources depend on each other in a cycle."""
+
+    non_retryable = False
+
+
+class ScopeError(NoetaError):
+    """The task's scope (``equip_scope`` data merged over its parents') does not satisfy the schema
+    that ``expect_scope`` or ``Options.scope_schema`` declares; ``keys`` names the missing or
+    invalid keys (dotted paths). Raised before the first model call when the schema is declared."""
+
+    def __init__(self, message: str, keys: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.keys = list(keys or [])
+
+    def to_details(self) -> dict[str, Any]:
+        return {"message": str(self), "keys": list(self.keys)}
+
+    @classmethod
+    def from_details(cls, message: str, details: dict[str, Any]) -> "ScopeError":
+        return cls(details.get("message", message), list(details.get("keys", [])))
+
+
 class ToolInputError(NoetaError, ValueError):
     """A built-in tool refused its arguments (an expression it cannot evaluate, a path outside the
     workspace); the model gets the message back as a failed tool result."""
@@ -221,6 +262,9 @@ _BY_NAME: dict[str, type[NoetaError]] = {
         ToolInputError,
         McpServerError,
         McpServerNotAllowedError,
+        ResourceNotFoundError,
+        ResourceError,
+        ScopeError,
     )
 }
 

@@ -90,10 +90,16 @@ class NoetaWorkerPlugin(SimplePlugin):
 
         @contextlib.asynccontextmanager
         async def running() -> AsyncIterator[None]:
+            # Worker-lifetime resources exist while the worker runs; whatever a task left behind
+            # (its release step ran elsewhere) goes when the worker stops, with its MCP connections.
             try:
+                await activities.pool.start()
                 yield
-            finally:  # the worker stopped: close its MCP connections (stdio servers exit)
-                await activities.aclose()
+            finally:
+                try:
+                    await activities.pool.close()
+                finally:
+                    await activities.aclose()
 
         super().__init__(
             WORKER_PLUGIN_NAME,

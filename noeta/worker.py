@@ -1,6 +1,7 @@
 """Build a Temporal worker that runs AgentWorkflow and its activities for a :class:`Registry`.
 
-A registry names what this worker can run: tools, providers and resources, plus the content store
+A registry names what this worker can run: tools, providers and resources (live objects, or
+``equip_resource`` specs the worker creates per task or per worker), plus the content store
 shared with clients. ``noeta worker --registry pkg.module:registry`` (or ``python worker.py``)
 loads one by import path.
 """
@@ -21,6 +22,7 @@ from noeta.errors import ConfigurationError
 from noeta.import_path import load_object
 from noeta.protocols.hooks import Guard
 from noeta.protocols.messages import LLMProvider, StreamDelta, registry_name
+from noeta.protocols.resources import ResourceSpec
 from noeta.protocols.tool import Tool, ToolSpec, tool_fingerprint
 from noeta.protocols.validation import Validator, as_validator
 from noeta.tuning import WorkerTuning
@@ -33,6 +35,8 @@ class Registry:
     tools: dict[str, Tool] = field(default_factory=dict)
     providers: dict[str, LLMProvider] = field(default_factory=dict)
     resources: dict[str, Any] = field(default_factory=dict)
+    """The process-wide default resources: live objects, or ``equip_resource`` specs (see
+    :mod:`noeta.protocols.resources`). A task's own and its parents' exposed resources come first."""
     content_store: ContentStore | None = None
     validators: dict[str, Validator] = field(default_factory=dict)
     guards: dict[str, Guard] = field(default_factory=dict)
@@ -56,13 +60,16 @@ class Registry:
         cls,
         tools: Iterable[Tool] = (),
         providers: Iterable[LLMProvider] | Mapping[str, LLMProvider] = (),
-        resources: Mapping[str, Any] | None = None,
+        resources: Mapping[str, Any] | Iterable[ResourceSpec] | None = None,
         content_store: ContentStore | None = None,
         validators: Iterable[Validator | Callable[[Any], Any]] = (),
         output_models: Iterable[type[BaseModel]] = (),
         guards: Iterable[Guard] = (),
     ) -> Registry:
-        registry = cls(resources=dict(resources or {}), content_store=content_store)
+        registry = cls(content_store=content_store)
+        items = resources.items() if isinstance(resources, Mapping) else ((None, r) for r in resources or ())
+        for key, resource in items:
+            registry.add_resource(resource, key=key)
         for tool in tools:
             registry.add_tool(tool)
         for validator in validators:
@@ -89,6 +96,20 @@ class Registry:
             raise ConfigurationError(f"{provider!r} is not an LLMProvider (it needs complete())")
         key = name or registry_name(provider)
         self.providers[key] = provider
+        return key
+
+    def add_resource(self, resource: Any, key: str | None = None) -> str:
+        """A live object under ``key``, or an ``equip_resource`` spec (under its own key)."""
+        if isinstance(resource, ResourceSpec):
+            if key is not None and key != resource.key:
+                raise ConfigurationError(f"resource {key!r} is given the spec of {resource.key!r}")
+            key = resource.key
+        if not isinstance(key, str) or not key:
+            raise ConfigurationError(f"resource {resource!r} needs a non-empty key (or use equip_resource)")
+        existing = self.resources.get(key, resource)
+        if existing is not resource:
+            raise ConfigurationError(f"two different resources are registered as {key!r}")
+        self.resources[key] = resource
         return key
 
     def add_validator(self, validator: Validator | Callable[[Any], Any]) -> str:
@@ -130,6 +151,7 @@ class Registry:
             start_to_close_seconds=getattr(tool, "timeout_seconds", None),
             heartbeat_seconds=getattr(tool, "heartbeat_seconds", None),
             max_retries=getattr(tool, "max_retries", None),
+            resources=list(getattr(tool, "resources", ()) or ()),
         )
         self._specs[name] = (tool, spec)
         return spec

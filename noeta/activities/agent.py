@@ -39,6 +39,8 @@ from noeta.errors import (
     GuardNotRegisteredError,
     NoetaError,
     ProviderNotRegisteredError,
+    ResourceNotFoundError,
+    ScopeError,
     ToolIdentityMismatchError,
     ToolNotRegisteredError,
     ToolRetryableError,
@@ -72,12 +74,20 @@ from noeta.protocols.task import (
     LoadTranscriptOutput,
     PrepareInput,
     PrepareOutput,
+    ReleaseInput,
+    ReleaseOutput,
     ValidateInput,
     ValidateOutput,
 )
+from noeta.protocols.names import RELEASE_RESOURCES
+from noeta.protocols.resources import RunEnv
+from noeta.protocols.scope import deep_freeze
 from noeta.protocols.tool import Tool, ToolContext, ToolResult, ToolSpec
 from noeta.protocols.validation import DEFAULT_FAILURE_MESSAGE
 from noeta.providers.errors import classify_exception
+from noeta.resources.context import ActiveRun, CallRecorder, activated
+from noeta.resources.pool import ResourcePool
+from noeta.resources.prepare import check_scope_schema, owned_resources
 from noeta.telemetry import instrument
 from noeta.tuning import WorkerTuning
 
@@ -134,6 +144,8 @@ class AgentActivities:
         self._validators: dict[str, tuple[Tool, Any]] = {}
         self._mcp_schemas: dict[str, dict[str, dict[str, Any]]] = {}  # by content hash
         self.delta_broker = registry.delta_broker or broker_for(os.environ.get(DELTA_BROKER_VARIABLE))
+        self.pool = ResourcePool(registry.resources)
+        """Live resources created from the registry's equip_resource specs (per task, per worker)."""
 
     def mcp_connections(self) -> Any:
         """The worker's MCP connections, created on first use (shared through the registry)."""
@@ -146,6 +158,15 @@ class AgentActivities:
         connections, self.registry.mcp_connections = self.registry.mcp_connections, None
         if connections is not None:
             await connections.aclose()
+
+    def run(self, task_id: str, env: RunEnv | None, recorder: CallRecorder | None = None) -> ActiveRun:
+        """What user code of ``task_id`` sees through expect_resource / expect_scope."""
+        return ActiveRun(
+            task_id=task_id,
+            resources=self.pool.view(task_id, env),
+            scope=deep_freeze(env.scope) if env is not None else {},
+            recorder=recorder,
+        )
 
     def _argument_validator(self, tool: Tool) -> Any:
         """A compiled validator per tool object: building one is most of a small tool call's cost."""
@@ -170,6 +191,7 @@ class AgentActivities:
             self.validate_output,
             self.check_guards,
             self.load_transcript,
+            self.release_resources,
         ]
 
     # -- prepare_task -----------------------------------------------------------------------
@@ -191,6 +213,8 @@ class AgentActivities:
                         "Registry(guards=[...])"
                     )
             mcp_specs = await remote.list_specs(self.mcp_connections(), inp.mcp_servers) if inp.mcp_servers else []
+            owned = owned_resources(self.registry.resources, inp, {s.name: s for s in specs})
+            check_scope_schema(inp.scope_schema, inp.scope, self.registry.output_models)
         except NoetaError as err:
             raise to_application_error(err) from err
         taken = {spec.name for spec in specs}
@@ -198,6 +222,17 @@ class AgentActivities:
         specs += mcp_specs
         mcp_tools_ref = (
             self.store.put(remote.schemas_json(mcp_specs), "application/json") if mcp_specs else None
+        )
+        if owned:
+            # Created before the first model call: a resource that cannot be made fails the task now.
+            env = RunEnv(owned=[r.key for r in owned], inherited=dict(inp.inherited_resources))
+            try:
+                await self.pool.ready(inp.task_id, env)
+            except NoetaError as err:
+                await self.pool.release(inp.task_id)
+                raise to_application_error(err) from err
+        agents_ref = (
+            await self._io(self.store.put, json.dumps(inp.agents).encode(), "application/json") if inp.agents else None
         )
         system, volatile, plan = compose_system(inp.system_prompt, inp.channels)
         schema_ref = (
@@ -212,6 +247,8 @@ class AgentActivities:
             volatile_ref=self.store.put(volatile.encode()) if volatile else None,
             plan=plan,
             mcp_tools_ref=mcp_tools_ref,
+            resources=owned,
+            agents_ref=agents_ref,
         )
 
     def _checked_spec(self, name: str, expected: str | None) -> ToolSpec:
@@ -277,7 +314,8 @@ class AgentActivities:
 
     def _build_request(self, inp: CallModelInput) -> LLMRequest:
         transcript = self.transcripts.load(inp.head) + tuple(inp.append)
-        remote_tools = self._remote_schemas(inp.mcp_tools_ref)
+        # Tools not in this worker's registry: remote MCP servers' and the declared sub-agents'.
+        remote_tools = {**self._remote_schemas(inp.agents_ref), **self._remote_schemas(inp.mcp_tools_ref)}
         tools = [
             tool_schema(self.registry.tool_spec(n)) if n in self.registry.tools else remote_tools[n]
             for n in inp.tools
@@ -302,7 +340,7 @@ class AgentActivities:
         )
 
     def _remote_schemas(self, ref: ContentRef | None) -> dict[str, dict[str, Any]]:
-        """The task's MCP tool shapes by name (read once per task's list, then kept)."""
+        """Tool shapes prepare stored (MCP tools, sub-agents) by name (read once per list, then kept)."""
         if ref is None:
             return {}
         cached = self._mcp_schemas.get(ref.hash)
@@ -361,6 +399,9 @@ class AgentActivities:
                 ),
                 attempt,
             )
+        await self._ready(inp.task_id, inp.env)
+        recorder = CallRecorder()
+        run = self.run(inp.task_id, inp.env, recorder)
         ctx = ToolContext(
             task_id=inp.task_id,
             call_id=inp.call_id,
@@ -368,16 +409,19 @@ class AgentActivities:
             attempt=attempt,
             workspace_dir=inp.workspace_dir,
             heartbeat=activity.heartbeat,
-            resources=self.registry.resources,
+            resources=run.resources,
+            scope=run.scope,
         )
         earlier = earlier_failures()
-        with instrument.tool_call(inp.tool_name, inp.task_id, inp.call_id) as observed:
+        with instrument.tool_call(inp.tool_name, inp.task_id, inp.call_id) as observed, activated(run):
             try:
                 result = await with_heartbeat(self._user_code(tool_callable(tool), inp.arguments, ctx), as_details(earlier))
             except asyncio.CancelledError:
                 raise
             except ToolRetryableError as err:
                 raise to_application_error(err, record_failure(earlier, err)) from err
+            except (ResourceNotFoundError, ScopeError) as err:  # configuration, not the model's doing
+                raise to_application_error(err) from err
             except Exception as exc:  # the model sees the failure and may recover
                 result = ToolResult(success=False, output=f"{type(exc).__name__}: {exc}")
             if not isinstance(result, ToolResult):
@@ -392,7 +436,10 @@ class AgentActivities:
             result = result.plain()
         if needs_offload(result):  # checked here: most outputs are small and need no thread
             result = await self._io(self._offload_output, result)
-        return InvokeToolOutput(result, attempt, retried=earlier, memories=memories)
+        return InvokeToolOutput(
+            result, attempt, retried=earlier, memories=memories, resource_calls=recorder.calls,
+            resource_calls_dropped=recorder.dropped,
+        )
 
     async def _invoke_remote(self, inp: InvokeToolInput, attempt: int) -> InvokeToolOutput:
         """A remote MCP server's tool: an ``isError`` result goes back to the model as a failed
@@ -449,12 +496,22 @@ class AgentActivities:
 
     @activity.defn(name=CHECK_GUARDS)
     async def check_guards(self, inp: CheckGuardsInput) -> CheckGuardsOutput:
-        ctx = GuardContext(task_id=inp.task_id, trace_id=inp.trace_id, turn=inp.turn, resources=self.registry.resources)
+        await self._ready(inp.task_id, inp.env)
+        run = self.run(inp.task_id, inp.env)
+        ctx = GuardContext(
+            task_id=inp.task_id,
+            trace_id=inp.trace_id,
+            turn=inp.turn,
+            metadata=dict(inp.metadata),
+            resources=run.resources,
+            scope=run.scope,
+        )
         verdicts = []
         for action in inp.actions:
             for name in inp.guards:
                 guard = self.registry.guards[name]
-                result = await with_heartbeat(self._user_code(guard.check, action, ctx))
+                with activated(run):
+                    result = await with_heartbeat(self._user_code(guard.check, action, ctx))
                 if not isinstance(result, VerdictResult):
                     raise TypeError(f"guard {name!r} returned {type(result).__name__}, not VerdictResult")
                 verdicts.append(GuardDecision(action.call_id, name, result.verdict, result.reason))
@@ -476,14 +533,32 @@ class AgentActivities:
             if isinstance(checked, ParseFailure):
                 return ValidateOutput(ok=False, data=parsed, issue=checked.message, failure_type="schema")
             data = checked
+        await self._ready(inp.task_id, inp.env)
+        run = self.run(inp.task_id, inp.env)
         for name in inp.validators:
             validator = self.registry.validators[name]
-            verdict = await with_heartbeat(self._user_code(validator.fn, data))
+            with activated(run):
+                verdict = await with_heartbeat(self._user_code(validator.fn, data))
             if verdict is True:
                 continue
             issue = verdict if isinstance(verdict, str) and verdict else DEFAULT_FAILURE_MESSAGE
             return ValidateOutput(ok=False, data=to_jsonable_python(data), issue=issue, failure_type="validator")
         return ValidateOutput(ok=True, data=to_jsonable_python(data))
+
+
+    async def _ready(self, task_id: str, env: RunEnv | None) -> None:
+        try:
+            await self.pool.ready(task_id, env)
+        except NoetaError as err:
+            raise to_application_error(err) from err
+
+    # -- release_resources --------------------------------------------------------------------
+
+    @activity.defn(name=RELEASE_RESOURCES)
+    async def release_resources(self, inp: ReleaseInput) -> ReleaseOutput:
+        """The task ended: destroy its task-scoped resources that this process created."""
+        released, errors = await self.pool.release(inp.task_id)
+        return ReleaseOutput(released=released, errors=errors)
 
 
 def needs_offload(result: ToolResult) -> bool:

@@ -278,6 +278,7 @@ class AsyncClient:
                 provider_name = registry_name(options.provider)
             else:
                 provider_name = DEFAULT_PROVIDER
+        task_id = task_id or f"task-{uuid.uuid4().hex[:12]}"
         task_input = build_task_input(
             options,
             goal,
@@ -285,8 +286,8 @@ class AsyncClient:
             keep_open=keep_open,
             images=images,
             workspace_dir=workspace_dir,
+            task_id=task_id,
         )
-        task_id = task_id or f"task-{uuid.uuid4().hex[:12]}"
         indexed = await self.indexed()
         if indexed:
             task_input = dataclasses.replace(task_input, index=True)

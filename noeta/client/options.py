@@ -6,6 +6,7 @@ Validated when constructed, so bad input fails before any token is spent.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,8 +24,10 @@ from noeta.context.content_store import ContentStore
 from noeta.errors import ConfigurationError, PayloadTooLargeError
 from noeta.protocols.event_log import Observer
 from noeta.protocols.hooks import Guard
-from noeta.protocols.messages import ImageBlock, LLMProvider, StreamDelta
+from noeta.protocols.messages import ImageBlock, LLMProvider, StreamDelta, registry_name
 from noeta.protocols.policy import Policy
+from noeta.protocols.resources import ResourceSpec
+from noeta.protocols.scope import ScopeLevel, check_scope
 from noeta.protocols.task import (
     MAX_CONTEXT_BYTES,
     MAX_GOAL_BYTES,
@@ -32,6 +35,7 @@ from noeta.protocols.task import (
     ChannelContent,
     OutputSchema,
     PolicyRef,
+    SubAgentSpec,
     TaskInput,
 )
 from noeta.mcp.config import is_remote, parse_server
@@ -123,6 +127,19 @@ class Options:
     max_history_events: int | None = None
     """Continue the task in a new run once a run's history has this many events (default: when
     Temporal suggests it, ~4,096 events or 4 MiB). The task id, transcript and event seq carry on."""
+    resources: Sequence[ResourceSpec] | Mapping[str, Any] = ()
+    """Resources the task equips: ``equip_resource(...)`` specs (created for the task, destroyed
+    when it ends) or live objects by key. They stay in the worker: ``query()`` serves them from its
+    in-process worker, other workers must have them in their Registry (history carries the keys)."""
+    scope: Mapping[str, Any] = field(default_factory=dict)
+    """Scope data the task equips (``equip_scope``): JSON, recorded in history, read by its tools,
+    guards, validators, policy and sub-agents with ``expect_scope`` (nearest level wins)."""
+    scope_schema: type[BaseModel] | dict[str, Any] | None = None
+    """The scope the task requires (a pydantic model or JSON Schema): checked before the first
+    model call, a missing or invalid key fails the task with ScopeError."""
+    subagents: Sequence["SubAgent"] = ()
+    """Sub-agents the model may call like tools; each call runs a child task with the sub-agent's
+    own options, and its answer (or structured data) is the call's result."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_turns, int) or self.max_turns < 1:
@@ -173,6 +190,16 @@ class Options:
             if guard.name in guard_names:
                 raise ConfigurationError(f"two guards are named {guard.name!r}")
             guard_names.add(guard.name)
+        self.resource_entries()  # validates them
+        check_scope(self.scope, "Options.scope")
+        output_schema_spec(self.scope_schema, "scope_schema")
+        agent_names: set[str] = set()
+        for agent in self.subagents:
+            if not isinstance(agent, SubAgent):
+                raise ConfigurationError(f"subagents: {agent!r} is not a SubAgent")
+            if agent.name in agent_names or agent.name in self.tool_names():
+                raise ConfigurationError(f"subagents: the name {agent.name!r} is already a tool or sub-agent")
+            agent_names.add(agent.name)
         names: dict[str, Validator] = {}
         for validator in self.validator_objects():
             if names.setdefault(validator.name, validator) is not validator:
@@ -180,6 +207,32 @@ class Options:
                     f"two validators are named {validator.name!r}; give one a name: "
                     "expect_validator(fn, name=...)"
                 )
+
+    def resource_entries(self) -> dict[str, Any]:
+        """``resources`` by key: specs under their own key, objects under theirs."""
+        items = self.resources
+        if isinstance(items, Mapping):
+            pairs = list(items.items())
+        elif isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
+            raise ConfigurationError("resources must be a list of equip_resource(...) specs or a mapping of key -> object")
+        else:
+            pairs = []
+            for item in items:
+                if not isinstance(item, ResourceSpec):
+                    raise ConfigurationError(
+                        f"resources: {item!r} is not an equip_resource(...) spec; give live objects as a mapping"
+                    )
+                pairs.append((item.key, item))
+        entries: dict[str, Any] = {}
+        for key, value in pairs:
+            if not isinstance(key, str) or not key:
+                raise ConfigurationError(f"resources: {key!r} is not a non-empty key")
+            if isinstance(value, ResourceSpec) and value.key != key:
+                raise ConfigurationError(f"resources[{key!r}] is the spec of {value.key!r}")
+            if key in entries:
+                raise ConfigurationError(f"two resources are named {key!r}")
+            entries[key] = value
+        return entries
 
     def channel_contents(self) -> list[ChannelContent]:
         """The context texts with their channels, in declaration order."""
@@ -241,6 +294,37 @@ class Options:
         return names
 
 
+_AGENT_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+@dataclass(frozen=True)
+class SubAgent:
+    """A sub-agent the model can call: a tool named ``name`` whose argument is a ``goal``."""
+
+    name: str
+    """The tool name the model calls (letters, digits, ``_`` and ``-``)."""
+    description: str
+    """What it is good for: the model's only source of truth about it."""
+    options: Options = field(default_factory=Options)
+    """Its own tools, system prompt, policy, output schema, scope, resources, sub-agents. Its
+    provider defaults to the parent's."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not _AGENT_NAME.match(self.name):
+            raise ConfigurationError(f"SubAgent name {self.name!r} must be 1-64 letters, digits, '_' or '-'")
+        if not isinstance(self.description, str) or not self.description.strip():
+            raise ConfigurationError(f"SubAgent {self.name!r} needs a description (the model reads it)")
+        if not isinstance(self.options, Options):
+            raise ConfigurationError(f"SubAgent {self.name!r}: options must be Options")
+
+    def all_options(self) -> list[Options]:
+        """Its options and those of its own sub-agents, depth first."""
+        found = [self.options]
+        for agent in self.options.subagents:
+            found.extend(agent.all_options())
+        return found
+
+
 @dataclass(frozen=True)
 class HostConfig:
     """Where the host runs tasks: cluster, data directory, content store, task queue."""
@@ -260,13 +344,18 @@ class HostConfig:
     (``NOETA_ENCRYPTION_KEYS`` / ``NOETA_CODEC``, see docs/security.md), else plain JSON."""
     runtime: Runtime | None = None
     """A Temporal Runtime that exports metrics (``noeta.telemetry.metrics.runtime_for``)."""
+    resources: Mapping[str, Any] = field(default_factory=dict)
+    """Live objects by key for the in-process workers of ``query()`` (the process-wide default of
+    this host; ``run_with`` and ``query(resources=...)`` add to it per run)."""
 
     def store(self) -> ContentStore:
         return self.content_store or self.settings.content_store()
 
 
-def output_schema_spec(schema: type[BaseModel] | dict[str, Any] | None) -> OutputSchema | None:
-    """The serializable form of ``Options.output_schema``."""
+def output_schema_spec(
+    schema: type[BaseModel] | dict[str, Any] | None, field_name: str = "output_schema"
+) -> OutputSchema | None:
+    """The serializable form of ``Options.output_schema`` (or ``scope_schema``)."""
     if schema is None:
         return None
     if isinstance(schema, type) and issubclass(schema, BaseModel):
@@ -275,9 +364,9 @@ def output_schema_spec(schema: type[BaseModel] | dict[str, Any] | None) -> Outpu
         try:
             jsonschema.validators.validator_for(schema).check_schema(schema)
         except jsonschema.exceptions.SchemaError as err:
-            raise ConfigurationError(f"output_schema is not valid JSON Schema: {err.message}") from err
+            raise ConfigurationError(f"{field_name} is not valid JSON Schema: {err.message}") from err
         return OutputSchema(json_schema=schema)
-    raise ConfigurationError(f"output_schema must be a pydantic model class or a JSON Schema dict, got {schema!r}")
+    raise ConfigurationError(f"{field_name} must be a pydantic model class or a JSON Schema dict, got {schema!r}")
 
 
 def policy_ref(policy: Policy | None) -> PolicyRef | None:
@@ -315,9 +404,37 @@ def build_task_input(
     images: Sequence[ImageBlock] = (),
     workspace_dir: str | Path | None = None,
     trace_id: str | None = None,
+    task_id: str = "",
 ) -> TaskInput:
     """Validate a goal and turn Options into the workflow's input."""
     check_goal(goal)
+    return task_input(
+        options, goal, provider_name=provider_name, keep_open=keep_open, images=images,
+        workspace_dir=workspace_dir, trace_id=trace_id, task_id=task_id,
+    )
+
+
+def subagent_specs(options: Options) -> list[SubAgentSpec]:
+    """The declared sub-agents as the workflow's input (their goal comes with each call)."""
+    specs = []
+    for agent in options.subagents:
+        provider = agent.options.provider
+        name = "" if provider is None else provider if isinstance(provider, str) else registry_name(provider)
+        specs.append(SubAgentSpec(agent.name, agent.description, task_input(agent.options, "", provider_name=name)))
+    return specs
+
+
+def task_input(
+    options: Options,
+    goal: str,
+    *,
+    provider_name: str,
+    keep_open: bool = False,
+    images: Sequence[ImageBlock] = (),
+    workspace_dir: str | Path | None = None,
+    trace_id: str | None = None,
+    task_id: str = "",
+) -> TaskInput:
     fingerprints = {t.name: tool_fingerprint(t.name, t.version, t.input_schema) for t in options.tool_objects()}
     return TaskInput(
         goal=goal,
@@ -350,4 +467,8 @@ def build_task_input(
         provider_retries=options.provider_retries,
         tool_retries=options.tool_retries,
         mcp_servers=options.remote_mcp_servers(),
+        resources=list(options.resource_entries()),
+        scope=[ScopeLevel(task_id, check_scope(options.scope))] if options.scope else [],
+        scope_schema=output_schema_spec(options.scope_schema, "scope_schema"),
+        subagents=subagent_specs(options),
     )

@@ -29,11 +29,14 @@ from noeta.protocols.names import (
     INVOKE_TOOL,
     PREPARE_TASK,
     RESULT_MEMO_KEY,
+    RELEASE_RESOURCES,
     UPDATE_APPROVE,
     UPDATE_SEND_GOAL,
     VALIDATE_OUTPUT,
 )
+from noeta.protocols.scope import merge_scopes
 from noeta.protocols.task import (
+    CONFIGURATION_ERRORS,
     TASK_FATAL_TOOL_ERRORS,
     ApprovalInput,
     AttemptFailure,
@@ -45,10 +48,12 @@ from noeta.protocols.task import (
     InvokeToolInput,
     InvokeToolOutput,
     PrepareOutput,
+    ReleaseOutput,
     TaskInput,
     TaskResult,
     ValidateOutput,
     approval_timed_out,
+    subtask_output,
     denied_by_guard,
     finish_denied_feedback,
     not_approved,
@@ -211,6 +216,8 @@ class Projector:
             event,
             None,
         )
+        if task.scope:
+            self.emit(ev.ScopeEquipped(levels=list(task.scope), scope=merge_scopes(task.scope)), "human", event, 1)
 
     def on_scheduled(self, event: HistoryEvent) -> None:
         attrs = event.activity_task_scheduled_event_attributes
@@ -291,6 +298,17 @@ class Projector:
             event,
             1,
         )
+        if plan.resources or self.task.inherited_resources:
+            self.emit(
+                ev.ResourcesEquipped(
+                    owned=[r.key for r in plan.resources],
+                    exposed=[r.key for r in plan.resources if r.expose],
+                    inherited=dict(self.task.inherited_resources),
+                ),
+                "engine",
+                event,
+                seq,
+            )
         goal = Message(
             role="user", content=[TextBlock(text=self.task.goal), *self.task.images], origin="human"
         )
@@ -304,6 +322,9 @@ class Projector:
         data = json.loads(attrs.details["data"].payloads[0].data)
         if data.get("activity_type") == PREPARE_TASK:
             self.on_prepared(_first(attrs.details["result"], PrepareOutput), event)
+        elif data.get("activity_type") == RELEASE_RESOURCES:
+            out: ReleaseOutput = _first(attrs.details["result"], ReleaseOutput)
+            self.emit(ev.ResourcesReleased(released=out.released, errors=out.errors), "engine", event, None)
 
     def on_activity_started(self, event: HistoryEvent) -> None:
         attrs = event.activity_task_started_event_attributes
@@ -339,6 +360,17 @@ class Projector:
             actor = f"tool:{inp.tool_name}"
             for failed in result.retried:
                 self.emit_tool_retry(inp, failed, event, sched.seq)
+            for used in result.resource_calls:
+                self.emit(
+                    ev.ResourceCallObserved(
+                        call_id=inp.call_id, tool_name=inp.tool_name, resource=used.resource, op=used.op,
+                        duration_ms=used.duration_ms, outcome=used.outcome, error_type=used.error_type,
+                        fields=used.fields,
+                    ),
+                    f"resource:{used.resource}",
+                    event,
+                    sched.seq,
+                )
             seq = self.emit(
                 ev.ToolCallCompleted(
                     call_id=inp.call_id,
@@ -346,6 +378,7 @@ class Projector:
                     success=result.result.success,
                     attempt=result.attempt,
                     summary=result.result.summary,
+                    resource_calls_dropped=result.resource_calls_dropped,
                 ),
                 actor,
                 event,
@@ -525,24 +558,32 @@ class Projector:
         attrs = event.start_child_workflow_execution_initiated_event_attributes
         child: TaskInput = _first(attrs.input, TaskInput)
         call_id = attrs.workflow_id.rsplit("/", 1)[-1]
+        agent = child.metadata.get("agent") if child.subagents or child.metadata.get("agent") else None
         seq = self.emit(
-            ev.SubtaskSpawned(call_id=call_id, goal=child.goal, child_task_id=attrs.workflow_id),
+            ev.SubtaskSpawned(call_id=call_id, goal=child.goal, child_task_id=attrs.workflow_id, agent=agent),
             "engine",
             event,
             self.call_seq.get(call_id, self.last_message_seq),
         )
         self.children[event.event_id] = (call_id, attrs.workflow_id, seq)
 
-    def on_child_closed(self, event: HistoryEvent, initiated_id: int, answer: str, success: bool) -> None:
+    def on_child_closed(
+        self, event: HistoryEvent, initiated_id: int, answer: str, success: bool, *,
+        usage: Any = None, data: Any = None, to_model: bool = True,
+    ) -> None:
         if initiated_id not in self.children:
             return
         call_id, child_id, seq = self.children[initiated_id]
         seq = self.emit(
-            ev.SubtaskCompleted(call_id=call_id, child_task_id=child_id, success=success, answer=answer),
+            ev.SubtaskCompleted(
+                call_id=call_id, child_task_id=child_id, success=success, answer=answer, usage=usage, data=data
+            ),
             f"subtask:{child_id}",
             event,
             seq,
         )
+        if not to_model:
+            return
         block = ToolResultBlock(
             call_id=call_id, output=answer if success else None, success=success, error=None if success else answer
         )
@@ -627,7 +668,11 @@ class Projector:
         elif t == E.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED:
             a3 = event.child_workflow_execution_completed_event_attributes
             result: TaskResult = _first(a3.result, TaskResult)
-            self.on_child_closed(event, a3.initiated_event_id, result.answer, result.status == "completed")
+            completed = result.status == "completed"
+            self.on_child_closed(
+                event, a3.initiated_event_id, subtask_output(result) if completed else result.answer, completed,
+                usage=result.usage, data=result.data,
+            )
         elif t in (
             E.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_FAILED,
             E.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_CANCELED,
@@ -636,7 +681,9 @@ class Projector:
         ):
             attrs = _child_close_attrs(event)
             answer = failure_text(attrs.failure)[0] if hasattr(attrs, "failure") else "subtask did not complete"
-            self.on_child_closed(event, attrs.initiated_event_id, answer, False)
+            # A child's configuration error ends the parent too: no tool result reaches its model.
+            fatal = hasattr(attrs, "failure") and failure_text(attrs.failure)[1] in CONFIGURATION_ERRORS
+            self.on_child_closed(event, attrs.initiated_event_id, answer, False, to_model=not fatal)
         else:
             self.on_closed(event)
 

@@ -42,6 +42,10 @@ class SpawnSubtask:
     system_prompt: str | None = None
     tools: list[str] | None = None
     scope: dict[str, object] = field(default_factory=dict)
+    """Scope equipped for the child (over this task's own, nearest wins)."""
+    agent: str | None = None
+    """A sub-agent declared in ``Options.subagents``: the child runs with its options (tools,
+    prompt, policy, output schema); None: the task's provider and tools, the default policy."""
 
 
 Decision = Union[CallModel, CallTools, Finish, SpawnSubtask]

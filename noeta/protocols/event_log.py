@@ -7,7 +7,9 @@ Each envelope type has one payload dataclass; ``EVENT_TYPES`` maps the type name
 type                         meaning
 ===========================  ===========================================================
 TaskCreated                  the workflow started: goal, model, provider, tools, limits
+ScopeEquipped                the task's scope: each level (root first) and the merged view
 ContextPlanComposed          the task's context was composed: system prompt, tools
+ResourcesEquipped            task-scoped resources were created for the task; parents' exposed ones
 GoalReceived                 a further goal arrived through ``send_goal``
 MessagesAppended             messages were added to the transcript (user, assistant, tool)
 ProviderCallStarted          a model call was scheduled (turn, model)
@@ -21,16 +23,18 @@ ApprovalGranted              a human approved the action
 ApprovalDenied               a human refused it, or nobody answered before the timeout
 ToolCallStarted              a tool call was scheduled: the tool is invoked (call id, tool, arguments)
 ToolCallRetried              an attempt of a tool call failed and another follows (attempt, error)
+ResourceCallObserved         a tool called an instrumented resource (op, duration, outcome, fields)
 ToolCallCompleted            the tool returned (success, attempt)
 ToolCallFailed               the tool activity failed for good (error, attempt)
-SubtaskSpawned               a child agent was started for a subtask
-SubtaskCompleted             the child agent ended (answer or failure)
+SubtaskSpawned               a child agent was started for a subtask (or a declared sub-agent)
+SubtaskCompleted             the child agent ended (answer or failure, usage, structured data)
 ValidationFailed             the final answer failed its schema or a validator; the model is re-prompted
 AttemptsExhausted            every attempt allowed by max_retries failed (issues, last failure type)
 TaskCompleted                a goal ended with an answer (status completed or failed)
 TaskFailed                   the workflow failed with an error
 TaskCancelled                the task was cancelled
 TaskContinuedAsNew           the task continued in a new run (same task id)
+ResourcesReleased            the task ended and its task-scoped resources were destroyed
 ===========================  ===========================================================
 """
 
@@ -41,6 +45,7 @@ from datetime import datetime
 from typing import Any, Callable, Literal
 
 from noeta.protocols.messages import Message, Usage
+from noeta.protocols.scope import ScopeLevel
 
 Actor = str  # "engine", "provider:<name>", "tool:<name>", "guard:<name>", "human"
 
@@ -53,6 +58,44 @@ class TaskCreated:
     tools: list[str]
     max_turns: int
     max_retries: int
+
+
+@dataclass(frozen=True)
+class ScopeEquipped:
+    levels: list[ScopeLevel]
+    """What each task on the chain equipped, the root first (this task last when it equips any)."""
+    scope: dict[str, Any]
+    """The merged scope this task reads (nearest level wins)."""
+
+
+@dataclass(frozen=True)
+class ResourcesEquipped:
+    owned: list[str]
+    """Task-scoped resources created for this task (keys: the objects stay in the worker)."""
+    exposed: list[str]
+    """Those of them its sub-agents see."""
+    inherited: dict[str, str] = field(default_factory=dict)
+    """Resources parents expose to it: key -> the parent task that owns it."""
+
+
+@dataclass(frozen=True)
+class ResourcesReleased:
+    released: list[str]
+    errors: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ResourceCallObserved:
+    call_id: str
+    """The tool call that made it."""
+    tool_name: str
+    resource: str
+    """The ``name`` given to ``instrument``."""
+    op: str
+    duration_ms: float
+    outcome: Literal["ok", "error"]
+    error_type: str | None = None
+    fields: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -170,6 +213,8 @@ class ToolCallCompleted:
     success: bool
     attempt: int
     summary: str | None = None
+    resource_calls_dropped: int = 0
+    """Calls of instrumented resources beyond those recorded (ResourceCallObserved)."""
 
 
 @dataclass(frozen=True)
@@ -195,6 +240,8 @@ class SubtaskSpawned:
     call_id: str
     goal: str
     child_task_id: str
+    agent: str | None = None
+    """The declared sub-agent it runs, if any."""
 
 
 @dataclass(frozen=True)
@@ -203,6 +250,10 @@ class SubtaskCompleted:
     child_task_id: str
     success: bool
     answer: str
+    usage: Usage | None = None
+    """Tokens the child used (rolled up into the parent's usage); None when it failed."""
+    data: Any = None
+    """The child's structured output, when its options have an output schema."""
 
 
 @dataclass(frozen=True)
@@ -272,6 +323,10 @@ EventPayload = (
     | TaskFailed
     | TaskCancelled
     | TaskContinuedAsNew
+    | ScopeEquipped
+    | ResourcesEquipped
+    | ResourcesReleased
+    | ResourceCallObserved
 )
 
 EVENT_TYPES: dict[str, type] = {
@@ -302,6 +357,10 @@ EVENT_TYPES: dict[str, type] = {
         TaskFailed,
         TaskCancelled,
         TaskContinuedAsNew,
+        ScopeEquipped,
+        ResourcesEquipped,
+        ResourcesReleased,
+        ResourceCallObserved,
     )
 }
 

@@ -6,6 +6,7 @@ all three are exported and not just the union.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, Protocol, Union, runtime_checkable
 
@@ -48,8 +49,11 @@ class GuardContext:
     trace_id: str
     turn: int
     metadata: dict[str, Any] = field(default_factory=dict)
-    resources: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
-    """The worker registry's resources (a guard may consult a database, a policy service...)."""
+    """``Options.metadata`` of the task."""
+    resources: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    """The task's resources, nearest first (a guard may consult a database, a policy service...)."""
+    scope: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    """The task's merged scope, read-only (validate it with ``expect_scope(Model)``)."""
 
 
 @dataclass(frozen=True)

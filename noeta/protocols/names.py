@@ -15,6 +15,7 @@ INVOKE_TOOL = "noeta.invoke_tool"
 VALIDATE_OUTPUT = "noeta.validate_output"
 CHECK_GUARDS = "noeta.check_guards"
 LOAD_TRANSCRIPT = "noeta.load_transcript"
+RELEASE_RESOURCES = "noeta.release_resources"
 
 #: Workflow handlers.
 UPDATE_SEND_GOAL = "send_goal"
@@ -64,3 +65,6 @@ PATCH_LEAN_STEPS = "lean-steps"
 task); turn and token search attributes are upserted at most every INDEX_INTERVAL_SECONDS and with
 every status change, instead of after every model call."""
 INDEX_INTERVAL_SECONDS = 10.0
+PATCH_TASK_RESOURCES = "task-resources"
+"""A task that owns task-scoped resources ends with a release_resources local activity (also when
+it fails or is cancelled). Asked only by such tasks, so others pay nothing."""

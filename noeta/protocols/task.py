@@ -5,12 +5,15 @@ travel as a content-store reference (``head``) plus the messages added since the
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from noeta.protocols.hooks import GuardDecision, ProposedAction
 from noeta.protocols.mcp import McpServerConfig, McpTarget
 from noeta.protocols.messages import ContentRef, ImageBlock, LLMResponse, Message, Usage
+from noeta.protocols.resources import EquippedResource, ResourceCall, RunEnv
+from noeta.protocols.scope import ScopeLevel
 from noeta.protocols.tool import ToolResult, ToolSpec
 
 #: Size bounds that keep every activity input far below Temporal's 2 MiB payload limit.
@@ -31,8 +34,11 @@ MAX_CONTEXT_BYTES = 512 * 1024
 #: activities heartbeat every third of it while they run.
 DEFAULT_HEARTBEAT_SECONDS = 10.0
 
+#: Configuration errors no model can fix (a missing resource, a scope that fails its schema):
+#: raised by a tool or by a sub-agent, they end the task.
+CONFIGURATION_ERRORS = ("ResourceNotFoundError", "ScopeError")
 #: Tool errors that end the task instead of going back to the model as a failed tool result.
-TASK_FATAL_TOOL_ERRORS = ("ToolIdentityMismatchError", "ToolNotRegisteredError")
+TASK_FATAL_TOOL_ERRORS = ("ToolIdentityMismatchError", "ToolNotRegisteredError", *CONFIGURATION_ERRORS)
 
 
 @dataclass(frozen=True)
@@ -134,6 +140,10 @@ class Carry:
     """How many runs the task has had before this one."""
     mcp_tools_ref: ContentRef | None = None
     """The remote MCP servers' tools as listed when the task started (their schemas, for requests)."""
+    owned_resources: list[EquippedResource] = field(default_factory=list)
+    """Task-scoped resources this task owns (released by its final step)."""
+    agents_ref: ContentRef | None = None
+    """The declared sub-agents as tool definitions for the model (stored once by prepare)."""
 
 
 @dataclass(frozen=True)
@@ -194,8 +204,42 @@ class TaskInput:
     """Retries of a tool call (None: ``max_retries``; a tool's own ``max_retries`` wins)."""
     mcp_servers: dict[str, McpServerConfig] = field(default_factory=dict)
     """Remote MCP servers by alias; their tools are listed when the task starts."""
+    resources: list[str] = field(default_factory=list)
+    """Keys of the resources the task's Options name (``equip_resource`` specs or objects the
+    worker must provide); live objects stay in the worker."""
+    inherited_resources: dict[str, str] = field(default_factory=dict)
+    """Resources exposed by parent tasks: key -> the nearest parent's task id."""
+    scope: list[ScopeLevel] = field(default_factory=list)
+    """Scope data equipped by this task and its parents, oldest first (see noeta.protocols.scope)."""
+    scope_schema: "OutputSchema | None" = None
+    """The scope the task requires, checked before its first model call."""
+    subagents: list["SubAgentSpec"] = field(default_factory=list)
+    """Sub-agents the model may call as tools; each runs as a child task."""
     carry: "Carry | None" = None
     """Set on runs after the first: where the previous run left off."""
+
+
+@dataclass(frozen=True)
+class SubAgentSpec:
+    """A sub-agent declared in Options: the model sees a tool ``name`` taking a ``goal``."""
+
+    name: str
+    description: str
+    task: TaskInput
+    """The child's input with an empty goal (filled per call); an empty ``provider`` inherits."""
+
+
+def subagent_tool(name: str, description: str) -> dict[str, Any]:
+    """The tool definition the model sees for a sub-agent (provider-neutral shape)."""
+    return {
+        "name": name,
+        "description": description,
+        "input_schema": {
+            "type": "object",
+            "properties": {"goal": {"type": "string", "description": "What the sub-agent should do."}},
+            "required": ["goal"],
+        },
+    }
 
 
 @dataclass(frozen=True)
@@ -230,6 +274,13 @@ class PrepareInput:
     guards: list[str] = field(default_factory=list)
     channels: list[ChannelContent] = field(default_factory=list)
     mcp_servers: dict[str, McpServerConfig] = field(default_factory=dict)
+    resources: list[str] = field(default_factory=list)
+    inherited_resources: dict[str, str] = field(default_factory=dict)
+    scope: dict[str, Any] = field(default_factory=dict)
+    """The merged scope, checked against ``scope_schema``."""
+    scope_schema: OutputSchema | None = None
+    agents: list[dict[str, Any]] = field(default_factory=list)
+    """Tool definitions of the declared sub-agents, stored for the model calls."""
 
 
 @dataclass(frozen=True)
@@ -242,6 +293,9 @@ class PrepareOutput:
     plan: ContextPlan | None = None
     mcp_tools_ref: ContentRef | None = None
     """The MCP tools of ``tools`` with their schemas, stored once for every model call."""
+    resources: list[EquippedResource] = field(default_factory=list)
+    """Task-scoped resources created for the task (its tools need them or its Options equip them)."""
+    agents_ref: ContentRef | None = None
 
 
 @dataclass(frozen=True)
@@ -263,6 +317,8 @@ class CallModelInput:
     thinking: dict[str, Any] | None = None
     effort: str | None = None
     mcp_tools_ref: ContentRef | None = None
+    agents_ref: ContentRef | None = None
+    """Sub-agent tool definitions; those named in ``tools`` are offered to the model."""
 
 
 @dataclass(frozen=True)
@@ -291,6 +347,7 @@ class InvokeToolInput:
     """The task checks arguments against input_schema (a tool's ``validate_input`` also does)."""
     mcp: McpTarget | None = None
     """Set for a remote MCP server's tool: the call goes to that server."""
+    env: RunEnv | None = None
 
 
 @dataclass(frozen=True)
@@ -300,6 +357,9 @@ class InvokeToolOutput:
     retried: list[AttemptFailure] = field(default_factory=list)
     memories: list[str] = field(default_factory=list)
     """Memories the memory tool recalled: they enter the transcript with origin "memory"."""
+    resource_calls: list[ResourceCall] = field(default_factory=list)
+    """Calls of instrumented resources the tool made (at most MAX_RECORDED_RESOURCE_CALLS)."""
+    resource_calls_dropped: int = 0
 
 
 @dataclass(frozen=True)
@@ -309,6 +369,9 @@ class CheckGuardsInput:
     turn: int
     guards: list[str]
     actions: list[ProposedAction]
+    metadata: dict[str, Any] = field(default_factory=dict)
+    """``Options.metadata``, handed to guards as ``GuardContext.metadata``."""
+    env: RunEnv | None = None
 
 
 @dataclass(frozen=True)
@@ -339,6 +402,23 @@ class ValidateInput:
     answer: str
     output_schema: OutputSchema | None
     validators: list[str]
+    env: RunEnv | None = None
+
+
+@dataclass(frozen=True)
+class ReleaseInput:
+    """The task-scoped resources to destroy when the task ends."""
+
+    task_id: str
+    keys: list[str]
+
+
+@dataclass(frozen=True)
+class ReleaseOutput:
+    released: list[str]
+    """Keys destroyed by the worker that ran the release (created there, in reverse order)."""
+    errors: list[str] = field(default_factory=list)
+    """``key: error`` for each ``destroy`` that raised (the task's outcome stands)."""
 
 
 @dataclass(frozen=True)
@@ -376,3 +456,11 @@ def approval_timed_out(call_id: str, timeout_seconds: float) -> ApprovalInput:
 def tool_failed_text(tool_name: str, reason: str) -> str:
     """What the model is told when a tool call's activity failed for good (retries, timeouts)."""
     return f"tool {tool_name!r} failed after retries: {reason}"
+
+
+def subtask_output(result: TaskResult) -> str:
+    """What the parent's transcript gets from a child that completed: its structured data as JSON
+    when it has an output schema, else its answer (shared with the projection)."""
+    if result.data is None:
+        return result.answer
+    return json.dumps(result.data, ensure_ascii=False, separators=(",", ":"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Protocol, runtime_checkable
 
@@ -47,7 +48,10 @@ class ToolContext:
     """``{task_id}/{call_id}``: stable across retries, so side effects can be de-duplicated."""
     heartbeat: Callable[..., None] | None = field(default=None, compare=False, repr=False)
     """Report progress on a long call; also how cancellation reaches the tool."""
-    resources: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    resources: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    """The resources this call may use, nearest first (also through ``expect_resource``)."""
+    scope: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    """The task's merged scope, read-only (validate it with ``expect_scope(Model)``)."""
 
     def __post_init__(self) -> None:
         if not self.idempotency_key:
@@ -94,3 +98,5 @@ class ToolSpec:
     """Alias of the remote MCP server that serves this tool (None: a worker's own tool)."""
     mcp_tool: str | None = None
     """The tool's name on that server (``name`` is ``mcp__{alias}__{tool}``)."""
+    resources: list[str] = field(default_factory=list)
+    """Resources the tool needs: a task without them fails before its first model call."""

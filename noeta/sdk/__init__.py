@@ -13,7 +13,7 @@ from noeta.client.messages import (
     ViewItem,
     as_messages,
 )
-from noeta.client.options import HostConfig, Options
+from noeta.client.options import HostConfig, Options, SubAgent
 from noeta.client.wire import envelope_to_dict
 from noeta.context.content_channel import ContentKindSpec
 from noeta.context.content_store import ContentStore, LocalContentStore
@@ -24,6 +24,9 @@ from noeta.errors import (
     NoetaError,
     PayloadTooLargeError,
     ProviderError,
+    ResourceError,
+    ResourceNotFoundError,
+    ScopeError,
     TaskCancelledError,
     TaskFailedError,
     TaskNotFoundError,
@@ -35,7 +38,11 @@ from noeta.errors import (
 from noeta.protocols import *  # noqa: F403  (the seed types, re-exported)
 from noeta.protocols import __all__ as _protocol_names
 from noeta.protocols.task import TaskResult
+from noeta.protocols.resources import ResourceCall, ResourceSpec, equip_resource
+from noeta.protocols.scope import equip_scope
 from noeta.protocols.validation import Validator, expect_validator
+from noeta.resources.context import expect_resource, expect_scope, run_with
+from noeta.resources.instrument import ObservedCall, instrument
 from noeta.sdk.images import image
 from noeta.sdk.query import QueryResult, aquery, query
 from noeta.sdk.tools import DecoratedTool, SdkMcpServer, create_sdk_mcp_server, tool
@@ -61,4 +68,6 @@ __all__ = [
     "ToolIdentityMismatchError", "ToolNotRegisteredError", "ToolResultView", "ToolRetryableError",
     "ToolUse", "UserMessage", "Validator", "ViewItem", "aquery", "expect_validator", "as_messages", "create_sdk_mcp_server",
     "envelope_to_dict", "image", "query", "tool",
+    "ObservedCall", "ResourceCall", "ResourceError", "ResourceNotFoundError", "ResourceSpec", "ScopeError", "SubAgent",
+    "equip_resource", "equip_scope", "expect_resource", "expect_scope", "instrument", "run_with",
 ]

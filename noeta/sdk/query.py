@@ -1,8 +1,8 @@
 """``query()``: run one goal to its end on the embedded default (or TEMPORAL_ADDRESS).
 
-The task runs as a durable workflow on an in-process worker that serves this call's tools and
-provider objects on a task queue of its own, so objects living in this process never reach another
-process's worker.
+The task runs as a durable workflow on an in-process worker that serves this call's tools,
+provider objects and resources on a task queue of its own, so objects living in this process never
+reach another process's worker.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import asyncio
 import concurrent.futures
 import dataclasses
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ from noeta.errors import ConfigurationError
 from noeta.protocols.event_log import EventEnvelope
 from noeta.protocols.messages import ImageBlock, LLMProvider, Usage
 from noeta.protocols.names import MEMORY_RESOURCE
+from noeta.resources.context import ambient_resources
 from noeta.worker import Registry, build_worker
 
 
@@ -51,16 +52,25 @@ class QueryResult:
         return as_messages(self.events, self.content_store)
 
 
-def registry_for(options: Options, store: ContentStore) -> Registry:
-    """A registry serving the tools, validators and output model that ``options`` carries."""
-    models = [options.output_schema] if isinstance(options.output_schema, type) else []
-    return Registry.of(
-        tools=options.tool_objects(),
-        content_store=store,
-        validators=options.validator_objects(),
-        output_models=models,
-        guards=options.guards,
-    )
+def registry_for(options: Options, store: ContentStore, resources: Mapping[str, Any] | None = None) -> Registry:
+    """A registry serving what ``options`` and its sub-agents carry: tools, validators, guards,
+    output and scope models, resources and provider objects; plus the run's ``resources``."""
+    registry = Registry.of(content_store=store, resources=resources)
+    for opts in [options, *(o for agent in options.subagents for o in agent.all_options())]:
+        for tool in opts.tool_objects():
+            registry.add_tool(tool)
+        for validator in opts.validator_objects():
+            registry.add_validator(validator)
+        for guard in opts.guards:
+            registry.add_guard(guard)
+        for model in (opts.output_schema, opts.scope_schema):
+            if isinstance(model, type):
+                registry.add_output_model(model)
+        for key, resource in opts.resource_entries().items():
+            registry.add_resource(resource, key=key)
+        if opts is not options and isinstance(opts.provider, LLMProvider):
+            registry.add_provider(opts.provider)
+    return registry
 
 
 def add_memory(registry: Registry, settings: Settings) -> None:
@@ -73,9 +83,10 @@ def add_memory(registry: Registry, settings: Settings) -> None:
 
 
 def _registry_for(
-    options: Options, provider: LLMProvider | str | None, store: ContentStore, settings: Settings
+    options: Options, provider: LLMProvider | str | None, store: ContentStore, settings: Settings,
+    resources: Mapping[str, Any],
 ) -> tuple[Registry, str]:
-    registry = registry_for(options, store)
+    registry = registry_for(options, store, resources)
     if "memory" in options.tool_names():  # the task opts in to the built-in memory tool by name
         add_memory(registry, settings)
     chosen = provider if provider is not None else options.provider
@@ -96,12 +107,15 @@ async def aquery(
     images: Sequence[ImageBlock] = (),
     host: HostConfig | None = None,
     task_id: str | None = None,
+    resources: Mapping[str, Any] | None = None,
 ) -> QueryResult:
     """Async twin of :func:`query`."""
     options = options or Options()
     host = host or HostConfig()
     store = host.store()
-    registry, provider_name = _registry_for(options, provider, store, host.settings)
+    # Nearest wins: this call's resources, then the enclosing run_with blocks', then the host's.
+    run_resources = {**host.resources, **ambient_resources(), **(resources or {})}
+    registry, provider_name = _registry_for(options, provider, store, host.settings, run_resources)
     # The in-process worker hands deltas to the sink itself (all of them before the result returns);
     # the client does not subscribe to the broker as well.
     registry.delta_sink = host.delta_sink
@@ -143,9 +157,14 @@ def structured_data(options: Options, data: Any) -> Any:
 
 
 def query(options: Options | None = None, *, goal: str, **kwargs: Any) -> QueryResult:
-    """Run ``goal`` to its end and return the result. Blocks; use :func:`aquery` in async code."""
+    """Run ``goal`` to its end and return the result. Blocks; use :func:`aquery` in async code.
+
+    ``resources``: live objects by key for this run (with those of enclosing ``run_with`` blocks
+    and ``HostConfig.resources``); they stay in this process's in-process worker."""
     if not isinstance(options, (Options, type(None))):
         raise ConfigurationError(f"query() takes Options as its first argument, got {options!r}")
+    # Read here: the helper thread below does not inherit this context.
+    kwargs["resources"] = {**ambient_resources(), **(kwargs.get("resources") or {})}
     coro = aquery(options, goal=goal, **kwargs)
     if not _loop_running():
         return asyncio.run(coro)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any, Callable, get_args
 
 import jsonschema
@@ -36,6 +37,9 @@ class DecoratedTool:
     """Check the model's arguments against ``input_schema`` before calling the tool; a mismatch
     goes back to the model as a failed result. Off by default: the schema is metadata for the
     model, not a runtime validator (``Options.validate_tool_input`` turns it on for a whole task)."""
+    resources: tuple[str, ...] = ()
+    """Keys of the resources the tool uses: a task that cannot provide one fails before its first
+    model call (ResourceNotFoundError), instead of when the model first calls the tool."""
 
     @property
     def fingerprint(self) -> str:
@@ -60,6 +64,7 @@ def tool(
     heartbeat_seconds: float | None = None,
     max_retries: int | None = None,
     validate_input: bool = False,
+    resources: Sequence[str] = (),
 ) -> Any:
     """Declare a tool. ``name``, ``version`` and ``input_schema`` are required keywords: the version
     feeds the tool's identity fingerprint, so omitting it raises TypeError.
@@ -84,6 +89,9 @@ def tool(
     except jsonschema.exceptions.SchemaError as err:
         raise ToolDefinitionError(f"tool {name!r}: input_schema is not valid JSON Schema: {err.message}") from err
 
+    if isinstance(resources, str) or not all(isinstance(k, str) and k for k in resources):
+        raise ToolDefinitionError(f"tool {name!r}: resources must be a list of resource keys")
+
     def wrap(f: ToolFunction) -> DecoratedTool:
         if not callable(f):
             raise ToolDefinitionError(f"tool {name!r}: {f!r} is not callable")
@@ -98,6 +106,7 @@ def tool(
             heartbeat_seconds=heartbeat_seconds,
             max_retries=max_retries,
             validate_input=validate_input,
+            resources=tuple(resources),
         )
 
     return wrap(fn) if fn is not None else wrap

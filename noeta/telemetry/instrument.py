@@ -163,3 +163,26 @@ def tool_call(tool_name: str, task_id: str, call_id: str) -> Iterator[ToolCall]:
 def approvals_requested(count: int) -> None:
     """Actions a guard sent to a human (called by the guard activity)."""
     metrics.add(activity.metric_meter(), metrics.APPROVALS_REQUESTED, count, {}, "actions sent for approval")
+
+
+def start_resource_span(resource: str, op: str) -> Any:
+    """A span for one call of an instrumented resource (``instrument(...)``), ended by
+    :func:`end_resource_span`; None when the [otel] extra is missing."""
+    if trace is None:
+        return None
+    return trace.get_tracer("noeta").start_span(
+        f"{resource}.{op}", kind=SpanKind.CLIENT, attributes={"noeta.resource": resource, "noeta.resource.op": op}
+    )
+
+
+def end_resource_span(span: Any, call: Any) -> None:
+    """End it with the call's outcome and derived fields (``call`` is a ResourceCall)."""
+    if span is None:
+        return
+    for key, value in call.fields.items():
+        if isinstance(value, (str, bool, int, float)):
+            span.set_attribute(f"noeta.resource.{key}", value)
+    if call.outcome == "error":
+        span.set_attribute("error.type", call.error_type or "error")
+        span.set_status(Status(StatusCode.ERROR))
+    span.end()

@@ -41,6 +41,7 @@ from noeta.protocols.names import (
 from noeta.protocols.policy import Policy
 from noeta.protocols.step_context import StepContext
 from noeta.protocols.task import (
+    CONFIGURATION_ERRORS,
     TASK_FATAL_TOOL_ERRORS,
     ApprovalInput,
     ApprovalRequest,
@@ -51,6 +52,7 @@ from noeta.protocols.task import (
     InjectInput,
     InvokeToolInput,
     LoadTranscriptInput,
+    ReleaseInput,
     TaskInput,
     TaskResult,
     ValidateInput,
@@ -58,9 +60,11 @@ from noeta.protocols.task import (
     denied_by_guard,
     finish_denied_feedback,
     not_approved,
+    subtask_output,
     tool_failed_text,
     validation_feedback,
 )
+from noeta.protocols.scope import merge_scopes
 from noeta.protocols.tool import ToolResult, ToolSpec
 from noeta.protocols.view import View
 from noeta.workflows import steps
@@ -76,6 +80,7 @@ from noeta.workflows.goals import accept_goal, check_goal, recent
 from noeta.workflows.index import SearchIndex
 from noeta.workflows.injections import queue_injection, take_injections
 from noeta.workflows.policies import load_policy
+from noeta.workflows.subagents import child_task, run_env, spawn_problem
 
 
 def run_state(task: TaskInput) -> Carry:
@@ -109,6 +114,7 @@ class AgentWorkflow:
         self._finish_refusals = 0  # in the current goal (and run)
         self._last_refusal = ""
         self._ctx: StepContext | None = None
+        self._continuing = False  # continue-as-new: the task goes on, its resources stay
 
     # -- handlers -------------------------------------------------------------------------------
 
@@ -165,6 +171,22 @@ class AgentWorkflow:
     @workflow.run
     async def run(self, task: TaskInput) -> TaskResult:
         try:
+            result = await self._run_indexed(task)
+        except (Exception, asyncio.CancelledError):  # not continue-as-new or eviction (BaseException)
+            await self._release_resources()
+            raise
+        await self._release_resources()
+        return result
+
+    async def _release_resources(self) -> None:
+        """The task ends: its task-scoped resources go, whatever the outcome (also on cancel)."""
+        owned = self._state.owned_resources
+        if owned and not self._continuing:
+            keys = [r.key for r in owned]
+            await steps.release_resources(self._task, ReleaseInput(workflow.info().workflow_id, keys))
+
+    async def _run_indexed(self, task: TaskInput) -> TaskResult:
+        try:
             return await self._run(task)
         except asyncio.CancelledError:
             self._update_index("cancelled")
@@ -191,6 +213,7 @@ class AgentWorkflow:
             state.tools, state.trace_id = plan.tools, task.trace_id or info.workflow_id
             state.system_ref, state.output_schema_ref = plan.system_ref, plan.output_schema_ref
             state.volatile_ref, state.mcp_tools_ref = plan.volatile_ref, plan.mcp_tools_ref
+            state.owned_resources, state.agents_ref = list(plan.resources), plan.agents_ref
             self._tools = {spec.name: spec for spec in plan.tools}
         ctx = StepContext(
             task_id=info.workflow_id,
@@ -200,6 +223,8 @@ class AgentWorkflow:
             max_turns=task.max_turns,
             system_prompt=task.system_prompt,
             metadata=task.metadata,
+            scope=merge_scopes(task.scope),
+            subagents=tuple(a.name for a in task.subagents),
         )
         self._ctx = ctx
         index = state.goal_index
@@ -254,6 +279,7 @@ class AgentWorkflow:
             runs=(state.runs + 1) if self._task.carry else 1,
         )
         # Channels are already composed into the carried refs; dropping them keeps the input small.
+        self._continuing = True
         workflow.continue_as_new(dataclasses.replace(self._task, carry=carry, channels=[]))
 
     async def _restore(self) -> None:
@@ -338,15 +364,21 @@ class AgentWorkflow:
                     for text in memories:
                         self._append(Message(role="user", content=[TextBlock(text=text)], origin="memory"))
             elif isinstance(decision, SpawnSubtask):
-                verdict = (await self._check_guards([ProposedSpawnSubtask(decision.call_id, decision.goal)])).get(
-                    decision.call_id
-                )
-                refusal = await self._refusal(ProposedSpawnSubtask(decision.call_id, decision.goal), verdict)
+                refusal = spawn_problem(self._task, decision)
+                if refusal is None:
+                    verdict = (await self._check_guards([ProposedSpawnSubtask(decision.call_id, decision.goal)])).get(
+                        decision.call_id
+                    )
+                    refusal = await self._refusal(ProposedSpawnSubtask(decision.call_id, decision.goal), verdict)
                 if refusal is None:
                     block = await self._spawn(ctx, decision)
-                else:  # recorded like a rejected tool call named "subtask"
+                else:  # recorded like a rejected tool call named "subtask" (or the sub-agent's name)
                     block, _ = await self._invoke_tool(
-                        ToolUseBlock(call_id=decision.call_id, tool_name="subtask", arguments={"goal": decision.goal}),
+                        ToolUseBlock(
+                            call_id=decision.call_id,
+                            tool_name=decision.agent or "subtask",
+                            arguments={"goal": decision.goal},
+                        ),
                         reject=refusal,
                     )
                 self._append(Message(role="tool", content=[block]))
@@ -389,6 +421,8 @@ class AgentWorkflow:
                 turn=self._state.total_turns,
                 guards=task.guards,
                 actions=actions,
+                metadata=task.metadata,
+                env=run_env(task, self._state),
             ),
         )
         deciding = {}
@@ -447,6 +481,7 @@ class AgentWorkflow:
                 answer=answer,
                 output_schema=task.output_schema,
                 validators=task.validators,
+                env=run_env(task, state),
             ),
         )
         if checked.ok:
@@ -476,7 +511,7 @@ class AgentWorkflow:
             head=state.head,
             append=list(state.pending),
             system_ref=state.system_ref,
-            tools=decision.tools if decision.tools is not None else list(self._tools),
+            tools=decision.tools if decision.tools is not None else [*self._tools, *(a.name for a in task.subagents)],
             turn=state.total_turns,
             temperature=decision.temperature if decision.temperature is not None else task.temperature,
             max_tokens=decision.max_tokens or task.max_tokens,
@@ -485,6 +520,7 @@ class AgentWorkflow:
             thinking=task.thinking,
             effort=task.effort,
             mcp_tools_ref=state.mcp_tools_ref,
+            agents_ref=state.agents_ref,
         )
         out = await steps.call_model(task, request)
         state.head = out.head
@@ -510,6 +546,7 @@ class AgentWorkflow:
             workspace_dir=self._task.workspace_dir,
             validate_input=self._task.validate_tool_input,
             mcp=self._mcp_target(spec),
+            env=None if reject else run_env(self._task, self._state),
         )
         memories: list[str] = []
         try:
@@ -538,32 +575,20 @@ class AgentWorkflow:
         return McpTarget(spec.mcp_server, spec.mcp_tool, server) if server is not None else None
 
     async def _spawn(self, ctx: StepContext, spawn: SpawnSubtask) -> ToolResultBlock:
-        task = self._task
-        # The child inherits the task's provider, limits, guards and channels; it answers in text
-        # (no output schema or validators), with the default policy, and shares the trace.
-        child = dataclasses.replace(
-            task,
-            goal=spawn.goal,
-            images=[],
-            system_prompt=spawn.system_prompt or task.system_prompt,
-            tools=spawn.tools if spawn.tools is not None else task.tools,
-            policy=None,
-            keep_open=False,
-            trace_id=ctx.trace_id,
-            output_schema=None,
-            validators=[],
-            metadata={**task.metadata, "scope": spawn.scope, "parent": ctx.task_id},
-            carry=None,
-        )
+        child_id = f"{ctx.task_id}/sub/{spawn.call_id}"
+        child = child_task(self._task, self._state, ctx, spawn, child_id)
         try:
-            result = await steps.run_subtask(child, f"{ctx.task_id}/sub/{spawn.call_id}", spawn.goal)
+            result = await steps.run_subtask(child, child_id, spawn.goal)
         except ChildWorkflowError as err:
             raise_if_cancelled(err)  # the parent is being cancelled: so is the task, not just the child
+            cause = err.cause
+            if isinstance(cause, ApplicationError) and cause.type in CONFIGURATION_ERRORS:
+                raise typed_task_error(cause) from err  # a missing resource, a bad scope: ours to fix
             return ToolResultBlock(call_id=spawn.call_id, output=None, success=False, error=failure_message(err))
         self._state.usage = self._state.usage + result.usage
         return ToolResultBlock(
             call_id=spawn.call_id,
-            output=result.answer,
+            output=subtask_output(result) if result.status == "completed" else result.answer,
             success=result.status == "completed",
             error=None if result.status == "completed" else result.answer,
         )

@@ -17,7 +17,9 @@ from noeta.protocols.names import (
     INVOKE_TOOL,
     LOAD_TRANSCRIPT,
     PATCH_LEAN_STEPS,
+    PATCH_TASK_RESOURCES,
     PREPARE_TASK,
+    RELEASE_RESOURCES,
     VALIDATE_OUTPUT,
     WORKFLOW_NAME,
 )
@@ -34,11 +36,15 @@ from noeta.protocols.task import (
     LoadTranscriptOutput,
     PrepareInput,
     PrepareOutput,
+    ReleaseInput,
+    ReleaseOutput,
     TaskInput,
+    subagent_tool,
     TaskResult,
     ValidateInput,
     ValidateOutput,
 )
+from noeta.protocols.scope import merge_scopes
 from noeta.protocols.tool import ToolSpec
 from noeta.workflows.failures import provider_failure, raise_if_cancelled, typed_task_error
 
@@ -85,6 +91,11 @@ async def prepare(task: TaskInput) -> PrepareOutput:
         guards=task.guards,
         channels=task.channels,
         mcp_servers=task.mcp_servers,
+        resources=task.resources,
+        inherited_resources=task.inherited_resources,
+        scope=merge_scopes(task.scope),
+        scope_schema=task.scope_schema,
+        agents=[subagent_tool(a.name, a.description) for a in task.subagents],
     )
     retries = retry_policy(task.max_retries, TASK_FATAL_TOOL_ERRORS)
     summary = f"prepare: {len(task.tools)} tool(s)" + (
@@ -191,3 +202,18 @@ async def run_subtask(child: TaskInput, child_id: str, summary: str) -> TaskResu
         WORKFLOW_NAME, child, id=child_id, result_type=TaskResult, static_summary=summary[:200]
     )
     return result
+
+
+async def release_resources(task: TaskInput, inp: ReleaseInput) -> ReleaseOutput | None:
+    """The task ended (completed, failed or cancelled): destroy its task-scoped resources. A local
+    activity: the worker that runs the workflow is the one that created them when it prepared the
+    task. Failures are logged by the worker and recorded, never the task's outcome."""
+    if not workflow.patched(PATCH_TASK_RESOURCES):
+        return None
+    try:
+        return await workflow.execute_local_activity(
+            RELEASE_RESOURCES, inp, result_type=ReleaseOutput, start_to_close_timeout=BOOKKEEPING_TIMEOUT,
+            retry_policy=retry_policy(task.max_retries), summary=f"release {', '.join(inp.keys)}",
+        )
+    except ActivityError:
+        return None
