@@ -21,23 +21,25 @@ class LLMPolicy:
 
     def decide(self, ctx: StepContext, view: View) -> Decision:
         last = view.last
-        if last is None or last.role != "assistant":
+        if last is None:
             return CallModel()
-        calls = last.tool_uses
-        if calls:
-            # Only results after this message answer it: ids may repeat across turns.
-            answered: set[str] = set()
-            for m in reversed(view.transcript):
-                if m is last:
-                    break
-                answered.update(b.call_id for b in m.content if isinstance(b, ToolResultBlock))
-            pending = [c for c in calls if c.call_id not in answered]
-            tools = [c for c in pending if c.tool_name not in ctx.subagents]
-            if tools:
-                return CallTools(calls=tools)
-            if pending:
-                call = pending[0]
-                goal = call.arguments.get("goal") if isinstance(call.arguments, dict) else None
-                return SpawnSubtask(goal=goal if isinstance(goal, str) else "", call_id=call.call_id, agent=call.tool_name)
+        if last.role == "assistant" and not last.tool_uses:
+            return Finish(answer=last.text)
+        # The model's latest turn and the results that came after it: only those answer its
+        # calls (ids may repeat across turns).
+        answered: set[str] = set()
+        for message in reversed(view.transcript):
+            if message.role == "assistant":
+                pending = [c for c in message.tool_uses if c.call_id not in answered]
+                break
+            answered.update(b.call_id for b in message.content if isinstance(b, ToolResultBlock))
+        else:
             return CallModel()
-        return Finish(answer=last.text)
+        tools = [c for c in pending if c.tool_name not in ctx.subagents]
+        if tools:
+            return CallTools(calls=tools)
+        if pending:  # sub-agent calls, one after the other, once the turn's tools have run
+            call = pending[0]
+            goal = call.arguments.get("goal") if isinstance(call.arguments, dict) else None
+            return SpawnSubtask(goal=goal if isinstance(goal, str) else "", call_id=call.call_id, agent=call.tool_name)
+        return CallModel()

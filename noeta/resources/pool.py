@@ -102,7 +102,9 @@ class ResourcePool:
         return entry
 
     async def ready(self, task_id: str, env: RunEnv | None) -> None:
-        """Create whatever the task may ask for that this process has not created yet."""
+        """Create whatever the task may ask for that this process has not created yet (worker-
+        lifetime ones included: an activity may run before the worker's start has made them)."""
+        await self.start()
         if env is None:
             return
         for key in env.owned:

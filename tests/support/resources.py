@@ -1,0 +1,42 @@
+"""Real resources for the resource tests (PostgreSQL on 127.0.0.1:5432, Redis on 127.0.0.1:6379),
+and a worker that serves whatever a task's Options (and its sub-agents') carry."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+from psycopg_pool import ConnectionPool
+
+from noeta.client.client import AsyncClient
+from noeta.client.options import Options
+from noeta.protocols.messages import LLMProvider
+from noeta.sdk.query import registry_for
+from noeta.worker import Registry, build_worker
+
+PG_DSN = "host=127.0.0.1 port=5432 dbname=test user=postgres connect_timeout=5"
+REDIS_URL = "redis://127.0.0.1:6379/0"
+
+
+def open_pool() -> ConnectionPool:
+    pool = ConnectionPool(PG_DSN, min_size=1, max_size=2, open=True)
+    pool.wait(timeout=10)
+    return pool
+
+
+def unique(prefix: str) -> str:
+    """A name no other test (or engineer's test run) uses: tables, Redis keys."""
+    return f"{prefix}_{uuid.uuid4().hex[:10]}"
+
+
+@asynccontextmanager
+async def serving(
+    client: AsyncClient, task_queue: str, options: Options, provider: LLMProvider,
+    resources: Mapping[str, Any] | None = None,
+) -> AsyncIterator[Registry]:
+    registry = registry_for(options, client.content_store, resources)
+    registry.add_provider(provider)
+    async with build_worker(client.temporal, registry, task_queue, workflow_failure_exception_types=[Exception]):
+        yield registry
