@@ -13,7 +13,7 @@ from temporalio.exceptions import (
     RetryState,
 )
 
-from noeta.errors import AttemptsExhaustedError
+from noeta.errors import AttemptsExhaustedError, ScopeError
 
 
 def typed_task_error(cause: ApplicationError) -> ApplicationError:
@@ -61,7 +61,10 @@ def provider_failure(err: ActivityError, max_retries: int) -> ApplicationError:
 
 
 def policy_error(policy: object, err: Exception) -> ApplicationError:
-    """A bug in a policy fails the task instead of failing workflow tasks forever."""
+    """A bug in a policy fails the task instead of failing workflow tasks forever; a scope that
+    fails the schema the policy expects fails it with ScopeError."""
+    if isinstance(err, ScopeError):
+        return ApplicationError(str(err), err.to_details(), type="ScopeError", non_retryable=True)
     return ApplicationError(
         f"policy {type(policy).__name__}.decide raised {type(err).__name__}: {err}",
         type="PolicyError",

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pydantic import BaseModel
+
 from noeta.protocols.decisions import CallModel, Finish, SpawnSubtask
 from noeta.protocols.messages import ToolResultBlock
 from noeta.protocols.step_context import StepContext
@@ -46,3 +48,17 @@ class AlwaysFinish:
 
     def decide(self, ctx: StepContext, view: View) -> Finish:
         return Finish(answer="a draft")
+
+
+class TenantScope(BaseModel):
+    tenantId: str
+    debug: bool = False
+
+
+@dataclass(frozen=True)
+class ScopeReadingPolicy:
+    """Answers from the scope alone (``ctx.expect_scope``), without calling the model."""
+
+    def decide(self, ctx: StepContext, view: View) -> Finish:
+        scope = ctx.expect_scope(TenantScope)
+        return Finish(answer=f"tenant {scope.tenantId} debug={scope.debug}")
