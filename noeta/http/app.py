@@ -96,6 +96,8 @@ OPTION_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "thinking": (lambda v: isinstance(v, dict), "a JSON object"),
     "effort": (_is_str, "a string"),
     "mcp_servers": (lambda v: isinstance(v, dict), "an object of remote MCP server configurations"),
+    "scope": (lambda v: isinstance(v, dict), "a JSON object (the task's equip_scope data)"),
+    "scope_schema": (lambda v: isinstance(v, dict), "a JSON Schema object the scope must satisfy"),
 }
 _START_FIELDS = {"goal", "keep_open", "task_id", "task_queue", "options"}
 _GOAL_FIELDS = {"goal"}

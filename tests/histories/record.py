@@ -31,6 +31,7 @@ from noeta.sdk.testing import FakeLLMProvider
 from noeta.worker import Registry, build_worker
 from tests.support.mcp_server import running_http_server
 from tests.support.policies import DelegatingPolicy
+from tests.support.resources import delegate_to_reader, resources_options
 from tests.support.scripts import call, say
 from tests.support.tools import add, big_output, boom
 from tests.test_guards import AmountGuard, NoEarlyFinish, wire_money
@@ -131,6 +132,11 @@ SCENARIOS = {
     "mcp_tools": (
         FakeLLMProvider(responses=[call(("c1", "mcp__web__add", {"a": 2, "b": 40})), say("42")]),
         dict(goal="add with MCP", options=lambda url: Options(mcp_servers={"web": {"type": "http", "url": url}})),
+    ),
+    # A task-scoped resource exposed to a sub-agent the model calls, with a scope (task-resources).
+    "resources": (
+        FakeLLMProvider(responder=delegate_to_reader),
+        dict(goal="read the label", options=resources_options()),
     ),
 }
 

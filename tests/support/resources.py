@@ -11,9 +11,13 @@ from typing import Any
 from psycopg_pool import ConnectionPool
 
 from noeta.client.client import AsyncClient
-from noeta.client.options import Options
+from noeta.client.options import Options, SubAgent
 from noeta.protocols.messages import LLMProvider
+from noeta.protocols.resources import equip_resource
+from noeta.protocols.tool import ToolResult
+from noeta.resources.context import expect_resource
 from noeta.sdk.query import registry_for
+from noeta.sdk.tools import tool
 from noeta.worker import Registry, build_worker
 
 PG_DSN = "host=127.0.0.1 port=5432 dbname=test user=postgres connect_timeout=5"
@@ -40,3 +44,36 @@ async def serving(
     registry.add_provider(provider)
     async with build_worker(client.temporal, registry, task_queue, workflow_failure_exception_types=[Exception]):
         yield registry
+
+
+# -- the recorded "resources" history (tests/histories/task-resources/) ------------------------------
+
+
+def make_label() -> str:
+    return "label-1"
+
+
+LABEL = equip_resource("label", create=make_label, expose=True)
+
+
+@tool(name="read_label", version="1", input_schema={"type": "object"}, resources=["label"])
+def read_label(arguments: dict[str, Any], ctx: Any) -> ToolResult:
+    return ToolResult(success=True, output=f"{expect_resource('label')} for tenant {ctx.scope['tenant']}")
+
+
+def delegate_to_reader(request: Any) -> Any:
+    """The root calls the ``reader`` sub-agent; the reader calls ``read_label``; both then answer."""
+    from tests.support.scripts import call, say
+
+    answered = [b for m in request.messages for b in m.content if getattr(b, "type", "") == "tool_result"]
+    if "/sub/" in request.metadata["task_id"]:
+        return say(f"read {answered[0].output}") if answered else call(("l1", "read_label", {}))
+    return say(f"reader said: {answered[0].output}") if answered else call(("a1", "reader", {"goal": "read the label"}))
+
+
+def resources_options() -> Options:
+    return Options(
+        resources=[LABEL],
+        scope={"tenant": "1001"},
+        subagents=[SubAgent("reader", "Reads the label.", Options(allowed_tools=[read_label]))],
+    )
