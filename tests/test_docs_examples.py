@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.postgres import require_postgres
+from tests.support.resources import require_redis
+
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 _EXAMPLE = re.compile(r"```python\n(.*?)```\n\n```text\n(.*?)```", re.DOTALL)
 
@@ -32,9 +35,13 @@ def test_every_python_block_of_these_docs_is_an_example_with_its_output():
 
 @pytest.mark.parametrize(("where", "code", "expected"), EXAMPLES, ids=[e[0] for e in EXAMPLES])
 def test_doc_example_prints_what_the_doc_says(where: str, code: str, expected: str, temporal_server, tmp_path: Path):
+    if "psycopg" in code:
+        require_postgres()
+    if "redis" in code:
+        require_redis()
     env = {**os.environ, "TEMPORAL_ADDRESS": temporal_server.address, "NOETA_HOME": str(tmp_path)}
     proc = subprocess.run(
         [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
     )
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == expected
+    assert proc.stdout == expected, proc.stderr

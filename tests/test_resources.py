@@ -27,7 +27,8 @@ from noeta.sdk import (
     tool,
 )
 from noeta.sdk.testing import FakeLLMProvider
-from tests.support.resources import REDIS_URL, open_pool, serving, unique
+from tests.support.postgres import require_postgres
+from tests.support.resources import REDIS_URL, open_pool, require_redis, serving, unique
 from tests.support.scripts import call, say
 from tests.support.waiting import eventually
 
@@ -58,6 +59,7 @@ def read_config(arguments, ctx):
 
 
 def test_resource_lookup_outside_a_task_uses_run_with_blocks():
+    require_redis()
     r = redis.Redis.from_url(REDIS_URL)
     key = unique("noeta_quota")
     try:
@@ -107,6 +109,7 @@ async def test_a_missing_undeclared_resource_fails_the_task_instead_of_reaching_
 
 
 async def test_an_optional_resource_is_none_when_absent_and_the_object_when_given(client: AsyncClient, task_queue):
+    require_redis()
     r = redis.Redis.from_url(REDIS_URL, decode_responses=True)
     r.set("key", "v1")  # a shared read-only fixture value; the test only reads it
     try:
@@ -297,6 +300,7 @@ async def test_a_sub_agent_that_equips_a_resource_itself_gets_its_own_instance(c
 
 
 async def test_instrument_records_the_redis_calls_a_tool_makes(client: AsyncClient, task_queue):
+    require_redis()
     raw = redis.Redis.from_url(REDIS_URL, decode_responses=True)
     quota, text_key = unique("noeta_quota"), unique("noeta_text")
     raw.set(text_key, "not a number")
@@ -340,6 +344,7 @@ async def test_instrument_records_the_redis_calls_a_tool_makes(client: AsyncClie
 
 
 async def test_instrument_observes_an_async_client(client: AsyncClient, task_queue):
+    require_redis()
     import redis.asyncio as aredis
 
     raw = aredis.Redis.from_url(REDIS_URL, decode_responses=True)
@@ -385,6 +390,7 @@ async def test_worker_lifetime_resources_live_as_long_as_the_worker(client: Asyn
 
 
 async def test_deps_are_created_first_from_the_nearest_provider_and_destroyed_last(client: AsyncClient, task_queue):
+    require_postgres()
     log: list[str] = []
     table = unique("noeta_deps")
 
@@ -413,7 +419,7 @@ async def test_deps_are_created_first_from_the_nearest_provider_and_destroyed_la
             conn.execute(f"insert into {table} values ('a')")
             return ToolResult(success=True, output=str(conn.execute(f"select count(*) from {table}").fetchone()[0]))
 
-    from tests.support.resources import PG_DSN
+    from tests.support.postgres import DSN as PG_DSN
 
     provider = FakeLLMProvider(responses=[call(("c1", "save", {})), say("saved")])
     options = Options(

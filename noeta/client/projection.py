@@ -558,7 +558,7 @@ class Projector:
         attrs = event.start_child_workflow_execution_initiated_event_attributes
         child: TaskInput = _first(attrs.input, TaskInput)
         call_id = attrs.workflow_id.rsplit("/", 1)[-1]
-        agent = child.metadata.get("agent") if child.subagents or child.metadata.get("agent") else None
+        agent = child.metadata.get("agent")  # set by the workflow for a declared sub-agent
         seq = self.emit(
             ev.SubtaskSpawned(call_id=call_id, goal=child.goal, child_task_id=attrs.workflow_id, agent=agent),
             "engine",

@@ -63,7 +63,7 @@ def child_task(task: TaskInput, state: Carry, ctx: StepContext, spawn: SpawnSubt
             trace_id=ctx.trace_id,
             output_schema=None,
             validators=[],
-            metadata={**task.metadata, "scope": spawn.scope, "parent": ctx.task_id},
+            metadata={**task.metadata, "scope": spawn.scope, "parent": ctx.task_id, "agent": None},
             resources=[],
             inherited_resources=inherited,
             scope=levels,
