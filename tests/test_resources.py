@@ -8,6 +8,7 @@ import threading
 
 import pytest
 import redis
+from pydantic import BaseModel
 
 from noeta.client.client import AsyncClient
 from noeta.errors import (
@@ -22,6 +23,8 @@ from noeta.sdk import (
     ToolResult,
     equip_resource,
     expect_resource,
+    expect_scope,
+    expect_validator,
     instrument,
     run_with,
     tool,
@@ -450,3 +453,26 @@ def test_resource_declarations_are_checked_when_made():
         Options(resources={"b": equip_resource("a", create=object)})
     with pytest.raises(ConfigurationError, match="not an equip_resource"):
         Options(resources=[object()])  # type: ignore[list-item]
+
+
+class Limits(BaseModel):
+    max_price: int
+
+
+async def test_validators_read_the_tasks_resources_and_scope(client: AsyncClient, task_queue):
+    """The seed's expectValidator with a price rule whose limit comes from the scope and whose
+    price list comes from a resource."""
+
+    def price_check(data):
+        prices = expect_resource("prices")
+        limits = expect_scope(Limits)
+        price = prices[data]
+        return True if price <= limits.max_price else f"{data} costs {price}, over {limits.max_price}"
+
+    provider = FakeLLMProvider(responses=[say("gold"), say("tin")])
+    options = Options(provider=provider, validators=[expect_validator(price_check)], scope={"max_price": 100})
+    async with serving(client, task_queue, options, provider, resources={"prices": {"gold": 900, "tin": 3}}):
+        task_id = await client.start("pick a metal", options, task_queue=task_queue)
+        assert (await client.result(task_id)).answer == "tin"
+    failed = [e.payload.issue for e in await client.events(task_id) if e.type == "ValidationFailed"]
+    assert failed == ["gold costs 900, over 100"]

@@ -278,3 +278,26 @@ async def test_guards_see_the_tasks_metadata_and_scope(client: AsyncClient, task
             await client.result(task_id)
         verdicts = [e.payload for e in await client.events(task_id) if e.type == "GuardVerdict" and e.payload.call_id == "c1"]
         assert [v.verdict for v in verdicts] == [verdict]
+
+
+async def test_a_hand_written_spawn_equips_a_scope_level_for_its_child(client: AsyncClient, task_queue):
+    from tests.support.policies import ScopedDelegatingPolicy, TenantScope
+
+    @tool(name="read_tenant", version="1", input_schema=NO_ARGS)
+    def read_tenant(arguments, ctx):
+        scope = expect_scope(TenantScope)
+        return ToolResult(success=True, output=f"{scope.tenantId}/{dict(ctx.scope)['region']}")
+
+    def responder(request):
+        return say(request.messages[-1].content[0].output) if finished(request) else call(("t", "read_tenant", {}))
+
+    provider = FakeLLMProvider(responder=responder)
+    options = Options(
+        provider=provider, policy=ScopedDelegatingPolicy(), allowed_tools=[read_tenant],
+        scope={"tenantId": "1", "region": "eu"},
+    )
+    async with serving(client, task_queue, options, provider):
+        task_id = await client.start("delegate", options, task_queue=task_queue)
+        assert (await client.result(task_id)).answer == "7/eu"  # the spawn's level shadows, the rest shows through
+    scoped = next(e.payload for e in await client.events(f"{task_id}/sub/s1") if e.type == "ScopeEquipped")
+    assert [level.values for level in scoped.levels] == [{"tenantId": "1", "region": "eu"}, {"tenantId": "7"}]

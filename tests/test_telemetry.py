@@ -166,3 +166,23 @@ async def test_json_logs_carry_task_call_and_attempt(client: AsyncClient, conten
     assert entry["message"] == "looking at 2 things" and entry["level"] == "INFO"
     assert (entry["task_id"], entry["call_id"], entry["attempt"]) == (task_id, "c1", 1)
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", entry["time"])
+
+
+def test_an_instrumented_resource_call_is_a_span(spans: InMemorySpanExporter):
+    from noeta.resources.instrument import instrument
+
+    class Counter:
+        def incr(self, key: str) -> int:
+            return 1
+
+        def fail(self, key: str) -> None:
+            raise KeyError(key)
+
+    counter = instrument(Counter(), name="counter", ops=["incr", "fail"], derive=lambda c: {"key": c.args[0]})
+    spans.clear()
+    assert counter.incr("a") == 1
+    with pytest.raises(KeyError):
+        counter.fail("b")
+    ok, failed = spans.get_finished_spans()
+    assert (ok.name, ok.attributes["noeta.resource.op"], ok.attributes["noeta.resource.key"]) == ("counter.incr", "incr", "a")
+    assert (failed.name, failed.attributes["error.type"], failed.status.status_code.name) == ("counter.fail", "KeyError", "ERROR")

@@ -62,3 +62,14 @@ class ScopeReadingPolicy:
     def decide(self, ctx: StepContext, view: View) -> Finish:
         scope = ctx.expect_scope(TenantScope)
         return Finish(answer=f"tenant {scope.tenantId} debug={scope.debug}")
+
+
+@dataclass(frozen=True)
+class ScopedDelegatingPolicy:
+    """Spawns one plain subtask with a scope of its own, then finishes with its answer."""
+
+    def decide(self, ctx: StepContext, view: View) -> SpawnSubtask | Finish:
+        results = [b for m in view.transcript for b in m.content if isinstance(b, ToolResultBlock)]
+        if not results:
+            return SpawnSubtask(goal="read the tenant", call_id="s1", scope={"tenantId": "7"})
+        return Finish(answer=str(results[0].output))
