@@ -67,8 +67,8 @@ class Registry:
         guards: Iterable[Guard] = (),
     ) -> Registry:
         registry = cls(content_store=content_store)
-        items = resources.items() if isinstance(resources, Mapping) else ((None, r) for r in resources or ())
-        for key, resource in items:
+        entries = resources.items() if isinstance(resources, Mapping) else ((None, r) for r in resources or ())
+        for key, resource in entries:
             registry.add_resource(resource, key=key)
         for tool in tools:
             registry.add_tool(tool)

@@ -49,7 +49,8 @@ def check_scope(values: Mapping[str, Any], where: str = "scope") -> dict[str, An
             f"{where} is over {MAX_SCOPE_BYTES} bytes as JSON; scopes carry ids and settings, pass "
             "documents through a resource or a tool"
         )
-    return json.loads(text)
+    loaded: dict[str, Any] = json.loads(text)
+    return loaded
 
 
 def equip_scope(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -90,11 +91,11 @@ def frozen_model(cls: type[M]) -> type[M]:
         return cls
     frozen = _FROZEN.get(cls)
     if frozen is None:
-        config = ConfigDict(**{**cls.model_config, "frozen": True})  # type: ignore[typeddict-item]
+        config = ConfigDict(**{**cls.model_config, "frozen": True})
         frozen = type(cls.__name__, (cls,), {"model_config": config, "__module__": cls.__module__,
                                              "__qualname__": cls.__qualname__})
         _FROZEN[cls] = frozen
-    return frozen  # type: ignore[return-value]
+    return frozen
 
 
 def scope_problems(err: ValidationError) -> tuple[str, list[str]]:

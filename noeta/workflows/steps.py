@@ -211,9 +211,10 @@ async def release_resources(task: TaskInput, inp: ReleaseInput) -> ReleaseOutput
     if not workflow.patched(PATCH_TASK_RESOURCES):
         return None
     try:
-        return await workflow.execute_local_activity(
+        released: ReleaseOutput = await workflow.execute_local_activity(
             RELEASE_RESOURCES, inp, result_type=ReleaseOutput, start_to_close_timeout=BOOKKEEPING_TIMEOUT,
             retry_policy=retry_policy(task.max_retries), summary=f"release {', '.join(inp.keys)}",
         )
     except ActivityError:
         return None
+    return released
