@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
 import sys
 from pathlib import Path
@@ -72,6 +73,15 @@ def main() -> None:
     asyncio.run(serve(parser.parse_args()))
 
 
+def exit_now(code: int) -> None:
+    """Exit without interpreter finalization: the SDK's native threads can abort a finished process
+    while it finalizes ("PyGILState_Release ... finalizing", temporalio/sdk-python#300)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
     # Workflow modules are re-imported by the sandbox: the entry point must be guarded.
-    sys.exit(main())
+    main()
+    exit_now(0)

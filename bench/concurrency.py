@@ -2,7 +2,7 @@
 
     python bench/concurrency.py                                  # 100x5, 1000x5, 1x50
     python bench/concurrency.py --agents 100 --steps 5 --agents 1 --steps 50
-    python bench/concurrency.py --agents 100 --steps 5 --only noeta --profile-noeta /tmp/noeta.txt
+    python bench/concurrency.py --agents 100 --steps 5 --profile /tmp/worker   # + py-spy profiles
     python bench/concurrency.py --tool-output-bytes 5120 --json results.json
 
 One run starts its own Temporal dev server (Noeta's embedded one, with Noeta's search attributes)
@@ -55,7 +55,7 @@ if str(BENCH_DIR) not in sys.path:
 
 from baseline_loop import WORKFLOW_NAME as BASELINE_WORKFLOW
 from baseline_loop import LoopInput, LoopResult
-from bench_worker import READY
+from bench_worker import READY, exit_now
 from stack_summary import summarize
 from workload import PROVIDER_NAME, final_answer, goal_for
 
@@ -548,9 +548,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 for name in systems:
                     queue = f"bench-{name}-{uuid.uuid4().hex[:6]}"
                     worker = WorkerProcess.start(name, server.address, queue, home, args)
-                    profile_out = None
-                    if args.profile_noeta and name == "noeta":
-                        profile_out = Path(f"{args.profile_noeta}.{agents}x{steps}.raw")
+                    profile_out = Path(f"{args.profile}.{name}.{agents}x{steps}.raw") if args.profile else None
                     try:
                         figures = await measure(
                             clients[name], worker, server.process.pid, agents, steps, args, profile_out  # type: ignore[arg-type]
@@ -565,7 +563,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                         print(f"    {error}")
                     if profile_out and profile_out.exists():
                         text = summarize(profile_out.read_text(), top=args.profile_top)
-                        Path(f"{args.profile_noeta}.{agents}x{steps}.txt").write_text(text)
+                        profile_out.with_suffix(".txt").write_text(text)
                         print(text)
                     await asyncio.sleep(2)  # let the server settle before the next system
         finally:
@@ -600,8 +598,8 @@ def main() -> None:
     parser.add_argument("--max-cached-workflows", type=int, help="max_cached_workflows of both workers")
     parser.add_argument("--timeout", type=float, help="seconds per scenario and system (default 120 + N*K/4)")
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON ('-' for stdout only)")
-    parser.add_argument("--profile-noeta", metavar="PREFIX",
-                        help="sample Noeta's worker with py-spy during each measured run: PREFIX.NxK.raw/.txt")
+    parser.add_argument("--profile", metavar="PREFIX",
+                        help="sample each measured worker with py-spy: PREFIX.SYSTEM.NxK.raw and .txt (a summary)")
     parser.add_argument("--profile-rate", type=int, default=100, help="py-spy samples per second")
     parser.add_argument("--profile-top", type=int, default=30, help="rows of the profile summary")
     args = parser.parse_args()
@@ -615,8 +613,7 @@ def main() -> None:
         report = asyncio.run(run(args))
         if args.json:
             Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
-    if any(r["failed"] for r in report["results"]):
-        sys.exit(1)
+    exit_now(1 if any(r["failed"] for r in report["results"]) else 0)
 
 
 if __name__ == "__main__":

@@ -46,36 +46,51 @@ def short(frame: str) -> str:
     return f"{match.group('func')} ({path})"
 
 
+#: Leaf frames that are a thread waiting, not working (py-spy does not always see them as idle):
+#: the event loop's epoll wait and a thread-pool worker blocked on its queue.
+IDLE_LEAVES = ("EpollSelector.select (selectors.py)", "_worker (concurrent/futures/thread.py)")
+
+
 def summarize(raw: str, top: int = 30) -> str:
     own: Counter[str] = Counter()
     inclusive: Counter[str] = Counter()
     groups: Counter[str] = Counter()
-    total = 0
+    modules: Counter[str] = Counter()
+    total = idle = 0
     for line in raw.splitlines():
         stack, _, count_text = line.rpartition(" ")
         if not stack or not count_text.isdigit():
             continue
         count = int(count_text)
-        total += count
         frames = [f for f in stack.split(";") if f]
         if frames and frames[0].startswith(("process ", "thread ")):
             frames = frames[1:]
         names = [short(f) for f in frames]
-        if names:
-            own[names[-1]] += count
+        if not names or names[-1] in IDLE_LEAVES:
+            idle += count
+            continue
+        total += count
+        own[names[-1]] += count
         for name in set(names):
             inclusive[name] += count
+        for name in {n for n in names[1:] if n.startswith("<module> (") and n != "<module> (<string>)"}:  # imports
+            modules[name] += count
         for group, markers in GROUPS.items():
             if any(m in f for f in frames for m in markers):
                 groups[group] += count
     if total == 0:
         return "no samples"
-    lines = [f"{total} busy samples", "", "By subsystem (a sample counts in every group its stack touches):"]
-    lines += [f"  {100 * n / total:5.1f} %  {name}" for name, n in groups.most_common()]
-    lines += ["", f"Top {top} by self samples:"]
-    lines += [f"  {100 * n / total:5.1f} %  {name}" for name, n in own.most_common(top)]
-    lines += ["", f"Top {top} by inclusive samples:"]
-    lines += [f"  {100 * n / total:5.1f} %  {name}" for name, n in inclusive.most_common(top)]
+
+    def rows(counter: Counter[str], n: int | None = None) -> list[str]:
+        return [f"  {100 * c / total:5.1f} %  {name}" for name, c in counter.most_common(n)]
+
+    lines = [
+        f"{total} busy samples (percentages are of these; {idle} more samples were threads waiting)",
+        "", "By subsystem (a sample counts in every group its stack touches):", *rows(groups),
+        "", f"Top {top} by self samples:", *rows(own, top),
+        "", f"Top {top} by inclusive samples:", *rows(inclusive, top),
+        "", "Module bodies executed while measuring (imports; inclusive):", *rows(modules, 15),
+    ]
     return "\n".join(lines) + "\n"
 
 
