@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import signal
 import sys
@@ -56,12 +57,20 @@ async def serve(args: argparse.Namespace) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    async with worker:
-        print(READY, flush=True)
-        await stop.wait()
+    running = asyncio.create_task(worker.run())
+    stopping = asyncio.create_task(stop.wait())
+    print(READY, flush=True)
+    await asyncio.wait({running, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    if running.done():  # the worker failed on its own: say so, and let the driver see the process end
+        stopping.cancel()
+        logging.getLogger(__name__).error("worker stopped by itself", exc_info=running.exception())
+        exit_now(3)
+    await worker.shutdown()
+    await running
 
 
 def main() -> None:
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("system", choices=["noeta", "baseline"])
     parser.add_argument("--address", required=True)

@@ -32,7 +32,6 @@ import importlib.metadata
 import json
 import os
 import platform
-import select
 import shlex
 import signal
 import statistics
@@ -102,9 +101,17 @@ def peak_rss_mb(pid: int) -> float | None:
     return None
 
 
+#: What the Temporal core logs (to the worker's stdout) when a workflow task runs long or is lost.
+CORE_WARNINGS = {
+    "slow_workflow_tasks": "Workflow task duration exceeded",  # TMPRL1104: over 5 s
+    "lost_workflow_tasks": "Task not found when completing",  # finished after the server timed it out
+}
+
+
 @dataclass
 class WorkerProcess:
-    """A bench_worker.py subprocess; its stderr goes to ``log``."""
+    """A bench_worker.py subprocess. Its stdout and stderr (with the Temporal core's own log lines)
+    go to ``log``: a pipe nobody drains would block the core's logging thread, and the worker."""
 
     system: str
     queue: str
@@ -123,8 +130,8 @@ class WorkerProcess:
             cmd += ["--max-workflow-tasks", str(args.max_workflow_tasks)]
         if args.max_cached_workflows is not None:
             cmd += ["--max-cached-workflows", str(args.max_cached_workflows)]
-        with open(log, "w") as err:
-            process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL)
+        with open(log, "wb") as out:
+            process = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         worker = cls(system, queue, process, log)
         worker.wait_ready(timeout=60)
         return worker
@@ -133,20 +140,27 @@ class WorkerProcess:
     def pid(self) -> int:
         return self.process.pid
 
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
     def wait_ready(self, timeout: float) -> None:
-        assert self.process.stdout is not None
-        fd = self.process.stdout.fileno()
         deadline = time.monotonic() + timeout
-        buffered = b""
-        while time.monotonic() < deadline and READY.encode() not in buffered:
-            if select.select([fd], [], [], 0.1)[0]:
-                chunk = os.read(fd, 4096)
-                if not chunk:
-                    break  # the worker exited
-                buffered += chunk
-        if READY.encode() not in buffered:
-            self.stop()
-            raise RuntimeError(f"{self.system} worker did not start; its log:\n{self.tail()}")
+        while time.monotonic() < deadline and self.alive():
+            if f"{READY}\n" in self.log.read_text(errors="replace"):
+                return
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"{self.system} worker did not start; its log:\n{self.tail()}")
+
+    def log_size(self) -> int:
+        return self.log.stat().st_size
+
+    def core_warnings(self, since: int) -> dict[str, int]:
+        """How often each of CORE_WARNINGS was logged after byte offset ``since``."""
+        with open(self.log, "rb") as f:
+            f.seek(since)
+            text = f.read().decode(errors="replace")
+        return {key: text.count(marker) for key, marker in CORE_WARNINGS.items()}
 
     def tail(self, lines: int = 30) -> str:
         try:
@@ -174,7 +188,7 @@ class Profiler:
         self.process = subprocess.Popen(
             ["py-spy", "record", "--pid", str(pid), "--rate", str(rate), "--format", "raw", "--nonblocking",
              "--output", str(out)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         time.sleep(1.0)  # let it attach before the measured window opens
 
@@ -255,7 +269,8 @@ class Batch:
 
 
 async def run_batch(
-    system: System, queue: str, id_prefix: str, agents: int, steps: int, output_bytes: int, timeout: float
+    system: System, queue: str, id_prefix: str, agents: int, steps: int, output_bytes: int, timeout: float,
+    worker_alive: Callable[[], bool],
 ) -> Batch:
     """Start ``agents`` tasks at once, wait for every result (or the timeout)."""
     batch = Batch(task_ids=[f"{id_prefix}-{i}" for i in range(agents)])
@@ -279,7 +294,10 @@ async def run_batch(
             batch.errors.append(f"{task_id}: {problem}")
 
     tasks = [asyncio.create_task(one(t)) for t in batch.task_ids]
-    _, pending = await asyncio.wait(tasks, timeout=timeout)
+    deadline = time.monotonic() + timeout
+    pending = set(tasks)
+    while pending and time.monotonic() < deadline and worker_alive():
+        _, pending = await asyncio.wait(pending, timeout=min(1.0, max(0.0, deadline - time.monotonic())))
     for task in pending:
         task.cancel()
     batch.timed_out = len(pending)
@@ -306,6 +324,7 @@ class HistoryFigures:
     bytes: float
     activities: float
     workflow_tasks: float
+    workflow_task_timeouts: float
 
 
 async def sample_histories(system: System, task_ids: list[str]) -> HistoryFigures | None:
@@ -313,16 +332,18 @@ async def sample_histories(system: System, task_ids: list[str]) -> HistoryFigure
         return None
     stride = max(1, len(task_ids) // HISTORY_SAMPLE)
     sample = task_ids[::stride][:HISTORY_SAMPLE]
-    events, sizes, activities, wf_tasks = [], [], [], []
+    events, sizes, activities, wf_tasks, wf_timeouts = [], [], [], [], []
     for task_id in sample:
         history = await system.temporal.get_workflow_handle(task_id).fetch_history()
         events.append(len(history.events))
         sizes.append(sum(e.ByteSize() for e in history.events))
         activities.append(sum(1 for e in history.events if e.HasField("activity_task_scheduled_event_attributes")))
         wf_tasks.append(sum(1 for e in history.events if e.HasField("workflow_task_completed_event_attributes")))
+        wf_timeouts.append(sum(1 for e in history.events if e.HasField("workflow_task_timed_out_event_attributes")))
     return HistoryFigures(
         sampled=len(sample), events=statistics.mean(events), bytes=statistics.mean(sizes),
         activities=statistics.mean(activities), workflow_tasks=statistics.mean(wf_tasks),
+        workflow_task_timeouts=statistics.mean(wf_timeouts),
     )
 
 
@@ -352,6 +373,12 @@ class Figures:
     history_bytes_per_step: float | None = None
     activities_per_step: float | None = None
     workflow_tasks_per_step: float | None = None
+    workflow_task_timeouts_per_task: float | None = None
+    """Workflow tasks the server timed out (10 s), per sampled history: each adds events."""
+    slow_workflow_tasks: int = 0
+    """Workflow tasks over 5 s, as the worker's core logged them (whole run)."""
+    lost_workflow_tasks: int = 0
+    """Workflow task completions the server no longer accepted (timed out meanwhile)."""
     errors: list[str] = field(default_factory=list)
 
 
@@ -368,22 +395,33 @@ async def measure(
     profile_out: Path | None,
 ) -> Figures:
     queue = worker.queue
-    warm = await run_batch(system, queue, f"{queue}-warm", WARMUP_TASKS, min(steps, WARMUP_STEPS), args.tool_output_bytes, 120)
+    warm = await run_batch(
+        system, queue, f"{queue}-warm", WARMUP_TASKS, min(steps, WARMUP_STEPS), args.tool_output_bytes, 120,
+        worker.alive,
+    )
     if warm.errors or warm.timed_out:
         raise RuntimeError(f"{system.name} warm-up failed: {warm.errors[:3]}; worker log:\n{worker.tail()}")
     await asyncio.sleep(0.5)
     reset_peak_rss(worker.pid)
+    log_offset = worker.log_size()
     profiler = Profiler(worker.pid, profile_out, args.profile_rate) if profile_out else None
     me = os.getpid()
     worker_cpu0, server_cpu0, driver_cpu0 = cpu_seconds(worker.pid), cpu_seconds(server_pid, True), cpu_seconds(me)
     timeout = args.timeout or 120 + agents * steps * 0.25
-    batch = await run_batch(system, queue, f"{queue}-run", agents, steps, args.tool_output_bytes, timeout)
+    batch = await run_batch(
+        system, queue, f"{queue}-run", agents, steps, args.tool_output_bytes, timeout, worker.alive
+    )
     worker_cpu = cpu_seconds(worker.pid) - worker_cpu0
     server_cpu = cpu_seconds(server_pid, True) - server_cpu0
     driver_cpu = cpu_seconds(me) - driver_cpu0
     peak = peak_rss_mb(worker.pid)
+    warnings = worker.core_warnings(log_offset)
     if profiler:
         profiler.stop()
+    if not worker.alive():
+        batch.errors.insert(0, f"the worker exited with {worker.process.returncode}; its log:\n{worker.tail()}")
+    elif batch.timed_out:
+        batch.errors.insert(0, f"{batch.timed_out} tasks unfinished after {timeout:.0f} s; worker log:\n{worker.tail()}")
     history = await sample_histories(system, batch.completed)
     done_steps = len(batch.completed) * steps
     all_steps = agents * steps
@@ -405,6 +443,9 @@ async def measure(
         history_bytes_per_step=history.bytes / steps if history else None,
         activities_per_step=history.activities / steps if history else None,
         workflow_tasks_per_step=history.workflow_tasks / steps if history else None,
+        workflow_task_timeouts_per_task=history.workflow_task_timeouts if history else None,
+        slow_workflow_tasks=warnings["slow_workflow_tasks"],
+        lost_workflow_tasks=warnings["lost_workflow_tasks"],
         errors=batch.errors[:5],
     )
 
@@ -433,12 +474,12 @@ def cell(fmt: str, value: Any) -> str:
 
 
 def table(results: list[Figures]) -> str:
-    head = ["scenario", "system", *(c[0] for c in COLUMNS), "activities/step", "failed"]
+    head = ["scenario", "system", *(c[0] for c in COLUMNS), "activities/step", "WFT >5 s / lost", "failed"]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * 2 + "---:|" * (len(head) - 2)]
     for f in results:
         rows.append("| " + " | ".join([
             f"{f.agents}×{f.steps}", f.system, *(cell(fmt, getattr(f, key)) for _, key, fmt, _ in COLUMNS),
-            cell("{:.1f}", f.activities_per_step), str(f.failed),
+            cell("{:.1f}", f.activities_per_step), f"{f.slow_workflow_tasks} / {f.lost_workflow_tasks}", str(f.failed),
         ]) + " |")
     return "\n".join(rows)
 
@@ -536,7 +577,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     print(f"# {settings_line(args)}", flush=True)
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="noeta-bench-") as tmp:
-        home = Path(tmp)
+        home = Path(args.keep) if args.keep else Path(tmp)
+        home.mkdir(parents=True, exist_ok=True)
         server = EmbeddedServer(home / "temporal", headless=True).start()
         try:
             assert server.process is not None
@@ -597,6 +639,7 @@ def main() -> None:
     parser.add_argument("--max-workflow-tasks", type=int, help="max_concurrent_workflow_tasks of both workers")
     parser.add_argument("--max-cached-workflows", type=int, help="max_cached_workflows of both workers")
     parser.add_argument("--timeout", type=float, help="seconds per scenario and system (default 120 + N*K/4)")
+    parser.add_argument("--keep", metavar="DIR", help="keep the server's data and the worker logs in DIR")
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON ('-' for stdout only)")
     parser.add_argument("--profile", metavar="PREFIX",
                         help="sample each measured worker with py-spy: PREFIX.SYSTEM.NxK.raw and .txt (a summary)")
