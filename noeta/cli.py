@@ -47,6 +47,7 @@ from noeta.client.options import HostConfig, Options
 from noeta.client.wire import envelope_to_dict
 from noeta.errors import ConfigurationError, NoetaError
 from noeta.lifecycle import serve_until_signal
+from noeta.protocols.budget import UsageLimits
 from noeta.protocols.event_log import EventEnvelope
 from noeta.tuning import SETTINGS as TUNING_SETTINGS
 from noeta.tuning import WorkerTuning
@@ -75,6 +76,10 @@ def worker_registry(
         registry.content_store = settings.content_store()
     if registry.mcp_commands is None:
         registry.mcp_commands = settings.mcp_commands  # NOETA_MCP_COMMANDS: none unless listed
+    if registry.prices is None:  # a malformed NOETA_PRICES stops the worker here, not a model call
+        from noeta.pricing import PriceTable
+
+        registry.prices = PriceTable.from_env()
     if DEFAULT_PROVIDER not in registry.providers:
         try:
             registry.add_provider(default_provider(provider), name=DEFAULT_PROVIDER)
@@ -150,6 +155,9 @@ async def cmd_run(args: argparse.Namespace) -> int:
         allowed_tools=list(registry.tools),
         max_turns=args.max_turns,
         max_tokens=args.max_tokens,
+        limits=UsageLimits(
+            max_cost_usd=args.max_cost_usd, max_total_tokens=args.max_total_tokens, max_tool_calls=args.max_tool_calls
+        ),
     )
     if client.server is not None and client.server.ui_url:
         print(f"Temporal UI: {client.server.ui_url}", file=sys.stderr)
@@ -176,10 +184,15 @@ async def cmd_run(args: argparse.Namespace) -> int:
     print(result.answer)
     print(
         f"[{result.status}] task {task_id} · {result.turns} model call(s) · "
-        f"{result.usage.input} in / {result.usage.output} out tokens",
+        f"{result.usage.input} in / {result.usage.output} out tokens · {cost_text(result.usage.cost_usd)}",
         file=sys.stderr,
     )
     return 0 if result.status == "completed" else 1
+
+
+def cost_text(usd: float) -> str:
+    """A task's cost for terminals (0 means no price was known for its model)."""
+    return f"${usd:.6f}" if usd else "cost unknown (no price for the model)"
 
 
 async def _print_progress(client: AsyncClient, task_id: str) -> None:
@@ -236,6 +249,10 @@ def describe(env: EventEnvelope) -> str:
         line = f"{p.tool_name} [{p.call_id}]" + (f" attempt {p.attempt}" if hasattr(p, "attempt") else "")
     elif env.type == "ProviderCallCompleted":
         line = f"{p.stop_reason} · {p.usage.input} in / {p.usage.output} out · attempt {p.attempt}"
+        if p.usage.cost_usd:
+            line += f" · ${p.usage.cost_usd:.6f}"
+    elif env.type in ("BudgetWarning", "BudgetExceeded"):
+        line = f"{p.limit}: {p.used:g} of {p.allowed:g}"
     elif env.type in ("TaskCompleted",):
         line = f"[{p.status}] {p.answer}"
     elif env.type in ("TaskFailed",):
@@ -260,7 +277,11 @@ async def cmd_inspect(args: argparse.Namespace) -> int:
         tasks = await client.list_tasks(args.status, args.limit)
         for t in tasks:
             started = t.started.strftime("%Y-%m-%d %H:%M:%S") if t.started else "?"
-            print(f"{t.task_id:<28} {t.status:<18} {started}  turns {t.turns:<4} tokens {t.tokens_in}/{t.tokens_out}")
+            cost = f"${t.cost_usd:.6f}" if t.cost_usd else "-"
+            print(
+                f"{t.task_id:<28} {t.status:<18} {started}  turns {t.turns:<4} tokens {t.tokens_in}/{t.tokens_out}"
+                f"  cost {cost}"
+            )
         if not tasks:
             print("no tasks" + (f" with status {args.status!r}" if args.status else ""), file=sys.stderr)
     elif args.command == "setup":
@@ -353,6 +374,9 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--system", help="system prompt")
     run.add_argument("--max-turns", type=int, default=20)
     run.add_argument("--max-tokens", type=int, default=None)
+    run.add_argument("--max-cost-usd", type=float, help="stop the task before a call once it has cost this much")
+    run.add_argument("--max-total-tokens", type=int, help="stop the task before a call once it has used this many tokens")
+    run.add_argument("--max-tool-calls", type=int, help="stop the task before a tool call beyond this many")
     run.add_argument("--task-id")
     run.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
                      help="print each model and tool step on stderr (default: on)")

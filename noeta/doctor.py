@@ -41,7 +41,8 @@ async def temporal_checks(settings: Settings) -> list[Check]:
     """The server (configured or embedded) and, when it can be reached, the search attributes."""
     from temporalio.client import Client as TemporalClient
 
-    from noeta.client.client import search_attributes_registered
+    from noeta.client.client import registered_search_attributes
+    from noeta.protocols.names import BASE_SEARCH_ATTRIBUTES, SEARCH_ATTRIBUTES
 
     address = settings.temporal_address
     if address is None:
@@ -71,8 +72,12 @@ async def temporal_checks(settings: Settings) -> list[Check]:
     except (RuntimeError, asyncio.TimeoutError) as err:
         return [Check("temporal", "failed", f"{where} unreachable: {str(err) or type(err).__name__}")]
     checks = [Check("temporal", "ok", f"{where}, namespace {settings.namespace!r}, reachable")]
-    if await search_attributes_registered(temporal):
+    registered = await registered_search_attributes(temporal)
+    later = sorted(set(SEARCH_ATTRIBUTES) - registered)
+    if set(BASE_SEARCH_ATTRIBUTES) <= registered and not later:
         checks.append(Check("search attributes", "ok", "registered"))
+    elif set(BASE_SEARCH_ATTRIBUTES) <= registered:
+        checks.append(Check("search attributes", "missing", f"{', '.join(later)} not registered: run `noeta setup`"))
     else:
         checks.append(Check("search attributes", "missing", "not registered: run `noeta setup` (`noeta tasks` works without)"))
     return checks

@@ -61,6 +61,10 @@ class Progress:
             return [f"[tool]  {p.tool_name} attempt {p.attempt} failed, retrying: {_short(p.error, 80)}"]
         if env.type == "MessagesAppended" and env.actor.startswith("tool:"):
             return [self._result(b, env.timestamp) for m in p.messages for b in m.content if isinstance(b, ToolResultBlock)]
+        if env.type == "BudgetWarning":
+            return [f"[budget] {p.limit}: {p.used:g} of {p.allowed:g} used"]
+        if env.type == "BudgetExceeded":
+            return [f"[budget] {p.limit} reached ({p.used:g} of {p.allowed:g}): the task stops"]
         return []
 
     def _result(self, block: ToolResultBlock, at: datetime | None) -> str:

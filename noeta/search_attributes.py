@@ -5,12 +5,22 @@ from __future__ import annotations
 
 from temporalio.common import SearchAttributeKey
 
-from noeta.protocols.names import SA_MODEL, SA_STATUS, SA_TOKENS_IN, SA_TOKENS_OUT, SA_TURNS
+from noeta.protocols.names import (
+    SA_API_KEY,
+    SA_COST_USD,
+    SA_MODEL,
+    SA_STATUS,
+    SA_TOKENS_IN,
+    SA_TOKENS_OUT,
+    SA_TURNS,
+)
 
 STATUS = SearchAttributeKey.for_keyword(SA_STATUS)
 MODEL = SearchAttributeKey.for_keyword(SA_MODEL)
 TURNS = SearchAttributeKey.for_int(SA_TURNS)
 TOKENS_IN = SearchAttributeKey.for_int(SA_TOKENS_IN)
 TOKENS_OUT = SearchAttributeKey.for_int(SA_TOKENS_OUT)
+COST_USD = SearchAttributeKey.for_float(SA_COST_USD)
+API_KEY = SearchAttributeKey.for_keyword(SA_API_KEY)
 
-__all__ = ["MODEL", "STATUS", "TOKENS_IN", "TOKENS_OUT", "TURNS"]
+__all__ = ["API_KEY", "COST_USD", "MODEL", "STATUS", "TOKENS_IN", "TOKENS_OUT", "TURNS"]

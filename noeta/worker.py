@@ -20,6 +20,7 @@ from noeta.context.content_store import ContentStore
 from noeta.converter import is_noeta_converter
 from noeta.errors import ConfigurationError
 from noeta.import_path import load_object
+from noeta.pricing import PriceTable
 from noeta.protocols.hooks import Guard
 from noeta.protocols.messages import LLMProvider, StreamDelta, registry_name
 from noeta.protocols.resources import ResourceSpec
@@ -53,6 +54,8 @@ class Registry:
     mcp_connections: Any = field(default=None, repr=False, compare=False)
     """The worker's live MCP connections (:class:`noeta.mcp.connections.McpConnections`), opened
     on first use and closed when the worker stops."""
+    prices: PriceTable | None = None
+    """How model calls are priced (None: ``NOETA_PRICES`` over the genai-prices catalogue)."""
     _specs: dict[str, tuple[Tool, ToolSpec]] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @classmethod

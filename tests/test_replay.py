@@ -11,6 +11,7 @@ from temporalio.worker import Replayer
 
 from noeta.plugin import NoetaPlugin
 from noeta.protocols.names import (
+    PATCH_BUDGETS,
     PATCH_LEAN_STEPS,
 )
 from noeta.workflows import AgentWorkflow
@@ -30,6 +31,13 @@ def load(path: Path) -> WorkflowHistory:
 @pytest.mark.parametrize("shape", [ROOT, ROOT / PATCH_LEAN_STEPS], ids=["first", PATCH_LEAN_STEPS])
 def test_histories_are_recorded(shape: Path):
     assert {p.stem for p in shape.glob("*.json")} >= SCENARIOS
+
+
+def test_budget_histories_are_recorded():
+    """Limits stopping a sub-agent (warnings, rolled-up spend) and a priced task across runs."""
+    assert {p.stem for p in (ROOT / PATCH_BUDGETS).glob("*.json")} >= {
+        "budget_subtask", "budget_cost.run1", "budget_cost.run2"
+    }
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=[str(p.relative_to(ROOT).with_suffix("")) for p in HISTORIES])

@@ -36,6 +36,7 @@ from noeta.context.composer import compose_messages, compose_system
 from noeta.context.transcript import TranscriptStore
 from noeta.deltas import broker_for
 from noeta.errors import (
+    ConfigurationError,
     GuardNotRegisteredError,
     NoetaError,
     ProviderNotRegisteredError,
@@ -46,6 +47,7 @@ from noeta.errors import (
     ToolRetryableError,
     ValidatorNotRegisteredError,
 )
+from noeta.pricing import PRICES_VARIABLE, Price, PriceTable, model_of
 from noeta.protocols.hooks import GuardContext, GuardDecision, VerdictResult, combine
 from noeta.protocols.messages import (
     ContentRef,
@@ -61,8 +63,11 @@ from noeta.protocols.names import (
     INVOKE_TOOL,
     LOAD_TRANSCRIPT,
     PREPARE_TASK,
+    RELEASE_RESOURCES,
     VALIDATE_OUTPUT,
 )
+from noeta.protocols.resources import RunEnv
+from noeta.protocols.scope import deep_freeze
 from noeta.protocols.task import (
     CallModelInput,
     CallModelOutput,
@@ -79,9 +84,6 @@ from noeta.protocols.task import (
     ValidateInput,
     ValidateOutput,
 )
-from noeta.protocols.names import RELEASE_RESOURCES
-from noeta.protocols.resources import RunEnv
-from noeta.protocols.scope import deep_freeze
 from noeta.protocols.tool import Tool, ToolContext, ToolResult, ToolSpec
 from noeta.protocols.validation import DEFAULT_FAILURE_MESSAGE
 from noeta.providers.errors import classify_exception
@@ -146,6 +148,16 @@ class AgentActivities:
         self.delta_broker = registry.delta_broker or broker_for(os.environ.get(DELTA_BROKER_VARIABLE))
         self.pool = ResourcePool(registry.resources)
         """Live resources created from the registry's equip_resource specs (per task, per worker)."""
+        self._env_prices: PriceTable | None = None
+
+    @property
+    def prices(self) -> PriceTable:
+        """The registry's price table, else ``NOETA_PRICES`` over the catalogue (read once)."""
+        if self.registry.prices is not None:
+            return self.registry.prices
+        if self._env_prices is None:
+            self._env_prices = PriceTable.from_env()
+        return self._env_prices
 
     def mcp_connections(self) -> Any:
         """The worker's MCP connections, created on first use (shared through the registry)."""
@@ -215,6 +227,8 @@ class AgentActivities:
             mcp_specs = await remote.list_specs(self.mcp_connections(), inp.mcp_servers) if inp.mcp_servers else []
             owned = owned_resources(self.registry.resources, inp, {s.name: s for s in specs})
             check_scope_schema(inp.scope_schema, inp.scope, self.registry.output_models)
+            if inp.priced_provider is not None:
+                await self._io(self._check_priced, inp.priced_provider, inp.priced_model)
         except NoetaError as err:
             raise to_application_error(err) from err
         taken = {spec.name for spec in specs}
@@ -250,6 +264,19 @@ class AgentActivities:
             resources=owned,
             agents_ref=agents_ref,
         )
+
+    def _check_priced(self, provider_name: str, model: str | None) -> None:
+        """A cost limit needs a price for the task's model: refuse the task before any token is spent."""
+        provider = self.registry.providers.get(provider_name)
+        if provider is None:
+            return  # call_model reports the missing provider
+        chosen = model_of(model, provider)
+        if not self.prices.has_price(chosen, provider):
+            raise ConfigurationError(
+                f"the task has a cost limit (max_cost_usd) but model {chosen or '(none named)'!r} of provider "
+                f"{provider_name!r} has no price on this worker: add it to the worker's price table "
+                f"({PRICES_VARIABLE} or Registry(prices=...)), see docs/budgets.md"
+            )
 
     def _checked_spec(self, name: str, expected: str | None) -> ToolSpec:
         tool = self.registry.tools.get(name)
@@ -294,23 +321,26 @@ class AgentActivities:
                 raise to_application_error(err, record_failure(earlier, err)) from exc
             observed.finished(response)
         assistant = Message(role="assistant", content=list(response.content))
-        head, raw_ref = await self._io(self._record_response, inp, assistant, response.raw)
+        head, raw_ref, price = await self._io(self._record_response, inp, assistant, response, provider)
+        usage = response.usage if price is None else dataclasses.replace(response.usage, cost_usd=price.usd)
         return CallModelOutput(
-            response=LLMResponse(
-                stop_reason=response.stop_reason, content=list(response.content), usage=response.usage
-            ),
+            response=LLMResponse(stop_reason=response.stop_reason, content=list(response.content), usage=usage),
             head=head,
             raw_ref=raw_ref,
             attempt=activity.info().attempt,
             retried=earlier,
+            priced_as=price.source if price is not None else None,
         )
 
     def _record_response(
-        self, inp: CallModelInput, assistant: Message, raw: Any
-    ) -> tuple[ContentRef, ContentRef | None]:
-        """Store the extended transcript and the provider's raw response (one trip to the I/O pool)."""
+        self, inp: CallModelInput, assistant: Message, response: LLMResponse, provider: Any
+    ) -> tuple[ContentRef, ContentRef | None, Price | None]:
+        """Store the extended transcript and the provider's raw response, and price the call (one
+        trip to the I/O pool: the price catalogue loads on first use)."""
+        raw = response.raw
         raw_ref = self.store.put(json.dumps(raw, default=str).encode(), "application/json") if raw else None
-        return self.transcripts.append(inp.head, [*inp.append, assistant]), raw_ref
+        price = self.prices.price(response.usage, model_of(inp.model, provider), provider)
+        return self.transcripts.append(inp.head, [*inp.append, assistant]), raw_ref, price
 
     def _build_request(self, inp: CallModelInput) -> LLMRequest:
         transcript = self.transcripts.load(inp.head) + tuple(inp.append)

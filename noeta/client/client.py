@@ -71,7 +71,10 @@ from noeta.plugin import NoetaPlugin
 from noeta.protocols.event_log import EventEnvelope, Observer
 from noeta.protocols.messages import ImageBlock, LLMProvider, registry_name
 from noeta.protocols.names import (
+    BASE_SEARCH_ATTRIBUTES,
     QUERY_PENDING_APPROVALS,
+    SA_API_KEY,
+    SA_COST_USD,
     SA_STATUS,
     SEARCH_ATTRIBUTES,
     SIGNAL_CLOSE,
@@ -127,9 +130,10 @@ async def connect_temporal(
             await asyncio.sleep(0.2)
 
 
-_STATUS, _MODEL, _TURNS, _TOKENS_IN, _TOKENS_OUT = (
+_STATUS, _MODEL, _TURNS, _TOKENS_IN, _TOKENS_OUT, _COST_USD, _API_KEY = (
     search_attributes.STATUS, search_attributes.MODEL, search_attributes.TURNS,
-    search_attributes.TOKENS_IN, search_attributes.TOKENS_OUT,
+    search_attributes.TOKENS_IN, search_attributes.TOKENS_OUT, search_attributes.COST_USD,
+    search_attributes.API_KEY,
 )
 
 
@@ -146,23 +150,34 @@ class TaskSummary:
     tokens_in: int
     tokens_out: int
     started: datetime | None
+    cost_usd: float = 0.0
+    """US dollars so far (NoetaCostUSD; 0 when unpriced or on a cluster without it)."""
 
 
-def initial_search_attributes(options: Options) -> TypedSearchAttributes:
+def initial_search_attributes(options: Options, api_key_id: str | None = None) -> TypedSearchAttributes:
     pairs: list[SearchAttributePair[Any]] = [SearchAttributePair(_STATUS, "running"), SearchAttributePair(_TURNS, 0)]
     if options.model:
         pairs.append(SearchAttributePair(_MODEL, options.model))
+    if api_key_id:
+        pairs.append(SearchAttributePair(_API_KEY, api_key_id))
     return TypedSearchAttributes(pairs)
 
 
-async def search_attributes_registered(temporal: TemporalClient) -> bool:
+async def registered_search_attributes(temporal: TemporalClient) -> set[str]:
+    """Which of Noeta's search attributes the cluster has (empty when it cannot be asked)."""
     try:
         response = await temporal.operator_service.list_search_attributes(
             ListSearchAttributesRequest(namespace=temporal.namespace)
         )
     except RPCError:
-        return False  # e.g. no operator permission: run without them
-    return set(SEARCH_ATTRIBUTES) <= set(response.custom_attributes)
+        return set()  # e.g. no operator permission: run without them
+    return set(SEARCH_ATTRIBUTES) & set(response.custom_attributes)
+
+
+async def search_attributes_registered(temporal: TemporalClient) -> bool:
+    """Whether tasks can be indexed at all (the attributes of the first release are registered;
+    later ones, such as NoetaCostUSD, are used where present: ``noeta setup`` adds them)."""
+    return set(BASE_SEARCH_ATTRIBUTES) <= await registered_search_attributes(temporal)
 
 
 async def register_search_attributes(temporal: TemporalClient) -> list[str]:
@@ -221,7 +236,7 @@ class AsyncClient:
         self.observers = list(observers)
         """Called with every envelope of every task this client starts."""
         self._observing: dict[str, asyncio.Task[int]] = {}
-        self._indexed: bool | None = None
+        self._registered: set[str] | None = None
         self.content_store = content_store
         self.task_queue = task_queue
         self.server = server
@@ -268,8 +283,10 @@ class AsyncClient:
         workspace_dir: str | Path | None = None,
         provider_name: str | None = None,
         task_queue: str | None = None,
+        api_key_id: str | None = None,
     ) -> str:
-        """Start a task and return its id (the workflow id)."""
+        """Start a task and return its id (the workflow id). ``api_key_id``: the ``noeta serve`` key
+        that starts it, indexed as NoetaApiKey so the key's spend can be summed."""
         options = options or Options()
         if provider_name is None:
             if isinstance(options.provider, str):
@@ -290,7 +307,9 @@ class AsyncClient:
         )
         indexed = await self.indexed()
         if indexed:
-            task_input = dataclasses.replace(task_input, index=True)
+            task_input = dataclasses.replace(task_input, index=True, index_cost=await self.has_attribute(SA_COST_USD))
+        if api_key_id is not None and not await self.has_attribute(SA_API_KEY):
+            api_key_id = None  # an older cluster: `noeta setup` registers it
         await self.temporal.start_workflow(
             WORKFLOW_NAME,
             task_input,
@@ -301,7 +320,7 @@ class AsyncClient:
                 f"**provider** {provider_name} · **model** {options.model or 'default'} · "
                 f"**tools** {', '.join(task_input.tools) or 'none'} · **max_turns** {options.max_turns}"
             ),
-            search_attributes=initial_search_attributes(options) if indexed else None,
+            search_attributes=initial_search_attributes(options, api_key_id) if indexed else None,
         )
         observers = [*self.observers, *options.observers]
         if observers:
@@ -310,9 +329,14 @@ class AsyncClient:
 
     async def indexed(self) -> bool:
         """Whether the cluster has Noeta's search attributes registered (checked once)."""
-        if self._indexed is None:
-            self._indexed = await search_attributes_registered(self.temporal)
-        return self._indexed
+        if self._registered is None:
+            self._registered = await registered_search_attributes(self.temporal)
+        return set(BASE_SEARCH_ATTRIBUTES) <= self._registered
+
+    async def has_attribute(self, name: str) -> bool:
+        """Whether the cluster has this one of Noeta's search attributes (checked once)."""
+        await self.indexed()
+        return name in (self._registered or set())
 
     async def list_tasks(self, status: str | None = None, limit: int = 50) -> list[TaskSummary]:
         """Tasks on the cluster, newest first; ``status`` filters on NoetaStatus (or, without the
@@ -338,6 +362,7 @@ class AsyncClient:
                     tokens_in=attrs.get(_TOKENS_IN) or 0,
                     tokens_out=attrs.get(_TOKENS_OUT) or 0,
                     started=wf.start_time,
+                    cost_usd=attrs.get(_COST_USD) or 0.0,
                 )
             )
         return tasks

@@ -22,8 +22,12 @@ from noeta.client.config import Settings
 from noeta.context.content_channel import ContentKindSpec
 from noeta.context.content_store import ContentStore
 from noeta.errors import ConfigurationError, PayloadTooLargeError
+from noeta.mcp.config import is_remote, parse_server
+from noeta.pricing import PriceTable
+from noeta.protocols.budget import UsageLimits
 from noeta.protocols.event_log import Observer
 from noeta.protocols.hooks import Guard
+from noeta.protocols.mcp import McpServerConfig
 from noeta.protocols.messages import ImageBlock, LLMProvider, StreamDelta, registry_name
 from noeta.protocols.policy import Policy
 from noeta.protocols.resources import ResourceSpec
@@ -38,8 +42,6 @@ from noeta.protocols.task import (
     SubAgentSpec,
     TaskInput,
 )
-from noeta.mcp.config import is_remote, parse_server
-from noeta.protocols.mcp import McpServerConfig
 from noeta.protocols.tool import Tool, tool_fingerprint
 from noeta.protocols.validation import Validator, as_validator
 
@@ -140,6 +142,10 @@ class Options:
     subagents: Sequence["SubAgent"] = ()
     """Sub-agents the model may call like tools; each call runs a child task with the sub-agent's
     own options, and its answer (or structured data) is the call's result."""
+    limits: UsageLimits | None = None
+    """Ceilings on tokens, calls, time and cost for the whole task (continued runs and sub-agents
+    included), checked before every model and tool call; reaching one fails the task with
+    BudgetExceededError (docs/budgets.md)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_turns, int) or self.max_turns < 1:
@@ -181,6 +187,8 @@ class Options:
             )
         if self.max_history_events is not None and self.max_history_events < 20:
             raise ConfigurationError("max_history_events must be at least 20 (a step takes ~12 events)")
+        if self.limits is not None and not isinstance(self.limits, UsageLimits):
+            raise ConfigurationError(f"limits must be a UsageLimits, got {self.limits!r}")
         if self.approval_timeout_seconds <= 0:
             raise ConfigurationError("approval_timeout_seconds must be > 0")
         guard_names: set[str] = set()
@@ -347,6 +355,9 @@ class HostConfig:
     resources: Mapping[str, Any] = field(default_factory=dict)
     """Live objects by key for the in-process workers of ``query()`` (the process-wide default of
     this host; ``run_with`` and ``query(resources=...)`` add to it per run)."""
+    prices: PriceTable | None = None
+    """How in-process workers (``query()``) price model calls; None: ``NOETA_PRICES`` over the
+    genai-prices catalogue (docs/budgets.md)."""
 
     def store(self) -> ContentStore:
         return self.content_store or self.settings.content_store()
@@ -471,4 +482,5 @@ def task_input(
         scope=[ScopeLevel(task_id, check_scope(options.scope))] if options.scope else [],
         scope_schema=output_schema_spec(options.scope_schema, "scope_schema"),
         subagents=subagent_specs(options),
+        limits=options.limits if options.limits is not None and not options.limits.empty else None,
     )

@@ -19,17 +19,19 @@ from temporalio.api.failure.v1 import Failure
 from temporalio.api.history.v1 import HistoryEvent
 
 from noeta.protocols import event_log as ev
+from noeta.protocols.budget import Spend
 from noeta.protocols.hooks import GuardDecision, ProposedToolCall, combine
 from noeta.protocols.messages import Message, TextBlock, ToolResultBlock
 from noeta.protocols.names import (
     APPROVAL_TIMER_PREFIX,
+    BUDGET_WARNING_MEMO_KEY,
     CALL_MODEL,
     CHECK_GUARDS,
     INJECTED_MEMO_KEY,
     INVOKE_TOOL,
     PREPARE_TASK,
-    RESULT_MEMO_KEY,
     RELEASE_RESOURCES,
+    RESULT_MEMO_KEY,
     UPDATE_APPROVE,
     UPDATE_SEND_GOAL,
     VALIDATE_OUTPUT,
@@ -40,6 +42,7 @@ from noeta.protocols.task import (
     TASK_FATAL_TOOL_ERRORS,
     ApprovalInput,
     AttemptFailure,
+    BudgetWarningRecord,
     CallModelInput,
     CallModelOutput,
     CheckGuardsInput,
@@ -53,10 +56,10 @@ from noeta.protocols.task import (
     TaskResult,
     ValidateOutput,
     approval_timed_out,
-    subtask_output,
     denied_by_guard,
     finish_denied_feedback,
     not_approved,
+    subtask_output,
     tool_failed_text,
     validation_feedback,
 )
@@ -211,6 +214,7 @@ class Projector:
                 tools=list(task.tools),
                 max_turns=task.max_turns,
                 max_retries=task.max_retries,
+                limits=task.limits,
             ),
             "human",
             event,
@@ -539,6 +543,15 @@ class Projector:
             injected: list[Message] = _decode(fields[INJECTED_MEMO_KEY], list[Message])
             for message in injected:
                 self.messages([message], "host", event, None)
+        if BUDGET_WARNING_MEMO_KEY in fields:
+            warnings: list[BudgetWarningRecord] = _decode(fields[BUDGET_WARNING_MEMO_KEY], list[BudgetWarningRecord])
+            for warning in warnings:
+                self.emit(
+                    ev.BudgetWarning(limit=warning.limit, allowed=warning.allowed, used=warning.used),
+                    "engine",
+                    event,
+                    self.last_message_seq,
+                )
         if RESULT_MEMO_KEY not in fields:
             return
         result: TaskResult = _decode(fields[RESULT_MEMO_KEY], TaskResult)
@@ -606,6 +619,8 @@ class Projector:
                     event,
                     self.last_message_seq,
                 )
+            elif error_type == "BudgetExceededError":
+                self.emit_budget_exceeded(failure_details(failure), event)
             self.emit(ev.TaskFailed(reason=message, error_type=error_type), "engine", event, self.last_message_seq)
         elif t == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT:
             self.emit(ev.TaskFailed(reason="workflow timed out", error_type="TimeoutError"), "engine", event, None)
@@ -617,6 +632,22 @@ class Projector:
         elif t == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
             attrs = event.workflow_execution_continued_as_new_event_attributes
             self.emit(ev.TaskContinuedAsNew(new_run_id=attrs.new_execution_run_id or None), "engine", event, None)
+
+    def emit_budget_exceeded(self, details: dict[str, Any], event: HistoryEvent) -> None:
+        spend = Spend.from_details(details.get("spend")) or Spend()
+        self.emit(
+            ev.BudgetExceeded(
+                limit=str(details.get("limit", "")),
+                allowed=float(details.get("allowed", 0)),
+                used=float(details.get("used", 0)),
+                usage=spend.usage,
+                model_calls=spend.counts.model_calls,
+                tool_calls=spend.counts.tool_calls,
+            ),
+            "engine",
+            event,
+            self.last_message_seq,
+        )
 
     def begin_run(self) -> None:
         """A new run of the task starts (continue-as-new): ids in its history start over."""

@@ -38,17 +38,28 @@ from noeta.errors import (
     ConfigurationError,
     NoetaError,
     PayloadTooLargeError,
+    QuotaExceededError,
     ServerStartError,
     TaskNotFoundError,
     TaskNotOpenError,
 )
+from noeta.http.quotas import SpendQuotas, seconds_until_tomorrow
+from noeta.protocols.budget import UsageLimits
 from noeta.protocols.event_log import EventEnvelope
+from noeta.search_attributes import COST_USD as _COST_USD
 from noeta.search_attributes import MODEL as _MODEL
 from noeta.search_attributes import STATUS as _STATUS
 from noeta.search_attributes import TOKENS_IN as _TOKENS_IN
 from noeta.search_attributes import TOKENS_OUT as _TOKENS_OUT
 from noeta.search_attributes import TURNS as _TURNS
-from noeta.security.http_guard import DEFAULT_MAX_BODY, GuardConfig, RequestGuard
+from noeta.security.http_guard import (
+    ANONYMOUS_KEY_ID,
+    DEFAULT_MAX_BODY,
+    KEY_ID_STATE,
+    GuardConfig,
+    RequestGuard,
+    key_id,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -98,6 +109,7 @@ OPTION_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "mcp_servers": (lambda v: isinstance(v, dict), "an object of remote MCP server configurations"),
     "scope": (lambda v: isinstance(v, dict), "a JSON object (the task's equip_scope data)"),
     "scope_schema": (lambda v: isinstance(v, dict), "a JSON Schema object the scope must satisfy"),
+    "limits": (lambda v: isinstance(v, dict), "a JSON object of usage limits (docs/budgets.md)"),
 }
 _START_FIELDS = {"goal", "keep_open", "task_id", "task_queue", "options"}
 _GOAL_FIELDS = {"goal"}
@@ -147,6 +159,8 @@ def error_status(err: NoetaError) -> int:
         return 404
     if isinstance(err, ServerStartError):
         return 503
+    if isinstance(err, QuotaExceededError):
+        return 429
     # TaskNotOpenError, and every error a task or goal failed with (AttemptsExhaustedError,
     # ProviderError, TaskFailedError, TaskCancelledError, ToolNotRegisteredError...).
     return 409
@@ -164,7 +178,8 @@ _RPC_STATUS = {
 
 async def _on_noeta_error(request: Request, err: Exception) -> Response:
     assert isinstance(err, NoetaError)
-    return JSONResponse(error_body(err), status_code=error_status(err))
+    headers = {"Retry-After": str(seconds_until_tomorrow())} if isinstance(err, QuotaExceededError) else None
+    return JSONResponse(error_body(err), status_code=error_status(err), headers=headers)
 
 
 async def _on_http_error(request: Request, err: Exception) -> Response:
@@ -239,6 +254,8 @@ def options_from_json(raw: Any) -> Options:
         check, expected = OPTION_FIELDS[key]
         if not check(value):
             raise ConfigurationError(f"options.{key} must be {expected}, got {value!r}")
+    if "limits" in allowed:
+        allowed["limits"] = UsageLimits.from_dict(allowed["limits"])
     return Options(**allowed)
 
 
@@ -350,14 +367,23 @@ async def sse_stream(
 
 
 def create_app(
-    client: AsyncClient, *, keepalive_seconds: float = KEEPALIVE_SECONDS, guard: GuardConfig | None = None
+    client: AsyncClient,
+    *,
+    keepalive_seconds: float = KEEPALIVE_SECONDS,
+    guard: GuardConfig | None = None,
+    quotas: SpendQuotas | None = None,
 ) -> Starlette:
     """The HTTP API over ``client`` (see docs/http.md). ``keepalive_seconds``: silence after which
     an SSE stream gets a ``: keep-alive`` comment. ``guard``: authentication and request checks
-    (default: from the environment, ``GuardConfig.from_env()``)."""
+    (default: from the environment, ``GuardConfig.from_env()``). ``quotas``: spend quotas per API
+    key and per task (default: ``SpendQuotas.from_env()``, docs/budgets.md)."""
     if keepalive_seconds <= 0:
         raise ConfigurationError("keepalive_seconds must be > 0")
     guard = guard or GuardConfig.from_env()
+    quotas = quotas or SpendQuotas.from_env()
+
+    def key_of(request: Request) -> str:
+        return getattr(request.state, KEY_ID_STATE, ANONYMOUS_KEY_ID)
 
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -394,7 +420,11 @@ def create_app(
         if task_id is not None and "/" in task_id:
             raise ConfigurationError("task_id must not contain '/' (it is part of the task's URLs)")
         task_queue = _optional_str(data, "task_queue")
-        task_id = await client.start(goal, options, task_id=task_id, keep_open=keep_open, task_queue=task_queue)
+        key = key_of(request)
+        options = quotas.cap(options, await quotas.admit(client, key))  # 429 once the key's quota is spent
+        task_id = await client.start(
+            goal, options, task_id=task_id, keep_open=keep_open, task_queue=task_queue, api_key_id=key
+        )
         return JSONResponse({"task_id": task_id}, status_code=201)
 
     async def list_tasks(request: Request) -> Response:
@@ -417,6 +447,7 @@ def create_app(
             "turns": attrs.get(_TURNS) or 0,
             "tokens_in": attrs.get(_TOKENS_IN) or 0,
             "tokens_out": attrs.get(_TOKENS_OUT) or 0,
+            "cost_usd": attrs.get(_COST_USD) or 0.0,
             "started": desc.start_time,
             "closed": desc.close_time,
             "result": None,
@@ -431,11 +462,13 @@ def create_app(
             else:
                 body["status"] = result.status
                 body["result"] = result
+                body["cost_usd"] = result.usage.cost_usd
         return JSONResponse(to_jsonable_python(body))
 
     async def send_goal(request: Request) -> Response:
         task_id = request.path_params["task_id"]
         goal = _goal(await read_json_object(request, _GOAL_FIELDS))
+        await quotas.admit(client, key_of(request))
         try:
             result = await client.send_goal(task_id, goal)
         except TaskNotOpenError:
@@ -538,6 +571,7 @@ async def serve(
     keepalive_seconds: float = KEEPALIVE_SECONDS,
     log_level: str = "info",
     guard: GuardConfig | None = None,
+    quotas: SpendQuotas | None = None,
 ) -> None:
     """Run the HTTP API with uvicorn; returns when the server stops (Ctrl-C / SIGTERM, or when the
     calling task is cancelled: the server then shuts down before the cancellation propagates).
@@ -547,8 +581,13 @@ async def serve(
     guard.check_bind(host, allow_unauthenticated=os.environ.get("NOETA_ALLOW_UNAUTHENTICATED") == "1")
     if not guard.api_keys:
         logger.warning("noeta serve has no API keys (NOETA_API_KEYS): any local process can use it")
+    quotas = quotas or SpendQuotas.from_env()
+    await quotas.check_cluster(client)
+    if quotas.active:
+        # Key ids (hash prefixes), so an operator can give a key its own quota (NOETA_KEY_QUOTAS).
+        logger.info("spend quotas on; API key ids: %s", ", ".join(key_id(k) for k in guard.api_keys) or "anonymous")
     config = uvicorn.Config(
-        create_app(client, keepalive_seconds=keepalive_seconds, guard=guard),
+        create_app(client, keepalive_seconds=keepalive_seconds, guard=guard, quotas=quotas),
         host=host,
         port=port,
         log_level=log_level,

@@ -30,6 +30,8 @@ SubtaskSpawned               a child agent was started for a subtask (or a decla
 SubtaskCompleted             the child agent ended (answer or failure, usage, structured data)
 ValidationFailed             the final answer failed its schema or a validator; the model is re-prompted
 AttemptsExhausted            every attempt allowed by max_retries failed (issues, last failure type)
+BudgetWarning                a usage limit reached its warning fraction (limit, allowed, used)
+BudgetExceeded               a usage limit stopped the task before the call that would pass it
 TaskCompleted                a goal ended with an answer (status completed or failed)
 TaskFailed                   the workflow failed with an error
 TaskCancelled                the task was cancelled
@@ -44,6 +46,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Callable, Literal
 
+from noeta.protocols.budget import UsageLimits
 from noeta.protocols.messages import Message, Usage
 from noeta.protocols.scope import ScopeLevel
 
@@ -58,6 +61,8 @@ class TaskCreated:
     tools: list[str]
     max_turns: int
     max_retries: int
+    limits: UsageLimits | None = None
+    """The task's usage limits (docs/budgets.md)."""
 
 
 @dataclass(frozen=True)
@@ -272,6 +277,26 @@ class AttemptsExhausted:
 
 
 @dataclass(frozen=True)
+class BudgetWarning:
+    limit: str
+    """The UsageLimits field, e.g. ``max_cost_usd`` or ``max_tool_calls_per_tool[search]``."""
+    allowed: float
+    used: float
+
+
+@dataclass(frozen=True)
+class BudgetExceeded:
+    limit: str
+    allowed: float
+    used: float
+    """The task's total when it stopped (the call that would pass the limit was never made)."""
+    usage: Usage
+    """Tokens and cost of the task then, sub-agents included."""
+    model_calls: int = 0
+    tool_calls: int = 0
+
+
+@dataclass(frozen=True)
 class TaskCompleted:
     answer: str
     status: Literal["completed", "failed"]
@@ -317,6 +342,8 @@ EventPayload = (
     | ToolCallFailed
     | ValidationFailed
     | AttemptsExhausted
+    | BudgetWarning
+    | BudgetExceeded
     | SubtaskSpawned
     | SubtaskCompleted
     | TaskCompleted
@@ -351,6 +378,8 @@ EVENT_TYPES: dict[str, type] = {
         ToolCallFailed,
         ValidationFailed,
         AttemptsExhausted,
+        BudgetWarning,
+        BudgetExceeded,
         SubtaskSpawned,
         SubtaskCompleted,
         TaskCompleted,

@@ -130,6 +130,9 @@ class Usage:
     """Generated tokens."""
     reasoning_tokens: int = 0
     """Thinking tokens, where the provider reports them."""
+    cost_usd: float = 0.0
+    """What these tokens cost in US dollars, priced by the worker's price table when the call
+    finished (0 when the model has no price; see docs/budgets.md). Providers leave it at 0."""
 
     @property
     def input(self) -> int:
@@ -147,6 +150,7 @@ class Usage:
             cache_write=self.cache_write + other.cache_write,
             output=self.output + other.output,
             reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
+            cost_usd=self.cost_usd + other.cost_usd,
         )
 
 

@@ -30,6 +30,8 @@ QUERY_PROGRESS = "progress"
 RESULT_MEMO_KEY = "noeta.result"
 #: Memo key under which the workflow records injected messages at the step they enter the transcript.
 INJECTED_MEMO_KEY = "noeta.injected"
+#: Memo key under which the workflow records a limit reaching its warning fraction.
+BUDGET_WARNING_MEMO_KEY = "noeta.budget_warning"
 
 #: Redis pub/sub channels of streamed deltas: ``{prefix}{namespace}:{task_id}``.
 DELTA_CHANNEL_PREFIX = "noeta:deltas:"
@@ -47,6 +49,10 @@ SA_MODEL = "NoetaModel"
 SA_TURNS = "NoetaTurns"
 SA_TOKENS_IN = "NoetaTokensIn"
 SA_TOKENS_OUT = "NoetaTokensOut"
+SA_COST_USD = "NoetaCostUSD"
+"""The task's cost so far in US dollars (sub-agents included once they end)."""
+SA_API_KEY = "NoetaApiKey"
+"""Id of the ``noeta serve`` API key that started the task (a hash prefix, never the key)."""
 #: name -> Temporal type, for registering them on a cluster.
 SEARCH_ATTRIBUTES = {
     SA_STATUS: "Keyword",
@@ -54,7 +60,11 @@ SEARCH_ATTRIBUTES = {
     SA_TURNS: "Int",
     SA_TOKENS_IN: "Int",
     SA_TOKENS_OUT: "Int",
+    SA_COST_USD: "Double",
+    SA_API_KEY: "Keyword",
 }
+#: The attributes a task is indexed with at all; the rest came later and are used where registered.
+BASE_SEARCH_ATTRIBUTES = (SA_STATUS, SA_MODEL, SA_TURNS, SA_TOKENS_IN, SA_TOKENS_OUT)
 
 #: ``workflow.patched`` ids, one per change to AgentWorkflow's command sequence; histories recorded
 #: before a change replay along the old path (tests/histories/). Never rename or reuse one.
@@ -64,6 +74,9 @@ PATCH_LEAN_STEPS = "lean-steps"
 """prepare_task runs as a local activity (one marker event instead of an activity and a workflow
 task); turn and token search attributes are upserted at most every INDEX_INTERVAL_SECONDS and with
 every status change, instead of after every model call."""
+PATCH_BUDGETS = "budgets"
+"""Tasks with usage limits record a memo (BUDGET_WARNING_MEMO_KEY) when a limit reaches its warning
+fraction. Called only on that path: tasks without limits never record this patch."""
 INDEX_INTERVAL_SECONDS = 10.0
 PATCH_TASK_RESOURCES = "task-resources"
 """A task that owns task-scoped resources ends with a release_resources local activity (also when

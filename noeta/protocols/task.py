@@ -9,6 +9,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from noeta.protocols.budget import CallCounts, UsageLimits
 from noeta.protocols.hooks import GuardDecision, ProposedAction
 from noeta.protocols.mcp import McpServerConfig, McpTarget
 from noeta.protocols.messages import ContentRef, ImageBlock, LLMResponse, Message, Usage
@@ -144,6 +145,12 @@ class Carry:
     """Task-scoped resources this task owns (released by its final step)."""
     agents_ref: ContentRef | None = None
     """The declared sub-agents as tool definitions for the model (stored once by prepare)."""
+    counts: CallCounts = field(default_factory=CallCounts)
+    """Model and tool calls of the task (sub-agents included), as ``usage`` is for tokens."""
+    goal_started: float | None = None
+    """When the current goal started (workflow time, epoch seconds); set for tasks with limits."""
+    budget_warned: list[str] = field(default_factory=list)
+    """Limits whose BudgetWarning has been recorded (each is recorded once)."""
 
 
 @dataclass(frozen=True)
@@ -215,6 +222,11 @@ class TaskInput:
     """The scope the task requires, checked before its first model call."""
     subagents: list["SubAgentSpec"] = field(default_factory=list)
     """Sub-agents the model may call as tools; each runs as a child task."""
+    limits: UsageLimits | None = None
+    """Checked before every model call, tool round and subtask (noeta.workflows.budget); a sub-agent
+    gets what is left of its parent's."""
+    index_cost: bool = False
+    """Also keep NoetaCostUSD up to date (the cluster has it registered)."""
     carry: "Carry | None" = None
     """Set on runs after the first: where the previous run left off."""
 
@@ -253,6 +265,17 @@ class TaskResult:
     goal_index: int = 0
     data: Any = None
     """The validated structured output (JSON values) when the task has an output schema."""
+    counts: CallCounts = field(default_factory=CallCounts)
+    """Model and tool calls of the whole task so far (sub-agents included)."""
+
+
+@dataclass(frozen=True)
+class BudgetWarningRecord:
+    """A limit reached its warning fraction (recorded once per limit, projected as BudgetWarning)."""
+
+    limit: str
+    allowed: float
+    used: float
 
 
 @dataclass(frozen=True)
@@ -281,6 +304,9 @@ class PrepareInput:
     scope_schema: OutputSchema | None = None
     agents: list[dict[str, Any]] = field(default_factory=list)
     """Tool definitions of the declared sub-agents, stored for the model calls."""
+    priced_provider: str | None = None
+    """Set when the task has a cost limit: the worker checks that this provider's model has a price."""
+    priced_model: str | None = None
 
 
 @dataclass(frozen=True)
@@ -331,6 +357,9 @@ class CallModelOutput:
     attempt: int = 1
     retried: list[AttemptFailure] = field(default_factory=list)
     """Failures of the earlier attempts of this call."""
+    priced_as: str | None = None
+    """Where ``response.usage.cost_usd`` came from (``prices:<model>`` for the worker's own table,
+    ``genai-prices:<provider>/<model>``); None: the model has no price and the cost is 0."""
 
 
 @dataclass(frozen=True)

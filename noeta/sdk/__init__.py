@@ -19,11 +19,13 @@ from noeta.context.content_channel import ContentKindSpec
 from noeta.context.content_store import ContentStore, LocalContentStore
 from noeta.errors import (
     AttemptsExhaustedError,
+    BudgetExceededError,
     ConfigurationError,
     ContextLengthError,
     NoetaError,
     PayloadTooLargeError,
     ProviderError,
+    QuotaExceededError,
     ResourceError,
     ResourceNotFoundError,
     ScopeError,
@@ -35,11 +37,13 @@ from noeta.errors import (
     ToolNotRegisteredError,
     ToolRetryableError,
 )
+from noeta.pricing import ModelPrice, PriceTable
 from noeta.protocols import *  # noqa: F403  (the seed types, re-exported)
 from noeta.protocols import __all__ as _protocol_names
-from noeta.protocols.task import TaskResult
+from noeta.protocols.budget import CallCounts, UsageLimits
 from noeta.protocols.resources import ResourceCall, ResourceSpec, equip_resource
 from noeta.protocols.scope import equip_scope
+from noeta.protocols.task import TaskResult
 from noeta.protocols.validation import Validator, expect_validator
 from noeta.resources.context import expect_resource, expect_scope, run_with
 from noeta.resources.instrument import ObservedCall, instrument
@@ -60,7 +64,8 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     *_protocol_names,
-    "AssistantMessage", "AsyncClient", "AttemptsExhaustedError", "Client", "ConfigurationError",
+    "AssistantMessage", "AsyncClient", "AttemptsExhaustedError", "BudgetExceededError", "CallCounts", "Client",
+    "ConfigurationError", "ModelPrice", "PriceTable", "QuotaExceededError", "UsageLimits",
     "ContentKindSpec", "ContentStore", "ContextLengthError", "DecoratedTool", "HostConfig",
     "InjectedMessage", "LocalContentStore", "MemoryStore", "NoetaError", "Options",
     "PayloadTooLargeError", "ProviderError", "QueryResult", "Registry", "Result", "SdkMcpServer",

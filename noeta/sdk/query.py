@@ -19,11 +19,12 @@ from typing import Any
 from pydantic import BaseModel
 
 from noeta.client.client import AsyncClient
-from noeta.client.messages import ViewItem, as_messages
 from noeta.client.config import Settings
+from noeta.client.messages import ViewItem, as_messages
 from noeta.client.options import HostConfig, Options
 from noeta.context.content_store import ContentStore
 from noeta.errors import ConfigurationError
+from noeta.protocols.budget import CallCounts
 from noeta.protocols.event_log import EventEnvelope
 from noeta.protocols.messages import ImageBlock, LLMProvider, Usage
 from noeta.protocols.names import MEMORY_RESOURCE
@@ -37,6 +38,7 @@ class QueryResult:
     status: str
     """"completed" or "failed" (then ``answer()`` is the reason)."""
     usage: Usage
+    """Tokens and cost (``usage.cost_usd``) of the whole task, sub-agents included."""
     turns: int
     events: list[EventEnvelope] = field(repr=False)
     content_store: ContentStore = field(repr=False)
@@ -44,6 +46,13 @@ class QueryResult:
     """The validated structured output: an instance of ``Options.output_schema`` when that is a
     pydantic model, the JSON value when it is a JSON Schema dict, else None."""
     _answer: str = field(repr=False, default="")
+    counts: CallCounts = field(default_factory=CallCounts)
+    """Model and tool calls of the whole task, sub-agents included."""
+
+    @property
+    def cost_usd(self) -> float:
+        """What the task cost in US dollars (0 when its model has no price; docs/budgets.md)."""
+        return self.usage.cost_usd
 
     def answer(self) -> str:
         return self._answer
@@ -119,6 +128,7 @@ async def aquery(
     # The in-process worker hands deltas to the sink itself (all of them before the result returns);
     # the client does not subscribe to the broker as well.
     registry.delta_sink = host.delta_sink
+    registry.prices = host.prices
     client = await AsyncClient.connect(dataclasses.replace(host, content_store=store, delta_sink=None))
     task_queue = f"noeta-query-{uuid.uuid4().hex[:12]}"
     async with build_worker(client.temporal, registry, task_queue):
@@ -145,6 +155,7 @@ async def aquery(
         content_store=store,
         data=structured_data(options, result.data),
         _answer=result.answer,
+        counts=result.counts,
     )
 
 

@@ -15,6 +15,7 @@ load balancers probe them by IP address.
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
 import logging
@@ -106,6 +107,17 @@ def _csv(value: str | None) -> tuple[str, ...]:
     return tuple(v.strip() for v in (value or "").split(",") if v.strip())
 
 
+#: Where the guard leaves the id of the request's API key for the app (``request.state``).
+KEY_ID_STATE = "noeta_api_key_id"
+#: The key id of requests to a server without API keys.
+ANONYMOUS_KEY_ID = "anonymous"
+
+
+def key_id(key: str) -> str:
+    """A key's public name: a hash prefix, safe to log, index and put in a quota table."""
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
 def key_matches(presented: str, keys: Iterable[str]) -> bool:
     """Constant-time comparison against every key (no early exit that would leak which matched)."""
     found = False
@@ -144,6 +156,10 @@ class RequestGuard:
         if self.config.api_keys and not key_matches(_credential(headers), self.config.api_keys):
             await _reply(send, 401, "Unauthorized", "a valid API key is required", [(b"www-authenticate", b"Bearer"), *cors])
             return
+        # Which key this request spends for (its daily quota, docs/budgets.md).
+        scope.setdefault("state", {})[KEY_ID_STATE] = (
+            key_id(_credential(headers)) if self.config.api_keys else ANONYMOUS_KEY_ID
+        )
         length = headers.get("content-length", "")
         if length.isdigit() and int(length) > self.config.max_body_bytes:
             await _reply(send, 413, "PayloadTooLargeError", f"request body is over {self.config.max_body_bytes} bytes", cors)

@@ -39,6 +39,7 @@ from noeta.protocols.names import (
     WORKFLOW_NAME,
 )
 from noeta.protocols.policy import Policy
+from noeta.protocols.scope import merge_scopes
 from noeta.protocols.step_context import StepContext
 from noeta.protocols.task import (
     CONFIGURATION_ERRORS,
@@ -64,11 +65,11 @@ from noeta.protocols.task import (
     tool_failed_text,
     validation_feedback,
 )
-from noeta.protocols.scope import merge_scopes
 from noeta.protocols.tool import ToolResult, ToolSpec
 from noeta.protocols.view import View
 from noeta.workflows import steps
 from noeta.workflows.approvals import Approvals
+from noeta.workflows.budget import Budget, count_model_call, count_tool_calls, spend_of, with_spend
 from noeta.workflows.failures import (
     attempts_exhausted,
     failure_message,
@@ -97,6 +98,7 @@ def run_state(task: TaskInput) -> Carry:
         goal_queue=list(carry.goal_queue),
         goal_ids=dict(carry.goal_ids),
         recent_results=dict(carry.recent_results),
+        budget_warned=list(carry.budget_warned),
     )
 
 
@@ -110,7 +112,8 @@ class AgentWorkflow:
         self._transcript: list[Message] = []  # the stored transcript (loaded on resume) + pending
         self._tools: dict[str, ToolSpec] = {spec.name: spec for spec in self._state.tools}
         self._approvals = Approvals()
-        self._index = SearchIndex(task.index)
+        self._index = SearchIndex(task.index, task.index_cost)
+        self._budget = Budget(task.limits, self._state) if task.limits is not None else None
         self._finish_refusals = 0  # in the current goal (and run)
         self._last_refusal = ""
         self._ctx: StepContext | None = None
@@ -160,6 +163,7 @@ class AgentWorkflow:
             "turns": self._state.total_turns,
             "messages": len(self._transcript),
             "usage": self._state.usage,
+            "counts": self._state.counts,
             "goals_done": len(self._state.recent_results),
         }
 
@@ -197,8 +201,11 @@ class AgentWorkflow:
                 raise asyncio.CancelledError(str(err.cause)) from err
             self._update_index("failed")
             raise
-        except ApplicationError:
+        except ApplicationError as err:
             self._update_index("failed")
+            failure = with_spend(err, spend_of(self._state)) if self._budget is not None else err
+            if failure is not err:  # a parent adds a failed sub-agent's spend to its own
+                raise failure from err
             raise
 
     async def _run(self, task: TaskInput) -> TaskResult:
@@ -312,6 +319,8 @@ class AgentWorkflow:
             state.turn = 0
             state.validation_issues = []
             self._finish_refusals = 0
+            if self._budget is not None:
+                self._budget.goal_started()
         while True:
             if self._should_continue_as_new():
                 self._continue_as_new(index, in_goal=True)
@@ -350,12 +359,16 @@ class AgentWorkflow:
                     )
                 await self._call_model(decision)
             elif isinstance(decision, CallTools):
+                names = [c.tool_name for c in decision.calls]
+                if self._budget is not None:
+                    self._budget.check(tools=names)
                 verdicts = await self._check_guards(
                     [
                         ProposedToolCall(c.call_id, c.tool_name, c.arguments, self._risk(c.tool_name))
                         for c in decision.calls
                     ]
                 )
+                count_tool_calls(state, names)
                 results = await asyncio.gather(
                     *(self._guarded_tool(c, verdicts.get(c.call_id)) for c in decision.calls)
                 )
@@ -363,6 +376,8 @@ class AgentWorkflow:
                 for _, memories in results:  # recalled by the memory tool: the engine's context
                     for text in memories:
                         self._append(Message(role="user", content=[TextBlock(text=text)], origin="memory"))
+                if self._budget is not None:
+                    self._budget.warn()
             elif isinstance(decision, SpawnSubtask):
                 refusal = spawn_problem(self._task, decision)
                 if refusal is None:
@@ -371,6 +386,8 @@ class AgentWorkflow:
                     )
                     refusal = await self._refusal(ProposedSpawnSubtask(decision.call_id, decision.goal), verdict)
                 if refusal is None:
+                    if self._budget is not None:
+                        self._budget.check()
                     block = await self._spawn(ctx, decision)
                 else:  # recorded like a rejected tool call named "subtask" (or the sub-agent's name)
                     block, _ = await self._invoke_tool(
@@ -397,6 +414,7 @@ class AgentWorkflow:
             turns=self._state.turn,
             goal_index=index,
             data=data,
+            counts=self._state.counts,
         )
         # Recorded in history (and shown in the UI's memo) so every goal's outcome is projectable.
         workflow.upsert_memo({RESULT_MEMO_KEY: result})
@@ -454,6 +472,8 @@ class AgentWorkflow:
         refusal = await self._refusal(
             ProposedToolCall(call.call_id, call.tool_name, call.arguments, self._risk(call.tool_name)), verdict
         )
+        if refusal is None and verdict is not None and self._budget is not None:
+            self._budget.check()  # a human may have taken longer than the goal's time limit allows
         return await self._invoke_tool(call, reject=refusal)
 
     async def _finish_allowed(self, decision: Finish, index: int) -> bool:
@@ -502,6 +522,11 @@ class AgentWorkflow:
 
     async def _call_model(self, decision: CallModel) -> None:
         task, state = self._task, self._state
+        budget = self._budget
+        max_tokens = decision.max_tokens or task.max_tokens
+        if budget is not None:
+            budget.check(model_calls=1)
+            max_tokens = budget.max_tokens(max_tokens)
         state.turn += 1
         state.total_turns += 1
         request = CallModelInput(
@@ -514,7 +539,7 @@ class AgentWorkflow:
             tools=decision.tools if decision.tools is not None else [*self._tools, *(a.name for a in task.subagents)],
             turn=state.total_turns,
             temperature=decision.temperature if decision.temperature is not None else task.temperature,
-            max_tokens=decision.max_tokens or task.max_tokens,
+            max_tokens=max_tokens,
             output_schema_ref=state.output_schema_ref,
             volatile_ref=state.volatile_ref,
             thinking=task.thinking,
@@ -527,7 +552,10 @@ class AgentWorkflow:
         state.pending.clear()
         self._transcript.append(Message(role="assistant", content=out.response.content))
         state.usage = state.usage + out.response.usage
+        count_model_call(state)
         self._update_index()
+        if budget is not None:
+            budget.warn()
 
     async def _invoke_tool(self, call: ToolUseBlock, reject: str | None = None) -> tuple[ToolResultBlock, list[str]]:
         """Run one tool call; with ``reject`` (or an unknown tool) the call is recorded as refused.
@@ -577,15 +605,27 @@ class AgentWorkflow:
     async def _spawn(self, ctx: StepContext, spawn: SpawnSubtask) -> ToolResultBlock:
         child_id = f"{ctx.task_id}/sub/{spawn.call_id}"
         child = child_task(self._task, self._state, ctx, spawn, child_id)
+        # What is left of this task's limits (within a declared agent's own); its spend comes back
+        # with its result, or in its failure.
+        child = dataclasses.replace(
+            child,
+            index_cost=self._task.index_cost,
+            limits=self._budget.child_limits(child.limits) if self._budget is not None else child.limits,
+        )
         try:
             result = await steps.run_subtask(child, child_id, spawn.goal)
         except ChildWorkflowError as err:
             raise_if_cancelled(err)  # the parent is being cancelled: so is the task, not just the child
             cause = err.cause
+            if self._budget is not None and isinstance(cause, ApplicationError) and cause.details:
+                self._budget.add_child_failure(cause.details[0])  # raises when its budget ran out
             if isinstance(cause, ApplicationError) and cause.type in CONFIGURATION_ERRORS:
                 raise typed_task_error(cause) from err  # a missing resource, a bad scope: ours to fix
             return ToolResultBlock(call_id=spawn.call_id, output=None, success=False, error=failure_message(err))
         self._state.usage = self._state.usage + result.usage
+        self._state.counts = self._state.counts + result.counts
+        if self._budget is not None:
+            self._budget.warn()
         return ToolResultBlock(
             call_id=spawn.call_id,
             output=subtask_output(result) if result.status == "completed" else result.answer,

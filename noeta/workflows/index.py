@@ -10,15 +10,17 @@ from temporalio.common import SearchAttributeUpdate
 
 from noeta.protocols.messages import Usage
 from noeta.protocols.names import INDEX_INTERVAL_SECONDS, PATCH_LEAN_STEPS
-from noeta.search_attributes import STATUS, TOKENS_IN, TOKENS_OUT, TURNS
+from noeta.search_attributes import COST_USD, STATUS, TOKENS_IN, TOKENS_OUT, TURNS
 
 
 class SearchIndex:
     """Each upsert is a history event: counters alone are refreshed at most every
     INDEX_INTERVAL_SECONDS, and with every status change (including the final one)."""
 
-    def __init__(self, enabled: bool) -> None:
+    def __init__(self, enabled: bool, cost: bool = False) -> None:
         self.enabled = enabled
+        self.cost = cost
+        """Also NoetaCostUSD (registered later than the others: only tasks whose starter saw it)."""
         self._indexed_at: datetime | None = None
 
     def update(self, turns: int, usage: Usage, status: str | None = None) -> None:
@@ -34,6 +36,8 @@ class SearchIndex:
         updates: list[SearchAttributeUpdate[Any]] = [
             TURNS.value_set(turns), TOKENS_IN.value_set(usage.input), TOKENS_OUT.value_set(usage.output)
         ]
+        if self.cost and usage.cost_usd:
+            updates.append(COST_USD.value_set(usage.cost_usd))
         if status is not None:
             updates.append(STATUS.value_set(status))
         workflow.upsert_search_attributes(updates)

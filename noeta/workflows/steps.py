@@ -23,6 +23,7 @@ from noeta.protocols.names import (
     VALIDATE_OUTPUT,
     WORKFLOW_NAME,
 )
+from noeta.protocols.scope import merge_scopes
 from noeta.protocols.task import (
     DEFAULT_HEARTBEAT_SECONDS,
     TASK_FATAL_TOOL_ERRORS,
@@ -39,12 +40,11 @@ from noeta.protocols.task import (
     ReleaseInput,
     ReleaseOutput,
     TaskInput,
-    subagent_tool,
     TaskResult,
     ValidateInput,
     ValidateOutput,
+    subagent_tool,
 )
-from noeta.protocols.scope import merge_scopes
 from noeta.protocols.tool import ToolSpec
 from noeta.workflows.failures import provider_failure, raise_if_cancelled, typed_task_error
 
@@ -80,7 +80,9 @@ def tool_retries(task: TaskInput) -> int:
 
 
 async def prepare(task: TaskInput) -> PrepareOutput:
-    """Check the task's tools, validators and guards against this worker; store the system prompt."""
+    """Check the task's tools, validators and guards against this worker (and, with a cost limit,
+    that its model has a price); store the system prompt."""
+    priced = task.limits is not None and task.limits.max_cost_usd is not None
     inp = PrepareInput(
         task_id=workflow.info().workflow_id,
         tools=task.tools,
@@ -96,6 +98,8 @@ async def prepare(task: TaskInput) -> PrepareOutput:
         scope=merge_scopes(task.scope),
         scope_schema=task.scope_schema,
         agents=[subagent_tool(a.name, a.description) for a in task.subagents],
+        priced_provider=task.provider if priced else None,
+        priced_model=task.model if priced else None,
     )
     retries = retry_policy(task.max_retries, TASK_FATAL_TOOL_ERRORS)
     summary = f"prepare: {len(task.tools)} tool(s)" + (

@@ -25,12 +25,14 @@ from noeta.client.events import first_run_id
 from noeta.client.options import HostConfig, Options
 from noeta.context.content_store import LocalContentStore
 from noeta.errors import NoetaError, ProviderError
+from noeta.pricing import ModelPrice, PriceTable
+from noeta.protocols.budget import UsageLimits
 from noeta.protocols.validation import expect_validator
 from noeta.sdk.query import registry_for
 from noeta.sdk.testing import FakeLLMProvider
 from noeta.worker import Registry, build_worker
 from tests.support.mcp_server import running_http_server
-from tests.support.policies import DelegatingPolicy
+from tests.support.policies import DelegatingPolicy, ThinkThenDelegate
 from tests.support.resources import delegate_to_reader, resources_options
 from tests.support.scripts import call, say
 from tests.support.tools import add, big_output, boom
@@ -57,6 +59,13 @@ def _fail_once(request):
 def _count_to_four(request):
     done = sum(1 for m in request.messages for b in m.content if getattr(b, "type", "") == "tool_result")
     return call((f"c{done}", "add", {"a": done, "b": 1})) if done < 4 else say(f"counted to {done}")
+
+
+def _delegate_then_add(request):
+    """The parent answers in text; its sub-agent adds until a limit stops it."""
+    if request.messages[0].text.startswith("sub:"):
+        return _count_to_four(request)
+    return say("let me delegate")
 
 
 def positive_n(data) -> bool | str:
@@ -123,6 +132,24 @@ SCENARIOS = {
         FakeLLMProvider(responder=counting_goal),
         dict(goal="first", options=Options(allowed_tools=[add], max_history_events=40), keep_open=True, more=["count"]),
     ),
+    "budget_subtask": (
+        FakeLLMProvider(responder=_delegate_then_add),
+        dict(
+            goal="big job",
+            options=Options(policy=ThinkThenDelegate(), allowed_tools=[add], limits=UsageLimits(max_model_calls=3)),
+        ),
+    ),
+    "budget_cost": (
+        FakeLLMProvider(responder=_count_to_four),
+        dict(
+            goal="count",
+            options=Options(
+                model="house-model", allowed_tools=[add], max_history_events=30,
+                limits=UsageLimits(max_cost_usd=0.01, max_tool_calls_per_tool={"add": 10}),
+            ),
+            prices=PriceTable({"house-model": ModelPrice(input_per_mtok=100, output_per_mtok=1000)}),
+        ),
+    ),
     "provider_retried": (
         FakeLLMProvider(responder=_fail_once),
         dict(goal="retry once", options=Options(max_retries=2)),
@@ -168,6 +195,7 @@ async def record(names: list[str], into: Path = HERE) -> None:
                     options: Options = spec["options"](url) if made else spec["options"]
                     registry = registry_for(options, store)
                     registry.add_provider(provider)
+                    registry.prices = spec.get("prices")
                     task_id = await run_scenario(client, registry, name, spec, options)
                 runs = await run_histories(client, task_id)
                 for number, history in enumerate(runs, start=1):

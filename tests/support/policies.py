@@ -73,3 +73,15 @@ class ScopedDelegatingPolicy:
         if not results:
             return SpawnSubtask(goal="read the tenant", call_id="s1", scope={"tenantId": "7"})
         return Finish(answer=str(results[0].output))
+@dataclass(frozen=True)
+class ThinkThenDelegate:
+    """Calls the model once, then hands the goal to a subtask (which runs the default policy),
+    then finishes with the subtask's answer or failure."""
+
+    def decide(self, ctx: StepContext, view: View) -> SpawnSubtask | Finish | CallModel:
+        if not any(m.role == "assistant" for m in view.transcript):
+            return CallModel()
+        results = [b for m in view.transcript for b in m.content if isinstance(b, ToolResultBlock)]
+        if not results:
+            return SpawnSubtask(goal="sub: " + view.transcript[0].text, call_id="delegate-1")
+        return Finish(answer=f"child said: {results[0].output or results[0].error}")
