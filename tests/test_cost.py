@@ -11,11 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from noeta.client.client import AsyncClient
+from noeta.client.client import AsyncClient, connect_temporal, registered_search_attributes
+from noeta.client.config import Settings
+from noeta.client.embedded import free_port, temporal_binary
 from noeta.client.options import HostConfig, Options
 from noeta.errors import ConfigurationError
 from noeta.pricing import ModelPrice, PriceTable, parse_prices
 from noeta.protocols.messages import Usage
+from noeta.protocols.names import BASE_SEARCH_ATTRIBUTES, SEARCH_ATTRIBUTES
 from noeta.sdk.query import aquery
 from noeta.sdk.testing import FakeLLMProvider
 from tests.support.scripts import call, say
@@ -171,3 +174,29 @@ def test_noeta_run_prints_the_cost_priced_by_noeta_prices(settings, data_dir, ta
     assert run.stdout == "the answer is 42\n"
     # two calls: 20 input tokens at $1000/M, 8 output tokens at $2000/M
     assert run.stderr.splitlines()[-1].endswith("20 in / 8 out tokens · $0.036000"), run.stderr
+
+
+async def test_an_older_embedded_data_directory_gets_the_cost_attribute(tmp_path: Path):
+    """The dev server registers its --search-attribute flags only in a new database: a data
+    directory from before NoetaCostUSD gets it from the client that starts the server."""
+    data = tmp_path / "temporal"
+    data.mkdir()
+    port = free_port()
+    old = subprocess.Popen(
+        [temporal_binary(), "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", str(port),
+         "--db-filename", str(data / "temporal.db"), "--log-level", "error",
+         *[arg for name in BASE_SEARCH_ATTRIBUTES for arg in ("--search-attribute", f"{name}={SEARCH_ATTRIBUTES[name]}")]],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        temporal, _ = await connect_temporal(Settings(temporal_address=f"127.0.0.1:{port}", home=tmp_path))
+        assert await registered_search_attributes(temporal) == set(BASE_SEARCH_ATTRIBUTES)
+    finally:
+        old.terminate()
+        old.wait(30)
+    temporal, server = await connect_temporal(Settings(temporal_address=None, home=tmp_path))
+    try:
+        assert await registered_search_attributes(temporal) == set(SEARCH_ATTRIBUTES)
+    finally:
+        assert server is not None
+        server.stop()

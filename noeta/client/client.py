@@ -122,6 +122,13 @@ async def connect_temporal(
                 plugins=[NoetaPlugin(codec=codec or codec_from_env())],
                 runtime=runtime,
             )
+            if server is not None:
+                # A data directory made by an older release lacks the search attributes added
+                # since (the dev server registers its flags' attributes only in a new database).
+                try:
+                    await register_search_attributes(client)
+                except RPCError:
+                    pass  # tasks run without the missing ones (see AsyncClient.indexed)
             return client, server
         except RuntimeError:
             # A freshly started server accepts TCP a moment before it serves gRPC.
