@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from noeta.client.client import AsyncClient
-from noeta.client.options import Options
+from noeta.client.options import Options, SubAgent
 from noeta.errors import BudgetExceededError, ConfigurationError, TaskNotOpenError
 from noeta.pricing import ModelPrice, PriceTable
 from noeta.protocols.budget import UsageLimits
@@ -26,6 +26,7 @@ from noeta.protocols.tool import ToolContext, ToolResult
 from noeta.sdk.testing import FakeLLMProvider
 from noeta.sdk.tools import tool
 from tests.support.policies import ThinkThenDelegate
+from tests.support.resources import serving
 from tests.support.scripts import call, say
 from tests.support.tools import add
 
@@ -235,6 +236,45 @@ async def test_parent_limit_stops_a_sub_agent_and_its_spend_rolls_up(client: Asy
     with pytest.raises(BudgetExceededError) as child_err:
         await client.result(f"{task_id}/sub/delegate-1")
     assert (child_err.value.limit, child_err.value.allowed, child_err.value.used) == ("max_model_calls", 2, 2)
+
+
+def declared_script(request: LLMRequest):
+    """The parent asks its declared `counter` sub-agent once, then answers; the sub-agent adds
+    until something stops it."""
+    if "/sub/" in request.metadata["task_id"]:
+        return adder(request)
+    if not results_in(request):
+        return call(("k1", "counter", {"goal": "count"}))
+    return say("the counter stopped")
+
+
+async def test_parent_limit_stops_a_declared_sub_agent(client: AsyncClient, task_queue):
+    provider = FakeLLMProvider(responder=declared_script)
+    counter = SubAgent("counter", "Counts with the add tool.", Options(allowed_tools=[add]))
+    options = Options(provider=provider, subagents=[counter], limits=UsageLimits(max_model_calls=3))
+    async with serving(client, task_queue, options, provider):
+        task_id = await client.start("go", options, task_queue=task_queue)
+        err = await failed_with_budget(client, task_id)
+    assert len(provider.received_requests) == 3  # 1 parent call, the 2 the sub-agent was given
+    assert (err.limit, err.allowed, err.used) == ("max_model_calls", 3, 3)
+
+
+async def test_a_sub_agents_own_tighter_limit_fails_only_the_sub_agent(client: AsyncClient, task_queue):
+    provider = FakeLLMProvider(responder=declared_script)
+    counter = SubAgent(
+        "counter", "Counts with the add tool.", Options(allowed_tools=[add], limits=UsageLimits(max_model_calls=1))
+    )
+    options = Options(provider=provider, subagents=[counter], limits=UsageLimits(max_model_calls=10))
+    async with serving(client, task_queue, options, provider):
+        task_id = await client.start("go", options, task_queue=task_queue)
+        result = await client.result(task_id)
+    assert result.answer == "the counter stopped"
+    # The model was told the sub-agent failed, and its spend was still rolled up.
+    told = [b for b in provider.received_requests[-1].messages[-1].content if isinstance(b, ToolResultBlock)]
+    assert not told[0].success and "max_model_calls is 1" in (told[0].error or "")
+    assert (result.counts.model_calls, result.counts.tool_calls) == (3, 1)
+    child = await client.temporal.get_workflow_handle(f"{task_id}/sub/k1").describe()
+    assert child.status is not None and child.status.name == "FAILED"
 
 
 async def test_sub_agent_usage_and_counts_add_to_the_parents(client: AsyncClient, serve, task_queue):

@@ -250,6 +250,14 @@ def remaining(limits: UsageLimits, spend: Spend, goal_seconds: float) -> UsageLi
     )
 
 
+def limit_value(limits: UsageLimits, name: str) -> float | None:
+    """The value of the limit a LimitReading names (``max_tool_calls_per_tool[x]`` included)."""
+    if name.startswith("max_tool_calls_per_tool[") and name.endswith("]"):
+        return limits.max_tool_calls_per_tool.get(name[len("max_tool_calls_per_tool[") : -1])
+    value = getattr(limits, name, None) if name in {f.name for f in fields(limits)} else None
+    return value if _is_number(value) else None
+
+
 def exceeded_message(reading: LimitReading) -> str:
     return (
         f"budget exceeded: {reading.limit} is {_number(reading.allowed)} and {_number(reading.used)} "

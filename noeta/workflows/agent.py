@@ -69,7 +69,14 @@ from noeta.protocols.tool import ToolResult, ToolSpec
 from noeta.protocols.view import View
 from noeta.workflows import steps
 from noeta.workflows.approvals import Approvals
-from noeta.workflows.budget import Budget, count_model_call, count_tool_calls, spend_of, with_spend
+from noeta.workflows.budget import (
+    Budget,
+    add_failed_spend,
+    count_model_call,
+    count_tool_calls,
+    spend_of,
+    with_spend,
+)
 from noeta.workflows.failures import (
     attempts_exhausted,
     failure_message,
@@ -607,18 +614,22 @@ class AgentWorkflow:
         child = child_task(self._task, self._state, ctx, spawn, child_id)
         # What is left of this task's limits (within a declared agent's own); its spend comes back
         # with its result, or in its failure.
+        given = self._budget.left() if self._budget is not None else None
         child = dataclasses.replace(
             child,
             index_cost=self._task.index_cost,
-            limits=self._budget.child_limits(child.limits) if self._budget is not None else child.limits,
+            limits=given.within(child.limits) if given is not None else child.limits,
         )
         try:
             result = await steps.run_subtask(child, child_id, spawn.goal)
         except ChildWorkflowError as err:
             raise_if_cancelled(err)  # the parent is being cancelled: so is the task, not just the child
             cause = err.cause
-            if self._budget is not None and isinstance(cause, ApplicationError) and cause.details:
-                self._budget.add_child_failure(cause.details[0])  # raises when its budget ran out
+            if isinstance(cause, ApplicationError) and cause.details:
+                if self._budget is not None and given is not None:
+                    self._budget.add_child_failure(cause.details[0], given)  # raises when ours ran out
+                else:  # a sub-agent with limits of its own reports its spend when it fails
+                    add_failed_spend(self._state, cause.details[0])
             if isinstance(cause, ApplicationError) and cause.type in CONFIGURATION_ERRORS:
                 raise typed_task_error(cause) from err  # a missing resource, a bad scope: ours to fix
             return ToolResultBlock(call_id=spawn.call_id, output=None, success=False, error=failure_message(err))

@@ -21,6 +21,7 @@ from noeta.protocols.budget import (
     UsageLimits,
     exceeded_message,
     first_exceeded,
+    limit_value,
     readings,
     remaining,
 )
@@ -104,23 +105,23 @@ class Budget:
             {BUDGET_WARNING_MEMO_KEY: [BudgetWarningRecord(r.limit, r.allowed, r.used) for r in new]}
         )
 
-    def child_limits(self, own: UsageLimits | None = None) -> UsageLimits:
-        """What a sub-agent may use: what is left of this task's limits now, within ``own`` (a
-        declared sub-agent's own limits)."""
-        return remaining(self.limits, spend_of(self.state), self.goal_seconds()).within(own)
+    def left(self) -> UsageLimits:
+        """What is left of this task's limits now: what a sub-agent may use (within its own)."""
+        return remaining(self.limits, spend_of(self.state), self.goal_seconds())
 
-    def add_child_failure(self, details: Any) -> None:
-        """Add the spend a failed sub-agent reported; a sub-agent stopped by the budget it was given
-        stops this task too (the limit it reached is this task's)."""
-        spend = Spend.from_details(details.get("spend")) if isinstance(details, dict) else None
-        if spend is not None:
-            self.add(spend)
-        if isinstance(details, dict) and "limit" in details and spend is not None:
-            self.raise_exceeded(str(details["limit"]))
-
-    def add(self, spend: Spend) -> None:
-        self.state.usage = self.state.usage + spend.usage
-        self.state.counts = self.state.counts + spend.counts
+    def add_child_failure(self, details: Any, given: UsageLimits) -> None:
+        """Add the spend a failed sub-agent reported. A sub-agent stopped by what this task gave it
+        (``given``: what was left when it started) stops this task too; one stopped by a tighter
+        limit of its own has just failed, like any sub-agent call."""
+        if not add_failed_spend(self.state, details):
+            return
+        limit = details.get("limit")
+        if not isinstance(limit, str):
+            return
+        ours = limit_value(given, limit)
+        theirs = details.get("allowed")
+        if ours is not None and isinstance(theirs, (int, float)) and theirs >= ours - 1e-9:
+            self.raise_exceeded(limit)
 
     def raise_exceeded(self, limit: str) -> NoReturn:
         spend = spend_of(self.state)
@@ -128,6 +129,16 @@ class Budget:
             if reading.limit == limit:
                 raise budget_error(reading, spend)
         raise budget_error(LimitReading(limit, 0, 0), spend)
+
+
+def add_failed_spend(state: Carry, details: Any) -> bool:
+    """Add the spend a failed sub-agent put in its failure's details, if it did."""
+    spend = Spend.from_details(details.get("spend")) if isinstance(details, dict) else None
+    if spend is None:
+        return False
+    state.usage = state.usage + spend.usage
+    state.counts = state.counts + spend.counts
+    return True
 
 
 def count_model_call(state: Carry) -> None:
@@ -138,4 +149,7 @@ def count_tool_calls(state: Carry, names: list[str]) -> None:
     state.counts = state.counts.with_tools(names)
 
 
-__all__ = ["Budget", "CallCounts", "budget_error", "count_model_call", "count_tool_calls", "spend_of", "with_spend"]
+__all__ = [
+    "Budget", "CallCounts", "add_failed_spend", "budget_error", "count_model_call", "count_tool_calls", "spend_of",
+    "with_spend",
+]
