@@ -50,6 +50,10 @@ class GuardNotRegisteredError(NoetaError):
     """A task names a guard that the worker executing it does not have."""
 
 
+class OutputModelNotRegisteredError(NoetaError):
+    """A task names an output model (``module:QualName``) that the worker executing it does not have."""
+
+
 class ApprovalNotPendingError(NoetaError):
     """An approval names an action that is not waiting for one (unknown, or already decided)."""
 
@@ -84,6 +88,10 @@ class TaskCancelledError(NoetaError):
 
 class TaskFailedError(NoetaError):
     """The task's workflow failed for a reason without a more specific Noeta error type."""
+
+
+class TemporalUnavailableError(NoetaError):
+    """The configured Temporal cluster (TEMPORAL_ADDRESS) cannot be reached."""
 
 
 class ServerStartError(NoetaError):
@@ -331,6 +339,7 @@ _BY_NAME: dict[str, type[NoetaError]] = {
         ProviderNotRegisteredError,
         ValidatorNotRegisteredError,
         GuardNotRegisteredError,
+        OutputModelNotRegisteredError,
         ApprovalNotPendingError,
         PolicyLoadError,
         PolicyError,
@@ -339,6 +348,7 @@ _BY_NAME: dict[str, type[NoetaError]] = {
         TaskNotOpenError,
         TaskCancelledError,
         TaskFailedError,
+        TemporalUnavailableError,
         ProviderError,
         ContextLengthError,
         AttemptsExhaustedError,

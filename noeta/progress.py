@@ -57,6 +57,10 @@ class Progress:
         if env.type == "ToolCallStarted":
             self._tool_started[p.call_id] = (p.tool_name, env.timestamp)
             return [f"[tool]  {_call(p.tool_name, p.arguments)} …"]
+        if env.type == "ToolCallRefused":
+            return [f"[tool]  {_call(p.tool_name, p.arguments)} ✗ refused: {_short(p.reason, 80)}"]
+        if env.type == "ApprovalRequested":
+            return [f"[guard] {p.guard} asks a human to approve {p.call_id}: `noeta approve {env.task_id} {p.call_id}`"]
         if env.type == "ToolCallRetried":
             return [f"[tool]  {p.tool_name} attempt {p.attempt} failed, retrying: {_short(p.error, 80)}"]
         if env.type == "MessagesAppended" and env.actor.startswith("tool:"):

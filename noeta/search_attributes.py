@@ -8,6 +8,8 @@ from temporalio.common import SearchAttributeKey
 from noeta.protocols.names import (
     SA_API_KEY,
     SA_COST_USD,
+    SA_GOAL,
+    SA_METADATA,
     SA_MODEL,
     SA_STATUS,
     SA_TOKENS_IN,
@@ -22,5 +24,7 @@ TOKENS_IN = SearchAttributeKey.for_int(SA_TOKENS_IN)
 TOKENS_OUT = SearchAttributeKey.for_int(SA_TOKENS_OUT)
 COST_USD = SearchAttributeKey.for_float(SA_COST_USD)
 API_KEY = SearchAttributeKey.for_keyword(SA_API_KEY)
+GOAL = SearchAttributeKey.for_text(SA_GOAL)
+METADATA = SearchAttributeKey.for_keyword_list(SA_METADATA)
 
-__all__ = ["API_KEY", "COST_USD", "MODEL", "STATUS", "TOKENS_IN", "TOKENS_OUT", "TURNS"]
+__all__ = ["API_KEY", "COST_USD", "GOAL", "METADATA", "MODEL", "STATUS", "TOKENS_IN", "TOKENS_OUT", "TURNS"]

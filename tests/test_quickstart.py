@@ -41,12 +41,13 @@ def test_kill_noeta_run_mid_tool_then_noeta_worker_finishes_the_task(tmp_path: P
             if line.startswith("[tool]  wait("):
                 break
         assert seen[-1] == '[tool]  wait({"seconds": 10.0}) …', seen
-        [task_id] = [line.split()[1] for line in seen if line.startswith("task ")]
+        [started] = [line for line in seen if line.startswith("task ")]
+        task_id, queue = started.split()[1], started.split("task queue ")[1].rstrip(")")  # a queue of its own
         assert '[model] → calls wait({"seconds": 10.0})' in "\n".join(seen)
         run.send_signal(signal.SIGKILL)
         run.wait(10)
 
-        worker = subprocess.Popen(noeta("worker"), cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+        worker = subprocess.Popen(noeta("worker", "--task-queue", queue), cwd=tmp_path, env=env, stdout=subprocess.PIPE,
                                   stderr=subprocess.STDOUT, text=True)
         assert worker.stdout is not None
         assert worker.stdout.readline().startswith("noeta worker on embedded server")

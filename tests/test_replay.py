@@ -13,6 +13,7 @@ from noeta.plugin import NoetaPlugin
 from noeta.protocols.names import (
     PATCH_BUDGETS,
     PATCH_LEAN_STEPS,
+    PATCH_REFUSALS_RECORDED,
 )
 from noeta.workflows import AgentWorkflow
 
@@ -38,6 +39,12 @@ def test_budget_histories_are_recorded():
     assert {p.stem for p in (ROOT / PATCH_BUDGETS).glob("*.json")} >= {
         "budget_subtask", "budget_cost.run1", "budget_cost.run2"
     }
+
+
+def test_refusal_histories_are_recorded():
+    # The scenarios whose command sequence PATCH_REFUSALS_RECORDED changed (tasks without a refusal
+    # are unchanged and covered above).
+    assert {p.stem for p in (ROOT / PATCH_REFUSALS_RECORDED).glob("*.json")} >= {"refusals", "tool_loop", "guards"}
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=[str(p.relative_to(ROOT).with_suffix("")) for p in HISTORIES])

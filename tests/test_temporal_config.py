@@ -12,7 +12,7 @@ from temporalio.service import TLSConfig
 from noeta.client.client import AsyncClient, connect_temporal
 from noeta.client.config import DEFAULT_SHUTDOWN_GRACE_SECONDS, Settings
 from noeta.client.options import HostConfig
-from noeta.errors import ConfigurationError
+from noeta.errors import ConfigurationError, TemporalUnavailableError
 from tests.support.tls import Pki, TlsProxy, make_pki
 
 TEMPORAL_VARIABLES = (
@@ -137,7 +137,7 @@ async def test_mtls_connects_through_a_tls_frontend_and_needs_the_client_certifi
         env.setenv("TEMPORAL_TLS_SERVER_CA_CERT_PATH", str(pki.ca_cert))
         env.setenv("TEMPORAL_TLS_SERVER_NAME", "temporal.test")
         without_certificate = Settings(home=tmp_path)
-        with pytest.raises(RuntimeError, match="Failed client connect"):
+        with pytest.raises(TemporalUnavailableError, match=f"cannot connect to Temporal at {address}"):
             await connect_temporal(without_certificate, connect_timeout=1)
 
         env.setenv("TEMPORAL_TLS_CLIENT_CERT_PATH", str(pki.client_cert))

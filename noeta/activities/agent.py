@@ -39,6 +39,7 @@ from noeta.errors import (
     ConfigurationError,
     GuardNotRegisteredError,
     NoetaError,
+    OutputModelNotRegisteredError,
     ProviderNotRegisteredError,
     ResourceNotFoundError,
     ScopeError,
@@ -77,6 +78,7 @@ from noeta.protocols.task import (
     InvokeToolOutput,
     LoadTranscriptInput,
     LoadTranscriptOutput,
+    OutputSchema,
     PrepareInput,
     PrepareOutput,
     ReleaseInput,
@@ -229,6 +231,7 @@ class AgentActivities:
             check_scope_schema(inp.scope_schema, inp.scope, self.registry.output_models)
             if inp.priced_provider is not None:
                 await self._io(self._check_priced, inp.priced_provider, inp.priced_model)
+            schema = self._output_json_schema(inp.output_schema)
         except NoetaError as err:
             raise to_application_error(err) from err
         taken = {spec.name for spec in specs}
@@ -250,9 +253,7 @@ class AgentActivities:
         )
         system, volatile, plan = compose_system(inp.system_prompt, inp.channels)
         schema_ref = (
-            self.store.put(json.dumps(inp.output_schema.json_schema).encode(), "application/schema+json")
-            if inp.output_schema
-            else None
+            self.store.put(json.dumps(schema).encode(), "application/schema+json") if schema is not None else None
         )
         return PrepareOutput(
             tools=specs,
@@ -277,6 +278,22 @@ class AgentActivities:
                 f"{provider_name!r} has no price on this worker: add it to the worker's price table "
                 f"({PRICES_VARIABLE} or Registry(prices=...)), see docs/budgets.md"
             )
+
+    def _output_json_schema(self, spec: OutputSchema | None) -> dict[str, Any] | None:
+        """The JSON Schema the model is asked to follow: the task's, or (a task that only names an
+        output model, e.g. started over HTTP) the registered model's."""
+        if spec is None:
+            return None
+        if spec.json_schema or not spec.model:
+            return spec.json_schema
+        model = self.registry.output_models.get(spec.model)
+        if model is None:
+            known = ", ".join(sorted(self.registry.output_models)) or "none"
+            raise OutputModelNotRegisteredError(
+                f"output model {spec.model!r} is not registered on this worker (it has: {known}); add it "
+                "to the worker's Registry(output_models=[...])"
+            )
+        return model.model_json_schema()
 
     def _checked_spec(self, name: str, expected: str | None) -> ToolSpec:
         tool = self.registry.tools.get(name)
@@ -330,6 +347,8 @@ class AgentActivities:
             attempt=activity.info().attempt,
             retried=earlier,
             priced_as=price.source if price is not None else None,
+            # NoetaModel of a task that named none: the provider's default, else what it reported.
+            model=model_of(inp.model, provider) or reported_model(response.raw),
         )
 
     def _record_response(
@@ -575,7 +594,6 @@ class AgentActivities:
             return ValidateOutput(ok=False, data=to_jsonable_python(data), issue=issue, failure_type="validator")
         return ValidateOutput(ok=True, data=to_jsonable_python(data))
 
-
     async def _ready(self, task_id: str, env: RunEnv | None) -> None:
         try:
             await self.pool.ready(task_id, env)
@@ -589,6 +607,12 @@ class AgentActivities:
         """The task ended: destroy its task-scoped resources that this process created."""
         released, errors = await self.pool.release(inp.task_id)
         return ReleaseOutput(released=released, errors=errors)
+
+
+def reported_model(raw: Any) -> str | None:
+    """The ``model`` a provider's raw response names (OpenAI- and Anthropic-shaped ones do)."""
+    model = raw.get("model") if isinstance(raw, dict) else None
+    return model if isinstance(model, str) and model else None
 
 
 def needs_offload(result: ToolResult) -> bool:

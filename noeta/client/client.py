@@ -9,45 +9,43 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import re
 import threading
 import uuid
 import warnings
 from collections.abc import Coroutine, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.history.v1 import HistoryEvent
-from temporalio.api.operatorservice.v1 import (
-    AddSearchAttributesRequest,
-    ListSearchAttributesRequest,
-)
+from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client as TemporalClient
-from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
-from temporalio.common import (
-    SearchAttributePair,
-    TypedSearchAttributes,
+from temporalio.client import (
+    WorkflowExecutionDescription,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowQueryFailedError,
+    WorkflowUpdateFailedError,
 )
-from temporalio.converter import PayloadCodec
-from temporalio.exceptions import (
-    ActivityError,
-    ApplicationError,
-    CancelledError,
-    ChildWorkflowError,
-    TerminatedError,
-)
-from temporalio.runtime import Runtime
 from temporalio.service import RPCError, RPCStatusCode
 
-from noeta import search_attributes
-from noeta.client.config import Settings
-from noeta.client.embedded import EmbeddedServer, ensure_server
+from noeta.client.connect import connect_temporal
+from noeta.client.failures import _run_ended_first, translate_failure
+from noeta.client.embedded import EmbeddedServer
 from noeta.client.events import EventStream, history_events, notify
 from noeta.client.messages import ViewItem, as_messages
 from noeta.client.options import HostConfig, Options, build_task_input, check_goal
+from noeta.client.visibility import (  # noqa: F401  (TaskSummary and the registration helpers were defined here)
+    CLOSED_STATUS,
+    TaskInfo,
+    TaskSummary,
+    initial_search_attributes,
+    register_search_attributes,
+    registered_search_attributes,
+    search_attributes_registered,
+    summary_of,
+    task_query,
+)
 from noeta.context.content_store import ContentStore
 from noeta.deltas.broker import (
     DeltaBroker,
@@ -61,13 +59,10 @@ from noeta.errors import (
     ConfigurationError,
     NoetaError,
     PayloadTooLargeError,
-    TaskCancelledError,
     TaskFailedError,
     TaskNotFoundError,
     TaskNotOpenError,
-    rebuild_error,
 )
-from noeta.plugin import NoetaPlugin
 from noeta.protocols.event_log import EventEnvelope, Observer
 from noeta.protocols.messages import ImageBlock, LLMProvider, registry_name
 from noeta.protocols.names import (
@@ -75,8 +70,6 @@ from noeta.protocols.names import (
     QUERY_PENDING_APPROVALS,
     SA_API_KEY,
     SA_COST_USD,
-    SA_STATUS,
-    SEARCH_ATTRIBUTES,
     SIGNAL_CLOSE,
     SIGNAL_INJECT,
     UPDATE_APPROVE,
@@ -98,133 +91,17 @@ T = TypeVar("T")
 DEFAULT_PROVIDER = "default"
 
 
-async def connect_temporal(
-    settings: Settings,
-    connect_timeout: float = 15.0,
-    *,
-    codec: PayloadCodec | None = None,
-    runtime: Runtime | None = None,
-) -> tuple[TemporalClient, EmbeddedServer | None]:
-    """Connect to the configured cluster, starting the embedded dev server when none is set.
-    ``codec``: the payload codec (default: the environment's, see noeta.security.codec);
-    ``runtime``: a Temporal Runtime exporting metrics (noeta.telemetry.metrics.runtime_for)."""
-    from noeta.security.codec import codec_from_env
-
-    server = None
-    if settings.embedded:
-        server = await asyncio.to_thread(ensure_server, settings.home / "temporal")
-    connect_config = settings.temporal_connect_config(server.address if server else None)
-    deadline = asyncio.get_running_loop().time() + connect_timeout
-    while True:
-        try:
-            client = await TemporalClient.connect(
-                **connect_config,
-                plugins=[NoetaPlugin(codec=codec or codec_from_env())],
-                runtime=runtime,
-            )
-            if server is not None:
-                # A data directory made by an older release lacks the search attributes added
-                # since (the dev server registers its flags' attributes only in a new database).
-                try:
-                    await register_search_attributes(client)
-                except RPCError:
-                    pass  # tasks run without the missing ones (see AsyncClient.indexed)
-            return client, server
-        except RuntimeError:
-            # A freshly started server accepts TCP a moment before it serves gRPC.
-            if asyncio.get_running_loop().time() > deadline:
-                raise
-            await asyncio.sleep(0.2)
-
-
-_STATUS, _MODEL, _TURNS, _TOKENS_IN, _TOKENS_OUT, _COST_USD, _API_KEY = (
-    search_attributes.STATUS, search_attributes.MODEL, search_attributes.TURNS,
-    search_attributes.TOKENS_IN, search_attributes.TOKENS_OUT, search_attributes.COST_USD,
-    search_attributes.API_KEY,
-)
-
-
-#: NoetaStatus values -> Temporal execution status, for clusters without the search attributes.
-_EXECUTION_STATUS = {"cancelled": "Canceled", "timed_out": "TimedOut", "continued_as_new": "ContinuedAsNew"}
+#: The query the Temporal UI sends for "Current Details" (and the handlers' descriptions).
+METADATA_QUERY = "__temporal_workflow_metadata"
 
 
 @dataclass(frozen=True)
-class TaskSummary:
+class PendingApproval:
+    """An action waiting for a human, with the task it belongs to (the approvals inbox)."""
+
     task_id: str
-    status: str
-    model: str | None
-    turns: int
-    tokens_in: int
-    tokens_out: int
-    started: datetime | None
-    cost_usd: float = 0.0
-    """US dollars so far (NoetaCostUSD; 0 when unpriced or on a cluster without it)."""
-
-
-def initial_search_attributes(options: Options, api_key_id: str | None = None) -> TypedSearchAttributes:
-    pairs: list[SearchAttributePair[Any]] = [SearchAttributePair(_STATUS, "running"), SearchAttributePair(_TURNS, 0)]
-    if options.model:
-        pairs.append(SearchAttributePair(_MODEL, options.model))
-    if api_key_id:
-        pairs.append(SearchAttributePair(_API_KEY, api_key_id))
-    return TypedSearchAttributes(pairs)
-
-
-async def registered_search_attributes(temporal: TemporalClient) -> set[str]:
-    """Which of Noeta's search attributes the cluster has (empty when it cannot be asked)."""
-    try:
-        response = await temporal.operator_service.list_search_attributes(
-            ListSearchAttributesRequest(namespace=temporal.namespace)
-        )
-    except RPCError:
-        return set()  # e.g. no operator permission: run without them
-    return set(SEARCH_ATTRIBUTES) & set(response.custom_attributes)
-
-
-async def search_attributes_registered(temporal: TemporalClient) -> bool:
-    """Whether tasks can be indexed at all (the attributes of the first release are registered;
-    later ones, such as NoetaCostUSD, are used where present: ``noeta setup`` adds them)."""
-    return set(BASE_SEARCH_ATTRIBUTES) <= await registered_search_attributes(temporal)
-
-
-async def register_search_attributes(temporal: TemporalClient) -> list[str]:
-    """Register the missing Noeta search attributes on the cluster; returns the names added."""
-    response = await temporal.operator_service.list_search_attributes(
-        ListSearchAttributesRequest(namespace=temporal.namespace)
-    )
-    missing = {k: v for k, v in SEARCH_ATTRIBUTES.items() if k not in response.custom_attributes}
-    if missing:
-        await temporal.operator_service.add_search_attributes(
-            AddSearchAttributesRequest(
-                namespace=temporal.namespace,
-                search_attributes={k: getattr(IndexedValueType, f"INDEXED_VALUE_TYPE_{v.upper()}") for k, v in missing.items()},
-            )
-        )
-    return sorted(missing)
-
-
-def _run_ended_first(err: WorkflowUpdateFailedError) -> bool:
-    """The update's run closed before the update finished (for a running task: continue-as-new)."""
-    cause = err.cause
-    return isinstance(cause, ApplicationError) and cause.type == "AcceptedUpdateCompletedWorkflow"
-
-
-def translate_failure(err: BaseException) -> NoetaError:
-    """A workflow/update failure as the typed Noeta error it carries."""
-    cause = err.cause if isinstance(err, (WorkflowFailureError, WorkflowUpdateFailedError)) else err
-    while isinstance(cause, (ActivityError, ChildWorkflowError)) and cause.cause is not None:
-        cause = cause.cause  # an activity that failed for good: its own error says why
-    if isinstance(cause, CancelledError):
-        return TaskCancelledError("the task was cancelled")
-    if isinstance(cause, TerminatedError):
-        return TaskFailedError(f"the task was terminated: {cause.message}")
-    if isinstance(cause, ApplicationError):
-        details = cause.details[0] if cause.details else None
-        rebuilt = rebuild_error(cause.type, cause.message, details)
-        if rebuilt is not None:
-            return rebuilt
-        return TaskFailedError(f"{cause.type or 'error'}: {cause.message}")
-    return TaskFailedError(str(cause or err))
+    goal: str | None
+    request: ApprovalRequest
 
 
 class AsyncClient:
@@ -243,7 +120,6 @@ class AsyncClient:
         self.observers = list(observers)
         """Called with every envelope of every task this client starts."""
         self._observing: dict[str, asyncio.Task[int]] = {}
-        self._registered: set[str] | None = None
         self.content_store = content_store
         self.task_queue = task_queue
         self.server = server
@@ -254,6 +130,11 @@ class AsyncClient:
         self.delta_broker: DeltaBroker = delta_broker or in_process_broker()
         """Where the workers' streamed deltas arrive (``NOETA_DELTA_BROKER``)."""
         self._delta_subscription: Subscription | None = None
+        self.indexed_metadata: tuple[str, ...] = ()
+        """``Options.metadata`` keys that tasks started here make searchable."""
+        self.ui_url: str | None = server.ui_url if server is not None else None
+        """The Temporal UI's address, for task links (``task_url``)."""
+        self._registered: set[str] | None = None
 
     @classmethod
     async def connect(cls, host: HostConfig | None = None, observers: Sequence[Observer] = ()) -> AsyncClient:
@@ -268,6 +149,8 @@ class AsyncClient:
             memory=host.settings.memory_store(),
             delta_broker=broker_for(host.settings.delta_broker_url),
         )
+        client.indexed_metadata = host.settings.indexed_metadata
+        client.ui_url = host.settings.temporal_ui or client.ui_url
         if host.delta_sink is not None:  # every task's deltas, from any worker, until close()
             client._delta_subscription = await client.delta_broker.subscribe(temporal.namespace, host.delta_sink)
         return client
@@ -312,7 +195,8 @@ class AsyncClient:
             workspace_dir=workspace_dir,
             task_id=task_id,
         )
-        indexed = await self.indexed()
+        registered = await self.registered_attributes()
+        indexed = set(BASE_SEARCH_ATTRIBUTES) <= registered
         if indexed:
             task_input = dataclasses.replace(task_input, index=True, index_cost=await self.has_attribute(SA_COST_USD))
         if api_key_id is not None and not await self.has_attribute(SA_API_KEY):
@@ -327,52 +211,111 @@ class AsyncClient:
                 f"**provider** {provider_name} · **model** {options.model or 'default'} · "
                 f"**tools** {', '.join(task_input.tools) or 'none'} · **max_turns** {options.max_turns}"
             ),
-            search_attributes=initial_search_attributes(options, api_key_id) if indexed else None,
+            search_attributes=initial_search_attributes(
+                registered, goal, options.model, options.metadata, self.indexed_metadata, api_key_id
+            )
+            if indexed
+            else None,
         )
         observers = [*self.observers, *options.observers]
         if observers:
             self._observing[task_id] = asyncio.create_task(self.observe(task_id, observers))
         return task_id
 
-    async def indexed(self) -> bool:
-        """Whether the cluster has Noeta's search attributes registered (checked once)."""
+    async def registered_attributes(self) -> set[str]:
+        """Noeta's search attributes the cluster has registered (asked once)."""
         if self._registered is None:
             self._registered = await registered_search_attributes(self.temporal)
-        return set(BASE_SEARCH_ATTRIBUTES) <= self._registered
+        return self._registered
+
+    async def indexed(self) -> bool:
+        """Whether the cluster has Noeta's search attributes registered (checked once)."""
+        return set(BASE_SEARCH_ATTRIBUTES) <= await self.registered_attributes()
 
     async def has_attribute(self, name: str) -> bool:
         """Whether the cluster has this one of Noeta's search attributes (checked once)."""
-        await self.indexed()
-        return name in (self._registered or set())
+        return name in await self.registered_attributes()
 
-    async def list_tasks(self, status: str | None = None, limit: int = 50) -> list[TaskSummary]:
-        """Tasks on the cluster, newest first; ``status`` filters on NoetaStatus (or, without the
-        search attributes, on the workflow's execution status)."""
-        query = f"WorkflowType = '{WORKFLOW_NAME}'"
-        indexed = await self.indexed()
-        if status:
-            if not re.fullmatch(r"[a-z_]{1,40}", status):
-                raise ConfigurationError(f"not a task status: {status!r}")
-            if indexed:
-                query += f" AND {SA_STATUS} = '{status}'"
-            else:
-                query += f" AND ExecutionStatus = '{_EXECUTION_STATUS.get(status, status.capitalize())}'"
-        tasks = []
-        async for wf in self.temporal.list_workflows(query, limit=limit):
-            attrs = wf.typed_search_attributes
-            tasks.append(
-                TaskSummary(
-                    task_id=wf.id,
-                    status=attrs.get(_STATUS) or (wf.status.name.lower() if wf.status else "unknown"),
-                    model=attrs.get(_MODEL),
-                    turns=attrs.get(_TURNS) or 0,
-                    tokens_in=attrs.get(_TOKENS_IN) or 0,
-                    tokens_out=attrs.get(_TOKENS_OUT) or 0,
-                    started=wf.start_time,
-                    cost_usd=attrs.get(_COST_USD) or 0.0,
-                )
-            )
-        return tasks
+    async def list_tasks(
+        self,
+        status: str | None = None,
+        limit: int = 50,
+        *,
+        search: str | None = None,
+        model: str | None = None,
+        metadata: dict[str, str] | None = None,
+    ) -> list[TaskSummary]:
+        """Tasks on the cluster, newest first. ``status`` filters on NoetaStatus (or, without the
+        search attributes, on the workflow's execution status); ``search`` matches words of the
+        goal; ``model`` and ``metadata`` (indexed keys) match exactly."""
+        query = task_query(await self.registered_attributes(), status, search, model, metadata)
+        return [summary_of(wf) async for wf in self.temporal.list_workflows(query, limit=limit)]
+
+    async def describe(self, task_id: str) -> TaskInfo:
+        """The task as it is now: its summary, and once it has ended its result or typed error."""
+        desc = await self._describe(task_id)
+        summary = vars(summary_of(desc))
+        if desc.status == WorkflowExecutionStatus.RUNNING:
+            return TaskInfo(**summary, running=True)
+        try:
+            result = await self.result(task_id)
+        except NoetaError as err:
+            status = CLOSED_STATUS.get(desc.status, "failed") if desc.status else "failed"
+            return TaskInfo(**{**summary, "status": status}, error=err)
+        cost = result.usage.cost_usd or summary["cost_usd"]  # the result is final; visibility may lag
+        return TaskInfo(**{**summary, "status": result.status, "cost_usd": cost}, result=result)
+
+    async def _describe(self, task_id: str) -> WorkflowExecutionDescription:
+        try:
+            return await self.temporal.get_workflow_handle(task_id).describe()
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                raise TaskNotFoundError(f"no task {task_id!r}") from err
+            raise
+
+    async def _ended_or_missing(self, task_id: str) -> NoetaError:
+        """The error for a call a task could not take: it does not exist, or it has ended."""
+        try:
+            desc = await self._describe(task_id)
+        except TaskNotFoundError as err:
+            return err
+        if desc.status == WorkflowExecutionStatus.RUNNING:
+            return TaskNotOpenError(f"task {task_id!r} does not take this call now")
+        return TaskNotOpenError(f"task {task_id!r} has ended ({desc.status.name.lower() if desc.status else 'closed'})")
+
+    async def _require_running(self, task_id: str) -> None:
+        if (await self._describe(task_id)).status != WorkflowExecutionStatus.RUNNING:
+            raise await self._ended_or_missing(task_id)
+
+    async def current_details(self, task_id: str) -> str:
+        """What a running task is doing or waiting for (the Temporal UI's "Current Details"); a live
+        worker answers, so this waits for one. Empty for a task that has ended."""
+        if (await self._describe(task_id)).status != WorkflowExecutionStatus.RUNNING:
+            return ""
+        try:
+            metadata = await self.temporal.get_workflow_handle(task_id).query(METADATA_QUERY, result_type=WorkflowMetadata)
+        except WorkflowQueryFailedError:
+            return ""
+        return metadata.current_details
+
+    def task_url(self, task_id: str) -> str | None:
+        """The task's page in the Temporal UI (None when the UI's address is not known)."""
+        if not self.ui_url:
+            return None
+        from urllib.parse import quote
+
+        return f"{self.ui_url.rstrip('/')}/namespaces/{quote(self.temporal.namespace)}/workflows/{quote(task_id, safe='')}"
+
+    async def approvals_waiting(self, limit: int = 100) -> list[PendingApproval]:
+        """Every action waiting for a human, across the tasks whose status is awaiting_approval."""
+        waiting: list[PendingApproval] = []
+        for task in await self.list_tasks("awaiting_approval", limit):
+            try:
+                requests = await self.pending_approvals(task.task_id)
+            except (TaskNotFoundError, TaskNotOpenError, WorkflowQueryFailedError):
+                continue  # answered or ended since the (lagging) list was read
+            waiting += [PendingApproval(task.task_id, task.goal, r) for r in requests]
+        return waiting
 
     async def observed(self, task_id: str) -> int:
         """Wait until the observers of a task this client started have seen its last envelope."""
@@ -402,7 +345,7 @@ class AsyncClient:
                 raise failure from err
             except RPCError as err:
                 if err.status == RPCStatusCode.NOT_FOUND:
-                    raise TaskNotOpenError(f"task {task_id!r} has ended or does not exist") from err
+                    raise await self._ended_or_missing(task_id) from err
                 raise
 
     async def approve(
@@ -414,6 +357,8 @@ class AsyncClient:
         approver: str | None = None,
     ) -> None:
         """Answer an action that a guard sent for approval (``approved=False`` refuses it)."""
+        if not call_id or not isinstance(call_id, str):
+            raise ConfigurationError("call_id must be a non-empty string")
         handle = self.temporal.get_workflow_handle(task_id)
         try:
             await handle.execute_update(UPDATE_APPROVE, ApprovalInput(call_id, approved, reason, approver))
@@ -421,11 +366,14 @@ class AsyncClient:
             raise translate_failure(err) from err
         except RPCError as err:
             if err.status == RPCStatusCode.NOT_FOUND:
-                raise TaskNotOpenError(f"task {task_id!r} has ended or does not exist") from err
+                raise await self._ended_or_missing(task_id) from err
             raise
 
     async def pending_approvals(self, task_id: str) -> list[ApprovalRequest]:
-        """Actions of a running task waiting for a human (asks the live workflow)."""
+        """Actions of a running task waiting for a human (asks the live workflow); none once the
+        task has ended."""
+        if (await self._describe(task_id)).status != WorkflowExecutionStatus.RUNNING:
+            return []
         pending: list[ApprovalRequest] = await self.temporal.get_workflow_handle(task_id).query(
             QUERY_PENDING_APPROVALS, result_type=list[ApprovalRequest]
         )
@@ -443,11 +391,21 @@ class AsyncClient:
                 f"injected text has {len(text)} characters; the limit is {MAX_INJECTION_CHARS}. Put large "
                 "documents in a content channel or behind a tool"
             )
-        await self.temporal.get_workflow_handle(task_id).signal(SIGNAL_INJECT, InjectInput(text, origin))  # type: ignore[arg-type]
+        try:
+            await self.temporal.get_workflow_handle(task_id).signal(SIGNAL_INJECT, InjectInput(text, origin))  # type: ignore[arg-type]
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                raise await self._ended_or_missing(task_id) from err
+            raise
 
     async def close_task(self, task_id: str) -> None:
         """Let a keep-open task end after its queued goals."""
-        await self.temporal.get_workflow_handle(task_id).signal(SIGNAL_CLOSE)
+        try:
+            await self.temporal.get_workflow_handle(task_id).signal(SIGNAL_CLOSE)
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                raise await self._ended_or_missing(task_id) from err
+            raise
 
     async def close(self, task_id: str | None = None) -> None:
         """Close this client: stop following tasks for its observers. (``close(task_id)``, which
@@ -485,7 +443,14 @@ class AsyncClient:
             raise
 
     async def cancel(self, task_id: str) -> None:
-        await self.temporal.get_workflow_handle(task_id).cancel()
+        """Cancel a running task (TaskNotOpenError once it has ended: Temporal would ignore it)."""
+        await self._require_running(task_id)
+        try:
+            await self.temporal.get_workflow_handle(task_id).cancel()
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                raise await self._ended_or_missing(task_id) from err
+            raise
 
     async def history(self, task_id: str) -> list[HistoryEvent]:
         """The raw history events of every run of the task, in order."""
@@ -504,8 +469,7 @@ class AsyncClient:
         return as_messages(await self.events(task_id), self.content_store)
 
     async def is_running(self, task_id: str) -> bool:
-        desc = await self.temporal.get_workflow_handle(task_id).describe()
-        return desc.status is not None and desc.status.name == "RUNNING"
+        return (await self._describe(task_id)).status == WorkflowExecutionStatus.RUNNING
 
 
 class Client:

@@ -24,6 +24,9 @@ variable                      meaning
 ``NOETA_DELTA_BROKER``        ``redis://...``: stream deltas across processes (unset: in-process)
 ``NOETA_SHUTDOWN_GRACE_SECONDS``  how long a stopping worker lets running tools finish (60)
 ``NOETA_HEALTH_PORT``         port of a worker's ``/healthz`` and ``/readyz`` (unset: none)
+``NOETA_INDEXED_METADATA``    ``Options.metadata`` keys to make searchable (comma-separated), as
+                              ``key=value`` values of the ``NoetaMetadata`` search attribute
+``NOETA_TEMPORAL_UI``         the Temporal UI's address for links (default: the embedded server's)
 ============================  ===============================================================
 
 The ``TEMPORAL_*`` variables and the config file are Temporal's standard client configuration
@@ -106,6 +109,12 @@ def _commands(raw: str | None) -> tuple[str, ...] | None:
     return tuple(c.strip() for c in raw.split(",") if c.strip())
 
 
+def _indexed_metadata() -> tuple[str, ...]:
+    from noeta.client.visibility import parse_indexed_metadata
+
+    return parse_indexed_metadata(_env("NOETA_INDEXED_METADATA"))
+
+
 @dataclass(frozen=True)
 class Settings:
     temporal_address: str | None = field(default_factory=lambda: load_temporal_profile().address)
@@ -137,6 +146,10 @@ class Settings:
     """stdio MCP server commands a ``noeta worker`` may start (None: any)."""
     delta_broker_url: str | None = field(default_factory=lambda: _env(DELTA_BROKER_VARIABLE))
     """Where workers publish streamed deltas and clients receive them (None: in this process)."""
+    indexed_metadata: tuple[str, ...] = field(default_factory=lambda: _indexed_metadata())
+    """``Options.metadata`` keys that tasks started here make searchable (NoetaMetadata)."""
+    temporal_ui: str | None = field(default_factory=lambda: _env("NOETA_TEMPORAL_UI"))
+    """The Temporal UI of the cluster, for task links (the embedded server's UI when unset)."""
 
     def memory_store(self) -> Any:
         """The memory pool the memory tool of this host's workers reads and writes."""

@@ -111,14 +111,17 @@ class Options:
     tool_timeout_seconds: float = 300.0
     """Default start-to-close timeout of one tool-call attempt (``@tool(timeout_seconds=)`` wins)."""
     metadata: Mapping[str, Any] = field(default_factory=dict)
-    output_schema: type[BaseModel] | dict[str, Any] | None = None
-    """A pydantic model class or a JSON Schema dict; the final answer must be JSON matching it."""
-    validators: Sequence[Validator | Callable[[Any], Any]] = ()
-    """Checks on the final answer (``expect_validator``); a failure re-prompts the model."""
+    output_schema: type[BaseModel] | dict[str, Any] | str | None = None
+    """A pydantic model class or a JSON Schema dict; the final answer must be JSON matching it. A
+    string names an output model registered on the worker (``module:QualName``)."""
+    validators: Sequence[Validator | Callable[[Any], Any] | str] = ()
+    """Checks on the final answer (``expect_validator``); a failure re-prompts the model. A string
+    names a validator registered on the worker."""
     observers: Sequence[Observer] = ()
     """Called once per envelope of the task, in order, by the client that started it."""
-    guards: Sequence[Guard] = ()
-    """Consulted before every tool call, subtask and finish: allow, deny, or ask a human."""
+    guards: Sequence[Guard | str] = ()
+    """Consulted before every tool call, subtask and finish: allow, deny, or ask a human. A string
+    names a guard registered on the worker (how tasks started over HTTP or the CLI get one)."""
     approval_timeout_seconds: float = 86400.0
     """How long an action sent for approval waits before it is denied."""
     content_channels: Sequence[ContentKindSpec] = ()
@@ -191,13 +194,19 @@ class Options:
             raise ConfigurationError(f"limits must be a UsageLimits, got {self.limits!r}")
         if self.approval_timeout_seconds <= 0:
             raise ConfigurationError("approval_timeout_seconds must be > 0")
+        if isinstance(self.guards, (str, bytes)):
+            raise ConfigurationError("guards must be a list of guards or guard names, not a string")
         guard_names: set[str] = set()
         for guard in self.guards:
-            if not isinstance(guard, Guard):
+            if isinstance(guard, str):
+                name = _registered_name(guard, "guards")
+            elif isinstance(guard, Guard):
+                name = guard.name
+            else:
                 raise ConfigurationError(f"guards: {guard!r} is not a Guard (it needs a name and check(action, ctx))")
-            if guard.name in guard_names:
-                raise ConfigurationError(f"two guards are named {guard.name!r}")
-            guard_names.add(guard.name)
+            if name in guard_names:
+                raise ConfigurationError(f"two guards are named {name!r}")
+            guard_names.add(name)
         self.resource_entries()  # validates them
         check_scope(self.scope, "Options.scope")
         output_schema_spec(self.scope_schema, "scope_schema")
@@ -208,13 +217,14 @@ class Options:
             if agent.name in agent_names or agent.name in self.tool_names():
                 raise ConfigurationError(f"subagents: the name {agent.name!r} is already a tool or sub-agent")
             agent_names.add(agent.name)
-        names: dict[str, Validator] = {}
-        for validator in self.validator_objects():
-            if names.setdefault(validator.name, validator) is not validator:
+        names: dict[str, Validator | str] = {}
+        for validator in [*self.validator_objects(), *(v for v in self.validators if isinstance(v, str))]:
+            name = _registered_name(validator, "validators") if isinstance(validator, str) else validator.name
+            if name in names and (isinstance(validator, str) or names[name] is not validator):
                 raise ConfigurationError(
-                    f"two validators are named {validator.name!r}; give one a name: "
-                    "expect_validator(fn, name=...)"
+                    f"two validators are named {name!r}; give one a name: expect_validator(fn, name=...)"
                 )
+            names[name] = validator
 
     def resource_entries(self) -> dict[str, Any]:
         """``resources`` by key: specs under their own key, objects under theirs."""
@@ -277,9 +287,20 @@ class Options:
         return contents
 
     def validator_objects(self) -> list[Validator]:
+        """The validators given as objects (names refer to the worker's)."""
         if isinstance(self.validators, (str, bytes)) or not isinstance(self.validators, Sequence):
-            raise ConfigurationError("validators must be a list of expect_validator(...) results")
-        return [as_validator(v) for v in self.validators]
+            raise ConfigurationError("validators must be a list of expect_validator(...) results or names")
+        return [as_validator(v) for v in self.validators if not isinstance(v, str)]
+
+    def validator_names(self) -> list[str]:
+        return [v if isinstance(v, str) else as_validator(v).name for v in self.validators]
+
+    def guard_objects(self) -> list[Guard]:
+        """The guards given as objects (names refer to the worker's)."""
+        return [g for g in self.guards if not isinstance(g, str)]
+
+    def guard_names(self) -> list[str]:
+        return [g if isinstance(g, str) else g.name for g in self.guards]
 
     def remote_mcp_servers(self) -> dict[str, McpServerConfig]:
         """The remote servers' configurations by alias (in-process servers left out)."""
@@ -363,12 +384,25 @@ class HostConfig:
         return self.content_store or self.settings.content_store()
 
 
+def _registered_name(name: str, what: str) -> str:
+    if not name.strip():
+        raise ConfigurationError(f"{what}: a name must not be empty")
+    return name
+
+
 def output_schema_spec(
-    schema: type[BaseModel] | dict[str, Any] | None, field_name: str = "output_schema"
+    schema: type[BaseModel] | dict[str, Any] | str | None, field_name: str = "output_schema"
 ) -> OutputSchema | None:
-    """The serializable form of ``Options.output_schema`` (or ``scope_schema``)."""
+    """The serializable form of ``Options.output_schema`` (or ``scope_schema``); a name leaves the
+    schema to the worker's registered model (prepare_task fills it in)."""
     if schema is None:
         return None
+    if isinstance(schema, str):
+        if ":" not in schema:
+            raise ConfigurationError(
+                f"{field_name} {schema!r} must name a registered output model as 'module:QualName'"
+            )
+        return OutputSchema(json_schema={}, model=schema)
     if isinstance(schema, type) and issubclass(schema, BaseModel):
         return OutputSchema(json_schema=schema.model_json_schema(), model=f"{schema.__module__}:{schema.__qualname__}")
     if isinstance(schema, dict):
@@ -467,8 +501,8 @@ def task_input(
         workspace_dir=str(Path(workspace_dir).resolve()) if workspace_dir is not None else None,
         metadata=dict(options.metadata),
         output_schema=output_schema_spec(options.output_schema),
-        validators=[v.name for v in options.validator_objects()],
-        guards=[g.name for g in options.guards],
+        validators=options.validator_names(),
+        guards=options.guard_names(),
         approval_timeout_seconds=options.approval_timeout_seconds,
         max_history_events=options.max_history_events,
         channels=options.channel_contents(),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import timezone
 from typing import Any
 
 from pydantic import TypeAdapter
@@ -31,6 +32,7 @@ from noeta.protocols.names import (
     INVOKE_TOOL,
     PREPARE_TASK,
     RELEASE_RESOURCES,
+    REFUSED_MEMO_KEY,
     RESULT_MEMO_KEY,
     UPDATE_APPROVE,
     UPDATE_SEND_GOAL,
@@ -54,12 +56,14 @@ from noeta.protocols.task import (
     ReleaseOutput,
     TaskInput,
     TaskResult,
+    ToolRefusal,
     ValidateOutput,
     approval_timed_out,
     denied_by_guard,
     finish_denied_feedback,
     not_approved,
     subtask_output,
+    refused_result,
     tool_failed_text,
     validation_feedback,
 )
@@ -175,7 +179,8 @@ class Projector:
                 causation_id=causation,
                 payload=payload,
                 task_id=self.task_id,
-                timestamp=event.event_time.ToDatetime() if event.HasField("event_time") else None,
+                # Timezone-aware (UTC), so JSON/SSE consumers never guess.
+                timestamp=event.event_time.ToDatetime(tzinfo=timezone.utc) if event.HasField("event_time") else None,
                 history_event_id=event.event_id,
             )
         )
@@ -537,8 +542,23 @@ class Projector:
         self.goal_active = True
         self.validations_failed = 0
 
+    def on_refused(self, refusal: ToolRefusal, event: HistoryEvent) -> None:
+        """A call the workflow refused without running it (PATCH_REFUSALS_RECORDED)."""
+        self.join_round(refusal.call_id, event.workflow_properties_modified_event_attributes.workflow_task_completed_event_id)
+        seq = self.emit(
+            ev.ToolCallRefused(
+                call_id=refusal.call_id, tool_name=refusal.tool_name, arguments=refusal.arguments, reason=refusal.reason
+            ),
+            "engine",
+            event,
+            self.call_seq.get(refusal.call_id, self.last_message_seq),
+        )
+        self.tool_result(refused_result(refusal), "engine", event, seq)
+
     def on_memo(self, event: HistoryEvent) -> None:
         fields = event.workflow_properties_modified_event_attributes.upserted_memo.fields
+        if REFUSED_MEMO_KEY in fields:
+            self.on_refused(_decode(fields[REFUSED_MEMO_KEY], ToolRefusal), event)
         if INJECTED_MEMO_KEY in fields:
             injected: list[Message] = _decode(fields[INJECTED_MEMO_KEY], list[Message])
             for message in injected:

@@ -21,6 +21,8 @@ GuardVerdict                 a guard's verdict on a proposed action (allow, deny
 ApprovalRequested            a guard sent an action to a human; the task waits (durably)
 ApprovalGranted              a human approved the action
 ApprovalDenied               a human refused it, or nobody answered before the timeout
+ToolCallRefused              a tool call was refused without running (guard denial, human refusal or
+                             approval timeout, unknown tool); the model gets the reason as a failed result
 ToolCallStarted              a tool call was scheduled: the tool is invoked (call id, tool, arguments)
 ToolCallRetried              an attempt of a tool call failed and another follows (attempt, error)
 ResourceCallObserved         a tool called an instrumented resource (op, duration, outcome, fields)
@@ -205,6 +207,15 @@ class ApprovalDenied:
 
 
 @dataclass(frozen=True)
+class ToolCallRefused:
+    call_id: str
+    tool_name: str
+    arguments: dict[str, Any]
+    reason: str
+    """What the model is told, e.g. ``Denied by guard 'refunds': over the limit``."""
+
+
+@dataclass(frozen=True)
 class ToolCallStarted:
     call_id: str
     tool_name: str
@@ -336,6 +347,7 @@ EventPayload = (
     | ApprovalRequested
     | ApprovalGranted
     | ApprovalDenied
+    | ToolCallRefused
     | ToolCallStarted
     | ToolCallRetried
     | ToolCallCompleted
@@ -372,6 +384,7 @@ EVENT_TYPES: dict[str, type] = {
         ApprovalRequested,
         ApprovalGranted,
         ApprovalDenied,
+        ToolCallRefused,
         ToolCallStarted,
         ToolCallRetried,
         ToolCallCompleted,

@@ -32,6 +32,9 @@ RESULT_MEMO_KEY = "noeta.result"
 INJECTED_MEMO_KEY = "noeta.injected"
 #: Memo key under which the workflow records a limit reaching its warning fraction.
 BUDGET_WARNING_MEMO_KEY = "noeta.budget_warning"
+#: Memo key under which the workflow records a tool call it refused (a guard's denial, a human's
+#: refusal, an unknown tool) instead of scheduling a tool activity for it (PATCH_REFUSALS_RECORDED).
+REFUSED_MEMO_KEY = "noeta.refused"
 
 #: Redis pub/sub channels of streamed deltas: ``{prefix}{namespace}:{task_id}``.
 DELTA_CHANNEL_PREFIX = "noeta:deltas:"
@@ -53,6 +56,10 @@ SA_COST_USD = "NoetaCostUSD"
 """The task's cost so far in US dollars (sub-agents included once they end)."""
 SA_API_KEY = "NoetaApiKey"
 """Id of the ``noeta serve`` API key that started the task (a hash prefix, never the key)."""
+SA_GOAL = "NoetaGoal"
+"""The task's first goal (its first GOAL_ATTRIBUTE_CHARS characters), set when the task starts."""
+SA_METADATA = "NoetaMetadata"
+"""``key=value`` for the ``Options.metadata`` keys the starter chose to index (NOETA_INDEXED_METADATA)."""
 #: name -> Temporal type, for registering them on a cluster.
 SEARCH_ATTRIBUTES = {
     SA_STATUS: "Keyword",
@@ -62,9 +69,12 @@ SEARCH_ATTRIBUTES = {
     SA_TOKENS_OUT: "Int",
     SA_COST_USD: "Double",
     SA_API_KEY: "Keyword",
+    SA_GOAL: "Text",
+    SA_METADATA: "KeywordList",
 }
 #: The attributes a task is indexed with at all; the rest came later and are used where registered.
 BASE_SEARCH_ATTRIBUTES = (SA_STATUS, SA_MODEL, SA_TURNS, SA_TOKENS_IN, SA_TOKENS_OUT)
+GOAL_ATTRIBUTE_CHARS = 200
 
 #: ``workflow.patched`` ids, one per change to AgentWorkflow's command sequence; histories recorded
 #: before a change replay along the old path (tests/histories/). Never rename or reuse one.
@@ -81,3 +91,8 @@ INDEX_INTERVAL_SECONDS = 10.0
 PATCH_TASK_RESOURCES = "task-resources"
 """A task that owns task-scoped resources ends with a release_resources local activity (also when
 it fails or is cancelled). Asked only by such tasks, so others pay nothing."""
+PATCH_REFUSALS_RECORDED = "refusals-recorded"
+"""A tool call that a guard denied, a human refused (or let time out) or that names an unknown tool
+is recorded in the memo (REFUSED_MEMO_KEY) instead of being scheduled as an invoke_tool activity
+that only returned the refusal: the UI no longer shows a refused call as a completed tool call.
+Patched only on that path, so tasks without refusals pay nothing."""

@@ -12,7 +12,7 @@ from typing import Any, Literal
 from noeta.protocols.budget import CallCounts, UsageLimits
 from noeta.protocols.hooks import GuardDecision, ProposedAction
 from noeta.protocols.mcp import McpServerConfig, McpTarget
-from noeta.protocols.messages import ContentRef, ImageBlock, LLMResponse, Message, Usage
+from noeta.protocols.messages import ContentRef, ImageBlock, LLMResponse, Message, ToolResultBlock, Usage
 from noeta.protocols.resources import EquippedResource, ResourceCall, RunEnv
 from noeta.protocols.scope import ScopeLevel
 from noeta.protocols.tool import ToolResult, ToolSpec
@@ -151,6 +151,8 @@ class Carry:
     """When the current goal started (workflow time, epoch seconds); set for tasks with limits."""
     budget_warned: list[str] = field(default_factory=list)
     """Limits whose BudgetWarning has been recorded (each is recorded once)."""
+    model: str | None = None
+    """The model the provider used when the task named none (its default), once a call reported it."""
 
 
 @dataclass(frozen=True)
@@ -360,6 +362,8 @@ class CallModelOutput:
     priced_as: str | None = None
     """Where ``response.usage.cost_usd`` came from (``prices:<model>`` for the worker's own table,
     ``genai-prices:<provider>/<model>``); None: the model has no price and the cost is 0."""
+    model: str | None = None
+    """The model that answered: the request's, else the provider's default (None: not known)."""
 
 
 @dataclass(frozen=True)
@@ -377,6 +381,18 @@ class InvokeToolInput:
     mcp: McpTarget | None = None
     """Set for a remote MCP server's tool: the call goes to that server."""
     env: RunEnv | None = None
+
+
+@dataclass(frozen=True)
+class ToolRefusal:
+    """A tool call the workflow refused without running it (recorded in the memo under
+    REFUSED_MEMO_KEY): a guard denied it, a human refused it or let it time out, or no such tool."""
+
+    call_id: str
+    tool_name: str
+    arguments: dict[str, Any]
+    reason: str
+    """Exactly what the model is told (the failed tool result's text)."""
 
 
 @dataclass(frozen=True)
@@ -480,6 +496,11 @@ def not_approved(decision: ApprovalInput) -> str:
 def approval_timed_out(call_id: str, timeout_seconds: float) -> ApprovalInput:
     """The refusal recorded when nobody answers an approval in time."""
     return ApprovalInput(call_id, approved=False, reason=f"no answer within {timeout_seconds:g}s", approver="timeout")
+
+
+def refused_result(refusal: ToolRefusal) -> ToolResultBlock:
+    """The failed tool result the model gets for a refused call (shared with the projection)."""
+    return ToolResultBlock(call_id=refusal.call_id, output=refusal.reason, success=False, error=refusal.reason)
 
 
 def tool_failed_text(tool_name: str, reason: str) -> str:

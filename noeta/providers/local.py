@@ -129,6 +129,7 @@ class LocalModelProvider:
         self.name = name
         self.timeout = timeout  # generous: with one slot, concurrent calls wait for each other
         self.min_confidence = min_confidence
+        self.model = f"needle+{MODEL_ALIAS}"  # what the task's NoetaModel shows
         self._delegate: OpenAIProvider | None = None
 
     def __repr__(self) -> str:

@@ -70,7 +70,7 @@ def registry_for(options: Options, store: ContentStore, resources: Mapping[str, 
             registry.add_tool(tool)
         for validator in opts.validator_objects():
             registry.add_validator(validator)
-        for guard in opts.guards:
+        for guard in opts.guard_objects():
             registry.add_guard(guard)
         for model in (opts.output_schema, opts.scope_schema):
             if isinstance(model, type):

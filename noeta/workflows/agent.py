@@ -67,7 +67,7 @@ from noeta.protocols.task import (
 )
 from noeta.protocols.tool import ToolResult, ToolSpec
 from noeta.protocols.view import View
-from noeta.workflows import steps
+from noeta.workflows import details, refusals, steps
 from noeta.workflows.approvals import Approvals
 from noeta.workflows.budget import (
     Budget,
@@ -125,11 +125,16 @@ class AgentWorkflow:
         self._last_refusal = ""
         self._ctx: StepContext | None = None
         self._continuing = False  # continue-as-new: the task goes on, its resources stay
+        self._details = details.CurrentDetails()  # the UI's "Current Details" (not in history)
 
     # -- handlers -------------------------------------------------------------------------------
 
     # A task that fails mid-goal fails its waiting send_goal callers too: nothing is lost by abandoning.
-    @workflow.update(name=UPDATE_SEND_GOAL, unfinished_policy=workflow.HandlerUnfinishedPolicy.ABANDON)
+    @workflow.update(
+        name=UPDATE_SEND_GOAL,
+        unfinished_policy=workflow.HandlerUnfinishedPolicy.ABANDON,
+        description='The next goal of a keep_open task: {"goal": "..."}; answers with its result.',
+    )
     async def send_goal(self, goal: GoalInput) -> TaskResult:
         """The next goal of a multi-turn task; returns that goal's result."""
         index = accept_goal(self._state, goal)
@@ -141,7 +146,11 @@ class AgentWorkflow:
     def _validate_goal(self, goal: GoalInput) -> None:
         check_goal(self._state, self._task.keep_open, goal)
 
-    @workflow.update(name=UPDATE_APPROVE)
+    @workflow.update(
+        name=UPDATE_APPROVE,
+        description='Answer an action waiting for approval: {"call_id": "c1", "approved": true, '
+        '"reason": "...", "approver": "..."} (approved false refuses it).',
+    )
     def approve(self, decision: ApprovalInput) -> None:
         """A human's answer to an action that a guard sent for approval."""
         self._approvals.answer(decision)
@@ -150,21 +159,21 @@ class AgentWorkflow:
     def _validate_approval(self, decision: ApprovalInput) -> None:
         self._approvals.check_answer(decision)
 
-    @workflow.query(name=QUERY_PENDING_APPROVALS)
+    @workflow.query(name=QUERY_PENDING_APPROVALS, description="Actions waiting for a human's approval.")
     def pending_approvals(self) -> list[ApprovalRequest]:
         return list(self._approvals.pending.values())
 
-    @workflow.signal(name=SIGNAL_INJECT)
+    @workflow.signal(name=SIGNAL_INJECT, description='Context for the next step: {"text": "...", "origin": "system"}.')
     def inject(self, message: InjectInput) -> None:
         """Host context (origin "system" or "memory") for the model's next step."""
         queue_injection(self._state.injections, message)
 
-    @workflow.signal(name=SIGNAL_CLOSE)
+    @workflow.signal(name=SIGNAL_CLOSE, description="Let a keep_open task end after its queued goals.")
     def close(self) -> None:
         """End a keep-open task once queued goals are done."""
         self._state.closed = True
 
-    @workflow.query(name=QUERY_PROGRESS)
+    @workflow.query(name=QUERY_PROGRESS, description="Turns, messages, usage and goals done so far.")
     def progress(self) -> dict[str, Any]:
         return {
             "turns": self._state.total_turns,
@@ -177,7 +186,12 @@ class AgentWorkflow:
     # -- the loop -------------------------------------------------------------------------------
 
     def _update_index(self, status: str | None = None) -> None:
-        self._index.update(self._state.total_turns, self._state.usage, status)
+        # The resolved model rides on upserts that happen anyway (no extra history event).
+        model = self._state.model if self._task.model is None else None
+        self._index.update(self._state.total_turns, self._state.usage, status, model=model)
+
+    def _show(self, text: str) -> None:
+        self._details.doing(text, self._approvals.pending, self._task.approval_timeout_seconds)
 
     @workflow.run
     async def run(self, task: TaskInput) -> TaskResult:
@@ -254,6 +268,7 @@ class AgentWorkflow:
                 return results[index]
             if not state.goal_queue:
                 self._update_index("idle")
+                self._show(details.idle(len(results)))
             await workflow.wait_condition(
                 lambda: bool(state.goal_queue) or state.closed or self._should_continue_as_new()
             )
@@ -369,6 +384,7 @@ class AgentWorkflow:
                 names = [c.tool_name for c in decision.calls]
                 if self._budget is not None:
                     self._budget.check(tools=names)
+                self._show(details.running_tools(decision.calls))
                 verdicts = await self._check_guards(
                     [
                         ProposedToolCall(c.call_id, c.tool_name, c.arguments, self._risk(c.tool_name))
@@ -425,6 +441,7 @@ class AgentWorkflow:
         )
         # Recorded in history (and shown in the UI's memo) so every goal's outcome is projectable.
         workflow.upsert_memo({RESULT_MEMO_KEY: result})
+        self._show(details.finished(result.status, answer))
         return result
 
     # -- guards and approvals -------------------------------------------------------------------
@@ -438,6 +455,7 @@ class AgentWorkflow:
         task = self._task
         if not task.guards or not actions:
             return {}
+        self._details.refresh(self._approvals.pending, task.approval_timeout_seconds)
         out = await steps.check_guards(
             task,
             CheckGuardsInput(
@@ -468,11 +486,14 @@ class AgentWorkflow:
 
     async def _await_approval(self, request: ApprovalRequest) -> ApprovalInput:
         """Wait durably for ``approve``; no answer within the timeout is a refusal."""
+        timeout = self._task.approval_timeout_seconds
         self._approvals.open(request)
         self._update_index("awaiting_approval")
-        decision = await self._approvals.wait(request, self._task.approval_timeout_seconds)
+        self._details.refresh(self._approvals.pending, timeout)
+        decision = await self._approvals.wait(request, timeout)
         if not self._approvals.pending:
             self._update_index("running")
+        self._details.refresh(self._approvals.pending, timeout)
         return decision
 
     async def _guarded_tool(self, call: ToolUseBlock, verdict: GuardDecision | None) -> tuple[ToolResultBlock, list[str]]:
@@ -501,6 +522,7 @@ class AgentWorkflow:
     async def _validate(self, answer: str) -> ValidateOutput:
         """Check the final answer; on failure tell the model why, or give up after max_retries."""
         task, state = self._task, self._state
+        self._show(details.validating(len(task.validators), task.output_schema is not None))
         checked = await steps.validate_output(
             task,
             ValidateInput(
@@ -554,7 +576,10 @@ class AgentWorkflow:
             mcp_tools_ref=state.mcp_tools_ref,
             agents_ref=state.agents_ref,
         )
+        self._show(details.calling_model(task.provider, task.model or state.model, state.turn, task.max_turns))
         out = await steps.call_model(task, request)
+        if out.model and task.model is None:
+            state.model = out.model
         state.head = out.head
         state.pending.clear()
         self._transcript.append(Message(role="assistant", content=out.response.content))
@@ -571,6 +596,8 @@ class AgentWorkflow:
         if spec is None and reject is None:
             available = ", ".join(sorted(self._tools)) or "none"
             reject = f"Unknown tool {call.tool_name!r}. Available tools: {available}."
+        if reject is not None and refusals.recorded():
+            return refusals.record_refusal(call, reject)
         inp = InvokeToolInput(
             task_id=workflow.info().workflow_id,
             call_id=call.call_id,
@@ -620,6 +647,7 @@ class AgentWorkflow:
             index_cost=self._task.index_cost,
             limits=given.within(child.limits) if given is not None else child.limits,
         )
+        self._show(details.running_subtask(child_id, spawn.goal))
         try:
             result = await steps.run_subtask(child, child_id, spawn.goal)
         except ChildWorkflowError as err:

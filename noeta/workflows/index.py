@@ -1,4 +1,4 @@
-"""The task's search attributes (status, turns, tokens), kept current for the UI and CLI."""
+"""The task's search attributes (status, turns, tokens, resolved model), kept current for the UI and CLI."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from temporalio.common import SearchAttributeUpdate
 
 from noeta.protocols.messages import Usage
 from noeta.protocols.names import INDEX_INTERVAL_SECONDS, PATCH_LEAN_STEPS
-from noeta.search_attributes import COST_USD, STATUS, TOKENS_IN, TOKENS_OUT, TURNS
+from noeta.search_attributes import COST_USD, MODEL, STATUS, TOKENS_IN, TOKENS_OUT, TURNS
 
 
 class SearchIndex:
@@ -23,7 +23,10 @@ class SearchIndex:
         """Also NoetaCostUSD (registered later than the others: only tasks whose starter saw it)."""
         self._indexed_at: datetime | None = None
 
-    def update(self, turns: int, usage: Usage, status: str | None = None) -> None:
+    def update(self, turns: int, usage: Usage, status: str | None = None, model: str | None = None) -> None:
+        """``model``: the model the provider resolved for a task that named none. It only joins an
+        upsert that happens anyway; its value comes from a recorded activity result, so replay
+        builds the same upsert as the original run."""
         if not self.enabled:
             return
         now = workflow.now()
@@ -40,4 +43,6 @@ class SearchIndex:
             updates.append(COST_USD.value_set(usage.cost_usd))
         if status is not None:
             updates.append(STATUS.value_set(status))
+        if model:
+            updates.append(MODEL.value_set(model))
         workflow.upsert_search_attributes(updates)

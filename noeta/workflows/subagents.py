@@ -58,6 +58,8 @@ def child_task(task: TaskInput, state: Carry, ctx: StepContext, spawn: SpawnSubt
             images=[],
             system_prompt=spawn.system_prompt or task.system_prompt,
             tools=spawn.tools if spawn.tools is not None else task.tools,
+            # The identities this task recorded hold for its sub-agent too (tools named by string).
+            tool_fingerprints={**{t.name: t.fingerprint for t in state.tools}, **task.tool_fingerprints},
             policy=None,
             keep_open=False,
             trace_id=ctx.trace_id,

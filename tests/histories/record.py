@@ -68,6 +68,11 @@ def _delegate_then_add(request):
     return say("let me delegate")
 
 
+def _named_model(provider: FakeLLMProvider) -> FakeLLMProvider:
+    provider.model = "fake-default-1"  # type: ignore[attr-defined]  # a provider's default model
+    return provider
+
+
 def positive_n(data) -> bool | str:
     return True if data["n"] > 0 else "n must be positive"
 
@@ -148,6 +153,24 @@ SCENARIOS = {
                 limits=UsageLimits(max_cost_usd=0.01, max_tool_calls_per_tool={"add": 10}),
             ),
             prices=PriceTable({"house-model": ModelPrice(input_per_mtok=100, output_per_mtok=1000)}),
+        ),
+    ),
+    # A model that names its default model (NoetaModel), a denied call, an unknown tool, a call a
+    # human refuses and one approved: refusals are recorded, not scheduled (PATCH_REFUSALS_RECORDED).
+    "refusals": (
+        _named_model(
+            FakeLLMProvider(
+                responses=[
+                    call(("c1", "wire_money", {"amount": 5_000_000}), ("c2", "nope", {}),
+                         ("c3", "wire_money", {"amount": 2000}), ("c4", "wire_money", {"amount": 3000})),
+                    say("paid 3000"),
+                ]
+            )
+        ),
+        dict(
+            goal="pay",
+            options=Options(allowed_tools=[wire_money], guards=[AmountGuard()]),
+            approve=[("c3", False, "not this one", "bob"), ("c4", True, "ok", "alice")],
         ),
     ),
     "provider_retried": (

@@ -30,9 +30,11 @@ MODEL = "gpt-test"
 
 @dataclass(frozen=True)
 class Pause:
-    """Hold the stream open for ``seconds`` (the client may hang up meanwhile)."""
+    """Hold the stream open for ``seconds`` (the client may hang up meanwhile), or until ``until``
+    is set, whichever comes first."""
 
     seconds: float
+    until: threading.Event | None = None
 
 
 @dataclass
@@ -102,7 +104,7 @@ class ScriptedServer:
                 try:
                     for item in items:
                         if isinstance(item, Pause):
-                            if self._client_left(item.seconds):
+                            if self._client_left(item.seconds, item.until):
                                 outer.disconnects += 1
                                 outer.disconnected.set()
                                 self.close_connection = True
@@ -120,9 +122,9 @@ class ScriptedServer:
                 self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
                 self.wfile.flush()
 
-            def _client_left(self, seconds: float) -> bool:
+            def _client_left(self, seconds: float, until: threading.Event | None = None) -> bool:
                 deadline = time.monotonic() + seconds
-                while (left := deadline - time.monotonic()) > 0:
+                while (left := deadline - time.monotonic()) > 0 and not (until is not None and until.is_set()):
                     readable, _, _ = select.select([self.connection], [], [], min(left, 0.02))
                     if readable:
                         try:

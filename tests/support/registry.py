@@ -54,3 +54,22 @@ def streaming_registry() -> Registry:
 
     provider = OpenAIProvider(base_url=os.environ["NOETA_TEST_CHAT_URL"], api_key="sk-test", model="gpt-test", name="openai-stream")
     return Registry.of(providers=[provider])
+
+
+def _other(request: LLMRequest) -> LLMResponse:
+    return say("answered by the other worker")
+
+
+#: A worker on the shared task queue with a different "default" provider (`noeta run` must not race it).
+other_registry = Registry.of(tools=[add], providers={"default": FakeLLMProvider(responder=_other)})
+
+
+def terminal_registry() -> Registry:
+    """For `noeta run` on a terminal: the "default" provider streams from the test's chat server
+    (``$NOETA_TEST_CHAT_URL``)."""
+    import os
+
+    from noeta.providers.openai import OpenAIProvider
+
+    provider = OpenAIProvider(base_url=os.environ["NOETA_TEST_CHAT_URL"], api_key="sk-test", model="gpt-test", name="default")
+    return Registry.of(providers={"default": provider})

@@ -1,0 +1,5 @@
+"""``python -m noeta.cli``: the same as the ``noeta`` command."""
+
+from noeta.cli import main
+
+main()

@@ -1,0 +1,166 @@
+"""The CLI commands that talk to tasks through the client: start, send, result, events, messages,
+cancel, close, inject, approvals, approve, deny, tasks, setup, retention, doctor."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+from datetime import timedelta
+from typing import Any
+
+from pydantic_core import to_jsonable_python
+
+from noeta.cli.render import approval_line, render, render_envelope, task_line
+from noeta.client.client import AsyncClient, PendingApproval
+from noeta.client.options import Options
+from noeta.client.visibility import register_search_attributes
+from noeta.client.wire import envelope_to_dict
+from noeta.protocols.budget import UsageLimits
+
+
+def task_options(args: argparse.Namespace, **extra: Any) -> Options:
+    """Options from the flags run and start share (Options checks every value)."""
+    limits = {"max_cost_usd": args.max_cost_usd, "max_total_tokens": args.max_total_tokens,
+              "max_tool_calls": args.max_tool_calls}
+    given = {
+        "limits": UsageLimits(**limits) if any(v is not None for v in limits.values()) else None,
+        "system_prompt": args.system,
+        "model": args.model,
+        "max_turns": args.max_turns,
+        "max_tokens": args.max_tokens,
+        "temperature": args.temperature,
+        "guards": list(args.guard) or None,
+        "validators": list(args.validator) or None,
+        "metadata": dict(args.metadata) or None,
+        "output_schema": args.output_schema,
+        **extra,
+    }
+    return Options(**{k: v for k, v in given.items() if v is not None})
+
+
+def _approver(args: argparse.Namespace) -> str:
+    if args.approver:
+        return str(args.approver)
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "cli"
+
+
+async def cmd_start(client: AsyncClient, args: argparse.Namespace) -> int:
+    options = task_options(args, provider=args.provider, allowed_tools=list(args.tool) or None)
+    print(await client.start(args.goal, options, task_id=args.task_id, keep_open=args.keep_open, task_queue=args.queue))
+    return 0
+
+
+async def cmd_send(client: AsyncClient, args: argparse.Namespace) -> int:
+    result = await client.send_goal(args.task, args.goal)
+    print(result.answer)
+    return 0 if result.status == "completed" else 1
+
+
+async def cmd_result(client: AsyncClient, args: argparse.Namespace) -> int:
+    result = await client.result(args.task)
+    print(result.answer)
+    return 0 if result.status == "completed" else 1
+
+
+async def cmd_events(client: AsyncClient, args: argparse.Namespace) -> int:
+    async for env in client.events(args.task, follow=args.follow):
+        print(json.dumps(envelope_to_dict(env), ensure_ascii=False) if args.json else render_envelope(env), flush=True)
+    return 0
+
+
+async def cmd_messages(client: AsyncClient, args: argparse.Namespace) -> int:
+    for item in await client.messages(args.task):
+        print(render(item))
+    return 0
+
+
+async def cmd_cancel(client: AsyncClient, args: argparse.Namespace) -> int:
+    await client.cancel(args.task)
+    print(f"cancel requested for task {args.task}")
+    return 0
+
+
+async def cmd_close(client: AsyncClient, args: argparse.Namespace) -> int:
+    await client.close_task(args.task)
+    print(f"task {args.task} closes after its queued goals")
+    return 0
+
+
+async def cmd_inject(client: AsyncClient, args: argparse.Namespace) -> int:
+    await client.inject(args.task, args.text, args.origin)
+    print(f"injected into task {args.task} (the model sees it at its next step)")
+    return 0
+
+
+async def cmd_approvals(client: AsyncClient, args: argparse.Namespace) -> int:
+    if args.task:
+        waiting = [PendingApproval(args.task, None, r) for r in await client.pending_approvals(args.task)]
+    else:
+        waiting = await client.approvals_waiting(args.limit)
+    for item in waiting:
+        print(approval_line(item))
+    if not waiting:
+        print("nothing waits for approval")
+    return 0
+
+
+async def cmd_approve(client: AsyncClient, args: argparse.Namespace) -> int:
+    approved = args.command == "approve"
+    await client.approve(args.task, args.call, approved, args.reason, _approver(args))
+    print(f"{'approved' if approved else 'refused'} {args.call} of task {args.task}")
+    return 0
+
+
+async def cmd_tasks(client: AsyncClient, args: argparse.Namespace) -> int:
+    tasks = await client.list_tasks(
+        args.status, args.limit, search=args.search, model=args.model, metadata=dict(args.metadata)
+    )
+    for t in tasks:
+        print(json.dumps(to_jsonable_python(t), ensure_ascii=False) if args.json else task_line(t))
+    if not tasks and not args.json:
+        print("no tasks" + (f" with status {args.status!r}" if args.status else ""))
+    return 0
+
+
+async def cmd_setup(client: AsyncClient, args: argparse.Namespace) -> int:
+    added = await register_search_attributes(client.temporal)
+    print(f"registered search attributes: {', '.join(added)}" if added else "search attributes already registered")
+    return 0
+
+
+async def cmd_retention(client: AsyncClient, args: argparse.Namespace) -> int:
+    from noeta.client.retention import apply_retention
+
+    report = await apply_retention(
+        client.temporal, client.content_store, timedelta(days=args.days), dry_run=args.dry_run
+    )
+    verb = "would release" if args.dry_run else "released"
+    print(
+        f"{verb} {len(report.released)} task(s) closed more than {args.days:g} day(s) ago; kept {report.kept}; "
+        f"deleted {report.bodies_deleted} bodies ({report.bytes_deleted} bytes)"
+    )
+    for task_id in report.released if args.verbose else ():
+        print(task_id)
+    return 0
+
+
+COMMANDS = {
+    "start": cmd_start,
+    "send": cmd_send,
+    "result": cmd_result,
+    "events": cmd_events,
+    "messages": cmd_messages,
+    "cancel": cmd_cancel,
+    "close": cmd_close,
+    "inject": cmd_inject,
+    "approvals": cmd_approvals,
+    "approve": cmd_approve,
+    "deny": cmd_approve,
+    "tasks": cmd_tasks,
+    "setup": cmd_setup,
+    "retention": cmd_retention,
+}

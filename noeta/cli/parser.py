@@ -1,0 +1,259 @@
+"""The ``noeta`` command line: every subcommand with its help, and a checked type for every flag
+(argparse refuses a bad value with one usage line and exit code 2 before anything connects)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from importlib import metadata
+
+from noeta.client.visibility import TASK_STATUSES
+from noeta.tuning import SETTINGS as TUNING_SETTINGS
+
+MAX_LIST_LIMIT = 1000
+
+
+def _version() -> str:
+    try:
+        return metadata.version("noeta")
+    except metadata.PackageNotFoundError:  # running from a source tree
+        from noeta import __version__
+
+        return __version__
+
+
+# -- flag types: each raises ArgumentTypeError with what is expected ------------------------------
+
+
+def _int_between(low: int, high: int | None, what: str) -> object:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what}: expected a whole number, got {text!r}") from None
+        if value < low or (high is not None and value > high):
+            bound = f"from {low} to {high}" if high is not None else f"at least {low}"
+            raise argparse.ArgumentTypeError(f"{what}: must be {bound}, got {value}")
+        return value
+
+    parse.__name__ = what  # argparse names the type in its messages
+    return parse
+
+
+positive_int = _int_between(1, None, "a positive whole number")
+non_negative_int = _int_between(0, None, "a whole number >= 0")
+port = _int_between(1, 65535, "a TCP port")
+list_limit = _int_between(1, MAX_LIST_LIMIT, "a limit")
+
+
+def _number_at_least_zero(what: str) -> object:
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if not math.isfinite(value) or value < 0:
+            raise argparse.ArgumentTypeError(f"{what} must be a finite number >= 0, got {text!r}")
+        return value
+
+    parse.__name__ = what
+    return parse
+
+
+seconds = _number_at_least_zero("a number of seconds")
+days = _number_at_least_zero("a number of days")
+temperature = _number_at_least_zero("a temperature")
+
+
+def text(value: str) -> str:
+    """A non-empty string (names, ids, goals)."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    return value
+
+
+def name(value: str) -> str:
+    """A registry name: non-empty, no surrounding spaces, no commas."""
+    if not value.strip() or value != value.strip() or "," in value:
+        raise argparse.ArgumentTypeError(f"not a name: {value!r} (repeat the flag for several)")
+    return value
+
+
+def key_value(value: str) -> tuple[str, str]:
+    key, sep, val = value.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected key=value, got {value!r}")
+    return key.strip(), val
+
+
+def output_schema(value: str) -> dict[str, object] | str:
+    """A JSON Schema (inline JSON, or a ``.json`` file), or a registered output model's name."""
+    import json
+    from pathlib import Path
+
+    try:
+        if value.lstrip().startswith("{"):
+            schema = json.loads(value)
+        elif value.endswith(".json"):
+            schema = json.loads(Path(value).read_text())
+        elif ":" in value and value.strip() == value:
+            return value
+        else:
+            raise argparse.ArgumentTypeError(
+                f"expected a JSON Schema ({{...}} or a .json file) or a registered output model 'module:QualName', got {value!r}"
+            )
+    except (OSError, ValueError) as err:
+        raise argparse.ArgumentTypeError(f"cannot read the output schema {value!r}: {err}") from None
+    if not isinstance(schema, dict):
+        raise argparse.ArgumentTypeError("an output schema must be a JSON object")
+    return schema
+
+
+def registry_path(value: str) -> str:
+    module, sep, attr = value.partition(":")
+    if not sep or not module or not attr:
+        raise argparse.ArgumentTypeError(f"expected package.module:attribute, got {value!r}")
+    return value
+
+
+# -- the parser -------------------------------------------------------------------------------------
+
+
+def _task(cmd: argparse.ArgumentParser) -> None:
+    cmd.add_argument("task", type=text, help="the task id (printed by run/start, listed by `noeta tasks`)")
+
+
+def _options(cmd: argparse.ArgumentParser, *, run: bool) -> None:
+    """Flags that configure a task (run and start)."""
+    cmd.add_argument("--provider", type=name, help="provider name on the worker (default: 'default')")
+    cmd.add_argument("--model", type=text, help="model name (default: the provider's)")
+    cmd.add_argument("--system", type=text, help="system prompt")
+    cmd.add_argument("--max-turns", type=positive_int, default=20 if run else None, metavar="N",
+                     help="model calls allowed per goal" + (" (default 20)" if run else " (default 50)"))
+    cmd.add_argument("--max-tokens", type=positive_int, metavar="N", help="most output tokens per model call")
+    cmd.add_argument("--temperature", type=temperature, help="sampling temperature")
+    cmd.add_argument("--task-id", type=text, help="the task's id (default: a new random one)")
+    cmd.add_argument("--guard", action="append", type=name, default=[], metavar="NAME",
+                     help="a guard registered on the worker, consulted before every tool call (repeatable)")
+    cmd.add_argument("--validator", action="append", type=name, default=[], metavar="NAME",
+                     help="a validator registered on the worker, run on the final answer (repeatable)")
+    cmd.add_argument("--metadata", action="append", type=key_value, default=[], metavar="KEY=VALUE",
+                     help="task metadata (repeatable); keys in NOETA_INDEXED_METADATA become searchable")
+    cmd.add_argument("--max-cost-usd", type=_number_at_least_zero("US dollars"), metavar="USD",
+                     help="stop the task before a call once it has cost this much (docs/budgets.md)")
+    cmd.add_argument("--max-total-tokens", type=positive_int, metavar="N",
+                     help="stop the task before a call once it has used this many tokens")
+    cmd.add_argument("--max-tool-calls", type=non_negative_int, metavar="N",
+                     help="stop the task before a tool call beyond this many")
+    cmd.add_argument("--output-schema", type=output_schema, metavar="SCHEMA",
+                     help="the answer must be JSON matching this: a JSON Schema ({...} or a .json file) or the "
+                          "module:QualName of an output model registered on the worker")
+
+
+def build() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="noeta",
+        description="LLM agents as durable Temporal workflows. `noeta COMMAND --help` explains a command.",
+    )
+    p.add_argument("--version", action="version", version=f"noeta {_version()}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, help: str, description: str | None = None) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=help, description=description or help)
+
+    run = command(
+        "run", "run a goal to its end with an in-process worker",
+        "Start a task on a task queue of its own and serve it in this process until it ends (no other worker "
+        "can take it); prints the answer on stdout, the task's UI link and each step on stderr.",
+    )
+    run.add_argument("goal", type=text, help="what the agent should do")
+    run.add_argument("--registry", type=registry_path, help="tools/providers to serve, as package.module:attribute")
+    _options(run, run=True)
+    run.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
+                     help="print each model and tool step on stderr (default: on)")
+    run.add_argument("--stream", action=argparse.BooleanOptionalAction, default=None,
+                     help="print the model's text as it is generated (default: when stdout is a terminal)")
+
+    worker = command("worker", "serve tasks from a task queue")
+    worker.add_argument("--registry", type=registry_path, help="tools/providers to serve, as package.module:attribute")
+    worker.add_argument("--provider", type=name, help="the provider served as 'default' (default: from the environment)")
+    worker.add_argument("--task-queue", type=name, help="the queue to serve (default: NOETA_TASK_QUEUE or 'noeta')")
+    for setting_name, setting in TUNING_SETTINGS.items():
+        worker.add_argument(
+            f"--{setting_name.replace('_', '-')}", type=positive_int, metavar="N",
+            help=f"{setting.help} (default ${setting.variable} or {setting.default})",
+        )
+    worker.add_argument("--shutdown-grace-seconds", type=seconds, metavar="S",
+                        help="on SIGTERM, how long running tools may finish (default: NOETA_SHUTDOWN_GRACE_SECONDS or 60)")
+    worker.add_argument("--health-port", type=port, help="serve /healthz and /readyz here (default: NOETA_HEALTH_PORT)")
+    worker.add_argument("--metrics-port", type=port, help="serve Prometheus metrics on this port (/metrics)")
+    worker.add_argument("--metrics-host", type=text, default="127.0.0.1", help="address of the metrics endpoint (0.0.0.0 in containers)")
+    for cmd in (run, worker):
+        cmd.add_argument("--builtins", action=argparse.BooleanOptionalAction, default=None,
+                         help="serve the built-in tools calculator, word_count, read_file, current_time, wait "
+                              "(default: on without --registry)")
+
+    command("doctor", "what this installation has: server, local model, providers, content store")
+    command("server", "run the embedded Temporal dev server (with its UI) in the foreground until Ctrl-C or SIGTERM")
+    serve = command("serve", "the HTTP API and web console: tasks, goals, approvals, SSE events")
+    serve.add_argument("--host", type=text, default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=port, default=8080, help="port (default 8080)")
+    codec = command("codec-server", "decode encrypted payloads for the Temporal UI (docs/security.md)")
+    codec.add_argument("--host", type=text, default="127.0.0.1", help="address to listen on")
+    codec.add_argument("--port", type=port, default=8089, help="port (default 8089)")
+    codec.add_argument("--ui-origin", action="append", type=text, default=[], help="the Temporal UI's origin, for CORS (repeatable)")
+    codec.add_argument("--expand-refs", action="store_true", help="show whole tool outputs from the content store")
+
+    start = command("start", "start a task for the workers; prints its id",
+                    "Start a task on a task queue that `noeta worker` serves, and print its id.")
+    start.add_argument("goal", type=text, help="what the agent should do")
+    _options(start, run=False)
+    start.add_argument("--tool", action="append", type=name, default=[], metavar="NAME",
+                       help="a tool registered on the worker that the agent may call (repeatable)")
+    start.add_argument("--queue", type=name, help="the workers' task queue (default: NOETA_TASK_QUEUE or 'noeta')")
+    start.add_argument("--keep-open", action="store_true", help="stay open for further goals (`noeta send`)")
+
+    send = command("send", "send the next goal to a keep-open task; prints that goal's answer")
+    _task(send)
+    send.add_argument("goal", type=text, help="the next goal")
+    result = command("result", "wait for a task's answer and print it (exit code 1 if the goal failed)")
+    _task(result)
+    events = command("events", "the task's event log: seq, type, actor, cause")
+    _task(events)
+    events.add_argument("--json", action="store_true", help="one envelope_to_dict JSON per line")
+    events.add_argument("--follow", "-f", action="store_true", help="keep printing until the task ends")
+    messages = command("messages", "the task's conversation, one line per item")
+    _task(messages)
+    cancel = command("cancel", "cancel a running task")
+    _task(cancel)
+    close = command("close", "let a keep-open task end after its queued goals")
+    _task(close)
+    inject = command("inject", "give a running task's model context at its next step (never as the user's words)")
+    _task(inject)
+    inject.add_argument("text", type=text, help="the context")
+    inject.add_argument("--origin", choices=("system", "memory"), default="system", help="where it comes from (default system)")
+
+    approvals = command("approvals", "actions waiting for a human: of one task, or of every task")
+    approvals.add_argument("task", nargs="?", type=text, help="only this task's")
+    approvals.add_argument("--limit", type=list_limit, default=100, help="most tasks to look at (default 100)")
+    for verb, helptext in (("approve", "approve an action waiting for approval"), ("deny", "refuse an action waiting for approval")):
+        cmd = command(verb, helptext)
+        _task(cmd)
+        cmd.add_argument("call", type=text, help="the action's call id (see `noeta approvals`)")
+        cmd.add_argument("--reason", type=text, help="why (shown to the model and in the event log)")
+        cmd.add_argument("--approver", type=text, help="who answers (default: $USER)")
+
+    tasks = command("tasks", "list tasks, newest first: status, goal, model, turns, tokens")
+    tasks.add_argument("--status", choices=TASK_STATUSES, help="only tasks with this NoetaStatus")
+    tasks.add_argument("--search", type=text, help="words of the goal")
+    tasks.add_argument("--model", type=text, help="only tasks of this model")
+    tasks.add_argument("--metadata", action="append", type=key_value, default=[], metavar="KEY=VALUE",
+                       help="only tasks with this indexed metadata (repeatable)")
+    tasks.add_argument("--limit", type=list_limit, default=50, help="most tasks listed (default 50)")
+    tasks.add_argument("--json", action="store_true", help="one JSON object per line")
+    command("setup", "register Noeta's search attributes on the cluster (TEMPORAL_ADDRESS)")
+    retention = command("retention", "delete content-store bodies of tasks closed more than --days ago (never running ones)")
+    retention.add_argument("--days", type=days, required=True, help="retention period in days")
+    retention.add_argument("--dry-run", action="store_true", help="only report which tasks would be released")
+    retention.add_argument("--verbose", "-v", action="store_true", help="list the released task ids")
+    return p

@@ -1,0 +1,206 @@
+"""The CLI commands that run until stopped: run, worker, serve, codec-server, server."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import sys
+import uuid
+from datetime import timedelta
+
+from noeta.cli.commands import task_options
+from noeta.cli.live import StreamPrinter, print_progress
+from noeta.client.client import DEFAULT_PROVIDER, AsyncClient
+from noeta.client.config import Settings
+from noeta.client.embedded import ensure_server
+from noeta.client.options import HostConfig
+from noeta.errors import ConfigurationError
+from noeta.cli.render import cost_text
+from noeta.lifecycle import EXIT_INTERRUPTED, serve_until_signal
+from noeta.tuning import SETTINGS as TUNING_SETTINGS
+from noeta.tuning import WorkerTuning
+from noeta.worker import Registry, build_worker, load_registry
+
+#: Prefix of the task queue a ``noeta run`` serves alone (one per run: no other worker polls it).
+RUN_QUEUE_PREFIX = "noeta-run-"
+
+
+def worker_registry(
+    path: str | None, provider: str | None, settings: Settings, builtins: bool | None = None
+) -> Registry:
+    """The registry a CLI worker serves: the user's (if any), a provider named "default", and the
+    built-in providers the environment configures, by name ("anthropic", "openai", "local"), so
+    ``Options(provider="anthropic")`` finds one. ``builtins`` adds the safe built-in tools and the
+    memory tool (default: only when there is no user registry); a user's tool of the same name
+    wins. Tasks still name each tool they use (the memory tool: ``allowed_tools=["memory"]``)."""
+    from noeta.builtins.tools import BUILTIN_TOOLS
+    from noeta.providers.defaults import KNOWN_PROVIDERS, default_provider
+    from noeta.sdk.query import add_memory
+
+    registry = load_registry(path) if path else Registry()
+    if builtins if builtins is not None else path is None:
+        for builtin in BUILTIN_TOOLS:
+            if builtin.name not in registry.tools:
+                registry.add_tool(builtin)
+        add_memory(registry, settings)  # its store: NOETA_MEMORY_DIR, shared with the host
+    if registry.content_store is None:
+        registry.content_store = settings.content_store()
+    if registry.mcp_commands is None:
+        registry.mcp_commands = settings.mcp_commands  # NOETA_MCP_COMMANDS: none unless listed
+    if registry.prices is None:  # a malformed NOETA_PRICES stops the worker here, not a model call
+        from noeta.pricing import PriceTable
+
+        registry.prices = PriceTable.from_env()
+    if DEFAULT_PROVIDER not in registry.providers:
+        try:
+            registry.add_provider(default_provider(provider), name=DEFAULT_PROVIDER)
+        except ConfigurationError:
+            if path is None:  # nothing else to serve: the user must configure a provider
+                raise
+    for name in KNOWN_PROVIDERS:
+        if name not in registry.providers:
+            try:
+                registry.add_provider(default_provider(name), name=name)
+            except ConfigurationError:
+                pass  # not configured here (no key, or the local model is not installed)
+    return registry
+
+
+def tuning_from_args(args: argparse.Namespace) -> WorkerTuning:
+    given = {name: getattr(args, name) for name in TUNING_SETTINGS if getattr(args, name) is not None}
+    return WorkerTuning(**given)
+
+
+async def cmd_worker(args: argparse.Namespace) -> int:
+    settings = Settings()
+    grace = settings.shutdown_grace_seconds if args.shutdown_grace_seconds is None else args.shutdown_grace_seconds
+    health_port = settings.health_port if args.health_port is None else args.health_port
+    registry = worker_registry(args.registry, args.provider, settings, args.builtins)
+    # Metrics: Prometheus on --metrics-port, else OTLP when OTEL_* names an endpoint (docs/observability.md).
+    from noeta.telemetry.metrics import runtime_for
+
+    metrics_address = f"{args.metrics_host}:{args.metrics_port}" if args.metrics_port else None
+    runtime = runtime_for(metrics_address)
+    client = await AsyncClient.connect(
+        HostConfig(settings=settings, content_store=registry.content_store, runtime=runtime)
+    )
+    queue = args.task_queue or settings.task_queue
+    where = settings.temporal_address or f"embedded server {client.server.address if client.server else ''}"
+    worker = build_worker(
+        client.temporal, registry, queue, tuning=tuning_from_args(args),
+        graceful_shutdown_timeout=timedelta(seconds=grace),
+    )
+    print(
+        f"noeta worker on {where}, task queue {queue!r}: "
+        f"tools {sorted(registry.tools) or 'none'}, providers {sorted(registry.providers)}",
+        flush=True,
+    )
+    if metrics_address:
+        print(f"metrics on http://{metrics_address}/metrics", flush=True)
+    if runtime is not None:  # open tasks by status (approvals waiting), from visibility
+        from noeta.telemetry.metrics import poll_open_tasks
+
+        gauges = asyncio.ensure_future(poll_open_tasks(client.temporal, runtime.metric_meter))
+    await serve_until_signal(worker, health_port=health_port)
+    if runtime is not None:
+        gauges.cancel()
+    return 0
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+async def cmd_run(args: argparse.Namespace) -> int:
+    settings = Settings()
+    registry = worker_registry(args.registry, args.provider, settings, args.builtins)
+    stream = args.stream if args.stream is not None else sys.stdout.isatty()
+    printer = StreamPrinter(sys.stdout) if stream else None
+    if printer is not None:
+        registry.delta_sink = printer.on_delta
+    options = task_options(args, allowed_tools=list(registry.tools))
+    client = await AsyncClient.connect(HostConfig(settings=settings, content_store=registry.content_store))
+    # A queue of its own: a `noeta worker` on the shared queue must never take this task (it would
+    # answer with its own provider and tools).
+    queue = f"{RUN_QUEUE_PREFIX}{uuid.uuid4().hex[:12]}"
+    worker = build_worker(client.temporal, registry, queue)
+    # The working directory is the built-in read_file tool's workspace.
+    task_id = await client.start(args.goal, options, task_id=args.task_id, workspace_dir=os.getcwd(), task_queue=queue)
+    _say(f"task {task_id} started (task queue {queue})")
+    link = client.task_url(task_id)
+    if link:
+        _say(f"Temporal UI: {link}")
+    follower = asyncio.ensure_future(print_progress(client, task_id, printer)) if args.progress else None
+    result_future = asyncio.ensure_future(client.result(task_id))
+    await serve_until_signal(worker, result_future)
+    if follower is not None:
+        if result_future.done():  # let the last steps print before the answer
+            await asyncio.wait([follower], timeout=5)
+        follower.cancel()
+    if not result_future.done():
+        result_future.cancel()
+        _say(
+            f"stopped; task {task_id} is durable: `noeta worker --task-queue {queue}` resumes it (with the same "
+            f"tools and providers), `noeta result {task_id}` waits for it"
+        )
+        return EXIT_INTERRUPTED
+    result = result_future.result()
+    if printer is not None and printer.text.strip() and printer.text.strip() == result.answer.strip():
+        printer.end_line()  # the answer is on the screen already
+    else:
+        if printer is not None:
+            printer.end_line()
+        print(result.answer)
+    _say(
+        f"[{result.status}] task {task_id} · {result.turns} model call(s) · "
+        f"{result.usage.input} in / {result.usage.output} out tokens · {cost_text(result.usage.cost_usd)}"
+    )
+    return 0 if result.status == "completed" else 1
+
+
+async def cmd_serve(args: argparse.Namespace) -> int:
+    try:
+        from noeta.http.app import serve
+    except ImportError as err:  # starlette / uvicorn are the [serve] extra
+        raise ConfigurationError(f"noeta serve needs the HTTP extra: pip install 'noeta[serve]' ({err})") from err
+    client = await AsyncClient.connect()
+    keys = "API keys required" if os.environ.get("NOETA_API_KEYS") or os.environ.get("NOETA_API_KEYS_FILE") else "no API keys"
+    print(f"Noeta HTTP API and console on http://{args.host}:{args.port} ({keys}; see docs/security.md)", flush=True)
+    await serve(client, args.host, args.port)
+    return 0
+
+
+async def cmd_codec_server(args: argparse.Namespace) -> int:
+    try:
+        from noeta.security.codec_server import serve_codec
+    except ImportError as err:  # starlette / uvicorn are the [serve] extra
+        raise ConfigurationError(f"noeta codec-server needs the HTTP extra: pip install 'noeta[serve]' ({err})") from err
+    print(f"Noeta codec server on http://{args.host}:{args.port} (/encode, /decode)", flush=True)
+    await serve_codec(args.host, args.port, ui_origins=tuple(args.ui_origin), expand_refs=args.expand_refs)
+    return 0
+
+
+def cmd_server(args: argparse.Namespace) -> int:
+    settings = Settings()
+    server = ensure_server(settings.home / "temporal")
+    print(f"Temporal dev server at {server.address}" + (f", UI {server.ui_url}" if server.ui_url else ""), flush=True)
+    if not server.owned:
+        print("(already running, started by another process)")
+        return 0
+    print("Ctrl-C (or SIGTERM) stops it.", flush=True)
+    # SIGTERM stops the server as Ctrl-C does (by default it would end this process and leave
+    # the server, in its own session, running).
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        assert server.process is not None
+        server.process.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+    return 0
+
+
+ASYNC_COMMANDS = {"run": cmd_run, "worker": cmd_worker, "serve": cmd_serve, "codec-server": cmd_codec_server}

@@ -1,0 +1,111 @@
+"""How the CLI shows things on a terminal: conversation items, envelopes, task lists, approvals.
+Pure functions from values to lines."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from noeta.client.client import PendingApproval
+from noeta.client.messages import (
+    AssistantMessage,
+    InjectedMessage,
+    Result,
+    ToolResultView,
+    ToolUse,
+    UserMessage,
+    ViewItem,
+)
+from noeta.client.visibility import TaskSummary
+from noeta.protocols.event_log import EventEnvelope
+from noeta.protocols.hooks import ProposedFinish, ProposedSpawnSubtask, ProposedToolCall
+from noeta.protocols.task import ApprovalRequest
+
+
+def short(text: str, width: int = 100) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def render(item: ViewItem) -> str:
+    if isinstance(item, UserMessage):
+        return f"user      │ {item.text}"
+    if isinstance(item, InjectedMessage):
+        return f"{item.origin:<9} │ {item.text}"
+    if isinstance(item, AssistantMessage):
+        return f"assistant │ {item.text}"
+    if isinstance(item, ToolUse):
+        return f"tool call │ {item.tool_name}({json.dumps(item.arguments, ensure_ascii=False)}) [{item.call_id}]"
+    if isinstance(item, ToolResultView):
+        mark = "ok" if item.success else "FAILED"
+        return f"tool {mark:<4} │ {item.tool_name}: {item.output or ''}"
+    if isinstance(item, Result):
+        return f"result    │ [{item.status}] {item.answer}"
+    return repr(item)
+
+
+def render_envelope(env: EventEnvelope) -> str:
+    cause = f"← {env.causation_id}" if env.causation_id else ""
+    return f"{env.seq:>4} {env.type:<22} {env.actor:<24} {cause:<6} {describe(env)}".rstrip()
+
+
+def describe(env: EventEnvelope) -> str:
+    """One short line about the payload, for terminals."""
+    p: Any = env.payload
+    if env.type == "MessagesAppended":
+        texts = []
+        for m in p.messages:
+            text = m.text or ", ".join(f"{u.tool_name}(…)" for u in m.tool_uses)
+            texts.append(f"{m.role}: {text}")
+        line = " | ".join(texts)
+    elif env.type == "ToolCallRefused":
+        line = f"{p.tool_name} [{p.call_id}] {p.reason}"
+    elif env.type in ("ToolCallStarted", "ToolCallCompleted", "ToolCallFailed", "ToolCallRetried"):
+        line = f"{p.tool_name} [{p.call_id}]" + (f" attempt {p.attempt}" if hasattr(p, "attempt") else "")
+    elif env.type == "ProviderCallCompleted":
+        line = f"{p.stop_reason} · {p.usage.input} in / {p.usage.output} out · attempt {p.attempt}"
+        if p.usage.cost_usd:
+            line += f" · ${p.usage.cost_usd:.6f}"
+    elif env.type in ("BudgetWarning", "BudgetExceeded"):
+        line = f"{p.limit}: {p.used:g} of {p.allowed:g}"
+    elif env.type == "TaskCompleted":
+        line = f"[{p.status}] {p.answer}"
+    elif env.type == "TaskFailed":
+        line = f"{p.error_type}: {p.reason}"
+    elif hasattr(p, "error"):
+        line = str(p.error)
+    else:
+        line = ""
+    return short(line.replace("\n", " "))
+
+
+def cost_text(usd: float) -> str:
+    """A task's cost for terminals (0 means no price was known for its model)."""
+    return f"${usd:.6f}" if usd else "cost unknown (no price for the model)"
+
+
+def task_line(t: TaskSummary) -> str:
+    started = t.started.strftime("%Y-%m-%d %H:%M:%S") if t.started else "?"
+    goal = short(t.goal or "", 60)
+    cost = f"${t.cost_usd:.6f}" if t.cost_usd else "-"
+    return (
+        f"{t.task_id:<28} {t.status:<18} {started}  turns {t.turns:<4} tokens {t.tokens_in}/{t.tokens_out}"
+        f"  cost {cost}  {t.model or '-'}  {goal}"
+    ).rstrip()
+
+
+def action_text(request: ApprovalRequest) -> str:
+    action = request.action
+    if isinstance(action, ProposedToolCall):
+        return f"{action.tool_name}({json.dumps(action.arguments, ensure_ascii=False)})"
+    if isinstance(action, ProposedSpawnSubtask):
+        return f"subtask: {short(action.goal, 80)}"
+    if isinstance(action, ProposedFinish):
+        return f"finish: {short(action.answer, 80)}"
+    return request.call_id
+
+
+def approval_line(item: PendingApproval) -> str:
+    request = item.request
+    why = f" — {request.reason}" if request.reason else ""
+    return f"{item.task_id}  {request.call_id}  {action_text(request)}  [guard {request.guard}{why}]"

@@ -1,0 +1,230 @@
+"""Finding tasks: Noeta's search attributes on a cluster, what a task starts with, the visibility
+queries behind ``list_tasks`` (CLI ``noeta tasks``, ``GET /tasks``, the console), and the summary
+and description of a task as seen from outside.
+
+Search-attribute names live in :mod:`noeta.protocols.names`, typed keys in
+:mod:`noeta.search_attributes`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal, get_args
+
+from temporalio.api.enums.v1 import IndexedValueType
+from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest, ListSearchAttributesRequest
+from temporalio.client import Client as TemporalClient
+from temporalio.client import WorkflowExecution, WorkflowExecutionStatus
+from temporalio.common import SearchAttributePair, TypedSearchAttributes
+from temporalio.service import RPCError
+
+from noeta import search_attributes as keys
+from noeta.errors import ConfigurationError, NoetaError
+from noeta.protocols.names import (
+    BASE_SEARCH_ATTRIBUTES,
+    GOAL_ATTRIBUTE_CHARS,
+    SA_GOAL,
+    SA_METADATA,
+    SA_MODEL,
+    SA_STATUS,
+    SEARCH_ATTRIBUTES,
+    WORKFLOW_NAME,
+)
+from noeta.protocols.task import TaskResult
+
+TaskStatus = Literal["running", "idle", "awaiting_approval", "completed", "failed", "cancelled", "terminated", "timed_out"]
+"""``running``, ``idle`` (keep-open, between goals), ``awaiting_approval`` while open; ``completed``,
+``failed``, ``cancelled`` (and, for tasks ended from outside, ``terminated``, ``timed_out``) after."""
+TASK_STATUSES: tuple[str, ...] = get_args(TaskStatus)
+
+#: NoetaStatus values -> Temporal execution status, for clusters without the search attributes.
+_EXECUTION_STATUS = {
+    "running": "Running", "idle": "Running", "awaiting_approval": "Running", "completed": "Completed",
+    "failed": "Failed", "cancelled": "Canceled", "terminated": "Terminated", "timed_out": "TimedOut",
+}
+#: Status of a closed workflow that has no TaskResult.
+CLOSED_STATUS: dict[WorkflowExecutionStatus, TaskStatus] = {
+    WorkflowExecutionStatus.FAILED: "failed",
+    WorkflowExecutionStatus.CANCELED: "cancelled",
+    WorkflowExecutionStatus.TERMINATED: "terminated",
+    WorkflowExecutionStatus.TIMED_OUT: "timed_out",
+}
+_INDEXED_TYPE = {
+    "Keyword": IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
+    "Text": IndexedValueType.INDEXED_VALUE_TYPE_TEXT,
+    "Int": IndexedValueType.INDEXED_VALUE_TYPE_INT,
+    "Double": IndexedValueType.INDEXED_VALUE_TYPE_DOUBLE,
+    "KeywordList": IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD_LIST,
+}
+#: What a search or a filter value may contain: it goes into a visibility query, so no quotes.
+_SAFE_VALUE = re.compile(r"[^'\"\\\x00-\x1f]{1,200}")
+_METADATA_KEY = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+
+
+@dataclass(frozen=True)
+class TaskSummary:
+    """One task in a list (from the visibility store, which lags a moment behind the tasks)."""
+
+    task_id: str
+    status: str
+    goal: str | None
+    """The first goal (its first 200 characters); None on clusters without NoetaGoal."""
+    model: str | None
+    turns: int
+    tokens_in: int
+    tokens_out: int
+    started: datetime | None
+    closed: datetime | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
+    """The indexed ``Options.metadata`` entries (NOETA_INDEXED_METADATA)."""
+    cost_usd: float = 0.0
+    """US dollars so far (NoetaCostUSD; 0 when unpriced or on a cluster without it)."""
+
+
+@dataclass(frozen=True)
+class TaskInfo(TaskSummary):
+    """One task in detail: its summary, whether it still runs, and once ended its result or error."""
+
+    running: bool = False
+    result: TaskResult | None = None
+    error: NoetaError | None = None
+    """The task's typed error when it failed, was cancelled or terminated (then ``result`` is None)."""
+
+
+def initial_search_attributes(
+    registered: set[str],
+    goal: str,
+    model: str | None,
+    metadata: Mapping[str, Any],
+    indexed_metadata: Sequence[str],
+    api_key_id: str | None = None,
+) -> TypedSearchAttributes:
+    """What a task starts with; the workflow keeps status, turns, tokens (and a resolved model)
+    current. ``api_key_id``: the ``noeta serve`` key that starts it (its spend is summed by it)."""
+    pairs: list[SearchAttributePair[Any]] = [SearchAttributePair(keys.STATUS, "running"), SearchAttributePair(keys.TURNS, 0)]
+    if model:
+        pairs.append(SearchAttributePair(keys.MODEL, model))
+    if api_key_id:
+        pairs.append(SearchAttributePair(keys.API_KEY, api_key_id))
+    if SA_GOAL in registered:
+        pairs.append(SearchAttributePair(keys.GOAL, goal[:GOAL_ATTRIBUTE_CHARS]))
+    entries = metadata_entries(metadata, indexed_metadata)
+    if entries and SA_METADATA in registered:
+        pairs.append(SearchAttributePair(keys.METADATA, entries))
+    return TypedSearchAttributes(pairs)
+
+
+def metadata_entries(metadata: Mapping[str, Any], indexed: Iterable[str]) -> list[str]:
+    """``key=value`` for each chosen key the task's metadata has (scalars only, 200 chars at most)."""
+    entries = []
+    for key in indexed:
+        value = metadata.get(key)
+        if isinstance(value, (str, int, float, bool)):
+            entries.append(f"{key}={value}"[:GOAL_ATTRIBUTE_CHARS])
+    return entries
+
+
+def parse_indexed_metadata(value: str | None) -> tuple[str, ...]:
+    """``NOETA_INDEXED_METADATA``: comma-separated metadata keys to make searchable."""
+    names = tuple(k.strip() for k in (value or "").split(",") if k.strip())
+    bad = [k for k in names if not _METADATA_KEY.fullmatch(k)]
+    if bad:
+        raise ConfigurationError(f"NOETA_INDEXED_METADATA: {', '.join(map(repr, bad))} are not metadata key names")
+    return names
+
+
+async def registered_search_attributes(temporal: TemporalClient) -> set[str]:
+    """Noeta's search attributes the cluster has (empty when it cannot tell, e.g. no permission)."""
+    try:
+        response = await temporal.operator_service.list_search_attributes(
+            ListSearchAttributesRequest(namespace=temporal.namespace)
+        )
+    except RPCError:
+        return set()
+    return set(SEARCH_ATTRIBUTES) & set(response.custom_attributes)
+
+
+async def search_attributes_registered(temporal: TemporalClient) -> bool:
+    """Whether tasks can be indexed at all (the attributes of the first release are registered;
+    later ones, such as NoetaCostUSD or NoetaGoal, are used where present: ``noeta setup`` adds them)."""
+    return set(BASE_SEARCH_ATTRIBUTES) <= await registered_search_attributes(temporal)
+
+
+async def register_search_attributes(temporal: TemporalClient) -> list[str]:
+    """Register the missing Noeta search attributes on the cluster; returns the names added."""
+    response = await temporal.operator_service.list_search_attributes(
+        ListSearchAttributesRequest(namespace=temporal.namespace)
+    )
+    missing = {k: v for k, v in SEARCH_ATTRIBUTES.items() if k not in response.custom_attributes}
+    if missing:
+        await temporal.operator_service.add_search_attributes(
+            AddSearchAttributesRequest(
+                namespace=temporal.namespace,
+                search_attributes={k: _INDEXED_TYPE[v] for k, v in missing.items()},
+            )
+        )
+    return sorted(missing)
+
+
+def _checked(value: str, what: str) -> str:
+    value = value.strip()
+    if not _SAFE_VALUE.fullmatch(value):
+        raise ConfigurationError(f"{what} must be 1-200 characters without quotes or backslashes, got {value!r}")
+    return value
+
+
+def task_query(
+    registered: set[str],
+    status: str | None = None,
+    search: str | None = None,
+    model: str | None = None,
+    metadata: Mapping[str, str] | None = None,
+) -> str:
+    """The visibility query for ``list_tasks``; every filter value is checked (no quotes)."""
+    query = f"WorkflowType = '{WORKFLOW_NAME}'"
+    indexed = set(BASE_SEARCH_ATTRIBUTES) <= registered
+    if status:
+        if status not in TASK_STATUSES:
+            raise ConfigurationError(f"not a task status: {status!r}; one of {', '.join(TASK_STATUSES)}")
+        if indexed:
+            query += f" AND {SA_STATUS} = '{status}'"
+        else:
+            query += f" AND ExecutionStatus = '{_EXECUTION_STATUS[status]}'"
+    if search:
+        text = _checked(search, "search")
+        if SA_GOAL in registered:  # full-text: matches tasks whose goal has these words
+            query += f" AND {SA_GOAL} = '{text}'"
+        else:
+            query += f" AND WorkflowId STARTS_WITH '{text}'"
+    if model:
+        if not indexed:
+            raise ConfigurationError("filtering by model needs Noeta's search attributes (noeta setup)")
+        query += f" AND {SA_MODEL} = '{_checked(model, 'model')}'"
+    for key, value in (metadata or {}).items():
+        if SA_METADATA not in registered:
+            raise ConfigurationError("filtering by metadata needs the NoetaMetadata search attribute (noeta setup)")
+        if not _METADATA_KEY.fullmatch(key):
+            raise ConfigurationError(f"not a metadata key: {key!r}")
+        query += f" AND {SA_METADATA} = '{_checked(f'{key}={value}', 'metadata filter')}'"
+    return query
+
+
+def summary_of(wf: WorkflowExecution) -> TaskSummary:
+    attrs = wf.typed_search_attributes
+    entries = attrs.get(keys.METADATA) or []
+    return TaskSummary(
+        task_id=wf.id,
+        status=attrs.get(keys.STATUS) or (wf.status.name.lower() if wf.status else "unknown"),
+        goal=attrs.get(keys.GOAL),
+        model=attrs.get(keys.MODEL),
+        turns=attrs.get(keys.TURNS) or 0,
+        tokens_in=attrs.get(keys.TOKENS_IN) or 0,
+        tokens_out=attrs.get(keys.TOKENS_OUT) or 0,
+        started=wf.start_time,
+        closed=wf.close_time,
+        metadata=dict(e.split("=", 1) for e in entries if "=" in e),
+        cost_usd=attrs.get(keys.COST_USD) or 0.0,
+    )

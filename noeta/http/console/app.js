@@ -1,0 +1,426 @@
+// The Noeta console: task list, task page (live events, conversation, tool calls, usage),
+// approvals inbox, new task. Plain DOM; every server value is set as text, never as HTML.
+import { ApiError, apiKey, follow, forgetApiKey, get, post, query, setApiKey, whenUnauthorized } from "./api.js";
+
+const STATUSES = ["running", "idle", "awaiting_approval", "completed", "failed", "cancelled", "terminated", "timed_out"];
+const view = document.getElementById("view");
+let cleanup = [];
+
+// -- small helpers ------------------------------------------------------------------------------
+
+function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (name.startsWith("on")) el.addEventListener(name.slice(2), value);
+    else if (name === "text") el.textContent = value;
+    else el.setAttribute(name, value === true ? "" : String(value));
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return el;
+}
+
+const short = (text, n = 120) => (text && text.length > n ? `${text.slice(0, n - 1)}…` : text || "");
+const when = (iso) => (iso ? new Date(iso).toLocaleString() : "");
+const json = (value) => JSON.stringify(value, null, 2);
+const taskHref = (id) => `#/tasks/${encodeURIComponent(id)}`;
+
+function badge(status) {
+  return h("span", { class: `badge status-${status}`, "data-testid": "status", text: status });
+}
+
+function banner(text, kind = "error") {
+  const el = document.getElementById("banner");
+  el.hidden = !text;
+  el.className = `banner ${kind}`;
+  el.textContent = text || "";
+}
+
+function showError(err) {
+  if (err instanceof ApiError && err.status === 401) return; // the key dialog is up
+  banner(err instanceof ApiError ? `${err.name}: ${err.message}` : String(err));
+}
+
+// The task's current details are Temporal markdown: **bold** and `code` are rendered, the rest is text.
+function markdownLite(text) {
+  return text.split(/\n\n+/).map((para) => {
+    const p = h("p");
+    for (const part of para.split(/(\*\*[^*]+\*\*|`[^`]+`)/)) {
+      if (part.startsWith("**") && part.endsWith("**") && part.length > 4) p.append(h("b", { text: part.slice(2, -2) }));
+      else if (part.startsWith("`") && part.endsWith("`") && part.length > 2) p.append(h("code", { text: part.slice(1, -1) }));
+      else if (part) p.append(document.createTextNode(part));
+    }
+    return p;
+  });
+}
+
+function every(ms, fn) {
+  const id = setInterval(fn, ms);
+  cleanup.push(() => clearInterval(id));
+}
+
+function toolCall(name, args) {
+  const parts = Object.entries(args || {}).map(([k, v]) => `${k}=${JSON.stringify(v)}`);
+  return `${name}(${short(parts.join(", "), 100)})`;
+}
+
+// -- API key ------------------------------------------------------------------------------------
+
+const dialog = document.getElementById("key-dialog");
+function askForKey(message) {
+  const error = document.getElementById("key-error");
+  error.hidden = !message;
+  error.textContent = message || "";
+  document.getElementById("key-input").value = apiKey();
+  if (!dialog.open) dialog.showModal();
+}
+whenUnauthorized(() => askForKey(apiKey() ? "That key was refused." : "This server needs an API key."));
+document.getElementById("key-button").addEventListener("click", () => askForKey(""));
+document.getElementById("key-form").addEventListener("submit", () => {
+  setApiKey(document.getElementById("key-input").value.trim(), document.getElementById("key-remember").checked);
+  banner("");
+  route();
+});
+document.getElementById("key-forget").addEventListener("click", () => {
+  forgetApiKey();
+  dialog.close();
+  route();
+});
+
+// -- approvals count in the header --------------------------------------------------------------
+
+async function refreshApprovalCount() {
+  try {
+    const waiting = await get("/approvals");
+    const el = document.getElementById("approval-count");
+    el.hidden = waiting.length === 0;
+    el.textContent = String(waiting.length);
+  } catch {
+    /* shown by the page itself */
+  }
+}
+
+// -- task list ------------------------------------------------------------------------------------
+
+function tasksView(params) {
+  const status = h("select", { name: "status", "data-testid": "filter-status" },
+    h("option", { value: "", text: "any status" }),
+    STATUSES.map((s) => h("option", { value: s, selected: params.get("status") === s, text: s })));
+  const search = h("input", { name: "search", type: "search", placeholder: "words of the goal", value: params.get("search") || "", "data-testid": "filter-search" });
+  const model = h("input", { name: "model", placeholder: "model", value: params.get("model") || "" });
+  const metadata = h("input", { name: "metadata", placeholder: "metadata key=value", value: params.get("metadata") || "" });
+  const body = h("tbody", { "data-testid": "task-rows" });
+  const note = h("p", { class: "muted" });
+  const form = h("form", { class: "filters", onsubmit: (e) => {
+    e.preventDefault();
+    location.hash = `#/${query({ status: status.value, search: search.value.trim(), model: model.value.trim(), metadata: metadata.value.trim() })}`;
+  } }, status, search, model, metadata, h("button", { type: "submit", text: "Filter" }));
+
+  async function load() {
+    try {
+      const tasks = await get(`/tasks${query({ status: params.get("status"), search: params.get("search"), model: params.get("model"), metadata: params.get("metadata"), limit: 100 })}`);
+      body.replaceChildren(...tasks.map((t) => h("tr", { "data-task": t.task_id },
+        h("td", {}, h("a", { href: taskHref(t.task_id), text: short(t.goal || t.task_id, 90) }),
+          h("div", { class: "muted mono", text: t.task_id })),
+        h("td", {}, badge(t.status)),
+        h("td", { text: t.model || "" }),
+        h("td", { class: "num", text: t.turns }),
+        h("td", { class: "num", text: `${t.tokens_in} / ${t.tokens_out}` }),
+        h("td", { text: when(t.started) }),
+        h("td", { class: "muted", text: Object.entries(t.metadata || {}).map(([k, v]) => `${k}=${v}`).join(" ") }))));
+      note.textContent = tasks.length ? "" : "No tasks match.";
+      banner("");
+    } catch (err) {
+      showError(err);
+    }
+  }
+  load();
+  every(5000, load);
+  return h("section", {},
+    h("h1", { text: "Tasks" }), form,
+    h("table", { class: "tasks" },
+      h("thead", {}, h("tr", {}, ["Goal", "Status", "Model", "Turns", "Tokens in / out", "Started", "Metadata"].map((t) => h("th", { text: t })))),
+      body),
+    note);
+}
+
+// -- approvals --------------------------------------------------------------------------------------
+
+function approvalCard(taskId, request, done) {
+  const action = request.action || {};
+  const reason = h("input", { placeholder: "reason (optional)", "data-testid": "approval-reason" });
+  const status = h("span", { class: "muted" });
+  async function answer(approved) {
+    try {
+      await post(`/tasks/${encodeURIComponent(taskId)}/approvals`, { call_id: request.call_id, approved, reason: reason.value.trim() || null, approver: "console" });
+      status.textContent = approved ? "approved" : "refused";
+      done();
+    } catch (err) {
+      showError(err);
+    }
+  }
+  const what = action.type === "tool_call" ? toolCall(action.tool_name, action.arguments)
+    : action.type === "spawn_subtask" ? `subtask: ${short(action.goal)}`
+    : action.type === "finish" ? `finish: ${short(action.answer)}` : request.call_id;
+  return h("div", { class: "card approval", "data-call": request.call_id, "data-testid": "approval" },
+    h("div", {}, h("strong", { class: "mono", text: what })),
+    h("div", { class: "muted", text: `guard ${request.guard}: ${request.reason || "no reason given"} · call ${request.call_id}` }),
+    action.arguments ? h("pre", { text: json(action.arguments) }) : null,
+    h("div", { class: "actions" }, reason,
+      h("button", { type: "button", class: "approve", "data-testid": "approve", onclick: () => answer(true), text: "Approve" }),
+      h("button", { type: "button", class: "deny", "data-testid": "deny", onclick: () => answer(false), text: "Deny" }),
+      status));
+}
+
+function approvalsView() {
+  const list = h("div", { "data-testid": "approvals" });
+  async function load() {
+    try {
+      const waiting = await get("/approvals");
+      const byTask = new Map();
+      for (const p of waiting) {
+        if (!byTask.has(p.task_id)) byTask.set(p.task_id, { goal: p.goal, requests: [] });
+        byTask.get(p.task_id).requests.push(p.request);
+      }
+      list.replaceChildren(...(waiting.length ? [...byTask].map(([taskId, t]) => h("div", { class: "group", "data-task": taskId },
+        h("a", { href: taskHref(taskId), text: short(t.goal || taskId, 100) }), h("span", { class: "muted mono", text: `  ${taskId}` }),
+        t.requests.map((r) => approvalCard(taskId, r, load)))) : [h("p", { class: "muted", text: "Nothing waits for approval." })]));
+      refreshApprovalCount();
+      banner("");
+    } catch (err) {
+      showError(err);
+    }
+  }
+  load();
+  every(3000, load);
+  return h("section", {}, h("h1", { text: "Approvals" }), list);
+}
+
+// -- new task -----------------------------------------------------------------------------------------
+
+function newTaskView() {
+  const field = (label, input) => h("label", {}, label, input);
+  const goal = h("textarea", { name: "goal", rows: 3, required: true, "data-testid": "new-goal" });
+  const provider = h("input", { name: "provider", placeholder: "default" });
+  const model = h("input", { name: "model", placeholder: "the provider's default" });
+  const tools = h("input", { name: "tools", placeholder: "tool names, comma-separated", "data-testid": "new-tools" });
+  const guards = h("input", { name: "guards", placeholder: "guard names, comma-separated", "data-testid": "new-guards" });
+  const system = h("textarea", { name: "system", rows: 2 });
+  const maxTurns = h("input", { name: "max_turns", type: "number", min: 1, placeholder: "50" });
+  const queue = h("input", { name: "task_queue", placeholder: "the server's task queue", "data-testid": "new-queue" });
+  const keepOpen = h("input", { name: "keep_open", type: "checkbox" });
+  const list = (input) => input.value.split(",").map((s) => s.trim()).filter(Boolean);
+  async function submit(e) {
+    e.preventDefault();
+    const options = {};
+    if (provider.value.trim()) options.provider = provider.value.trim();
+    if (model.value.trim()) options.model = model.value.trim();
+    if (list(tools).length) options.allowed_tools = list(tools);
+    if (list(guards).length) options.guards = list(guards);
+    if (system.value.trim()) options.system_prompt = system.value;
+    if (maxTurns.value) options.max_turns = Number(maxTurns.value);
+    try {
+      const { task_id } = await post("/tasks", { goal: goal.value, keep_open: keepOpen.checked, task_queue: queue.value.trim() || null, options });
+      location.hash = taskHref(task_id);
+    } catch (err) {
+      showError(err);
+    }
+  }
+  return h("section", {}, h("h1", { text: "New task" }),
+    h("form", { class: "stack", onsubmit: submit, "data-testid": "new-task" },
+      field("Goal", goal), field("Provider", provider), field("Model", model), field("Tools", tools),
+      field("Guards", guards), field("System prompt", system), field("Max turns", maxTurns), field("Task queue", queue),
+      h("label", { class: "inline" }, keepOpen, "keep open for further goals"),
+      h("div", { class: "actions" }, h("button", { type: "submit", "data-testid": "start", text: "Start" }))));
+}
+
+// -- task page ----------------------------------------------------------------------------------------
+
+function renderMessage(item) {
+  switch (item.type) {
+    case "UserMessage": return h("div", { class: "msg user" }, h("b", { text: "user" }), h("p", { text: item.text }));
+    case "InjectedMessage": return h("div", { class: "msg injected" }, h("b", { text: item.origin }), h("p", { text: item.text }));
+    case "AssistantMessage": return h("div", { class: "msg assistant" }, h("b", { text: "assistant" }), h("p", { text: item.text }));
+    case "ToolUse": return h("div", { class: "msg tool" }, h("b", { text: "tool call" }), h("code", { text: toolCall(item.tool_name, item.arguments) }));
+    case "ToolResultView": return h("div", { class: `msg tool ${item.success ? "" : "failed"}` }, h("b", { text: item.success ? `${item.tool_name} →` : `${item.tool_name} ✗` }), h("pre", { text: item.output || "" }));
+    case "Result": return h("div", { class: `msg result status-${item.status}` }, h("b", { text: `result (${item.status})` }), h("p", { text: item.answer }));
+    default: return h("div", { class: "msg" }, h("pre", { text: json(item) }));
+  }
+}
+
+function eventLine(env) {
+  const p = env.payload || {};
+  let what = "";
+  const block = (b) => b.text || (b.tool_name ? `${b.tool_name}(…)` : b.call_id ? `${b.call_id} ${b.success ? "ok" : "failed"}` : "");
+  if (env.type === "MessagesAppended") what = (p.messages || []).map((m) => `${m.role}: ${short((m.content || []).map(block).join(" "), 80)}`).join(" | ");
+  else if (p.tool_name) what = `${p.tool_name} [${p.call_id}]${p.reason ? ` — ${p.reason}` : ""}`;
+  else if (p.call_id) what = `${p.call_id}${p.guard ? ` · ${p.guard}` : ""}${p.verdict ? ` · ${p.verdict}` : ""}${p.reason ? ` — ${p.reason}` : ""}`;
+  else if (p.answer !== undefined) what = `[${p.status}] ${short(p.answer, 80)}`;
+  else if (p.reason) what = p.reason;
+  else if (p.goal) what = short(p.goal, 80);
+  else if (p.turn) what = `turn ${p.turn}${p.model ? ` · ${p.model}` : ""}`;
+  return h("li", { "data-type": env.type, "data-seq": env.seq },
+    h("span", { class: "seq", text: env.seq }), h("span", { class: "etype", text: env.type }),
+    h("span", { class: "muted", text: env.actor }), h("span", { text: what }));
+}
+
+function taskView(taskId) {
+  const title = h("h1", { "data-testid": "task-goal", text: taskId });
+  const meta = h("div", { class: "meta", "data-testid": "task-meta" });
+  const details = h("div", { class: "details", "data-testid": "current-details", hidden: true });
+  const answer = h("div", { class: "answer", "data-testid": "answer", hidden: true });
+  const approvals = h("div", { "data-testid": "task-approvals" });
+  const conversation = h("div", { class: "conversation", "data-testid": "conversation" });
+  const calls = h("tbody", { "data-testid": "tool-calls" });
+  const events = h("ol", { class: "events", "data-testid": "events" });
+  const live = h("div", { class: "live", "data-testid": "live-text", hidden: true });
+  const goalInput = h("input", { placeholder: "the next goal", "data-testid": "next-goal" });
+  const injectInput = h("input", { placeholder: "context for the next step" });
+  const actions = h("div", { class: "actions task-actions" },
+    h("form", { class: "inline-form", onsubmit: async (e) => {
+      e.preventDefault();
+      const goal = goalInput.value.trim();
+      if (!goal) return;
+      goalInput.value = "";
+      try { await post(`/tasks/${encodeURIComponent(taskId)}/goals`, { goal }); } catch (err) { showError(err); }
+      refresh();
+    } }, goalInput, h("button", { type: "submit", "data-testid": "send-goal", text: "Send goal" })),
+    h("form", { class: "inline-form", onsubmit: async (e) => {
+      e.preventDefault();
+      const text = injectInput.value.trim();
+      if (!text) return;
+      injectInput.value = "";
+      try { await post(`/tasks/${encodeURIComponent(taskId)}/inject`, { text }); } catch (err) { showError(err); }
+    } }, injectInput, h("button", { type: "submit", class: "quiet", text: "Inject" })),
+    h("button", { type: "button", class: "quiet", "data-testid": "close", onclick: async () => {
+      try { await post(`/tasks/${encodeURIComponent(taskId)}/close`); refresh(); } catch (err) { showError(err); }
+    }, text: "Close" }),
+    h("button", { type: "button", class: "deny", "data-testid": "cancel", onclick: async () => {
+      if (!confirm("Cancel this task?")) return;
+      try { await post(`/tasks/${encodeURIComponent(taskId)}/cancel`); refresh(); } catch (err) { showError(err); }
+    }, text: "Cancel" }));
+
+  const callRows = new Map();
+  function callRow(p) {
+    let row = callRows.get(p.call_id);
+    if (!row) {
+      row = { state: h("td", {}), output: h("pre", {}), tr: null };
+      row.tr = h("tr", { "data-call": p.call_id }, h("td", { class: "mono", text: p.call_id }),
+        h("td", {}, h("code", { text: toolCall(p.tool_name, p.arguments) })), row.state, h("td", {}, row.output));
+      callRows.set(p.call_id, row);
+      calls.append(row.tr);
+    }
+    return row;
+  }
+
+  let running = true;
+  async function refresh() {
+    try {
+      const task = await get(`/tasks/${encodeURIComponent(taskId)}`);
+      running = task.running;
+      title.textContent = task.goal || task.task_id;
+      const usage = task.result ? task.result.usage : null;
+      meta.replaceChildren(...[badge(task.status),
+        h("span", { text: `model ${task.model || "default"}` }),
+        h("span", { "data-testid": "usage", text: `turns ${task.turns} · tokens ${task.tokens_in} in / ${task.tokens_out} out` }),
+        usage ? h("span", { class: "muted", text: `cache read ${usage.cache_read} · write ${usage.cache_write}` }) : null,
+        h("span", { class: "muted mono", text: task.task_id }),
+        task.started ? h("span", { class: "muted", text: `started ${when(task.started)}` }) : null].filter(Boolean));
+      details.hidden = !task.current_details;
+      details.replaceChildren(...markdownLite(task.current_details || ""));
+      actions.hidden = !task.running;
+      if (task.result) {
+        answer.hidden = false;
+        answer.replaceChildren(h("b", { text: `answer (${task.result.status})` }), h("p", { text: task.result.answer }));
+      } else if (task.error) {
+        answer.hidden = false;
+        answer.replaceChildren(h("b", { class: "error", text: task.error.error }), h("p", { text: task.error.message }));
+      } else answer.hidden = true;
+      const waiting = task.running ? await get(`/tasks/${encodeURIComponent(taskId)}/approvals`) : [];
+      approvals.replaceChildren(...waiting.map((r) => approvalCard(taskId, r, refresh)));
+      const items = await get(`/tasks/${encodeURIComponent(taskId)}/messages`);
+      conversation.replaceChildren(...items.map(renderMessage));
+      for (const item of items) if (item.type === "ToolResultView" && callRows.has(item.call_id)) callRows.get(item.call_id).output.textContent = item.output || "";
+      banner("");
+    } catch (err) {
+      showError(err);
+    }
+  }
+
+  let pending = null;
+  function refreshSoon() {
+    if (pending) return;
+    pending = setTimeout(() => { pending = null; refresh(); }, 150);
+  }
+
+  const stopEvents = follow(`/tasks/${encodeURIComponent(taskId)}/events`, (type, env) => {
+    events.append(eventLine(env));
+    const p = env.payload || {};
+    if (type === "ToolCallProposed") callRow(p).state.replaceChildren(badge("proposed"));
+    if (type === "ToolCallStarted") callRow(p).state.replaceChildren(badge("running"));
+    if (type === "ToolCallCompleted") callRow(p).state.replaceChildren(badge(p.success ? "completed" : "failed"));
+    if (type === "ToolCallFailed") { callRow(p).state.replaceChildren(badge("failed")); callRow(p).output.textContent = p.error; }
+    if (type === "ToolCallRefused") { callRow(p).state.replaceChildren(badge("refused")); callRow(p).output.textContent = p.reason; }
+    if (type === "ProviderCallCompleted") live.hidden = true;
+    refreshSoon();
+  }, { onError: showError });
+  cleanup.push(stopEvents);
+
+  const stopDeltas = follow(`/tasks/${encodeURIComponent(taskId)}/deltas`, (type, delta) => {
+    if (type !== "delta" || delta.kind !== "text") return;
+    if (live.dataset.call !== `${delta.call_id}/${delta.attempt}`) {
+      live.dataset.call = `${delta.call_id}/${delta.attempt}`;
+      live.textContent = "";
+    }
+    live.hidden = false;
+    live.textContent += delta.text;
+  }, { resume: false });
+  cleanup.push(stopDeltas);
+
+  refresh();
+  every(4000, () => { if (running) refresh(); });
+
+  return h("section", {},
+    h("p", {}, h("a", { href: "#/", text: "← tasks" })),
+    title, meta, details, approvals, answer, actions,
+    h("div", { class: "columns" },
+      h("div", {}, h("h2", { text: "Conversation" }), live, conversation,
+        h("h2", { text: "Tool calls" }),
+        h("table", { class: "calls" }, h("thead", {}, h("tr", {}, ["Call", "Tool", "State", "Output"].map((t) => h("th", { text: t })))), calls)),
+      h("div", {}, h("h2", { text: "Events" }), events)));
+}
+
+// -- router ---------------------------------------------------------------------------------------------
+
+function route() {
+  for (const stop of cleanup) stop();
+  cleanup = [];
+  banner("");
+  const hash = location.hash.replace(/^#/, "") || "/";
+  const [path, search = ""] = hash.split("?");
+  const params = new URLSearchParams(search);
+  let page = "tasks";
+  let content;
+  if (path.startsWith("/tasks/")) {
+    content = taskView(decodeURIComponent(path.slice("/tasks/".length)));
+    page = "";
+  } else if (path === "/approvals") {
+    content = approvalsView();
+    page = "approvals";
+  } else if (path === "/new") {
+    content = newTaskView();
+    page = "new";
+  } else {
+    content = tasksView(params);
+  }
+  for (const link of document.querySelectorAll("[data-nav]")) link.classList.toggle("active", link.dataset.nav === page);
+  view.replaceChildren(content);
+  refreshApprovalCount();
+}
+
+window.addEventListener("hashchange", route);
+setInterval(refreshApprovalCount, 10000);
+route();

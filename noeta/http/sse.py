@@ -1,0 +1,140 @@
+"""Server-Sent Events: a task's event log (envelopes, resumable by ``seq``) and its streamed model
+text (deltas), each with keep-alive comments and an ``end`` event (docs/http.md)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator, Callable
+from dataclasses import asdict
+from typing import Any, TypeVar
+
+from noeta.client.client import AsyncClient
+from noeta.client.wire import envelope_to_dict
+from noeta.http.errors import error_body
+from noeta.protocols.event_log import EventEnvelope
+from noeta.protocols.messages import StreamDelta
+
+logger = logging.getLogger(__name__)
+
+#: Seconds of silence after which a stream gets a ``: keep-alive`` comment.
+KEEPALIVE_SECONDS = 15.0
+#: Response headers of every stream (no caching, no proxy buffering).
+HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+T = TypeVar("T")
+_END = object()
+_background: set[asyncio.Task[Any]] = set()
+
+
+def sse_event(event: str, data: Any, id: int | None = None) -> bytes:
+    """One SSE message; ``data`` is JSON on a single line (json.dumps escapes newlines)."""
+    lines = [] if id is None else [f"id: {id}"]
+    lines += [f"event: {event}", "data: " + json.dumps(data, ensure_ascii=False, separators=(",", ":"))]
+    return ("\n".join(lines) + "\n\n").encode()
+
+
+def sse_envelope(env: EventEnvelope) -> bytes:
+    return sse_event(env.type, envelope_to_dict(env), id=env.seq)
+
+
+def sse_delta(delta: StreamDelta) -> bytes:
+    return sse_event("delta", asdict(delta))
+
+
+async def _with_keepalive(
+    items: AsyncIterator[T], render: Callable[[T], bytes], keepalive_seconds: float, what: str
+) -> AsyncIterator[bytes | tuple[str, Any]]:
+    """``render(item)`` per item, a keep-alive comment per silence; ``("error", err)`` if reading
+    fails after the response started (the status line is already sent)."""
+    iterator = items.__aiter__()
+
+    async def next_item() -> Any:
+        try:
+            return await iterator.__anext__()
+        except StopAsyncIteration:
+            return _END
+
+    pending: asyncio.Task[Any] | None = None
+    try:
+        while True:
+            if pending is None:
+                pending = asyncio.ensure_future(next_item())
+            done, _ = await asyncio.wait({pending}, timeout=keepalive_seconds)
+            if not done:
+                yield b": keep-alive\n\n"
+                continue
+            finished, pending = pending, None
+            try:
+                item = finished.result()
+            except Exception as err:
+                logger.exception("%s failed", what)
+                yield ("error", err)
+                return
+            if item is _END:
+                return
+            yield ("item", item)
+            yield render(item)
+    finally:
+        # The client went away (or the stream ended): stop the long poll and the reader.
+        if pending is not None:
+            pending.cancel()
+        elif hasattr(iterator, "aclose"):
+            closing = asyncio.ensure_future(iterator.aclose())
+            _background.add(closing)
+            closing.add_done_callback(_background.discard)
+
+
+async def envelope_stream(
+    client: AsyncClient, task_id: str, after_seq: int, follow: bool, keepalive_seconds: float
+) -> AsyncIterator[bytes]:
+    """The task's envelopes after ``after_seq``, then an ``end`` event with the last ``seq``."""
+    last_seq = after_seq
+    stream = client.events(task_id, after_seq=after_seq, follow=follow)
+    async for out in _with_keepalive(stream, sse_envelope, keepalive_seconds, f"event stream of task {task_id}"):
+        if isinstance(out, bytes):
+            yield out
+        elif out[0] == "item":
+            last_seq = out[1].seq
+        else:
+            yield sse_event("stream-error", error_body(out[1]))
+            return
+    yield sse_event("end", {"task_id": task_id, "last_seq": last_seq, "follow": follow})
+
+
+async def delta_stream(client: AsyncClient, task_id: str, keepalive_seconds: float) -> AsyncIterator[bytes]:
+    """The model text a running task streams from now on (through the client's delta broker), as
+    ``delta`` events, until the task ends (then ``end``). Advisory: a retried attempt's deltas
+    carry its attempt number, and the final response is in the event log."""
+    deltas = await client.deltas(task_id)  # subscribed before the first byte is sent
+    ended = asyncio.ensure_future(client.result(task_id))  # however it ends: failing ends the stream too
+    ended.add_done_callback(lambda f: f.cancelled() or f.exception())
+
+    async def until_ended() -> AsyncIterator[StreamDelta]:
+        iterator = deltas.__aiter__()
+        while True:
+            following = asyncio.ensure_future(iterator.__anext__())
+            await asyncio.wait({following, ended}, return_when=asyncio.FIRST_COMPLETED)
+            if following.done():
+                try:
+                    yield following.result()
+                except StopAsyncIteration:
+                    return
+                continue
+            following.cancel()
+            return
+
+    try:
+        async for out in _with_keepalive(until_ended(), sse_delta, keepalive_seconds, f"delta stream of task {task_id}"):
+            if isinstance(out, bytes):
+                yield out
+            elif out[0] == "error":
+                yield sse_event("stream-error", error_body(out[1]))
+                return
+        yield sse_event("end", {"task_id": task_id})
+    finally:
+        ended.cancel()
+        closing = asyncio.ensure_future(deltas.close())
+        _background.add(closing)
+        closing.add_done_callback(_background.discard)

@@ -1,0 +1,109 @@
+"""What a task is doing or waiting for, shown as "Current Details" on its Temporal UI page.
+
+``workflow.set_current_details`` is not a command: nothing here is stored in history, and a live
+worker answers the UI's metadata query with the latest text. So it can change as often as the
+task moves, at no cost, and replay never depends on it. Markdown, a few short lines.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from temporalio import workflow
+
+from noeta.protocols.hooks import ProposedFinish, ProposedSpawnSubtask, ProposedToolCall
+from noeta.protocols.messages import ToolUseBlock
+from noeta.protocols.names import UPDATE_APPROVE, UPDATE_SEND_GOAL
+from noeta.protocols.task import ApprovalRequest
+
+#: Longest rendering of one call's arguments or of a goal/answer excerpt.
+EXCERPT_CHARS = 80
+
+
+def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def call_text(tool_name: str, arguments: dict[str, Any]) -> str:
+    """``issue_refund(order=9917, amount=250)``: readable at a glance, values as compact JSON."""
+    parts = [f"{k}={json.dumps(v, ensure_ascii=False, separators=(',', ':'), default=str)}" for k, v in arguments.items()]
+    return f"{tool_name}({excerpt(', '.join(parts))})"
+
+
+def action_text(request: ApprovalRequest) -> str:
+    action = request.action
+    if isinstance(action, ProposedToolCall):
+        return call_text(action.tool_name, action.arguments)
+    if isinstance(action, ProposedSpawnSubtask):
+        return f"subtask “{excerpt(action.goal)}”"
+    if isinstance(action, ProposedFinish):
+        return f"finishing with “{excerpt(action.answer)}”"
+    return request.call_id
+
+
+def awaiting_approval(pending: Iterable[ApprovalRequest], timeout_seconds: float) -> str:
+    lines = []
+    for request in pending:
+        reason = f": {excerpt(request.reason)}" if request.reason else ""
+        lines.append(f"**awaiting approval**: {action_text(request)} — guard {request.guard}{reason}")
+        lines.append(
+            f"approve: Send an Update → `{UPDATE_APPROVE}` with "
+            f'`{{"call_id": "{request.call_id}", "approved": true}}` (false refuses)'
+        )
+    lines.append(f"unanswered after {timeout_seconds:g} s: refused")
+    return "\n\n".join(lines)
+
+
+def calling_model(provider: str, model: str | None, turn: int, max_turns: int) -> str:
+    return f"**calling the model**: {provider} {model or '(default model)'} · turn {turn} of {max_turns}"
+
+
+def running_tools(calls: Sequence[ToolUseBlock]) -> str:
+    return "**running tools**: " + ", ".join(call_text(c.tool_name, c.arguments) for c in calls)
+
+
+def checking_guards(ids: Sequence[str]) -> str:
+    return f"**checking guards** on {', '.join(ids)}"
+
+
+def validating(validators: int, schema: bool) -> str:
+    what = " and ".join(x for x in ("the output schema" if schema else "", f"{validators} validator(s)" if validators else "") if x)
+    return f"**validating the answer** against {what}"
+
+
+def running_subtask(child_id: str, goal: str) -> str:
+    return f"**waiting for subtask** `{child_id}`: {excerpt(goal)}"
+
+
+def idle(goals_done: int) -> str:
+    return (
+        f"**idle**: {goals_done} goal(s) done; waiting for the next goal (`{UPDATE_SEND_GOAL}` update, "
+        "`noeta send`, or the console)"
+    )
+
+
+def finished(status: str, answer: str) -> str:
+    return f"**goal {status}**: {excerpt(answer)}"
+
+
+class CurrentDetails:
+    """The latest step, with pending approvals on top (they are what a person can act on)."""
+
+    def __init__(self) -> None:
+        self._doing = ""
+
+    def doing(self, text: str, pending: dict[str, ApprovalRequest], timeout_seconds: float) -> None:
+        self._doing = text
+        self.refresh(pending, timeout_seconds)
+
+    def refresh(self, pending: dict[str, ApprovalRequest], timeout_seconds: float) -> None:
+        if pending:
+            text = awaiting_approval(pending.values(), timeout_seconds)
+            if self._doing:
+                text += f"\n\nthen: {self._doing}"
+        else:
+            text = self._doing
+        workflow.set_current_details(text)

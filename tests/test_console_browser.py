@@ -1,0 +1,177 @@
+"""The web console in a real headless Chromium (Debian's ``chromium`` driven by Playwright): an
+operator enters the API key, starts a task, watches its events arrive live, approves one pending
+call and denies another from the approvals inbox, and sees the task complete. On failure a
+screenshot of every page visited is written under the test's temp dir."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from noeta.client.client import AsyncClient
+from noeta.http import create_app
+from noeta.sdk.testing import FakeLLMProvider
+from noeta.security.http_guard import GuardConfig
+from tests.support.asgi import serving
+from tests.support.scripts import call, say
+from tests.test_guards import AmountGuard, runs, wire_money
+
+KEY = "browser-key-" + "e5" * 16
+CHROMIUM = os.environ.get("NOETA_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+if os.environ.get("NOETA_REQUIRE_BROWSER") == "1":  # CI: a missing browser is a failure, not a skip
+    import playwright.async_api as playwright_api
+else:
+    playwright_api = pytest.importorskip("playwright.async_api", reason="needs the [browser] extra")
+    if CHROMIUM is None:
+        pytest.skip("needs a system Chromium (e.g. apt-get install chromium)", allow_module_level=True)
+
+#: Generous: the page polls and streams; only a broken console takes this long.
+WAIT_MS = 30_000
+
+
+class Pages:
+    """Screenshots of each page the test visits, written out if the test fails."""
+
+    def __init__(self, page, folder: Path) -> None:
+        self.page, self.folder, self.shots = page, folder, {}
+
+    async def visit(self, name: str, url: str) -> None:
+        await self.page.goto(url)
+        await self.snap(name)
+
+    async def snap(self, name: str) -> None:
+        self.shots[name] = await self.page.screenshot(full_page=True)
+
+    async def write(self) -> list[Path]:
+        try:
+            self.shots["at-failure"] = await self.page.screenshot(full_page=True)
+        except Exception:  # the browser itself may be gone
+            pass
+        paths = []
+        for name, png in self.shots.items():
+            path = self.folder / f"console-{name}.png"
+            path.write_bytes(png)
+            paths.append(path)
+        return paths
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[object]:
+    assert CHROMIUM is not None, "NOETA_REQUIRE_BROWSER=1 but no chromium on PATH"
+    async with playwright_api.async_playwright() as p:
+        launched = await p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            yield launched
+        finally:
+            await launched.close()
+
+
+async def test_operator_starts_watches_approves_and_sees_completion(
+    client: AsyncClient, serve, task_queue, browser, tmp_path: Path
+):
+    runs.clear()
+    provider = FakeLLMProvider(
+        responses=[
+            call(("c1", "wire_money", {"amount": 2500}), ("c2", "wire_money", {"amount": 9000})),
+            say("Paid 2500; the 9000 wire was refused."),
+        ]
+    )
+    app = create_app(client, keepalive_seconds=1.0, guard=GuardConfig(api_keys=(KEY,)))
+    async with serving(app) as base_url, serve(tools=[wire_money], providers=[provider], guards=[AmountGuard()]):
+        page = await browser.new_page(viewport={"width": 1280, "height": 900})
+        errors: list[str] = []
+        page.on("pageerror", lambda err: errors.append(str(err)))
+        pages = Pages(page, tmp_path)
+        try:
+            # The API needs the key: the console asks for it.
+            await pages.visit("tasks", base_url + "/")
+            await page.wait_for_selector("#key-dialog[open]", timeout=WAIT_MS)
+            await page.fill("#key-input", KEY)
+            await page.click("#key-save")
+            await page.wait_for_selector("#key-dialog", state="hidden", timeout=WAIT_MS)
+
+            # Start a task from the form.
+            await pages.visit("new-task", base_url + "/#/new")
+            await page.fill("[data-testid=new-goal]", "Pay both invoices")
+            await page.fill("input[name=provider]", "FakeLLMProvider")
+            await page.fill("[data-testid=new-tools]", "wire_money")
+            await page.fill("[data-testid=new-guards]", "amount")
+            await page.fill("[data-testid=new-queue]", task_queue)
+            await page.click("[data-testid=start]")
+            await page.wait_for_url("**/#/tasks/*", timeout=WAIT_MS)
+            task_id = page.url.split("#/tasks/")[1]
+
+            # Events arrive live while the task waits for a human.
+            await page.wait_for_selector("[data-testid=events] li[data-type=ApprovalRequested]", timeout=WAIT_MS)
+            await page.wait_for_selector("[data-testid=current-details]:has-text('awaiting approval')", timeout=WAIT_MS)
+            await pages.snap("task-waiting")
+            types = await page.eval_on_selector_all("[data-testid=events] li", "els => els.map(e => e.dataset.type)")
+            assert types[:3] == ["TaskCreated", "ContextPlanComposed", "MessagesAppended"]
+            assert "TaskCompleted" not in types
+            assert await client.is_running(task_id)
+
+            # The approvals inbox: approve one call, deny the other with a reason.
+            await pages.visit("approvals", base_url + "/#/approvals")
+            first = page.locator("[data-testid=approval][data-call=c1]")
+            second = page.locator("[data-testid=approval][data-call=c2]")
+            await first.wait_for(timeout=WAIT_MS)
+            await second.wait_for(timeout=WAIT_MS)
+            assert "wire_money(amount=2500)" in await first.inner_text()
+            await first.locator("[data-testid=approve]").click()
+            await first.wait_for(state="detached", timeout=WAIT_MS)
+            await second.locator("[data-testid=approval-reason]").fill("over the monthly budget")
+            await second.locator("[data-testid=deny]").click()
+            await page.wait_for_selector("[data-testid=approvals]:has-text('Nothing waits for approval')", timeout=WAIT_MS)
+
+            # Back on the task page: it completes, with the refusal and the answer shown.
+            await pages.visit("task-done", f"{base_url}/#/tasks/{task_id}")
+            await page.wait_for_selector("[data-testid=status]:has-text('completed')", timeout=WAIT_MS)
+            await page.wait_for_selector("[data-testid=answer]:has-text('Paid 2500')", timeout=WAIT_MS)
+            await page.wait_for_selector("[data-testid=events] li[data-type=TaskCompleted]", timeout=WAIT_MS)
+            await page.wait_for_selector("[data-testid=tool-calls] tr[data-call=c2]:has-text('refused')", timeout=WAIT_MS)
+            await page.wait_for_selector("[data-testid=conversation]:has-text('over the monthly budget')", timeout=WAIT_MS)
+            await pages.snap("task-done")
+
+            # The task list shows it with its goal and final status (visibility lags a moment).
+            await pages.visit("task-list", base_url + "/#/?search=invoices&status=completed")
+            row = page.locator(f"[data-testid=task-rows] tr[data-task='{task_id}']")
+            await row.wait_for(timeout=WAIT_MS)
+            await page.wait_for_selector(f"tr[data-task='{task_id}']:has-text('completed')", timeout=WAIT_MS)
+            assert "Pay both invoices" in await row.inner_text()
+            await pages.snap("task-list")
+            assert errors == []
+        except BaseException:
+            written = await pages.write()
+            print("console screenshots:", *written, sep="\n  ")
+            raise
+    assert runs == [{"amount": 2500}]
+    result = await client.result(task_id)
+    assert result.answer == "Paid 2500; the 9000 wire was refused."
+    decided = {e.payload.call_id: e.type for e in await client.events(task_id) if e.type.startswith("Approval")}
+    assert decided == {"c1": "ApprovalGranted", "c2": "ApprovalDenied"}
+
+
+async def test_console_uses_the_api_key_it_is_given(client: AsyncClient, browser):
+    app = create_app(client, guard=GuardConfig(api_keys=(KEY,)))
+    async with serving(app) as base_url:
+        page = await browser.new_page()
+        await page.goto(base_url + "/")
+        await page.wait_for_selector("#key-dialog[open]", timeout=WAIT_MS)
+        await page.fill("#key-input", "wrong-key-" + "0" * 16)
+        await page.click("#key-save")
+        await page.wait_for_selector("#key-error:has-text('refused')", timeout=WAIT_MS)
+        await page.fill("#key-input", KEY)
+        await page.click("#key-save")
+        await page.wait_for_selector("#key-dialog", state="hidden", timeout=WAIT_MS)
+        await page.wait_for_selector("[data-testid=task-rows]", timeout=WAIT_MS)
+        # What the page sent is what any API client sends.
+        async with httpx.AsyncClient(base_url=base_url) as http:
+            assert (await http.get("/tasks", headers={"authorization": f"Bearer {KEY}"})).status_code == 200
+        stored = await page.evaluate("() => sessionStorage.getItem('noeta.apiKey')")
+        assert stored == KEY
+        assert await page.evaluate("() => localStorage.getItem('noeta.apiKey')") is None  # not remembered
