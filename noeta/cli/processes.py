@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import signal
 import sys
 import uuid
 from datetime import timedelta
@@ -184,22 +183,21 @@ async def cmd_codec_server(args: argparse.Namespace) -> int:
 
 def cmd_server(args: argparse.Namespace) -> int:
     settings = Settings()
-    server = ensure_server(settings.home / "temporal")
-    print(f"Temporal dev server at {server.address}" + (f", UI {server.ui_url}" if server.ui_url else ""), flush=True)
-    if not server.owned:
-        print("(already running, started by another process)")
-        return 0
-    print("Ctrl-C (or SIGTERM) stops it.", flush=True)
     # SIGTERM stops the server as Ctrl-C does (by default it would end this process and leave
-    # the server, in its own session, running).
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    # the server, in its own session, running). ``main`` turns SIGTERM into KeyboardInterrupt.
+    server = ensure_server(settings.home / "temporal")
     try:
+        print(f"Temporal dev server at {server.address}" + (f", UI {server.ui_url}" if server.ui_url else ""), flush=True)
+        if not server.owned:
+            print("(already running, started by another process)")
+            return 0
+        print("Ctrl-C (or SIGTERM) stops it.", flush=True)
         assert server.process is not None
         server.process.wait()
     except KeyboardInterrupt:
-        pass
+        pass  # asked to stop: a normal end
     finally:
-        server.stop()
+        server.stop()  # ours only: stop() does nothing for a server another process started
     return 0
 
 

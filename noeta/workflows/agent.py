@@ -597,7 +597,7 @@ class AgentWorkflow:
             available = ", ".join(sorted(self._tools)) or "none"
             reject = f"Unknown tool {call.tool_name!r}. Available tools: {available}."
         if reject is not None and refusals.recorded():
-            return refusals.record_refusal(call, reject)
+            return refusals.record_refusal(call, reject), []
         inp = InvokeToolInput(
             task_id=workflow.info().workflow_id,
             call_id=call.call_id,
