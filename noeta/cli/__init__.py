@@ -24,12 +24,16 @@ from typing import NoReturn
 
 from temporalio.service import RPCError
 
+from noeta.cli.parser import add_tuning_arguments
 from noeta.cli.parser import build as parser
-from noeta.cli.processes import ASYNC_COMMANDS, cmd_server, worker_registry
+from noeta.cli.processes import ASYNC_COMMANDS, cmd_server, tuning_from_args, worker_registry
 from noeta.cli.render import describe, render, render_envelope
 from noeta.errors import NoetaError
 
-__all__ = ["describe", "main", "parser", "render", "render_envelope", "run", "worker_registry"]
+__all__ = [
+    "add_tuning_arguments", "describe", "main", "parser", "render", "render_envelope", "run", "tuning_from_args",
+    "worker_registry",
+]
 
 #: Commands that run until stopped: they get Noeta's logging and tracing setup.
 _LONG_RUNNING = ("run", "worker", "serve", "codec-server")

@@ -150,6 +150,15 @@ def _options(cmd: argparse.ArgumentParser, *, run: bool) -> None:
                           "module:QualName of an output model registered on the worker")
 
 
+def add_tuning_arguments(parser: argparse.ArgumentParser) -> None:
+    """One flag per WorkerTuning field; unset flags fall back to the NOETA_* variables."""
+    for setting_name, setting in TUNING_SETTINGS.items():
+        parser.add_argument(
+            f"--{setting_name.replace('_', '-')}", type=positive_int, metavar="N",
+            help=f"{setting.help} (default ${setting.variable} or {setting.default})",
+        )
+
+
 def build() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="noeta",
@@ -178,11 +187,7 @@ def build() -> argparse.ArgumentParser:
     worker.add_argument("--registry", type=registry_path, help="tools/providers to serve, as package.module:attribute")
     worker.add_argument("--provider", type=name, help="the provider served as 'default' (default: from the environment)")
     worker.add_argument("--task-queue", type=name, help="the queue to serve (default: NOETA_TASK_QUEUE or 'noeta')")
-    for setting_name, setting in TUNING_SETTINGS.items():
-        worker.add_argument(
-            f"--{setting_name.replace('_', '-')}", type=positive_int, metavar="N",
-            help=f"{setting.help} (default ${setting.variable} or {setting.default})",
-        )
+    add_tuning_arguments(worker)
     worker.add_argument("--shutdown-grace-seconds", type=seconds, metavar="S",
                         help="on SIGTERM, how long running tools may finish (default: NOETA_SHUTDOWN_GRACE_SECONDS or 60)")
     worker.add_argument("--health-port", type=port, help="serve /healthz and /readyz here (default: NOETA_HEALTH_PORT)")

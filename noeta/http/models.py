@@ -12,9 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, Stri
 
 from noeta.client.client import PendingApproval
 from noeta.client.options import Options
+from noeta.client.visibility import TASK_STATUSES, TaskInfo, TaskSummary
 from noeta.protocols.budget import UsageLimits
-from noeta.client.visibility import TaskInfo, TaskStatus, TaskSummary
-from noeta.protocols.messages import Usage
 from noeta.protocols.task import ApprovalRequest, TaskResult
 
 Number = StrictInt | StrictFloat
@@ -117,7 +116,7 @@ class ErrorBody(Response):
 
 class TaskSummaryOut(Response):
     task_id: str
-    status: str = Field(description="NoetaStatus: " + ", ".join(TaskStatus.__args__))  # type: ignore[attr-defined]
+    status: str = Field(description="NoetaStatus: " + ", ".join(TASK_STATUSES))
     goal: str | None
     model: str | None
     turns: int
@@ -173,6 +172,5 @@ class Ready(Response):
 
 __all__ = [
     "Approval", "ApprovalAccepted", "ErrorBody", "Goal", "Health", "Injection", "PendingApprovalOut", "Ready",
-    "StartTask", "TaskOptions", "TaskOut", "TaskRef", "TaskSummaryOut", "ViewItemOut", "TaskResult", "Usage",
-    "ApprovalRequest",
+    "StartTask", "TaskOptions", "TaskOut", "TaskRef", "TaskSummaryOut", "ViewItemOut",
 ]

@@ -19,6 +19,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from noeta.client.client import AsyncClient
+from noeta.client.visibility import TASK_STATUSES
 from noeta.errors import ConfigurationError, PayloadTooLargeError
 from noeta.http import models
 from noeta.http.errors import HTTPError, error_body, validation_message
@@ -301,7 +302,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
     Endpoint(
         "GET", "/tasks", list_tasks, "List tasks, newest first", response=list[models.TaskSummaryOut], errors=(422,),
         params=(
-            Param("status", "query", {"type": "string", "enum": list(models.TaskStatus.__args__)}, "NoetaStatus"),  # type: ignore[attr-defined]
+            Param("status", "query", {"type": "string", "enum": list(TASK_STATUSES)}, "NoetaStatus"),
             Param("search", "query", {"type": "string"}, "words of the goal (full-text on NoetaGoal)"),
             Param("model", "query", {"type": "string"}, "exact NoetaModel"),
             Param("metadata", "query", {"type": "string"}, "key=value of an indexed metadata key", repeated=True),
