@@ -212,7 +212,8 @@ class AsyncClient:
                 f"**tools** {', '.join(task_input.tools) or 'none'} · **max_turns** {options.max_turns}"
             ),
             search_attributes=initial_search_attributes(
-                registered, goal, options.model, options.metadata, self.indexed_metadata, api_key_id
+                registered, None if self.encrypted else goal, options.model, options.metadata,
+                self.indexed_metadata, api_key_id,
             )
             if indexed
             else None,
@@ -221,6 +222,12 @@ class AsyncClient:
         if observers:
             self._observing[task_id] = asyncio.create_task(self.observe(task_id, observers))
         return task_id
+
+    @property
+    def encrypted(self) -> bool:
+        """Whether payloads go through a codec (then the goal is not put in a search attribute:
+        visibility stores those in plain text)."""
+        return self.temporal.data_converter.payload_codec is not None
 
     async def registered_attributes(self) -> set[str]:
         """Noeta's search attributes the cluster has registered (asked once)."""
