@@ -96,20 +96,22 @@ class TaskInfo(TaskSummary):
 
 def initial_search_attributes(
     registered: set[str],
-    goal: str,
+    goal: str | None,
     model: str | None,
     metadata: Mapping[str, Any],
     indexed_metadata: Sequence[str],
     api_key_id: str | None = None,
 ) -> TypedSearchAttributes:
     """What a task starts with; the workflow keeps status, turns, tokens (and a resolved model)
-    current. ``api_key_id``: the ``noeta serve`` key that starts it (its spend is summed by it)."""
+    current. ``api_key_id``: the ``noeta serve`` key that starts it (its spend is summed by it).
+    ``goal`` None leaves NoetaGoal unset (encrypted tasks: search attributes are stored in plain
+    text, so the goal stays in the encrypted payloads)."""
     pairs: list[SearchAttributePair[Any]] = [SearchAttributePair(keys.STATUS, "running"), SearchAttributePair(keys.TURNS, 0)]
     if model:
         pairs.append(SearchAttributePair(keys.MODEL, model))
     if api_key_id:
         pairs.append(SearchAttributePair(keys.API_KEY, api_key_id))
-    if SA_GOAL in registered:
+    if goal is not None and SA_GOAL in registered:
         pairs.append(SearchAttributePair(keys.GOAL, goal[:GOAL_ATTRIBUTE_CHARS]))
     entries = metadata_entries(metadata, indexed_metadata)
     if entries and SA_METADATA in registered:
