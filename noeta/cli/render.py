@@ -90,8 +90,8 @@ def task_line(t: TaskSummary) -> str:
     cost = f"${t.cost_usd:.6f}" if t.cost_usd else "-"
     return (
         f"{t.task_id:<28} {t.status:<18} {started}  turns {t.turns:<4} tokens {t.tokens_in}/{t.tokens_out}"
-        f"  cost {cost}  {t.model or '-'}  {goal}"
-    ).rstrip()
+        f"  {t.model or '-'}  {goal}  cost {cost}"
+    )
 
 
 def action_text(request: ApprovalRequest) -> str:

@@ -50,9 +50,9 @@ async def connect_temporal(
                     pass  # tasks run without the missing ones (see AsyncClient.indexed)
             return client, server
         except RuntimeError as err:
-            # A freshly started embedded server accepts TCP a moment before it serves gRPC; a
-            # configured cluster that refuses is the user's to fix, said at once.
-            if server is None or asyncio.get_running_loop().time() > deadline:
+            # A freshly started server (ours, or a cluster starting beside us) accepts TCP a moment
+            # before it serves gRPC: retry until the deadline, then say what to fix.
+            if asyncio.get_running_loop().time() > deadline:
                 where = connect_config.get("target_host")
                 raise TemporalUnavailableError(
                     f"cannot connect to Temporal at {where} ({_connect_problem(err)}). "
