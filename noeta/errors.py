@@ -141,6 +141,25 @@ class ContextLengthError(ProviderError):
     """The request does not fit the model's context window; never retried."""
 
 
+class ProviderResponseError(ProviderError):
+    """A provider answered 2xx with a body that does not have its API's shape (no choices, a null
+    message, tool calls that are not a list...). Retried: such bodies are usually a server's or
+    proxy's passing fault, and the attempt budget bounds it."""
+
+
+class ToolTimeoutError(NoetaError):
+    """A tool call's attempt did not finish within its timeout; retried per the tool's retries."""
+
+    non_retryable = False
+
+
+class WorkerBusyError(NoetaError):
+    """Every thread this worker has for synchronous tools is busy (some may be held by hung calls);
+    the call waits and is retried, on this worker or another, without using up its retries."""
+
+    non_retryable = False
+
+
 @dataclass(eq=False)
 class AttemptsExhaustedError(NoetaError):
     """Every attempt allowed by ``max_retries`` failed.
@@ -151,7 +170,8 @@ class AttemptsExhaustedError(NoetaError):
 
     attempts: int
     issues: list[str] = field(default_factory=list)
-    #: "provider", "schema" or "validator": what failed last.
+    #: "provider", "schema", "validator" or "rate_limit" (the call waited longer than
+    #: ``rate_limit_wait_seconds`` in all): what failed last.
     last_failure_type: str = "provider"
     last_data: Any = None
     last_raw_text: str | None = None
@@ -351,6 +371,9 @@ _BY_NAME: dict[str, type[NoetaError]] = {
         TemporalUnavailableError,
         ProviderError,
         ContextLengthError,
+        ProviderResponseError,
+        ToolTimeoutError,
+        WorkerBusyError,
         AttemptsExhaustedError,
         BudgetExceededError,
         QuotaExceededError,

@@ -17,6 +17,7 @@ from temporalio.client import Client as TemporalClient
 from temporalio.worker import Worker
 
 from noeta.context.content_store import ContentStore
+from noeta.context.step_records import StepRecords
 from noeta.converter import is_noeta_converter
 from noeta.errors import ConfigurationError
 from noeta.import_path import load_object
@@ -26,6 +27,7 @@ from noeta.protocols.messages import LLMProvider, StreamDelta, registry_name
 from noeta.protocols.resources import ResourceSpec
 from noeta.protocols.tool import Tool, ToolSpec, tool_fingerprint
 from noeta.protocols.validation import Validator, as_validator
+from noeta.providers.limits import ProviderLimit
 from noeta.tuning import WorkerTuning
 
 
@@ -56,6 +58,11 @@ class Registry:
     on first use and closed when the worker stops."""
     prices: PriceTable | None = None
     """How model calls are priced (None: ``NOETA_PRICES`` over the genai-prices catalogue)."""
+    provider_limits: dict[str, ProviderLimit] = field(default_factory=dict)
+    """This worker's own rate / concurrency limit per provider name (see noeta.providers.limits)."""
+    step_records: StepRecords | None = None
+    """Where finished steps are recorded (default: beside the content store; see
+    noeta.context.step_records)."""
     _specs: dict[str, tuple[Tool, ToolSpec]] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @classmethod
@@ -68,8 +75,9 @@ class Registry:
         validators: Iterable[Validator | Callable[[Any], Any]] = (),
         output_models: Iterable[type[BaseModel]] = (),
         guards: Iterable[Guard] = (),
+        provider_limits: Mapping[str, ProviderLimit] | None = None,
     ) -> Registry:
-        registry = cls(content_store=content_store)
+        registry = cls(content_store=content_store, provider_limits=dict(provider_limits or {}))
         entries = resources.items() if isinstance(resources, Mapping) else ((None, r) for r in resources or ())
         for key, resource in entries:
             registry.add_resource(resource, key=key)
@@ -94,11 +102,13 @@ class Registry:
             raise ConfigurationError(f"two different tools are named {tool.name!r}")
         self.tools[tool.name] = tool
 
-    def add_provider(self, provider: LLMProvider, name: str | None = None) -> str:
+    def add_provider(self, provider: LLMProvider, name: str | None = None, limit: ProviderLimit | None = None) -> str:
         if not isinstance(provider, LLMProvider):
             raise ConfigurationError(f"{provider!r} is not an LLMProvider (it needs complete())")
         key = name or registry_name(provider)
         self.providers[key] = provider
+        if limit is not None:
+            self.provider_limits[key] = limit
         return key
 
     def add_resource(self, resource: Any, key: str | None = None) -> str:

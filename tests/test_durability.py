@@ -47,7 +47,8 @@ async def test_sigkilled_worker_is_replaced_and_tool_result_recorded_once(
 
     assert (result.status, result.answer) == ("completed", "done: appended hello")
     lines = log.read_text().splitlines()
-    key = f"{task_id}/c1"
+    run_id = (await client.temporal.get_workflow_handle(task_id).describe()).run_id
+    key = f"{task_id}/{run_id}/1"  # engine-assigned: the run's first tool call
     assert lines == [
         f"start {key} attempt=1 pid={first.pid}",
         f"start {key} attempt=2 pid={second.pid}",

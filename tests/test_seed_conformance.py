@@ -65,7 +65,7 @@ def test_thinking_and_effort_are_checked():
         Options(thinking={"type": "enabled"})
     with pytest.raises(ConfigurationError, match="thinking must be a mapping"):
         Options(thinking={"type": "sometimes"})
-    with pytest.raises(ConfigurationError, match="provider_retries must be an int from 0 to 100"):
+    with pytest.raises(ConfigurationError, match="provider_retries must be a whole number from 0 to 100, got -1"):
         Options(provider_retries=-1)
     assert Options(thinking={"type": "adaptive"}, effort="max").effort == "max"
 

@@ -143,7 +143,10 @@ async def test_rolling_restart_of_both_workers_during_a_20_step_task(
     assert task is not None
     assert (task["result"]["status"], task["result"]["answer"]) == ("completed", f"counted {STEPS} steps")
     log = rows(executions)
-    keys = [f"{task_id}/c{n}" for n in range(STEPS)]
+    # Engine-assigned keys: {task_id}/{run_id}/{n} for the run's n-th tool call.
+    run = log[0][0].rsplit("/", 1)[0]
+    assert run.startswith(f"{task_id}/")
+    keys = [f"{run}/{n + 1}" for n in range(STEPS)]
     # Every step's tool ran exactly once, to its end: none lost, none repeated.
     assert sorted(k for k, event, _, _ in log if event == "start") == sorted(keys)
     assert sorted(k for k, event, _, _ in log if event == "done") == sorted(keys)

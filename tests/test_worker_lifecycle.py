@@ -51,7 +51,7 @@ async def test_sigterm_lets_the_running_tool_finish_once_and_the_worker_exits_0(
         first.kill()
     assert code == 0, output
     assert "running tools and model calls get 30 s to finish" in output
-    key = f"{task_id}/c1"
+    key = f"{task_id}/{(await client.temporal.get_workflow_handle(task_id).describe()).run_id}/1"
     assert log.read_text().splitlines() == [
         f"start {key} attempt=1 pid={first.pid}",
         f"done {key} attempt=1 pid={first.pid}",
@@ -103,7 +103,7 @@ async def test_a_sigkilled_workers_tool_starts_again_within_seconds(
     print(f"tool restarted {restarted_after:.1f} s after SIGKILL (heartbeat timeout {DEFAULT_HEARTBEAT_SECONDS:g} s)")
     assert restarted_after < 15, f"the tool was restarted only {restarted_after:.1f} s after the worker died"
     assert (result.status, result.answer) == ("completed", "done: appended hello")
-    key = f"{task_id}/c1"
+    key = f"{task_id}/{(await client.temporal.get_workflow_handle(task_id).describe()).run_id}/1"
     assert log.read_text().splitlines() == [
         f"start {key} attempt=1 pid={first.pid}",
         f"start {key} attempt=2 pid={second.pid}",

@@ -1,22 +1,40 @@
-"""Remembering why earlier attempts of an activity failed.
+"""Counting a call's attempts: which failures use up its retries, which are waits, which are lost.
 
 Temporal records only an activity's last failure in history. Each attempt therefore reads the
 failures of the attempts before it from the heartbeat details (which survive retries), and an
 attempt that fails heartbeats the extended list before raising. The list ends up in the final
 result (``retried``) or in the final failure's details, so every attempt is accounted for.
+
+With an :class:`~noeta.protocols.task.AttemptBudget` (every call the current workflow schedules)
+the worker, not Temporal's ``maximum_attempts``, decides when a call has had enough:
+
+- a **failure** (5xx, a timeout, ``ToolRetryableError``...) counts against ``max_retries``;
+- a **wait** (HTTP 429, this worker's provider limiter, no free sync-tool thread) does not: its
+  delay counts against ``max_wait_seconds``, so a burst beyond a provider's quota queues instead
+  of failing;
+- a **lost** attempt (no failure recorded: its worker died, or its completion never reached the
+  server) counts against MAX_LOST_ATTEMPTS, so killing workers does not turn a call into a failure.
+
+The worker sets every retry's delay itself (``next_retry_delay``): backoff 1 s × 2ⁿ up to 60 s
+over the failures alone, or the provider's ``retry-after``.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict
+from datetime import timedelta
 from typing import Any
 
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
-from noeta.errors import NoetaError, ProviderError
-from noeta.protocols.task import AttemptFailure
+from noeta.errors import NoetaError, ProviderError, WorkerBusyError
+from noeta.protocols.task import MAX_LOST_ATTEMPTS, AttemptBudget, AttemptFailure, AttemptKind
+from noeta.security.scrub import scrub
 
 LOST_ATTEMPT = "the attempt ended without a result (it timed out or its worker was lost)"
+BACKOFF_FIRST_SECONDS = 1.0
+BACKOFF_MOST_SECONDS = 60.0
 
 
 def earlier_failures() -> list[AttemptFailure]:
@@ -25,17 +43,90 @@ def earlier_failures() -> list[AttemptFailure]:
     if info.heartbeat_details and isinstance(info.heartbeat_details[0], list):
         recorded = [AttemptFailure(**item) for item in info.heartbeat_details[0]]
     seen = {f.attempt for f in recorded}
-    lost = [AttemptFailure(n, LOST_ATTEMPT, "Timeout") for n in range(1, info.attempt) if n not in seen]
+    lost = [AttemptFailure(n, LOST_ATTEMPT, "Timeout", kind="lost") for n in range(1, info.attempt) if n not in seen]
     return sorted(recorded + lost, key=lambda f: f.attempt)
-
-
-def record_failure(earlier: list[AttemptFailure], err: NoetaError) -> list[AttemptFailure]:
-    """Add this attempt's failure and heartbeat the list so the next attempt sees it."""
-    retry_after = err.retry_after if isinstance(err, ProviderError) else None
-    failures = [*earlier, AttemptFailure(activity.info().attempt, str(err), type(err).__name__, retry_after)]
-    activity.heartbeat(as_details(failures))
-    return failures
 
 
 def as_details(failures: list[AttemptFailure]) -> list[dict[str, Any]]:
     return [asdict(f) for f in failures]
+
+
+def backoff(failures: int) -> float:
+    """The delay before the retry that follows the ``failures``-th failure."""
+    return min(BACKOFF_MOST_SECONDS, BACKOFF_FIRST_SECONDS * float(2 ** max(0, failures - 1)))
+
+
+def kind_of(err: NoetaError) -> AttemptKind:
+    if isinstance(err, ProviderError) and err.status == 429:
+        return "wait"
+    if isinstance(err, WorkerBusyError):
+        return "wait"
+    return "failure"
+
+
+def error_details(err: NoetaError, failures: list[AttemptFailure], exhausted: str | None = None) -> dict[str, Any]:
+    details = {k: scrub(v) if isinstance(v, str) else v for k, v in err.to_details().items()}
+    details["attempt_failures"] = as_details(failures)
+    if exhausted is not None:
+        details["exhausted"] = exhausted
+    return details
+
+
+class AttemptLedger:
+    """The current attempt of one activity: its earlier attempts and what a failure now costs."""
+
+    def __init__(self, budget: AttemptBudget | None) -> None:
+        self.budget = budget
+        self.attempt = activity.info().attempt
+        self.earlier = earlier_failures()
+
+    def count(self, kind: AttemptKind) -> int:
+        return sum(1 for f in self.earlier if f.kind == kind)
+
+    def waited(self) -> float:
+        return sum(f.delay or 0.0 for f in self.earlier if f.kind == "wait")
+
+    def check_lost(self) -> None:
+        """Give up before running anything once too many attempts were lost."""
+        lost = self.count("lost")
+        if self.budget is None or lost <= MAX_LOST_ATTEMPTS:
+            return
+        message = f"{lost} attempts of this call were lost (workers killed or unreachable); giving up"
+        raise ApplicationError(
+            message,
+            {"message": message, "attempt_failures": as_details(self.earlier), "exhausted": "lost"},
+            type="Timeout",
+            non_retryable=True,
+        )
+
+    def failed(self, err: NoetaError, kind: AttemptKind | None = None) -> ApplicationError:
+        """Record this attempt's failure (heartbeat, for the next attempt) and the error to raise:
+        retried after the delay the ledger chose, or final."""
+        kind = kind or kind_of(err)
+        retryable = err.retryable if isinstance(err, ProviderError) else not err.non_retryable
+        retry_after = err.retry_after if isinstance(err, ProviderError) else None
+        delay: float | None = None
+        exhausted: str | None = None
+        if retryable and self.budget is None:  # Temporal counts the attempts
+            delay = retry_after
+        elif retryable and self.budget is not None:
+            if kind == "wait":
+                delay = retry_after if retry_after is not None else backoff(self.count("wait") + 1)
+                if self.waited() + delay > self.budget.max_wait_seconds:
+                    exhausted = "rate_limit"
+            else:
+                failed = self.count("failure") + 1
+                delay = retry_after if retry_after is not None else backoff(failed)
+                if failed > self.budget.max_retries:
+                    exhausted = "failures"
+        failure = AttemptFailure(self.attempt, scrub(str(err)), type(err).__name__, retry_after, kind, delay)
+        failures = [*self.earlier, failure]
+        activity.heartbeat(as_details(failures))
+        final = not retryable or exhausted is not None
+        return ApplicationError(
+            scrub(str(err)),
+            error_details(err, failures, exhausted),
+            type=type(err).__name__,
+            non_retryable=final,
+            next_retry_delay=None if final or delay is None else timedelta(seconds=delay),
+        )

@@ -8,9 +8,7 @@ stores the extended transcript; ``invoke_tool`` runs one tool call.
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import dataclasses
-import functools
 import inspect
 import itertools
 import json
@@ -18,7 +16,6 @@ import logging
 import os
 import re
 from collections.abc import Awaitable
-from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import jsonschema
@@ -27,12 +24,15 @@ from pydantic_core import to_jsonable_python
 from temporalio import activity
 
 from noeta.activities import mcp as remote
-from noeta.activities._attempts import as_details, earlier_failures, record_failure
+from noeta.activities._attempts import AttemptLedger, as_details
 from noeta.activities._errors import to_application_error
-from noeta.activities._heartbeat import with_heartbeat
+from noeta.activities._heartbeat import AttemptTimedOut, attempt_seconds, with_heartbeat
+from noeta.activities._threads import ThreadPool
 from noeta.builtins.memory.tool import RecallResult, memory_tool
 from noeta.client.config import DELTA_BROKER_VARIABLE
 from noeta.context.composer import compose_messages, compose_system
+from noeta.context.content_store import ContentStore
+from noeta.context.step_records import step_records_for
 from noeta.context.transcript import TranscriptStore
 from noeta.deltas import broker_for
 from noeta.errors import (
@@ -40,15 +40,18 @@ from noeta.errors import (
     GuardNotRegisteredError,
     NoetaError,
     OutputModelNotRegisteredError,
+    ProviderError,
     ProviderNotRegisteredError,
     ResourceNotFoundError,
     ScopeError,
     ToolIdentityMismatchError,
     ToolNotRegisteredError,
     ToolRetryableError,
+    ToolTimeoutError,
     ValidatorNotRegisteredError,
+    WorkerBusyError,
 )
-from noeta.pricing import PRICES_VARIABLE, Price, PriceTable, model_of
+from noeta.pricing import PRICES_VARIABLE, PriceTable, model_of
 from noeta.protocols.hooks import GuardContext, GuardDecision, VerdictResult, combine
 from noeta.protocols.messages import (
     ContentRef,
@@ -57,6 +60,7 @@ from noeta.protocols.messages import (
     Message,
     StreamDelta,
     StreamingProvider,
+    TextBlock,
 )
 from noeta.protocols.names import (
     CALL_MODEL,
@@ -92,6 +96,7 @@ from noeta.providers.errors import classify_exception
 from noeta.resources.context import ActiveRun, CallRecorder, activated
 from noeta.resources.pool import ResourcePool
 from noeta.resources.prepare import check_scope_schema, owned_resources
+from noeta.providers.limits import MAX_QUEUE_SECONDS, Limiter
 from noeta.telemetry import instrument
 from noeta.tuning import WorkerTuning
 
@@ -99,25 +104,26 @@ if TYPE_CHECKING:
     from noeta.worker import Registry
 
 _MESSAGE = TypeAdapter(Message)
+_MODEL_OUTPUT = TypeAdapter(CallModelOutput)
+_TOOL_OUTPUT = TypeAdapter(InvokeToolOutput)
 logger = logging.getLogger(__name__)
 
 #: Tool outputs larger than this go to the content store; history keeps a reference and a preview.
 INLINE_OUTPUT_LIMIT = 4096
 PREVIEW_CHARS = 512
+#: A model answer's text block larger than this goes to the content store like a large tool output
+#: (Temporal refuses payloads over 2 MiB; the transcript keeps the whole text).
+INLINE_ANSWER_LIMIT = 256 * 1024
+#: Longest a synchronous tool, guard or validator waits for a free thread before its attempt is
+#: handed back to Temporal as a wait (WorkerBusyError).
+THREAD_WAIT_SECONDS = 10.0
 
 
-def in_thread(executor: Executor | None, fn: Any, *args: Any) -> Awaitable[Any]:
-    """``fn(*args)`` in ``executor`` with this activity's context (as ``asyncio.to_thread`` does):
-    ``activity.heartbeat`` and the content store's owner (``noeta.context.ownership``) need it."""
-    context = contextvars.copy_context()
-    return asyncio.get_running_loop().run_in_executor(executor, functools.partial(context.run, fn, *args))
-
-
-async def call_maybe_async(fn: Any, *args: Any, executor: Executor | None = None) -> Any:
-    """Call a sync or async callable; sync ones run in ``executor``'s threads so heartbeats keep flowing."""
+async def call_maybe_async(fn: Any, *args: Any, pool: ThreadPool, label: str = "", wait_seconds: float | None = None) -> Any:
+    """Call a sync or async callable; sync ones run on ``pool``'s threads so heartbeats keep flowing."""
     if inspect.iscoroutinefunction(fn):
         return await fn(*args)
-    result = await in_thread(executor, fn, *args)
+    result = await pool.run(fn, *args, label=label, wait_seconds=wait_seconds)
     if inspect.isawaitable(result):
         return await result
     return result
@@ -139,12 +145,16 @@ class AgentActivities:
     def __init__(self, registry: "Registry", tuning: WorkerTuning | None = None) -> None:
         tuning = tuning or WorkerTuning()
         self.registry = registry
-        self.store = registry.content_store
-        self.transcripts = TranscriptStore(registry.content_store)
+        if registry.content_store is None:  # build_worker refuses such a registry first
+            raise ConfigurationError("the registry has no content_store; client and worker must share one")
+        self.store: ContentStore = registry.content_store
+        self.transcripts = TranscriptStore(self.store)
         # Two pools: a hung synchronous tool holds a user-code thread, never one that content-store
         # reads and writes (every model call's) need.
-        self.io_executor = ThreadPoolExecutor(tuning.io_threads, thread_name_prefix="noeta-io")
-        self.user_code_executor = ThreadPoolExecutor(tuning.sync_tool_threads, thread_name_prefix="noeta-sync-tool")
+        self.io_pool = ThreadPool(tuning.io_threads, "io", "NOETA_IO_THREADS")
+        self.user_code_pool = ThreadPool(tuning.sync_tool_threads, "sync-tool", "NOETA_SYNC_TOOL_THREADS")
+        self.step_records = registry.step_records or step_records_for(self.store)
+        self.limiters = {name: Limiter(name, limit) for name, limit in registry.provider_limits.items()}
         self._validators: dict[str, tuple[Tool, Any]] = {}
         self._mcp_schemas: dict[str, dict[str, dict[str, Any]]] = {}  # by content hash
         self.delta_broker = registry.delta_broker or broker_for(os.environ.get(DELTA_BROKER_VARIABLE))
@@ -192,10 +202,21 @@ class AgentActivities:
 
     async def _io(self, fn: Any, *args: Any) -> Any:
         """Content-store I/O off the event loop, so every other activity's heartbeats keep going."""
-        return await in_thread(self.io_executor, fn, *args)
+        return await self.io_pool.run(fn, *args, label=getattr(fn, "__name__", "io"))
 
-    async def _user_code(self, fn: Any, *args: Any) -> Any:
-        return await call_maybe_async(fn, *args, executor=self.user_code_executor)
+    async def _user_code(self, fn: Any, *args: Any, label: str, wait_seconds: float = THREAD_WAIT_SECONDS) -> Any:
+        return await call_maybe_async(fn, *args, pool=self.user_code_pool, label=label, wait_seconds=wait_seconds)
+
+    # -- finished steps ---------------------------------------------------------------------
+
+    def _recorded(self, key: str, adapter: TypeAdapter[Any]) -> Any:
+        """The output recorded for step ``key`` by an earlier attempt, or None."""
+        ref = self.step_records.get(key) if key else None
+        return None if ref is None else adapter.validate_json(self.store.get(ref))
+
+    def _record(self, key: str, adapter: TypeAdapter[Any], output: Any) -> None:
+        if key:
+            self.step_records.put(key, self.store.put(adapter.dump_json(output), "application/json"))
 
     def activities(self) -> list[Any]:
         return [
@@ -324,44 +345,85 @@ class AgentActivities:
                     f"provider {inp.provider!r} is not registered on this worker (it has: {known})"
                 )
             )
-        request = await self._io(self._build_request, inp)
-        earlier = earlier_failures()
+        ledger = AttemptLedger(inp.budget)
+        if ledger.attempt > 1 and inp.step_key:  # did an earlier attempt finish unreported?
+            recorded: CallModelOutput | None = await self._io(self._recorded, inp.step_key, _MODEL_OUTPUT)
+            if recorded is not None:
+                return dataclasses.replace(recorded, attempt=ledger.attempt, retried=ledger.earlier, from_record=True)
+        ledger.check_lost()
+        seconds = attempt_seconds()
+        # The provider's own timeout is the whole attempt: the worker's deadline (just before it)
+        # cuts first and records the timeout, whatever timeout the adapter was built with.
+        timeout = activity.info().start_to_close_timeout
+        request = await self._io(self._build_request, inp, timeout.total_seconds() if timeout else None)
         with instrument.model_call(inp.provider, request, inp.task_id, f"turn-{inp.turn}") as observed:
             try:
-                response = await with_heartbeat(self._complete(provider, request, inp), as_details(earlier))
+                work = self._limited(inp.provider, provider, request, inp)
+                response = await with_heartbeat(work, as_details(ledger.earlier), seconds=seconds)
                 if not isinstance(response, LLMResponse):
                     raise TypeError(f"complete() returned {type(response).__name__}, not LLMResponse")
             except asyncio.CancelledError:
                 raise
+            except AttemptTimedOut as exc:
+                message = f"no answer within {exc.seconds:g} s (model_timeout_seconds)"
+                raise ledger.failed(ProviderError(provider=inp.provider, message=message, retryable=True)) from None
             except Exception as exc:
-                err = classify_exception(inp.provider, exc)
-                raise to_application_error(err, record_failure(earlier, err)) from exc
+                raise ledger.failed(classify_exception(inp.provider, exc)) from exc
             observed.finished(response)
         assistant = Message(role="assistant", content=list(response.content))
-        head, raw_ref, price = await self._io(self._record_response, inp, assistant, response, provider)
+        output: CallModelOutput = await self._io(self._record_response, inp, assistant, response, provider, ledger)
+        return output
+
+    async def _limited(self, name: str, provider: Any, request: LLMRequest, inp: CallModelInput) -> Any:
+        """The provider call, inside this worker's limit for the provider (if it has one)."""
+        limiter = self.limiters.get(name)
+        if limiter is None:
+            return await self._complete(provider, request, inp)
+        queue = min(MAX_QUEUE_SECONDS, (request.timeout_seconds or MAX_QUEUE_SECONDS * 4) / 4)
+        async with limiter.slot(queue):
+            return await self._complete(provider, request, inp)
+
+    def _record_response(
+        self, inp: CallModelInput, assistant: Message, response: LLMResponse, provider: Any, ledger: AttemptLedger
+    ) -> CallModelOutput:
+        """Store the extended transcript and the provider's raw response, price the call and record
+        the step (one trip to the I/O pool: the price catalogue loads on first use); large answer
+        text goes to history as a preview and a reference."""
+        raw_ref = self.store.put(json.dumps(response.raw, default=str).encode(), "application/json") if response.raw else None
+        head = self.transcripts.append(inp.head, [*inp.append, assistant])
+        price = self.prices.price(response.usage, model_of(inp.model, provider), provider)
         usage = response.usage if price is None else dataclasses.replace(response.usage, cost_usd=price.usd)
-        return CallModelOutput(
-            response=LLMResponse(stop_reason=response.stop_reason, content=list(response.content), usage=usage),
+        output = CallModelOutput(
+            response=LLMResponse(
+                stop_reason=response.stop_reason, content=self._inline_blocks(response.content), usage=usage
+            ),
             head=head,
             raw_ref=raw_ref,
-            attempt=activity.info().attempt,
-            retried=earlier,
+            attempt=ledger.attempt,
+            retried=ledger.earlier,
             priced_as=price.source if price is not None else None,
             # NoetaModel of a task that named none: the provider's default, else what it reported.
             model=model_of(inp.model, provider) or reported_model(response.raw),
         )
+        self._record(inp.step_key, _MODEL_OUTPUT, output)
+        return output
 
-    def _record_response(
-        self, inp: CallModelInput, assistant: Message, response: LLMResponse, provider: Any
-    ) -> tuple[ContentRef, ContentRef | None, Price | None]:
-        """Store the extended transcript and the provider's raw response, and price the call (one
-        trip to the I/O pool: the price catalogue loads on first use)."""
-        raw = response.raw
-        raw_ref = self.store.put(json.dumps(raw, default=str).encode(), "application/json") if raw else None
-        price = self.prices.price(response.usage, model_of(inp.model, provider), provider)
-        return self.transcripts.append(inp.head, [*inp.append, assistant]), raw_ref, price
+    def _inline_blocks(self, content: list[Any]) -> list[Any]:
+        """Text blocks over INLINE_ANSWER_LIMIT as a preview naming the stored whole (the stored
+        transcript, and so the model, keep the full text)."""
+        out = []
+        for block in content:
+            if isinstance(block, TextBlock) and len(block.text) * 4 > INLINE_ANSWER_LIMIT:
+                data = block.text.encode()
+                if len(data) > INLINE_ANSWER_LIMIT:
+                    ref = self.store.put(data)
+                    block = TextBlock(
+                        text=block.text[:PREVIEW_CHARS] + f"… [answer of {len(data)} bytes in content store {ref.hash}]"
+                    )
+            out.append(block)
+        return out
 
-    def _build_request(self, inp: CallModelInput) -> LLMRequest:
+    def _build_request(self, inp: CallModelInput, timeout_seconds: float | None = None) -> LLMRequest:
         transcript = self.transcripts.load(inp.head) + tuple(inp.append)
         # Tools not in this worker's registry: remote MCP servers' and the declared sub-agents'.
         remote_tools = {**self._remote_schemas(inp.agents_ref), **self._remote_schemas(inp.mcp_tools_ref)}
@@ -386,6 +448,7 @@ class AgentActivities:
             output_schema=json.loads(self.store.get(inp.output_schema_ref)) if inp.output_schema_ref else None,
             thinking=inp.thinking,
             effort=inp.effort,
+            timeout_seconds=timeout_seconds,
         )
 
     def _remote_schemas(self, ref: ContentRef | None) -> dict[str, dict[str, Any]]:
@@ -406,7 +469,7 @@ class AgentActivities:
         sink, broker = self.registry.delta_sink, self.delta_broker
         if (sink is None and not broker.wants_deltas()) or not isinstance(provider, StreamingProvider):
             # Synchronous providers share the I/O pool: a hung tool must not hold up model calls.
-            return call_maybe_async(provider.complete, request, executor=self.io_executor)
+            return call_maybe_async(provider.complete, request, pool=self.io_pool, label=f"{inp.provider}.complete")
         info = activity.info()
         call_id, seq = f"turn-{inp.turn}", itertools.count()
 
@@ -427,15 +490,22 @@ class AgentActivities:
 
     @activity.defn(name=INVOKE_TOOL)
     async def invoke_tool(self, inp: InvokeToolInput) -> InvokeToolOutput:
-        attempt = activity.info().attempt
+        ledger = AttemptLedger(inp.budget)
+        attempt = ledger.attempt
         if inp.reject_reason is not None:
             return InvokeToolOutput(ToolResult(success=False, output=inp.reject_reason), attempt)
         if inp.mcp is not None:
-            return await self._invoke_remote(inp, attempt)
+            return await self._invoke_remote(inp, ledger)
         try:
             self._checked_spec(inp.tool_name, inp.expected_fingerprint)
         except NoetaError as err:
             raise to_application_error(err) from err
+        key = inp.idempotency_key
+        if attempt > 1 and key:  # did an earlier attempt finish unreported?
+            recorded_tool: InvokeToolOutput | None = await self._io(self._recorded, key, _TOOL_OUTPUT)
+            if recorded_tool is not None:
+                return dataclasses.replace(recorded_tool, attempt=attempt, retried=ledger.earlier, from_record=True)
+        ledger.check_lost()
         tool: Tool = self.registry.tools[inp.tool_name]
         # input_schema is metadata for the model; checking arguments against it is opt-in.
         strict = inp.validate_input or getattr(tool, "validate_input", False) is True
@@ -457,45 +527,63 @@ class AgentActivities:
             tool_name=inp.tool_name,
             attempt=attempt,
             workspace_dir=inp.workspace_dir,
+            idempotency_key=key,
             heartbeat=activity.heartbeat,
             resources=run.resources,
             scope=run.scope,
         )
-        earlier = earlier_failures()
+        label = f"{inp.tool_name!r} ({ctx.idempotency_key})"
+        seconds = attempt_seconds()
+        # A thread must free up within a quarter of the attempt, else the call is handed back as a wait.
+        wait = THREAD_WAIT_SECONDS if seconds is None else min(THREAD_WAIT_SECONDS, seconds / 4)
         with instrument.tool_call(inp.tool_name, inp.task_id, inp.call_id) as observed, activated(run):
             try:
-                result = await with_heartbeat(self._user_code(tool_callable(tool), inp.arguments, ctx), as_details(earlier))
+                work = self._user_code(tool_callable(tool), inp.arguments, ctx, label=label, wait_seconds=wait)
+                result = await with_heartbeat(work, as_details(ledger.earlier), seconds=seconds)
             except asyncio.CancelledError:
                 raise
-            except ToolRetryableError as err:
-                raise to_application_error(err, record_failure(earlier, err)) from err
             except (ResourceNotFoundError, ScopeError) as err:  # configuration, not the model's doing
                 raise to_application_error(err) from err
+            except AttemptTimedOut as exc:
+                timeout = ToolTimeoutError(f"tool {inp.tool_name!r} did not finish within {exc.seconds:g} s")
+                raise ledger.failed(timeout) from None
+            except (ToolRetryableError, WorkerBusyError) as err:
+                raise ledger.failed(err) from err
             except Exception as exc:  # the model sees the failure and may recover
                 result = ToolResult(success=False, output=f"{type(exc).__name__}: {exc}")
-            if not isinstance(result, ToolResult):
-                result = ToolResult(
-                    success=False,
-                    output=f"tool {inp.tool_name!r} returned {type(result).__name__}, not ToolResult",
-                )
+            result = checked_result(inp.tool_name, result)
             observed.finished(result)
         memories: list[str] = []
         if isinstance(result, RecallResult):  # only the built-in memory tool speaks for the engine
             memories = list(result.memories) if tool is memory_tool else []
             result = result.plain()
-        if needs_offload(result):  # checked here: most outputs are small and need no thread
-            result = await self._io(self._offload_output, result)
-        return InvokeToolOutput(
-            result, attempt, retried=earlier, memories=memories, resource_calls=recorder.calls,
+        output = InvokeToolOutput(
+            result, attempt, retried=ledger.earlier, memories=memories, resource_calls=recorder.calls,
             resource_calls_dropped=recorder.dropped,
         )
+        if needs_offload(result) or key:  # one trip: the large output and the step's record
+            finished: InvokeToolOutput = await self._io(self._finish_tool, key, output)
+            return finished
+        return output
 
-    async def _invoke_remote(self, inp: InvokeToolInput, attempt: int) -> InvokeToolOutput:
+    def _finish_tool(self, key: str, output: InvokeToolOutput) -> InvokeToolOutput:
+        """Offload a large output and record the finished step (before it is reported)."""
+        if needs_offload(output.result):
+            output = dataclasses.replace(output, result=self._offload_output(output.result))
+        self._record(key, _TOOL_OUTPUT, output)
+        return output
+
+    async def _invoke_remote(self, inp: InvokeToolInput, ledger: AttemptLedger) -> InvokeToolOutput:
         """A remote MCP server's tool: an ``isError`` result goes back to the model as a failed
         result; a lost connection is retried (on a fresh connection, a restarted stdio server)."""
         target = inp.mcp
         assert target is not None
-        earlier = earlier_failures()
+        key = inp.idempotency_key
+        if ledger.attempt > 1 and key:  # did an earlier attempt finish unreported?
+            recorded: InvokeToolOutput | None = await self._io(self._recorded, key, _TOOL_OUTPUT)
+            if recorded is not None:
+                return dataclasses.replace(recorded, attempt=ledger.attempt, retried=ledger.earlier, from_record=True)
+        ledger.check_lost()
         timeout = activity.info().start_to_close_timeout
         with instrument.tool_call(inp.tool_name, inp.task_id, inp.call_id) as observed:
             try:
@@ -504,20 +592,22 @@ class AgentActivities:
                         target.alias, target.server, target.tool, inp.arguments,
                         timeout.total_seconds() if timeout else None,
                     ),
-                    as_details(earlier),
+                    as_details(ledger.earlier),
                 )
             except asyncio.CancelledError:
                 raise
             except NoetaError as err:
-                raise to_application_error(err, record_failure(earlier, err)) from err
+                raise ledger.failed(err) from err
             if any(getattr(item, "type", "") == "image" for item in called.content):  # stored: off the loop
                 result = await self._io(remote.tool_result, called, self.store)
             else:
                 result = remote.tool_result(called, self.store)
             observed.finished(result)
-        if needs_offload(result):
-            result = await self._io(self._offload_output, result)
-        return InvokeToolOutput(result, attempt, retried=earlier)
+        output = InvokeToolOutput(result, ledger.attempt, retried=ledger.earlier)
+        if needs_offload(result) or key:
+            finished: InvokeToolOutput = await self._io(self._finish_tool, key, output)
+            return finished
+        return output
 
     def _offload_output(self, result: ToolResult) -> ToolResult:
         """Move a large output to the content store so history keeps only a reference."""
@@ -560,7 +650,7 @@ class AgentActivities:
             for name in inp.guards:
                 guard = self.registry.guards[name]
                 with activated(run):
-                    result = await with_heartbeat(self._user_code(guard.check, action, ctx))
+                    result = await with_heartbeat(self._user_code(guard.check, action, ctx, label=f"guard {name!r}"))
                 if not isinstance(result, VerdictResult):
                     raise TypeError(f"guard {name!r} returned {type(result).__name__}, not VerdictResult")
                 verdicts.append(GuardDecision(action.call_id, name, result.verdict, result.reason))
@@ -587,7 +677,7 @@ class AgentActivities:
         for name in inp.validators:
             validator = self.registry.validators[name]
             with activated(run):
-                verdict = await with_heartbeat(self._user_code(validator.fn, data))
+                verdict = await with_heartbeat(self._user_code(validator.fn, data, label=f"validator {name!r}"))
             if verdict is True:
                 continue
             issue = verdict if isinstance(verdict, str) and verdict else DEFAULT_FAILURE_MESSAGE
@@ -607,6 +697,18 @@ class AgentActivities:
         """The task ended: destroy its task-scoped resources that this process created."""
         released, errors = await self.pool.release(inp.task_id)
         return ReleaseOutput(released=released, errors=errors)
+def checked_result(tool_name: str, result: Any) -> ToolResult:
+    """A tool's return value as a ToolResult that history can hold: anything else is a failed
+    result the model is told about (never an activity failure that would run the tool again)."""
+    if not isinstance(result, ToolResult):
+        return ToolResult(success=False, output=f"tool {tool_name!r} returned {type(result).__name__}, not ToolResult")
+    if result.output is not None and not isinstance(result.output, str):
+        return ToolResult(
+            success=False,
+            output=f"tool {tool_name!r} returned an output of type {type(result.output).__name__}; "
+            "ToolResult.output must be a string",
+        )
+    return result
 
 
 def reported_model(raw: Any) -> str | None:

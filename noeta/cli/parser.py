@@ -8,6 +8,7 @@ import math
 from importlib import metadata
 
 from noeta.client.visibility import TASK_STATUSES
+from noeta.protocols.bounds import BOUNDS, bound_problem
 from noeta.tuning import SETTINGS as TUNING_SETTINGS
 
 MAX_LIST_LIMIT = 1000
@@ -62,7 +63,26 @@ def _number_at_least_zero(what: str) -> object:
 
 seconds = _number_at_least_zero("a number of seconds")
 days = _number_at_least_zero("a number of days")
-temperature = _number_at_least_zero("a temperature")
+def option_value(option: str) -> object:
+    """A flag for the Options field ``option``: the range check Options and the HTTP API use
+    (noeta.protocols.bounds), so the CLI refuses the same values with the same message."""
+    bound = BOUNDS[option]
+
+    def parse(text: str) -> float:
+        try:
+            value: float = int(text) if bound.whole else float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{option} must be {bound.describe()}, got {text!r}") from None
+        problem = bound_problem(option, value)
+        if problem is not None:
+            raise argparse.ArgumentTypeError(problem)
+        return value
+
+    parse.__name__ = option
+    return parse
+
+
+temperature = option_value("temperature")
 
 
 def text(value: str) -> str:
@@ -128,9 +148,9 @@ def _options(cmd: argparse.ArgumentParser, *, run: bool) -> None:
     cmd.add_argument("--provider", type=name, help="provider name on the worker (default: 'default')")
     cmd.add_argument("--model", type=text, help="model name (default: the provider's)")
     cmd.add_argument("--system", type=text, help="system prompt")
-    cmd.add_argument("--max-turns", type=positive_int, default=20 if run else None, metavar="N",
+    cmd.add_argument("--max-turns", type=option_value("max_turns"), default=20 if run else None, metavar="N",
                      help="model calls allowed per goal" + (" (default 20)" if run else " (default 50)"))
-    cmd.add_argument("--max-tokens", type=positive_int, metavar="N", help="most output tokens per model call")
+    cmd.add_argument("--max-tokens", type=option_value("max_tokens"), metavar="N", help="most output tokens per model call")
     cmd.add_argument("--temperature", type=temperature, help="sampling temperature")
     cmd.add_argument("--task-id", type=text, help="the task's id (default: a new random one)")
     cmd.add_argument("--guard", action="append", type=name, default=[], metavar="NAME",

@@ -104,6 +104,12 @@ class PendingApproval:
     request: ApprovalRequest
 
 
+#: How long ``AsyncClient.result`` keeps waiting while the Temporal server cannot be reached.
+SERVER_OUTAGE_WAIT_SECONDS = 600.0
+#: RPC statuses that mean "the server is not reachable right now" (not "your request is wrong").
+SERVER_UNREACHABLE = frozenset({RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.UNKNOWN})
+
+
 class AsyncClient:
     def __init__(
         self,
@@ -437,17 +443,30 @@ class AsyncClient:
         await self.close()
 
     async def result(self, task_id: str) -> TaskResult:
-        """Wait for the task's (last goal's) result; raises the task's typed error if it failed."""
+        """Wait for the task's (last goal's) result; raises the task's typed error if it failed.
+
+        Keeps waiting through a Temporal outage of up to SERVER_OUTAGE_WAIT_SECONDS (the task goes
+        on once the server is back); a longer one raises the RPCError."""
         handle = self.temporal.get_workflow_handle(task_id, result_type=TaskResult)
-        try:
-            result: TaskResult = await handle.result()
-            return result
-        except WorkflowFailureError as err:
-            raise translate_failure(err) from err
-        except RPCError as err:
-            if err.status == RPCStatusCode.NOT_FOUND:
-                raise TaskNotFoundError(f"no task {task_id!r}") from err
-            raise
+        loop = asyncio.get_running_loop()
+        gave_up_at: float | None = None
+        delay = 0.5
+        while True:
+            try:
+                result: TaskResult = await handle.result()
+                return result
+            except WorkflowFailureError as err:
+                raise translate_failure(err) from err
+            except RPCError as err:
+                if err.status == RPCStatusCode.NOT_FOUND:
+                    raise TaskNotFoundError(f"no task {task_id!r}") from err
+                if err.status not in SERVER_UNREACHABLE:
+                    raise
+                gave_up_at = gave_up_at or loop.time() + SERVER_OUTAGE_WAIT_SECONDS
+                if loop.time() >= gave_up_at:
+                    raise
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
 
     async def cancel(self, task_id: str) -> None:
         """Cancel a running task (TaskNotOpenError once it has ended: Temporal would ignore it)."""

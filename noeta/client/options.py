@@ -25,6 +25,7 @@ from noeta.errors import ConfigurationError, PayloadTooLargeError
 from noeta.mcp.config import is_remote, parse_server
 from noeta.pricing import PriceTable
 from noeta.protocols.budget import UsageLimits
+from noeta.protocols.bounds import settings_problem
 from noeta.protocols.event_log import Observer
 from noeta.protocols.hooks import Guard
 from noeta.protocols.mcp import McpServerConfig
@@ -47,8 +48,6 @@ from noeta.protocols.validation import Validator, as_validator
 
 #: Reasoning efforts a task may ask for (the union of OpenAI's and Anthropic's values).
 EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
-#: Retries beyond this are a mistake, not a policy (each retry waits up to a minute).
-MAX_RETRIES = 100
 _THINKING_TYPES = ("enabled", "adaptive", "disabled")
 
 
@@ -149,22 +148,19 @@ class Options:
     """Ceilings on tokens, calls, time and cost for the whole task (continued runs and sub-agents
     included), checked before every model and tool call; reaching one fails the task with
     BudgetExceededError (docs/budgets.md)."""
+    rate_limit_wait_seconds: float = 600.0
+    """Most time one model or tool call may spend waiting on rate limits in all (a provider's 429
+    and its retry-after, this worker's provider limiter, a full sync-tool pool) before it fails
+    with AttemptsExhaustedError. These waits do not use up ``max_retries``."""
 
     def __post_init__(self) -> None:
-        if not isinstance(self.max_turns, int) or self.max_turns < 1:
-            raise ConfigurationError(f"max_turns must be an int >= 1, got {self.max_turns!r}")
-        for name in ("max_retries", "provider_retries", "tool_retries"):
-            value = getattr(self, name)
-            if value is None and name != "max_retries":
-                continue
-            if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_RETRIES:
-                raise ConfigurationError(f"{name} must be an int from 0 to {MAX_RETRIES}, got {value!r}")
+        # Every numeric setting against its range (noeta.protocols.bounds, shared with the workflow).
+        problem = settings_problem(self)
+        if problem is not None:
+            raise ConfigurationError(problem)
         check_thinking(self.thinking)
         if self.effort is not None and self.effort not in EFFORTS:
             raise ConfigurationError(f"effort must be one of {', '.join(EFFORTS)}, got {self.effort!r}")
-        for name in ("model_timeout_seconds", "tool_timeout_seconds"):
-            if getattr(self, name) <= 0:
-                raise ConfigurationError(f"{name} must be > 0")
         if isinstance(self.allowed_tools, (str, bytes)):
             raise ConfigurationError("allowed_tools must be a list of tools or tool names, not a string")
         for item in self.allowed_tools:
@@ -188,12 +184,8 @@ class Options:
                 f"system_prompt is over {MAX_SYSTEM_PROMPT_BYTES} bytes; put reference material in a "
                 "stable content channel or behind a tool"
             )
-        if self.max_history_events is not None and self.max_history_events < 20:
-            raise ConfigurationError("max_history_events must be at least 20 (a step takes ~12 events)")
         if self.limits is not None and not isinstance(self.limits, UsageLimits):
             raise ConfigurationError(f"limits must be a UsageLimits, got {self.limits!r}")
-        if self.approval_timeout_seconds <= 0:
-            raise ConfigurationError("approval_timeout_seconds must be > 0")
         if isinstance(self.guards, (str, bytes)):
             raise ConfigurationError("guards must be a list of guards or guard names, not a string")
         guard_names: set[str] = set()
@@ -517,4 +509,5 @@ def task_input(
         scope_schema=output_schema_spec(options.scope_schema, "scope_schema"),
         subagents=subagent_specs(options),
         limits=options.limits if options.limits is not None and not options.limits.empty else None,
+        rate_limit_wait_seconds=options.rate_limit_wait_seconds,
     )

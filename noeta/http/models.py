@@ -44,6 +44,9 @@ class TaskOptions(Request):
     tool_timeout_seconds: Number | None = None
     approval_timeout_seconds: Number | None = None
     max_history_events: StrictInt | None = None
+    rate_limit_wait_seconds: Number | None = Field(
+        None, description="most time one call may wait on rate limits in all (default 600; not counted as retries)"
+    )
     metadata: dict[str, Any] | None = Field(None, description="free-form; keys in NOETA_INDEXED_METADATA are searchable")
     provider_retries: StrictInt | None = Field(None, description="retries of a model call (default: max_retries)")
     tool_retries: StrictInt | None = Field(None, description="retries of a tool call (default: max_retries)")

@@ -168,6 +168,9 @@ class LLMRequest:
     output_schema: dict[str, Any] | None = None
     thinking: dict[str, Any] | None = None
     effort: str | None = None
+    timeout_seconds: float | None = None
+    """How long the call may take: the worker sets what is left of the model call's attempt
+    (``Options.model_timeout_seconds``); HTTP providers use it instead of their own timeout."""
 
 
 @dataclass(frozen=True)

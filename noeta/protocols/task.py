@@ -59,6 +59,20 @@ class OutputSchema:
     """``module:QualName`` of a pydantic model; workers that have it validate with it."""
 
 
+#: Attempts of one call whose worker was lost (killed, partitioned, or its completion never reached
+#: the server) before they count as a failure of the call: such an attempt is not the step's fault.
+MAX_LOST_ATTEMPTS = 10
+#: Attempts Temporal may make of one call before it gives up by itself: a safety net only, the
+#: worker's attempt ledger (noeta.activities._attempts) decides first. Rate-limit waits each take
+#: an attempt, so the net leaves room for many.
+SAFETY_NET_EXTRA_ATTEMPTS = 1000
+
+AttemptKind = Literal["failure", "wait", "lost"]
+"""``failure``: the call failed (counts against ``max_retries``); ``wait``: it was rate-limited or
+found no free thread (counts against ``rate_limit_wait_seconds``); ``lost``: its worker was lost
+(counts against MAX_LOST_ATTEMPTS)."""
+
+
 @dataclass(frozen=True)
 class AttemptFailure:
     """One failed attempt of a retried activity, carried to the next attempt in heartbeat details."""
@@ -67,6 +81,24 @@ class AttemptFailure:
     error: str
     error_type: str | None = None
     retry_after: float | None = None
+    kind: AttemptKind = "failure"
+    delay: float | None = None
+    """Seconds the worker asked Temporal to wait before the next attempt."""
+
+
+@dataclass(frozen=True)
+class AttemptBudget:
+    """What one model or tool call may spend on retries; the worker's attempt ledger enforces it."""
+
+    max_retries: int
+    """Failed attempts allowed after the first (rate-limit waits and lost workers not counted)."""
+    max_wait_seconds: float = 600.0
+    """Total time the call may wait on rate limits (429 / retry-after, the worker's limiter)."""
+
+
+def attempts_cap(max_retries: int) -> int:
+    """Temporal's ``maximum_attempts`` for a call with a ledger (a safety net, see above)."""
+    return max_retries + 1 + MAX_LOST_ATTEMPTS + SAFETY_NET_EXTRA_ATTEMPTS
 
 
 @dataclass(frozen=True)
@@ -229,6 +261,8 @@ class TaskInput:
     gets what is left of its parent's."""
     index_cost: bool = False
     """Also keep NoetaCostUSD up to date (the cluster has it registered)."""
+    rate_limit_wait_seconds: float = 600.0
+    """Most time one model or tool call may wait on rate limits in all (not counted as retries)."""
     carry: "Carry | None" = None
     """Set on runs after the first: where the previous run left off."""
 
@@ -347,6 +381,12 @@ class CallModelInput:
     mcp_tools_ref: ContentRef | None = None
     agents_ref: ContentRef | None = None
     """Sub-agent tool definitions; those named in ``tools`` are offered to the model."""
+    budget: AttemptBudget | None = None
+    """Set by the workflow: the worker counts attempts itself (None: Temporal's count, as before)."""
+    step_key: str = ""
+    """Unique per logical model call and stable across its attempts: the worker records the
+    finished call under it, so an attempt retried after its completion was lost returns the
+    recorded answer instead of calling the model again."""
 
 
 @dataclass(frozen=True)
@@ -364,6 +404,9 @@ class CallModelOutput:
     ``genai-prices:<provider>/<model>``); None: the model has no price and the cost is 0."""
     model: str | None = None
     """The model that answered: the request's, else the provider's default (None: not known)."""
+    from_record: bool = False
+    """The call had finished in an earlier attempt whose completion never reached Temporal: this
+    is its recorded answer, and the model was not called again."""
 
 
 @dataclass(frozen=True)
@@ -381,6 +424,11 @@ class InvokeToolInput:
     mcp: McpTarget | None = None
     """Set for a remote MCP server's tool: the call goes to that server."""
     env: RunEnv | None = None
+    budget: AttemptBudget | None = None
+    """Set by the workflow: the worker counts attempts itself (None: Temporal's count, as before)."""
+    idempotency_key: str = ""
+    """Assigned by the workflow, unique per logical call whatever ids the model sent, stable across
+    attempts and worker restarts (empty: ``{task_id}/{call_id}``, as before)."""
 
 
 @dataclass(frozen=True)
@@ -405,6 +453,9 @@ class InvokeToolOutput:
     resource_calls: list[ResourceCall] = field(default_factory=list)
     """Calls of instrumented resources the tool made (at most MAX_RECORDED_RESOURCE_CALLS)."""
     resource_calls_dropped: int = 0
+    from_record: bool = False
+    """The tool had finished in an earlier attempt whose completion never reached Temporal: this
+    is its recorded result, and the tool did not run again."""
 
 
 @dataclass(frozen=True)

@@ -59,7 +59,7 @@ from typing import Any
 
 import httpx
 
-from noeta.errors import ConfigurationError, ProviderError
+from noeta.errors import ConfigurationError
 from noeta.protocols.messages import (
     Block,
     ImageBlock,
@@ -73,16 +73,15 @@ from noeta.protocols.messages import (
     ToolUseBlock,
     Usage,
 )
-from noeta.providers._sse import OnDelta, aiter_events, emit
-from noeta.providers.errors import error_from_response
-from noeta.providers.openai import (
-    HTTPProvider,
-    _error_text,
-    _is_json,
-    _parse_arguments,
-    _result_text,
-    _stop_reason,
+from noeta.providers._sse import OnDelta, ServerSentEvent
+from noeta.providers.base import HTTPProvider
+from noeta.providers.shapes import (
+    Shape,
+    count,
     fallback_call_id,
+    parse_arguments,
+    stop_reason_for,
+    tool_result_text,
 )
 from noeta.security.scrub import register_secret
 
@@ -142,14 +141,13 @@ class AnthropicProvider(HTTPProvider):
         http_client: httpx.AsyncClient | None = None,
         anthropic_version: str = DEFAULT_VERSION,
     ) -> None:
+        super().__init__(name=name, timeout=timeout, http_client=http_client)
         self.base_url = base_url.rstrip("/")
         self.model = model
-        self.name = name
         self.max_tokens_default = max_tokens_default
         self.anthropic_version = anthropic_version
         self._api_key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
         register_secret(self._api_key)  # scrubbed from errors and logs wherever it is echoed
-        self._init_http(timeout, http_client)
 
     def __repr__(self) -> str:
         return (
@@ -173,48 +171,17 @@ class AnthropicProvider(HTTPProvider):
         return headers
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
-        payload = await self._post_json(self.url, self.request_body(request), self._headers())
-        return self.parse_response(payload)
+        return await self.post_json(self.url, self.request_body(request), self._headers(), request)
 
     async def stream(self, request: LLMRequest, on_delta: OnDelta) -> LLMResponse:
         """Like :meth:`complete`, over SSE, calling ``on_delta(kind, text)`` for each piece.
 
         Cancelling the awaiting task closes the HTTP stream (and so the server's generation).
         """
-        body = self.stream_body(request)
-        headers = {**self._headers(), "accept": "text/event-stream"}
-        assembler = _EventAssembler(model=body["model"])
-        async with self._http().stream("POST", self.url, json=body, headers=headers) as response:
-            await self._raise_for_stream_status(response)
-            if _is_json(response):  # a compatible server that ignores "stream": one whole body
-                return await self._unstreamed(response, on_delta)
-            async for event in aiter_events(response):
-                try:
-                    data = json.loads(event.data)
-                except ValueError:
-                    raise ProviderError(
-                        provider=self.name,
-                        message=f"stream event is not JSON: {event.data[:500]!r}",
-                        retryable=True,
-                    ) from None
-                if not isinstance(data, dict):
-                    continue
-                kind = data.get("type") or event.event
-                if kind == "error":
-                    raise self._stream_error(data)
-                for delta_kind, text in assembler.add(kind, data):
-                    await emit(on_delta, delta_kind, text)
-                if assembler.stopped:
-                    break
-        if not assembler.stopped:
-            raise self._stream_cut("no message_stop event")
-        return self.parse_response(assembler.payload())
+        return await self.stream_sse(self.url, self.stream_body(request), self._headers(), request, on_delta)
 
-    def _stream_error(self, data: dict[str, Any]) -> ProviderError:
-        error = data.get("error")
-        kind = error.get("type") if isinstance(error, dict) else None
-        status = _ERROR_STATUS.get(kind or "", 500)
-        return error_from_response(self.name, status, {}, _error_text(data) or str(data)[:500])
+    def new_assembler(self, body: dict[str, Any]) -> _EventAssembler:
+        return _EventAssembler(self, model=body["model"])
 
     # -- request mapping ------------------------------------------------------------------------
 
@@ -275,36 +242,50 @@ class AnthropicProvider(HTTPProvider):
     # -- response mapping -----------------------------------------------------------------------
 
     def parse_response(self, payload: Any) -> LLMResponse:
-        """The :class:`LLMResponse` for a Messages API response body."""
-        blocks = payload.get("content") if isinstance(payload, dict) else None
+        """The :class:`LLMResponse` for a Messages API response body; a body without that shape
+        raises :class:`~noeta.errors.ProviderResponseError` naming the field."""
+        shape = Shape(self.name)
+        body = shape.obj(payload, "the response body")
+        if body.get("type") == "error":  # an error reported inside a 200
+            raise self.in_stream_error(body, _error_status(body))
+        blocks = body.get("content")
         if not isinstance(blocks, list):
-            raise ProviderError(
-                provider=self.name,
-                message=f"response has no content: {_error_text(payload) or str(payload)[:500]}",
-                retryable=False,
-            )
+            raise shape.error("content", "a list of blocks", blocks)
         content: list[Block] = []
-        for block in blocks:
-            kind = block.get("type") if isinstance(block, dict) else None
-            if kind == "text" and block.get("text"):
-                content.append(TextBlock(text=block["text"]))
+        for i, raw_block in enumerate(blocks):
+            block = shape.obj(raw_block, f"content[{i}]")
+            kind = block.get("type")
+            if kind == "text":
+                text = shape.text_or_none(block.get("text"), f"content[{i}].text")
+                if text:
+                    content.append(TextBlock(text=text))
             elif kind == "tool_use":
+                call_id = block.get("id")
                 content.append(
                     ToolUseBlock(
-                        call_id=block.get("id") or fallback_call_id(),
-                        tool_name=block.get("name", ""),
-                        arguments=_parse_arguments(block.get("input")),
+                        call_id=call_id if isinstance(call_id, str) and call_id else fallback_call_id(),
+                        tool_name=shape.name(block.get("name"), f"content[{i}].name"),
+                        arguments=parse_arguments(block.get("input")),
                     )
                 )
-            elif kind == "thinking" and block.get("signature"):
-                content.append(ThinkingBlock(thinking=block.get("thinking") or "", signature=block["signature"]))
-            elif kind == "redacted_thinking" and block.get("data"):
+            elif kind == "thinking" and isinstance(block.get("signature"), str) and block["signature"]:
+                thinking = shape.text_or_none(block.get("thinking"), f"content[{i}].thinking")
+                content.append(ThinkingBlock(thinking=thinking, signature=block["signature"]))
+            elif kind == "redacted_thinking" and isinstance(block.get("data"), str) and block["data"]:
                 content.append(ThinkingBlock(redacted=block["data"]))
             # Server-tool blocks are not part of the answer.
-        reported = _STOP_REASONS.get(payload.get("stop_reason") or "", "end_turn")
+        stop = body.get("stop_reason")
+        reported = _STOP_REASONS.get(stop if isinstance(stop, str) else "", "end_turn")
         return LLMResponse(
-            stop_reason=_stop_reason(content, reported), content=content, usage=_usage(payload.get("usage")), raw=payload
+            stop_reason=stop_reason_for(content, reported), content=content, usage=_usage(body.get("usage")), raw=body
         )
+
+
+def _error_status(data: dict[str, Any]) -> int:
+    """The HTTP status an ``error`` object inside a 200 (body or stream event) stands for."""
+    error = data.get("error")
+    kind = error.get("type") if isinstance(error, dict) else None
+    return _ERROR_STATUS.get(kind if isinstance(kind, str) else "", 500)
 
 
 # -- helpers ------------------------------------------------------------------------------------
@@ -367,7 +348,7 @@ def _image(block: ImageBlock) -> dict[str, Any]:
 
 def _tool_result(result: ToolResultBlock) -> dict[str, Any]:
     block: dict[str, Any] = {"type": "tool_result", "tool_use_id": result.call_id}
-    text = _result_text(result)
+    text = tool_result_text(result)
     if not text and not result.success:
         text = "error"  # the API rejects an empty error result
     images = [_image(i) for i in result.images or () if i.data]
@@ -382,20 +363,21 @@ def _tool_result(result: ToolResultBlock) -> dict[str, Any]:
 def _usage(raw: Any) -> Usage:
     if not isinstance(raw, dict):
         return Usage()
-    details = raw.get("output_tokens_details") or {}
+    details = raw.get("output_tokens_details")
     return Usage(
-        uncached=int(raw.get("input_tokens") or 0),
-        cache_read=int(raw.get("cache_read_input_tokens") or 0),
-        cache_write=int(raw.get("cache_creation_input_tokens") or 0),
-        output=int(raw.get("output_tokens") or 0),
-        reasoning_tokens=int(details.get("thinking_tokens") or 0) if isinstance(details, dict) else 0,
+        uncached=count(raw.get("input_tokens")),
+        cache_read=count(raw.get("cache_read_input_tokens")),
+        cache_write=count(raw.get("cache_creation_input_tokens")),
+        output=count(raw.get("output_tokens")),
+        reasoning_tokens=count(details.get("thinking_tokens")) if isinstance(details, dict) else 0,
     )
 
 
 class _EventAssembler:
     """Folds Messages stream events into one Messages response body."""
 
-    def __init__(self, model: str) -> None:
+    def __init__(self, provider: AnthropicProvider, model: str) -> None:
+        self.provider = provider
         # Start from a skeleton, so a stream without message_start (a lax compatible server) still
         # assembles into a complete message.
         self.message: dict[str, Any] = {
@@ -411,6 +393,26 @@ class _EventAssembler:
         self.blocks: dict[int, dict[str, Any]] = {}
         self.partial_json: dict[int, str] = {}
         self.stopped = False
+
+    @property
+    def ended(self) -> bool:
+        return self.stopped
+
+    @property
+    def complete(self) -> bool:
+        return self.stopped
+
+    def feed(self, event: ServerSentEvent) -> list[tuple[str, str]]:
+        data = self.provider.event_json(event)
+        if not isinstance(data, dict):
+            return []
+        kind = data.get("type") or event.event
+        if kind == "error":
+            raise self.provider.in_stream_error(data, _error_status(data))
+        try:
+            return self.add(kind, data)
+        except (AttributeError, TypeError) as err:  # a field of the wrong type inside an event
+            raise Shape(self.provider.name).error(f"{kind} event", f"a Messages stream event ({err})", data) from None
 
     def add(self, kind: str | None, data: dict[str, Any]) -> list[tuple[str, str]]:
         if kind == "message_start":
@@ -464,7 +466,7 @@ class _EventAssembler:
         block = self.blocks.get(index)
         if block is not None and index in self.partial_json:
             text = self.partial_json.pop(index)
-            block["input"] = _parse_arguments(text) if text else (block.get("input") or {})
+            block["input"] = parse_arguments(text) if text else (block.get("input") or {})
 
     def _usage(self, usage: Any) -> None:
         # message_start carries the input side; message_delta the cumulative totals so far.

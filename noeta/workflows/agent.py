@@ -16,6 +16,7 @@ from typing import Any, NoReturn
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, ChildWorkflowError
 
+from noeta.protocols.bounds import settings_problem
 from noeta.protocols.decisions import CallModel, CallTools, Finish, SpawnSubtask
 from noeta.protocols.hooks import (
     GuardDecision,
@@ -126,6 +127,7 @@ class AgentWorkflow:
         self._ctx: StepContext | None = None
         self._continuing = False  # continue-as-new: the task goes on, its resources stay
         self._details = details.CurrentDetails()  # the UI's "Current Details" (not in history)
+        self._tool_calls = 0  # tool calls scheduled by this run: numbers their idempotency keys
 
     # -- handlers -------------------------------------------------------------------------------
 
@@ -195,6 +197,11 @@ class AgentWorkflow:
 
     @workflow.run
     async def run(self, task: TaskInput) -> TaskResult:
+        # Input that reached Temporal without Options' checks fails the task, typed, before any
+        # step; left unchecked it could fail every workflow task forever (timedelta(nan)...).
+        problem = settings_problem(task)
+        if problem is not None:
+            raise ApplicationError(problem, {"message": problem}, type="ConfigurationError", non_retryable=True)
         try:
             result = await self._run_indexed(task)
         except (Exception, asyncio.CancelledError):  # not continue-as-new or eviction (BaseException)
@@ -575,6 +582,7 @@ class AgentWorkflow:
             effort=task.effort,
             mcp_tools_ref=state.mcp_tools_ref,
             agents_ref=state.agents_ref,
+            step_key=steps.step_key(f"model-{state.total_turns}"),
         )
         self._show(details.calling_model(task.provider, task.model or state.model, state.turn, task.max_turns))
         out = await steps.call_model(task, request)
@@ -598,6 +606,7 @@ class AgentWorkflow:
             reject = f"Unknown tool {call.tool_name!r}. Available tools: {available}."
         if reject is not None and refusals.recorded():
             return refusals.record_refusal(call, reject), []
+        self._tool_calls += 1
         inp = InvokeToolInput(
             task_id=workflow.info().workflow_id,
             call_id=call.call_id,
@@ -609,6 +618,8 @@ class AgentWorkflow:
             validate_input=self._task.validate_tool_input,
             mcp=self._mcp_target(spec),
             env=None if reject else run_env(self._task, self._state),
+            # Engine-assigned: unique even when a model reuses call ids, the same on every attempt.
+            idempotency_key=steps.step_key(str(self._tool_calls)),
         )
         memories: list[str] = []
         try:

@@ -48,16 +48,19 @@ def attempts_exhausted(
 
 def provider_failure(err: ActivityError, max_retries: int) -> ApplicationError:
     """A model call that failed for good: its own typed error when it was not retryable, else
-    AttemptsExhaustedError with one issue per attempt."""
+    AttemptsExhaustedError with one issue per attempt (the worker's attempt ledger marks the
+    failure it gave up on with ``exhausted``: "failures", "rate_limit" or "lost")."""
     cause = err.cause
-    if isinstance(cause, ApplicationError) and (
+    details = cause.details[0] if isinstance(cause, ApplicationError) and cause.details else {}
+    spent = details.get("exhausted") if isinstance(details, dict) else None
+    if isinstance(cause, ApplicationError) and spent is None and (
         cause.non_retryable or err.retry_state == RetryState.NON_RETRYABLE_FAILURE
     ):
         return typed_task_error(cause)
-    details = cause.details[0] if isinstance(cause, ApplicationError) and cause.details else {}
     failures = details.get("attempt_failures") if isinstance(details, dict) else None
     issues = [f["error"] for f in failures] if failures else [failure_message(err)]
-    return attempts_exhausted(max_retries + 1, issues, "provider")
+    attempts = len(failures) if spent is not None and failures else max_retries + 1
+    return attempts_exhausted(attempts, issues, "rate_limit" if spent == "rate_limit" else "provider")
 
 
 def policy_error(policy: object, err: Exception) -> ApplicationError:

@@ -3,6 +3,7 @@ the task and returns the activity's typed output (or raises the task's typed err
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import timedelta
 from typing import Any
@@ -27,6 +28,7 @@ from noeta.protocols.scope import merge_scopes
 from noeta.protocols.task import (
     DEFAULT_HEARTBEAT_SECONDS,
     TASK_FATAL_TOOL_ERRORS,
+    AttemptBudget,
     CallModelInput,
     CallModelOutput,
     CheckGuardsInput,
@@ -44,6 +46,7 @@ from noeta.protocols.task import (
     ValidateInput,
     ValidateOutput,
     subagent_tool,
+    attempts_cap,
 )
 from noeta.protocols.tool import ToolSpec
 from noeta.workflows.failures import provider_failure, raise_if_cancelled, typed_task_error
@@ -52,6 +55,8 @@ from noeta.workflows.failures import provider_failure, raise_if_cancelled, typed
 BOOKKEEPING_TIMEOUT = timedelta(seconds=60)
 #: Activities heartbeat while they run: a dead worker's step is retried elsewhere after this.
 HEARTBEAT_TIMEOUT = timedelta(seconds=DEFAULT_HEARTBEAT_SECONDS)
+#: Longest backoff before retrying an attempt whose worker was lost.
+LOST_ATTEMPT_MAX_BACKOFF = timedelta(seconds=10)
 
 
 def retry_policy(max_retries: int, non_retryable: tuple[str, ...] = ()) -> RetryPolicy:
@@ -63,6 +68,25 @@ def retry_policy(max_retries: int, non_retryable: tuple[str, ...] = ()) -> Retry
         maximum_attempts=max_retries + 1,
         non_retryable_error_types=list(non_retryable),
     )
+
+
+def ledger_retry_policy(max_retries: int, non_retryable: tuple[str, ...] = ()) -> RetryPolicy:
+    """For calls whose worker counts attempts itself (an AttemptBudget in their input): Temporal's
+    count is only a safety net, and the worker sets the delay after every failure it records. What
+    is left to this policy are lost attempts (a killed worker): retried after 1, 2, 4, 8, then 10 s,
+    since another worker is usually there to take the call."""
+    return dataclasses.replace(
+        retry_policy(max_retries, non_retryable),
+        maximum_attempts=attempts_cap(max_retries),
+        maximum_interval=LOST_ATTEMPT_MAX_BACKOFF,
+    )
+
+
+def step_key(name: str) -> str:
+    """The key of one logical step of this run: unique per run, the same on every replay and
+    attempt (the worker records finished steps under it; tools get it as their idempotency key)."""
+    info = workflow.info()
+    return f"{info.workflow_id}/{info.run_id}/{name}"
 
 
 def short_arguments(arguments: dict[str, Any], limit: int = 80) -> str:
@@ -139,6 +163,7 @@ async def load_transcript(task: TaskInput, inp: LoadTranscriptInput, run: int) -
 
 
 async def call_model(task: TaskInput, request: CallModelInput) -> CallModelOutput:
+    request = dataclasses.replace(request, budget=AttemptBudget(provider_retries(task), task.rate_limit_wait_seconds))
     try:
         out: CallModelOutput = await workflow.execute_activity(
             CALL_MODEL,
@@ -146,8 +171,8 @@ async def call_model(task: TaskInput, request: CallModelInput) -> CallModelOutpu
             result_type=CallModelOutput,
             start_to_close_timeout=timedelta(seconds=task.model_timeout_seconds),
             heartbeat_timeout=HEARTBEAT_TIMEOUT,
-            # Provider activities mark their own errors non-retryable (see noeta.providers.errors).
-            retry_policy=retry_policy(provider_retries(task)),
+            # The worker counts attempts (noeta.activities._attempts) and marks final errors.
+            retry_policy=ledger_retry_policy(provider_retries(task)),
             summary=f"{task.provider} {task.model or ''} · turn {request.turn}".replace("  ", " "),
         )
     except ActivityError as err:
@@ -162,13 +187,15 @@ async def invoke_tool(task: TaskInput, inp: InvokeToolInput, spec: ToolSpec | No
     retries = spec.max_retries if spec and spec.max_retries is not None else tool_retries(task)
     timeout = spec.start_to_close_seconds if spec and spec.start_to_close_seconds else task.tool_timeout_seconds
     heartbeat = spec.heartbeat_seconds if spec and spec.heartbeat_seconds else DEFAULT_HEARTBEAT_SECONDS
+    inp = dataclasses.replace(inp, budget=AttemptBudget(retries, task.rate_limit_wait_seconds))
     out: InvokeToolOutput = await workflow.execute_activity(
         INVOKE_TOOL,
         inp,
         result_type=InvokeToolOutput,
         start_to_close_timeout=timedelta(seconds=timeout),
         heartbeat_timeout=timedelta(seconds=heartbeat),
-        retry_policy=retry_policy(retries, TASK_FATAL_TOOL_ERRORS),
+        # The worker counts attempts (noeta.activities._attempts) and marks final errors.
+        retry_policy=ledger_retry_policy(retries, TASK_FATAL_TOOL_ERRORS),
         summary=f"{inp.tool_name}({short_arguments(inp.arguments)})",
     )
     return out

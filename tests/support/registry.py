@@ -6,8 +6,14 @@ answer: ask for ``slow_append`` once, then report the tool's output.
 
 from __future__ import annotations
 
+import os
+import threading
+from pathlib import Path
+
 from noeta.protocols.messages import LLMRequest, LLMResponse, ToolResultBlock
+from noeta.protocols.tool import ToolContext, ToolResult
 from noeta.sdk.testing import FakeLLMProvider
+from noeta.sdk.tools import tool
 from noeta.worker import Registry
 from tests.support.scripts import call, say
 from tests.support.tools import add, plain_slow_append, slow_append
@@ -73,3 +79,15 @@ def terminal_registry() -> Registry:
 
     provider = OpenAIProvider(base_url=os.environ["NOETA_TEST_CHAT_URL"], api_key="sk-test", model="gpt-test", name="default")
     return Registry.of(providers={"default": provider})
+@tool(name="hang_forever", version="1", input_schema={"type": "object"}, description="Blocks its thread for good.")
+def hang_forever(arguments: dict, ctx: ToolContext) -> ToolResult:
+    Path(os.environ["NOETA_TEST_LOG"]).write_text(f"hung {ctx.idempotency_key}\n")
+    threading.Event().wait()  # never returns, as a tool stuck in blocking I/O
+    return ToolResult(success=True, output="unreachable")
+
+
+#: A worker whose only tool hangs its thread forever (the worker must still stop on SIGTERM).
+hang_registry = Registry.of(
+    tools=[hang_forever],
+    providers={"hanging": FakeLLMProvider(responder=lambda r: call(("h", "hang_forever", {})))},
+)

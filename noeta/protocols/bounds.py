@@ -1,0 +1,79 @@
+"""The allowed range of every numeric task setting, checked at every entry.
+
+``Options`` checks them when it is built (so the Python API, ``noeta serve`` and the CLI refuse a
+bad value before anything starts, naming the range), and the workflow checks its ``TaskInput``
+again before its first step, so an input that reached Temporal another way fails the task with a
+``ConfigurationError`` instead of failing workflow tasks forever (``timedelta(seconds=nan)`` raises
+inside the workflow; a retry count past 2³¹ overflows Temporal's retry policy).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+DAY = 86400.0
+
+
+@dataclass(frozen=True)
+class Bound:
+    lowest: float
+    highest: float
+    whole: bool
+    """A whole number (an int, not a bool); else any finite number."""
+    above_lowest: bool = False
+    """The lowest value itself is not allowed (timeouts must be > 0)."""
+    optional: bool = False
+    """None means "not set" (the provider's or Temporal's default)."""
+
+    def describe(self) -> str:
+        kind = "a whole number" if self.whole else "a number"
+        low = f"above {self.lowest:g}" if self.above_lowest else f"from {self.lowest:g}"
+        return f"{kind} {low} to {self.highest:g}"
+
+    def allows(self, value: Any) -> bool:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return False
+        if self.whole and not isinstance(value, int):
+            return False
+        if not math.isfinite(value):
+            return False
+        above = value > self.lowest if self.above_lowest else value >= self.lowest
+        return above and value <= self.highest
+
+
+#: Task settings by their Options / TaskInput name.
+BOUNDS: dict[str, Bound] = {
+    "max_turns": Bound(1, 10_000, whole=True),
+    # Retries beyond 100 are a mistake, not a policy (each retry waits up to a minute).
+    "max_retries": Bound(0, 100, whole=True),
+    "provider_retries": Bound(0, 100, whole=True, optional=True),
+    "tool_retries": Bound(0, 100, whole=True, optional=True),
+    "temperature": Bound(0, 2, whole=False, optional=True),
+    "max_tokens": Bound(1, 10_000_000, whole=True, optional=True),
+    "model_timeout_seconds": Bound(0, 7 * DAY, whole=False, above_lowest=True),
+    "tool_timeout_seconds": Bound(0, 7 * DAY, whole=False, above_lowest=True),
+    "approval_timeout_seconds": Bound(0, 366 * DAY, whole=False, above_lowest=True),
+    # A step takes ~12 events; the server terminates a run at 51,200.
+    "max_history_events": Bound(20, 50_000, whole=True, optional=True),
+    "rate_limit_wait_seconds": Bound(0, DAY, whole=False),
+}
+
+
+def bound_problem(name: str, value: Any) -> str | None:
+    """Why ``value`` is not allowed for the setting ``name`` (with the allowed range), or None."""
+    bound = BOUNDS[name]
+    if (value is None and bound.optional) or bound.allows(value):
+        return None
+    return f"{name} must be {bound.describe()}, got {value!r}"
+
+
+def settings_problem(settings: Any) -> str | None:
+    """The first setting of ``settings`` (an Options or a TaskInput) out of its range, or None."""
+    for name in BOUNDS:
+        if hasattr(settings, name):
+            problem = bound_problem(name, getattr(settings, name))
+            if problem is not None:
+                return problem
+    return None

@@ -1,0 +1,18 @@
+"""Kill and outage: worker processes SIGKILLed at 20 points and the Temporal server restarted once
+during a run. Every task completes and every finished tool call ran once (tests.support.chaos)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.support.chaos import run_chaos
+
+
+async def test_every_finished_call_ran_once_through_20_kills_and_a_server_restart(tmp_path: Path):
+    report = await run_chaos(tmp_path, tasks=6, steps=3, kills=20, workers=4, outage_seconds=3.0)
+    assert report.kills == 20
+    assert [(r.status, r.answer) for r in report.results] == [("completed", "done 3")] * 6
+    # One key per logical call (6 tasks x 3 steps), each finished exactly once, whatever was killed.
+    assert len(report.tool_runs) == 18
+    assert report.finished_twice() == []
+    assert report.outage_recovery is not None  # steps went on after the server came back

@@ -1,0 +1,54 @@
+"""A burst of tasks beyond a provider's quota queues instead of failing.
+
+The provider server of these tests admits ``QUOTA`` requests per fixed one-second window and
+answers the rest with 429 and a ``retry-after`` to the next window, as hosted APIs do per minute
+(the window is scaled down from a minute to a second to keep the test short; the property is the
+same: far more tasks than one window admits, each needing the quota). Whether a loaded machine
+even reaches 10 requests a second varies, so the server also refuses the first request of every
+task once: each task must wait at least once, and with ``max_retries=0`` it completes only if
+waits do not use up retries. ``bench/rate_limits.py`` runs the unscaled case (120 per minute).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from noeta.client.client import AsyncClient
+from noeta.client.options import Options
+from noeta.providers.limits import ProviderLimit
+from noeta.providers.openai import OpenAIProvider
+from noeta.worker import Registry, build_worker
+from tests.support.fault_server import running_fault_server
+
+QUOTA = 10
+
+
+async def start_all(client: AsyncClient, count: int, provider: str, task_queue: str, **options) -> list[str]:
+    starts = (client.start(f"task {i}", Options(provider=provider, **options), task_queue=task_queue)
+              for i in range(count))
+    return list(await asyncio.gather(*starts))
+
+
+async def test_200_tasks_against_a_quota_all_complete(client: AsyncClient, content_store, task_queue):
+    with running_fault_server(quota=(QUOTA, 1.0), refuse_first=True) as server:
+        provider = OpenAIProvider(base_url=server.base_url, api_key="", model="m", name="quota")
+        registry = Registry.of(providers=[provider], content_store=content_store)
+        async with build_worker(client.temporal, registry, task_queue):
+            task_ids = await start_all(client, 200, "quota", task_queue, max_retries=0)
+            results = await asyncio.wait_for(asyncio.gather(*(client.result(t) for t in task_ids)), 240)
+    # No retries allowed, and every task was refused at least once: the waits did not count.
+    assert [r.status for r in results] == ["completed"] * 200
+    assert server.served(200) == 200
+    assert server.served(429) >= 200
+
+
+async def test_a_worker_limit_keeps_calls_under_the_quota(client: AsyncClient, content_store, task_queue):
+    with running_fault_server(quota=(10, 1.0)) as server:
+        provider = OpenAIProvider(base_url=server.base_url, api_key="", model="m", name="limited")
+        limit = ProviderLimit(requests=8, per_seconds=1.0)  # a little under the quota
+        registry = Registry.of(providers=[provider], content_store=content_store, provider_limits={"limited": limit})
+        async with build_worker(client.temporal, registry, task_queue):
+            task_ids = await start_all(client, 40, "limited", task_queue)
+            results = await asyncio.wait_for(asyncio.gather(*(client.result(t) for t in task_ids)), 120)
+    assert [r.status for r in results] == ["completed"] * 40
+    assert (server.served(200), server.served(429)) == (40, 0)
