@@ -52,7 +52,9 @@ async def main() -> None:
     print(f"worker kills             {report.kills}; server down {report.outage_seconds:g} s once")
     print(f"tool steps               {len(report.tool_runs)} (expected {args.tasks * args.steps})")
     print(f"finished runs per step   {histogram(report.tool_runs)}")
-    print(f"finished twice           {len(report.finished_twice())}")
+    print(f"finished twice           {len(report.finished_twice())} "
+          f"(of which not explained by a kill between a step's end and its record: {len(report.unexplained_reruns())})")
+    print(f"side effects per step    {histogram(report.effects)} (de-duplicated on the idempotency key)")
     print(f"starts per step          {histogram(report.tool_starts)} (a killed run starts again)")
     print(f"provider calls per turn  {histogram(report.model_calls)}")
     if recover:

@@ -26,6 +26,9 @@ from noeta.client.options import HostConfig, Options
 from noeta.protocols.task import TaskResult
 
 ROOT = Path(__file__).resolve().parents[2]
+#: A worker finishing several steps at once logs their ``done`` lines before it records them: a
+#: SIGKILL right then leaves a few lines after the step's own.
+LINES_IN_FLIGHT = 16
 
 
 @dataclass
@@ -36,6 +39,8 @@ class ChaosReport:
     outage_seconds: float
     tool_runs: dict[str, int]
     """Executions that finished (``done`` lines), per idempotency key."""
+    effects: dict[str, int]
+    """Side effects per key (the tool de-duplicates them on its idempotency key)."""
     tool_starts: dict[str, int]
     model_calls: dict[str, int]
     """Provider calls per (task, turn)."""
@@ -46,8 +51,25 @@ class ChaosReport:
     results: list[TaskResult] = field(default_factory=list)
     wall_seconds: float = 0.0
 
+    killed: set[str] = field(default_factory=set)
+    """Pids of the workers the run killed."""
+    last_line: dict[str, int] = field(default_factory=dict)
+    """Per pid, the index of its last log line."""
+    first_done: dict[str, tuple[int, str]] = field(default_factory=dict)
+    """Per key, the log index and pid of its first ``done`` line."""
+
     def finished_twice(self) -> list[str]:
         return sorted(k for k, n in self.tool_runs.items() if n > 1)
+
+    def unexplained_reruns(self) -> list[str]:
+        """Steps that finished twice although the worker that first finished them went on: not the
+        instant between a step's end and its record that a SIGKILL can hit (docs/runtime.md)."""
+        out = []
+        for key in self.finished_twice():
+            index, pid = self.first_done[key]
+            if pid not in self.killed or self.last_line.get(pid, index) > index + LINES_IN_FLIGHT:
+                out.append(key)
+        return out
 
 
 class Workers:
@@ -57,6 +79,7 @@ class Workers:
         self.env, self.queue, self.count = env, queue, count
         self.procs: list[subprocess.Popen[str]] = []
         self.starting: set[asyncio.Task[None]] = set()
+        self.killed: set[str] = set()
 
     def _spawn(self) -> subprocess.Popen[str]:
         proc = subprocess.Popen(
@@ -78,6 +101,7 @@ class Workers:
         while len(self.procs) < 2 and self.starting:
             await asyncio.wait(self.starting)
         victim = self.procs.pop(rng.randrange(len(self.procs)))
+        self.killed.add(str(victim.pid))
         victim.send_signal(signal.SIGKILL)
         await asyncio.to_thread(victim.wait)
         task = asyncio.create_task(self._replace())
@@ -113,18 +137,25 @@ def lines(log: Path, kind: str) -> int:
     return sum(1 for parts in read_log(log) if parts[0] == kind)
 
 
-def count(log: Path) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
+def tally(log: Path, report: ChaosReport) -> None:
     done: collections.Counter[str] = collections.Counter()
     starts: collections.Counter[str] = collections.Counter()
+    effects: collections.Counter[str] = collections.Counter()
     models: collections.Counter[str] = collections.Counter()
-    for parts in read_log(log):
+    for index, parts in enumerate(read_log(log)):
+        report.last_line[parts[-1]] = index
         if parts[0] == "done":
             done[parts[1]] += 1
+            report.first_done.setdefault(parts[1], (index, parts[-1]))
         elif parts[0] == "start":
             starts[parts[1]] += 1
+        elif parts[0] == "effect":
+            effects[parts[1]] += 1
         elif parts[0] == "model":
             models[f"{parts[1]}/{parts[2]}"] += 1
-    return dict(done), dict(starts), dict(models)
+    report.tool_runs, report.tool_starts, report.effects, report.model_calls = (
+        dict(done), dict(starts), dict(effects), dict(models)
+    )
 
 
 def progress(log: Path) -> int:
@@ -169,7 +200,7 @@ async def run_chaos(
     queue = f"chaos-{rng.randrange(10**8)}"
     pool = Workers(env, queue, workers)
     began = time.monotonic()
-    report = ChaosReport(tasks, 0, 0, outage_seconds, {}, {}, {})
+    report = ChaosReport(tasks, 0, 0, outage_seconds, {}, {}, {}, {})
     outage_at = kills // 2 if outage_after_kill is None else outage_after_kill
     recoveries: list[asyncio.Task[float | None]] = []
     try:
@@ -198,6 +229,7 @@ async def run_chaos(
             task.cancel()
         await pool.stop()
         server.stop()
-    report.tool_runs, report.tool_starts, report.model_calls = count(log)
+    report.killed = pool.killed
+    tally(log, report)
     report.wall_seconds = time.monotonic() - began
     return report

@@ -5,12 +5,15 @@ tool ``work`` once per turn, N turns, then answers ``"done N"``. The last step o
 for the file ``$NOETA_CHAOS_GATE`` to exist before it does its work, so a run lasts until the
 runner has done all its damage. Every model call and every tool
 execution appends a line to ``$NOETA_CHAOS_LOG`` (``model <task> <turn> <pid>``, ``start <key>
-<pid>``, ``done <key> <pid>``), so a run can count executions per logical call.
+<pid>``, ``done <key> <pid>``), so a run can count executions per logical call. The tool's side
+effect (an ``effect <key> <pid>`` line) is de-duplicated on ``ctx.idempotency_key``, as the docs
+ask of tools with side effects.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 from pathlib import Path
 
@@ -54,6 +57,13 @@ async def work(arguments: dict, ctx: ToolContext) -> ToolResult:
     while arguments.get("last") and gate and not Path(gate).exists():
         await asyncio.sleep(0.1)
     await asyncio.sleep(WORK_SECONDS)
+    marker = Path(os.environ["NOETA_CHAOS_LOG"] + ".effects") / hashlib.sha256(ctx.idempotency_key.encode()).hexdigest()
+    marker.parent.mkdir(exist_ok=True)
+    try:  # the side effect, once per key: O_EXCL creation is the de-duplication
+        os.close(os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL))
+        log(f"effect {ctx.idempotency_key}")
+    except FileExistsError:
+        pass
     log(f"done {ctx.idempotency_key}")
     return ToolResult(success=True, output=f"step {arguments['i']} done")
 
