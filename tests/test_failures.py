@@ -184,7 +184,7 @@ async def test_tool_marked_retryable_is_retried_and_each_retry_projected(client:
 
 
 async def test_tool_timeout_goes_back_to_the_model_after_retries(client: AsyncClient, serve, task_queue):
-    @tool(name="stuck", version="1", input_schema={"type": "object"}, timeout_seconds=1, max_retries=1)
+    @tool(name="stuck", version="1", input_schema={"type": "object"}, timeout_seconds=3, max_retries=1)
     async def stuck(arguments, ctx):
         await asyncio.sleep(30)
 
@@ -195,7 +195,7 @@ async def test_tool_timeout_goes_back_to_the_model_after_retries(client: AsyncCl
     [block] = [b for m in provider.received_requests[1].messages for b in m.content if getattr(b, "call_id", "") == "c1" and b.type == "tool_result"]
     assert block.success is False
     # The worker records the timeout itself, so the model and the event log say what happened.
-    assert block.output == "tool 'stuck' failed after retries: tool 'stuck' did not finish within 1 s"
+    assert block.output == "tool 'stuck' failed after retries: tool 'stuck' did not finish within 3 s"
     envs = await client.events(task_id)
     [failed] = [e.payload for e in envs if e.type == "ToolCallFailed"]
     assert (failed.call_id, failed.attempt, failed.error_type) == ("c1", 2, "ToolTimeoutError")

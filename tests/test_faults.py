@@ -55,12 +55,12 @@ async def test_a_model_that_never_finishes_times_out_each_attempt_and_says_so(cl
     with running_fault_server(faults=[fault, fault]) as server:
         provider = faulty(server)
         async with serve(providers=[provider]):
-            options = Options(provider=provider, model_timeout_seconds=2, max_retries=1)
+            options = Options(provider=provider, model_timeout_seconds=4, max_retries=1)
             task_id = await client.start("hi", options, task_queue=task_queue)
             with pytest.raises(AttemptsExhaustedError) as info:
                 await client.result(task_id)
     assert (info.value.attempts, info.value.last_failure_type) == (2, "provider")
-    assert info.value.issues == ["provider 'faulty': no answer within 2 s (model_timeout_seconds)"] * 2
+    assert info.value.issues == ["provider 'faulty': no answer within 4 s (model_timeout_seconds)"] * 2
     # Timed-out attempts are recorded by the worker, so the event log shows them.
     retried = await events_of(client, task_id, "ProviderCallRetried")
     assert [(r.attempt, r.error_type) for r in retried] == [(1, "ProviderError")]
@@ -280,7 +280,7 @@ HUNG: list[str] = []
 
 
 @tool(name="hang_sync", version="1", input_schema={"type": "object"}, description="Blocks its thread.",
-      timeout_seconds=1, max_retries=0)
+      timeout_seconds=2, max_retries=0)
 def hang_sync(arguments: dict, ctx: ToolContext) -> ToolResult:
     HUNG.append(ctx.idempotency_key)
     RELEASE.wait(120)  # a synchronous tool that ignores its timeout, as hung I/O does

@@ -39,13 +39,14 @@ def heartbeat_interval(default: float = 10.0) -> float:
 
 
 def attempt_seconds() -> float | None:
-    """How long this attempt's work may run: its start-to-close timeout less a margin (a tenth, at
-    most 1 s) in which the worker records the timeout before Temporal's own timer fires."""
+    """How long this attempt's work may run: its start-to-close timeout less a margin (a quarter,
+    at most 2 s) in which the worker records the timeout before Temporal's own timer fires. (A
+    worker too loaded to do it in the margin loses the attempt instead: retried, not counted.)"""
     timeout = activity.info().start_to_close_timeout
     if timeout is None:
         return None
     total = timeout.total_seconds()
-    return max(0.05, total - min(1.0, total / 10))
+    return max(0.05, total - min(2.0, total / 4))
 
 
 async def with_heartbeat(work: Awaitable[T], *details: object, seconds: float | None = None) -> T:
