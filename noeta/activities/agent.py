@@ -93,10 +93,10 @@ from noeta.protocols.task import (
 from noeta.protocols.tool import Tool, ToolContext, ToolResult, ToolSpec
 from noeta.protocols.validation import DEFAULT_FAILURE_MESSAGE
 from noeta.providers.errors import classify_exception
+from noeta.providers.limits import MAX_QUEUE_SECONDS, Limiter
 from noeta.resources.context import ActiveRun, CallRecorder, activated
 from noeta.resources.pool import ResourcePool
 from noeta.resources.prepare import check_scope_schema, owned_resources
-from noeta.providers.limits import MAX_QUEUE_SECONDS, Limiter
 from noeta.telemetry import instrument
 from noeta.tuning import WorkerTuning
 

@@ -51,7 +51,8 @@ async def _client_command(args: object) -> int:
 
 
 async def _doctor(args: object) -> int:
-    from noeta.doctor import diagnose, render as render_check
+    from noeta.doctor import diagnose
+    from noeta.doctor import render as render_check
 
     checks = await diagnose()
     for check in checks:

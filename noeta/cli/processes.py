@@ -11,12 +11,12 @@ from datetime import timedelta
 
 from noeta.cli.commands import task_options
 from noeta.cli.live import StreamPrinter, print_progress
+from noeta.cli.render import cost_text
 from noeta.client.client import DEFAULT_PROVIDER, AsyncClient
 from noeta.client.config import Settings
 from noeta.client.embedded import ensure_server
 from noeta.client.options import HostConfig
 from noeta.errors import ConfigurationError
-from noeta.cli.render import cost_text
 from noeta.lifecycle import EXIT_INTERRUPTED, serve_until_signal
 from noeta.tuning import SETTINGS as TUNING_SETTINGS
 from noeta.tuning import WorkerTuning

@@ -30,9 +30,9 @@ from temporalio.client import (
 from temporalio.service import RPCError, RPCStatusCode
 
 from noeta.client.connect import connect_temporal
-from noeta.client.failures import _run_ended_first, translate_failure
 from noeta.client.embedded import EmbeddedServer
 from noeta.client.events import EventStream, history_events, notify
+from noeta.client.failures import _run_ended_first, translate_failure
 from noeta.client.messages import ViewItem, as_messages
 from noeta.client.options import HostConfig, Options, build_task_input, check_goal
 from noeta.client.visibility import (  # noqa: F401  (TaskSummary and the registration helpers were defined here)

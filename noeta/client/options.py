@@ -24,8 +24,8 @@ from noeta.context.content_store import ContentStore
 from noeta.errors import ConfigurationError, PayloadTooLargeError
 from noeta.mcp.config import is_remote, parse_server
 from noeta.pricing import PriceTable
-from noeta.protocols.budget import UsageLimits
 from noeta.protocols.bounds import settings_problem
+from noeta.protocols.budget import UsageLimits
 from noeta.protocols.event_log import Observer
 from noeta.protocols.hooks import Guard
 from noeta.protocols.mcp import McpServerConfig

@@ -30,9 +30,9 @@ from noeta.errors import ConfigurationError
 from noeta.http import console
 from noeta.http.errors import EXCEPTION_HANDLERS
 from noeta.http.openapi import openapi
+from noeta.http.quotas import SpendQuotas
 from noeta.http.routes import ENDPOINTS, AppState
 from noeta.http.sse import KEEPALIVE_SECONDS
-from noeta.http.quotas import SpendQuotas
 from noeta.security.http_guard import GuardConfig, RequestGuard, key_id
 
 logger = logging.getLogger(__name__)

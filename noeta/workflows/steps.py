@@ -45,8 +45,8 @@ from noeta.protocols.task import (
     TaskResult,
     ValidateInput,
     ValidateOutput,
-    subagent_tool,
     attempts_cap,
+    subagent_tool,
 )
 from noeta.protocols.tool import ToolSpec
 from noeta.workflows.failures import provider_failure, raise_if_cancelled, typed_task_error
