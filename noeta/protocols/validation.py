@@ -22,6 +22,15 @@ DEFAULT_FAILURE_MESSAGE = "Validation failed"
 
 
 @dataclass(frozen=True)
+class OutputSchema:
+    """The structured output a task must produce."""
+
+    json_schema: dict[str, Any]
+    model: str | None = None
+    """``module:QualName`` of a pydantic model; workers that have it validate with it."""
+
+
+@dataclass(frozen=True)
 class Validator:
     fn: ValidatorFunction = field(repr=False)
     name: str

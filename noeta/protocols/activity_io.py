@@ -1,0 +1,206 @@
+"""The inputs and outputs of the worker's activities: history stores exactly these, so they stay
+small. Transcripts travel as a content-store reference (``head``) plus the messages added since
+the last call."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from noeta.protocols.attempts import AttemptBudget, AttemptFailure
+from noeta.protocols.channels import ChannelContent, ContextPlan
+from noeta.protocols.hooks import GuardDecision, ProposedAction
+from noeta.protocols.mcp import McpServerConfig, McpTarget
+from noeta.protocols.messages import ContentRef, LLMResponse, Message
+from noeta.protocols.resources import EquippedResource, ResourceCall, RunEnv
+from noeta.protocols.tool import ToolResult, ToolSpec
+from noeta.protocols.validation import OutputSchema
+
+
+@dataclass(frozen=True)
+class PrepareInput:
+    task_id: str
+    tools: list[str]
+    expected_fingerprints: dict[str, str]
+    system_prompt: str | None
+    output_schema: OutputSchema | None = None
+    validators: list[str] = field(default_factory=list)
+    guards: list[str] = field(default_factory=list)
+    channels: list[ChannelContent] = field(default_factory=list)
+    mcp_servers: dict[str, McpServerConfig] = field(default_factory=dict)
+    resources: list[str] = field(default_factory=list)
+    inherited_resources: dict[str, str] = field(default_factory=dict)
+    scope: dict[str, Any] = field(default_factory=dict)
+    """The merged scope, checked against ``scope_schema``."""
+    scope_schema: OutputSchema | None = None
+    agents: list[dict[str, Any]] = field(default_factory=list)
+    """Tool definitions of the declared sub-agents, stored for the model calls."""
+    priced_provider: str | None = None
+    """Set when the task has a cost limit: the worker checks that this provider's model has a price."""
+    priced_model: str | None = None
+
+
+@dataclass(frozen=True)
+class PrepareOutput:
+    tools: list[ToolSpec]
+    system_ref: ContentRef | None
+    """System prompt plus stable channels."""
+    output_schema_ref: ContentRef | None = None
+    volatile_ref: ContentRef | None = None
+    plan: ContextPlan | None = None
+    mcp_tools_ref: ContentRef | None = None
+    """The MCP tools of ``tools`` with their schemas, stored once for every model call."""
+    resources: list[EquippedResource] = field(default_factory=list)
+    """Task-scoped resources created for the task (its tools need them or its Options equip them)."""
+    agents_ref: ContentRef | None = None
+
+
+@dataclass(frozen=True)
+class CallModelInput:
+    task_id: str
+    provider: str
+    model: str | None
+    head: ContentRef | None
+    """Transcript so far, as stored by the previous call (None: empty)."""
+    append: list[Message]
+    """Messages added since ``head``."""
+    system_ref: ContentRef | None
+    tools: list[str]
+    turn: int
+    temperature: float | None = None
+    max_tokens: int | None = None
+    output_schema_ref: ContentRef | None = None
+    volatile_ref: ContentRef | None = None
+    thinking: dict[str, Any] | None = None
+    effort: str | None = None
+    mcp_tools_ref: ContentRef | None = None
+    agents_ref: ContentRef | None = None
+    """Sub-agent tool definitions; those named in ``tools`` are offered to the model."""
+    budget: AttemptBudget | None = None
+    """Set by the workflow: the worker counts attempts itself (None: Temporal's count, as before)."""
+    step_key: str = ""
+    """Unique per logical model call and stable across its attempts: the worker records the
+    finished call under it, so an attempt retried after its completion was lost returns the
+    recorded answer instead of calling the model again."""
+
+
+@dataclass(frozen=True)
+class CallModelOutput:
+    response: LLMResponse
+    """The response without ``raw`` (kept in the content store as ``raw_ref``)."""
+    head: ContentRef
+    """Transcript including ``append`` and the assistant message."""
+    raw_ref: ContentRef | None = None
+    attempt: int = 1
+    retried: list[AttemptFailure] = field(default_factory=list)
+    """Failures of the earlier attempts of this call."""
+    priced_as: str | None = None
+    """Where ``response.usage.cost_usd`` came from (``prices:<model>`` for the worker's own table,
+    ``genai-prices:<provider>/<model>``); None: the model has no price and the cost is 0."""
+    model: str | None = None
+    """The model that answered: the request's, else the provider's default (None: not known)."""
+    from_record: bool = False
+    """The call had finished in an earlier attempt whose completion never reached Temporal: this
+    is its recorded answer, and the model was not called again."""
+
+
+@dataclass(frozen=True)
+class InvokeToolInput:
+    task_id: str
+    call_id: str
+    tool_name: str
+    arguments: dict[str, Any]
+    expected_fingerprint: str | None
+    """None rejects the call with ``reject_reason`` (unknown tool), recorded like any result."""
+    reject_reason: str | None = None
+    workspace_dir: str | None = None
+    validate_input: bool = False
+    """The task checks arguments against input_schema (a tool's ``validate_input`` also does)."""
+    mcp: McpTarget | None = None
+    """Set for a remote MCP server's tool: the call goes to that server."""
+    env: RunEnv | None = None
+    budget: AttemptBudget | None = None
+    """Set by the workflow: the worker counts attempts itself (None: Temporal's count, as before)."""
+    idempotency_key: str = ""
+    """Assigned by the workflow, unique per logical call whatever ids the model sent, stable across
+    attempts and worker restarts (empty: ``{task_id}/{call_id}``, as before)."""
+
+
+@dataclass(frozen=True)
+class InvokeToolOutput:
+    result: ToolResult
+    attempt: int = 1
+    retried: list[AttemptFailure] = field(default_factory=list)
+    memories: list[str] = field(default_factory=list)
+    """Memories the memory tool recalled: they enter the transcript with origin "memory"."""
+    resource_calls: list[ResourceCall] = field(default_factory=list)
+    """Calls of instrumented resources the tool made (at most MAX_RECORDED_RESOURCE_CALLS)."""
+    resource_calls_dropped: int = 0
+    from_record: bool = False
+    """The tool had finished in an earlier attempt whose completion never reached Temporal: this
+    is its recorded result, and the tool did not run again."""
+
+
+@dataclass(frozen=True)
+class CheckGuardsInput:
+    task_id: str
+    trace_id: str
+    turn: int
+    guards: list[str]
+    actions: list[ProposedAction]
+    metadata: dict[str, Any] = field(default_factory=dict)
+    """``Options.metadata``, handed to guards as ``GuardContext.metadata``."""
+    env: RunEnv | None = None
+
+
+@dataclass(frozen=True)
+class CheckGuardsOutput:
+    verdicts: list[GuardDecision]
+    """Every guard's verdict on every action (allow verdicts included), in order."""
+
+
+@dataclass(frozen=True)
+class ValidateInput:
+    task_id: str
+    answer: str
+    output_schema: OutputSchema | None
+    validators: list[str]
+    env: RunEnv | None = None
+
+
+@dataclass(frozen=True)
+class ReleaseInput:
+    """The task-scoped resources to destroy when the task ends."""
+
+    task_id: str
+    keys: list[str]
+
+
+@dataclass(frozen=True)
+class ReleaseOutput:
+    released: list[str]
+    """Keys destroyed by the worker that ran the release (created there, in reverse order)."""
+    errors: list[str] = field(default_factory=list)
+    """``key: error`` for each ``destroy`` that raised (the task's outcome stands)."""
+
+
+@dataclass(frozen=True)
+class ValidateOutput:
+    ok: bool
+    data: Any = None
+    """The parsed (and, with a schema, validated) answer as JSON values."""
+    issue: str | None = None
+    failure_type: Literal["schema", "validator"] | None = None
+
+
+@dataclass(frozen=True)
+class LoadTranscriptInput:
+    head: ContentRef | None
+    max_bytes: int = 1_000_000
+
+
+@dataclass(frozen=True)
+class LoadTranscriptOutput:
+    messages: list[Message]
+    omitted: int = 0
+    """Oldest messages left out to keep the payload small (the provider still gets them all)."""

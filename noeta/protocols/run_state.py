@@ -1,0 +1,85 @@
+"""A task's run state (:class:`Carry`) and the records a run keeps in its memo (refused tool
+calls, budget warnings)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from noeta.protocols.budget import CallCounts
+from noeta.protocols.interaction import GoalInput, InjectInput, TaskResult
+from noeta.protocols.messages import ContentRef, Message, Usage
+from noeta.protocols.resources import EquippedResource
+from noeta.protocols.tool import ToolSpec
+
+
+@dataclass
+class Carry:
+    """A task's run state: what the workflow keeps between steps and takes into its next run
+    (continue-as-new). History-sized, not transcript-sized. Declared once, here: the workflow
+    mutates one of these as it runs and hands a trimmed copy to its next run."""
+
+    head: ContentRef | None = None
+    """The stored transcript (see noeta.context.transcript)."""
+    pending: list[Message] = field(default_factory=list)
+    """Messages added since ``head`` was stored."""
+    tools: list[ToolSpec] = field(default_factory=list)
+    system_ref: ContentRef | None = None
+    output_schema_ref: ContentRef | None = None
+    trace_id: str = ""
+    volatile_ref: ContentRef | None = field(default=None, kw_only=True)
+    usage: Usage = field(default_factory=Usage)
+    total_turns: int = 0
+    turn: int = 0
+    """Model calls in the current goal."""
+    goal_index: int = 0
+    goals_received: int = 1
+    in_goal: bool = True
+    """True: resume the decide loop of goal ``goal_index``; False: wait for the next goal."""
+    validation_issues: list[str] = field(default_factory=list)
+    finish_attempts: int = 0
+    injections: list[InjectInput] = field(default_factory=list)
+    closed: bool = False
+    """A keep-open task's ``close`` arrived: end once queued goals are done."""
+    goal_queue: list[tuple[int, GoalInput]] = field(default_factory=list)
+    """Goals accepted but not started yet (their send_goal callers follow them here)."""
+    goal_ids: dict[str, int] = field(default_factory=dict)
+    recent_results: dict[int, TaskResult] = field(default_factory=dict)
+    """Results of the goals (in a carry: the last ones, the current one included when idle)."""
+    runs: int = 1
+    """How many runs the task has had before this one."""
+    mcp_tools_ref: ContentRef | None = None
+    """The remote MCP servers' tools as listed when the task started (their schemas, for requests)."""
+    owned_resources: list[EquippedResource] = field(default_factory=list)
+    """Task-scoped resources this task owns (released by its final step)."""
+    agents_ref: ContentRef | None = None
+    """The declared sub-agents as tool definitions for the model (stored once by prepare)."""
+    counts: CallCounts = field(default_factory=CallCounts)
+    """Model and tool calls of the task (sub-agents included), as ``usage`` is for tokens."""
+    goal_started: float | None = None
+    """When the current goal started (workflow time, epoch seconds); set for tasks with limits."""
+    budget_warned: list[str] = field(default_factory=list)
+    """Limits whose BudgetWarning has been recorded (each is recorded once)."""
+    model: str | None = None
+    """The model the provider used when the task named none (its default), once a call reported it."""
+
+
+@dataclass(frozen=True)
+class ToolRefusal:
+    """A tool call the workflow refused without running it (recorded in the memo under
+    REFUSED_MEMO_KEY): a guard denied it, a human refused it or let it time out, or no such tool."""
+
+    call_id: str
+    tool_name: str
+    arguments: dict[str, Any]
+    reason: str
+    """Exactly what the model is told (the failed tool result's text)."""
+
+
+@dataclass(frozen=True)
+class BudgetWarningRecord:
+    """A limit reached its warning fraction (recorded once per limit, projected as BudgetWarning)."""
+
+    limit: str
+    allowed: float
+    used: float
