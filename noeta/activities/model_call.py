@@ -1,0 +1,219 @@
+"""``call_model``: rebuild the transcript from the content store, call the provider (streaming when
+someone listens), store the extended transcript and price the call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import itertools
+import json
+import logging
+from collections.abc import Awaitable
+from typing import Any
+
+from pydantic import TypeAdapter
+from temporalio import activity
+
+from noeta.activities._attempts import AttemptLedger, as_details
+from noeta.activities._base import PREVIEW_CHARS, ActivityBase, call_maybe_async
+from noeta.activities._errors import to_application_error
+from noeta.activities._heartbeat import AttemptTimedOut, attempt_seconds, with_heartbeat
+from noeta.context.composer import compose_messages
+from noeta.errors import (
+    ProviderError,
+    ProviderNotRegisteredError,
+)
+from noeta.pricing import model_of
+from noeta.protocols.activity_io import (
+    CallModelInput,
+    CallModelOutput,
+)
+from noeta.protocols.messages import (
+    ContentRef,
+    LLMRequest,
+    LLMResponse,
+    Message,
+    StreamDelta,
+    StreamingProvider,
+    TextBlock,
+)
+from noeta.protocols.names import (
+    CALL_MODEL,
+)
+from noeta.protocols.tool import ToolSpec
+from noeta.providers.errors import classify_exception
+from noeta.providers.limits import MAX_QUEUE_SECONDS
+from noeta.telemetry import instrument
+
+_MODEL_OUTPUT = TypeAdapter(CallModelOutput)
+logger = logging.getLogger(__name__)
+
+#: A model answer's text block larger than this goes to the content store like a large tool output
+#: (Temporal refuses payloads over 2 MiB; the transcript keeps the whole text).
+INLINE_ANSWER_LIMIT = 256 * 1024
+
+
+def tool_schema(spec: ToolSpec) -> dict[str, Any]:
+    """The provider-neutral tool shape put in ``LLMRequest.tools``."""
+    return {"name": spec.name, "description": spec.description, "input_schema": spec.input_schema}
+
+
+class ModelCallActivities(ActivityBase):
+    """``call_model`` and what it needs: request building, provider limits, streaming, recording."""
+
+    @activity.defn(name=CALL_MODEL)
+    async def call_model(self, inp: CallModelInput) -> CallModelOutput:
+        provider = self.registry.providers.get(inp.provider)
+        if provider is None:
+            known = ", ".join(sorted(self.registry.providers)) or "none"
+            raise to_application_error(
+                ProviderNotRegisteredError(
+                    f"provider {inp.provider!r} is not registered on this worker (it has: {known})"
+                )
+            )
+        ledger = AttemptLedger(inp.budget)
+        recorded = await self._earlier_output(inp.step_key, ledger, _MODEL_OUTPUT)
+        if recorded is not None:
+            return recorded
+        ledger.check_lost()
+        seconds = attempt_seconds()
+        # The provider's own timeout is the whole attempt: the worker's deadline (just before it)
+        # cuts first and records the timeout, whatever timeout the adapter was built with.
+        timeout = activity.info().start_to_close_timeout
+        request = await self._io(self._build_request, inp, timeout.total_seconds() if timeout else None)
+        with instrument.model_call(inp.provider, request, inp.task_id, f"turn-{inp.turn}") as observed:
+            try:
+                work = self._limited(inp.provider, provider, request, inp)
+                response = await with_heartbeat(work, as_details(ledger.earlier), seconds=seconds)
+                if not isinstance(response, LLMResponse):
+                    raise TypeError(f"complete() returned {type(response).__name__}, not LLMResponse")
+            except asyncio.CancelledError:
+                raise
+            except AttemptTimedOut as exc:
+                message = f"no answer within {exc.seconds:g} s (model_timeout_seconds)"
+                raise ledger.failed(ProviderError(provider=inp.provider, message=message, retryable=True)) from None
+            except Exception as exc:
+                raise ledger.failed(classify_exception(inp.provider, exc)) from exc
+            observed.finished(response)
+        assistant = Message(role="assistant", content=list(response.content))
+        output: CallModelOutput = await self._io(self._record_response, inp, assistant, response, provider, ledger)
+        return output
+
+    async def _limited(self, name: str, provider: Any, request: LLMRequest, inp: CallModelInput) -> Any:
+        """The provider call, inside this worker's limit for the provider (if it has one)."""
+        limiter = self.limiters.get(name)
+        if limiter is None:
+            return await self._complete(provider, request, inp)
+        queue = min(MAX_QUEUE_SECONDS, (request.timeout_seconds or MAX_QUEUE_SECONDS * 4) / 4)
+        async with limiter.slot(queue):
+            return await self._complete(provider, request, inp)
+
+    def _record_response(
+        self, inp: CallModelInput, assistant: Message, response: LLMResponse, provider: Any, ledger: AttemptLedger
+    ) -> CallModelOutput:
+        """Store the extended transcript and the provider's raw response, price the call and record
+        the step (one trip to the I/O pool: the price catalogue loads on first use); large answer
+        text goes to history as a preview and a reference."""
+        raw_ref = self.store.put(json.dumps(response.raw, default=str).encode(), "application/json") if response.raw else None
+        head = self.transcripts.append(inp.head, [*inp.append, assistant])
+        price = self.prices.price(response.usage, model_of(inp.model, provider), provider)
+        usage = response.usage if price is None else dataclasses.replace(response.usage, cost_usd=price.usd)
+        output = CallModelOutput(
+            response=LLMResponse(
+                stop_reason=response.stop_reason, content=self._inline_blocks(response.content), usage=usage
+            ),
+            head=head,
+            raw_ref=raw_ref,
+            attempt=ledger.attempt,
+            retried=ledger.earlier,
+            priced_as=price.source if price is not None else None,
+            # NoetaModel of a task that named none: the provider's default, else what it reported.
+            model=model_of(inp.model, provider) or reported_model(response.raw),
+        )
+        self._record(inp.step_key, _MODEL_OUTPUT, output)
+        return output
+
+    def _inline_blocks(self, content: list[Any]) -> list[Any]:
+        """Text blocks over INLINE_ANSWER_LIMIT as a preview naming the stored whole (the stored
+        transcript, and so the model, keep the full text)."""
+        out = []
+        for block in content:
+            if isinstance(block, TextBlock) and len(block.text) * 4 > INLINE_ANSWER_LIMIT:
+                data = block.text.encode()
+                if len(data) > INLINE_ANSWER_LIMIT:
+                    ref = self.store.put(data)
+                    block = TextBlock(
+                        text=block.text[:PREVIEW_CHARS] + f"… [answer of {len(data)} bytes in content store {ref.hash}]"
+                    )
+            out.append(block)
+        return out
+
+    def _build_request(self, inp: CallModelInput, timeout_seconds: float | None = None) -> LLMRequest:
+        transcript = self.transcripts.load(inp.head) + tuple(inp.append)
+        # Tools not in this worker's registry: remote MCP servers' and the declared sub-agents'.
+        remote_tools = {**self._remote_schemas(inp.agents_ref), **self._remote_schemas(inp.mcp_tools_ref)}
+        tools = [
+            tool_schema(self.registry.tool_spec(n)) if n in self.registry.tools else remote_tools[n]
+            for n in inp.tools
+            if n in self.registry.tools or n in remote_tools
+        ]
+        volatile = self.store.get(inp.volatile_ref).decode() if inp.volatile_ref else ""
+        messages, cache_breakpoint = compose_messages(self.transcripts.resolve(transcript), volatile)
+        metadata: dict[str, Any] = {"task_id": inp.task_id, "turn": inp.turn}
+        if cache_breakpoint is not None:
+            metadata["cache_breakpoint_message"] = cache_breakpoint
+        return LLMRequest(
+            model=inp.model,
+            messages=messages,
+            tools=tools,
+            system=self.store.get(inp.system_ref).decode() if inp.system_ref else None,
+            temperature=inp.temperature,
+            max_tokens=inp.max_tokens,
+            metadata=metadata,
+            output_schema=json.loads(self.store.get(inp.output_schema_ref)) if inp.output_schema_ref else None,
+            thinking=inp.thinking,
+            effort=inp.effort,
+            timeout_seconds=timeout_seconds,
+        )
+
+    def _remote_schemas(self, ref: ContentRef | None) -> dict[str, dict[str, Any]]:
+        """Tool shapes prepare stored (MCP tools, sub-agents) by name (read once per list, then kept)."""
+        if ref is None:
+            return {}
+        cached = self._mcp_schemas.get(ref.hash)
+        if cached is None:
+            cached = {t["name"]: t for t in json.loads(self.store.get(ref))}
+            if len(self._mcp_schemas) > 256:
+                self._mcp_schemas.clear()
+            self._mcp_schemas[ref.hash] = cached
+        return cached
+
+    def _complete(self, provider: Any, request: LLMRequest, inp: CallModelInput) -> Awaitable[Any]:
+        """Stream when someone may listen for deltas (this worker's sink, or the delta broker) and
+        the provider can; else a plain completion."""
+        sink, broker = self.registry.delta_sink, self.delta_broker
+        if (sink is None and not broker.wants_deltas()) or not isinstance(provider, StreamingProvider):
+            # Synchronous providers share the I/O pool: a hung tool must not hold up model calls.
+            return call_maybe_async(provider.complete, request, pool=self.io_pool, label=f"{inp.provider}.complete")
+        info = activity.info()
+        call_id, seq = f"turn-{inp.turn}", itertools.count()
+
+        def on_delta(kind: str, text: str) -> None:
+            delta = StreamDelta(
+                task_id=inp.task_id, call_id=call_id, attempt=info.attempt, text=text, kind=kind, seq=next(seq)  # type: ignore[arg-type]
+            )
+            if sink is not None:
+                try:
+                    sink(delta)
+                except Exception:  # a broken consumer must not fail the model call
+                    logger.exception("delta_sink failed")
+            broker.publish(info.workflow_namespace or "default", delta)
+
+        return provider.stream(request, on_delta)
+
+
+def reported_model(raw: Any) -> str | None:
+    """The ``model`` a provider's raw response names (OpenAI- and Anthropic-shaped ones do)."""
+    model = raw.get("model") if isinstance(raw, dict) else None
+    return model if isinstance(model, str) and model else None
