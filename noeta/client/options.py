@@ -5,45 +5,30 @@ Validated when constructed, so bad input fails before any token is spent.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable
 
-import jsonschema
 from pydantic import BaseModel
-from temporalio.converter import PayloadCodec
-from temporalio.runtime import Runtime
 
-from noeta.builtins.llm_policy import LLMPolicy
-from noeta.client.config import Settings
+from noeta.client.host import HostConfig
+from noeta.client.task_input import build_task_input, check_goal, output_schema_spec, policy_ref, subagent_specs
 from noeta.context.content_channel import ContentKindSpec
-from noeta.context.content_store import ContentStore
 from noeta.errors import ConfigurationError, PayloadTooLargeError
 from noeta.mcp.config import is_remote, parse_server
-from noeta.pricing import PriceTable
 from noeta.protocols.bounds import settings_problem
 from noeta.protocols.budget import UsageLimits
+from noeta.protocols.channels import ChannelContent
 from noeta.protocols.event_log import Observer
 from noeta.protocols.hooks import Guard
 from noeta.protocols.mcp import McpServerConfig
-from noeta.protocols.messages import ImageBlock, LLMProvider, StreamDelta, registry_name
+from noeta.protocols.messages import LLMProvider
 from noeta.protocols.policy import Policy
 from noeta.protocols.resources import ResourceSpec
-from noeta.protocols.scope import ScopeLevel, check_scope
-from noeta.protocols.task import (
-    MAX_CONTEXT_BYTES,
-    MAX_GOAL_BYTES,
-    MAX_SYSTEM_PROMPT_BYTES,
-    ChannelContent,
-    OutputSchema,
-    PolicyRef,
-    SubAgentSpec,
-    TaskInput,
-)
-from noeta.protocols.tool import Tool, tool_fingerprint
+from noeta.protocols.scope import check_scope
+from noeta.protocols.task import MAX_CONTEXT_BYTES, MAX_GOAL_BYTES, MAX_SYSTEM_PROMPT_BYTES
+from noeta.protocols.tool import Tool
 from noeta.protocols.validation import Validator, as_validator
 
 #: Reasoning efforts a task may ask for (the union of OpenAI's and Anthropic's values).
@@ -210,7 +195,8 @@ class Options:
                 raise ConfigurationError(f"subagents: the name {agent.name!r} is already a tool or sub-agent")
             agent_names.add(agent.name)
         names: dict[str, Validator | str] = {}
-        for validator in [*self.validator_objects(), *(v for v in self.validators if isinstance(v, str))]:
+        given: list[Validator | str] = [*self.validator_objects(), *(v for v in self.validators if isinstance(v, str))]
+        for validator in given:
             name = _registered_name(validator, "validators") if isinstance(validator, str) else validator.name
             if name in names and (isinstance(validator, str) or names[name] is not validator):
                 raise ConfigurationError(
@@ -346,168 +332,23 @@ class SubAgent:
         return found
 
 
-@dataclass(frozen=True)
-class HostConfig:
-    """Where the host runs tasks: cluster, data directory, content store, task queue."""
-
-    settings: Settings = field(default_factory=Settings)
-    content_store: ContentStore | None = None
-    """Defaults to the local store under ``settings.home``; must be the workers' store."""
-    task_queue: str | None = None
-    delta_sink: Callable[[StreamDelta], Any] | None = None
-    """Receives streamed pieces of model responses (``StreamDelta``) of every task, from any
-    worker: through Redis pub/sub when ``NOETA_DELTA_BROKER`` is set (workers and clients in other
-    processes), else from the workers of this process (``query()``'s). Deltas are ordered per call
-    (``seq``) and a retried attempt's pieces carry its attempt number, so a consumer can drop the
-    partial text of the attempt that failed. History records only final responses."""
-    codec: PayloadCodec | None = None
-    """Encrypts every payload written to Temporal; None: the environment's
-    (``NOETA_ENCRYPTION_KEYS`` / ``NOETA_CODEC``, see docs/security.md), else plain JSON."""
-    runtime: Runtime | None = None
-    """A Temporal Runtime that exports metrics (``noeta.telemetry.metrics.runtime_for``)."""
-    resources: Mapping[str, Any] = field(default_factory=dict)
-    """Live objects by key for the in-process workers of ``query()`` (the process-wide default of
-    this host; ``run_with`` and ``query(resources=...)`` add to it per run)."""
-    prices: PriceTable | None = None
-    """How in-process workers (``query()``) price model calls; None: ``NOETA_PRICES`` over the
-    genai-prices catalogue (docs/budgets.md)."""
-
-    def store(self) -> ContentStore:
-        return self.content_store or self.settings.content_store()
-
-
 def _registered_name(name: str, what: str) -> str:
     if not name.strip():
         raise ConfigurationError(f"{what}: a name must not be empty")
     return name
 
 
-def output_schema_spec(
-    schema: type[BaseModel] | dict[str, Any] | str | None, field_name: str = "output_schema"
-) -> OutputSchema | None:
-    """The serializable form of ``Options.output_schema`` (or ``scope_schema``); a name leaves the
-    schema to the worker's registered model (prepare_task fills it in)."""
-    if schema is None:
-        return None
-    if isinstance(schema, str):
-        if ":" not in schema:
-            raise ConfigurationError(
-                f"{field_name} {schema!r} must name a registered output model as 'module:QualName'"
-            )
-        return OutputSchema(json_schema={}, model=schema)
-    if isinstance(schema, type) and issubclass(schema, BaseModel):
-        return OutputSchema(json_schema=schema.model_json_schema(), model=f"{schema.__module__}:{schema.__qualname__}")
-    if isinstance(schema, dict):
-        try:
-            jsonschema.validators.validator_for(schema).check_schema(schema)
-        except jsonschema.exceptions.SchemaError as err:
-            raise ConfigurationError(f"{field_name} is not valid JSON Schema: {err.message}") from err
-        return OutputSchema(json_schema=schema)
-    raise ConfigurationError(f"{field_name} must be a pydantic model class or a JSON Schema dict, got {schema!r}")
-
-
-def policy_ref(policy: Policy | None) -> PolicyRef | None:
-    """The import path of a policy, for loading it inside the workflow."""
-    if policy is None or type(policy) is LLMPolicy:
-        return None
-    cls = type(policy)
-    if cls.__module__ == "__main__" or "<locals>" in cls.__qualname__:
-        raise ConfigurationError(
-            f"policy class {cls.__qualname__} must be defined at module level in an importable "
-            "module (not __main__ or a function): the workflow loads it by import path"
-        )
-    params: dict[str, Any] = {}
-    if dataclasses.is_dataclass(policy):
-        params = {f.name: getattr(policy, f.name) for f in dataclasses.fields(policy) if f.init}
-    return PolicyRef(path=f"{cls.__module__}:{cls.__qualname__}", params=params)
-
-
-def check_goal(goal: str) -> None:
-    if not isinstance(goal, str) or not goal.strip():
-        raise ConfigurationError("goal must be a non-empty string")
-    if len(goal.encode()) > MAX_GOAL_BYTES:
-        raise PayloadTooLargeError(
-            f"goal is {len(goal.encode())} bytes; the limit is {MAX_GOAL_BYTES}. Put large "
-            "documents behind a tool or in a content channel"
-        )
-
-
-def build_task_input(
-    options: Options,
-    goal: str,
-    *,
-    provider_name: str,
-    keep_open: bool = False,
-    images: Sequence[ImageBlock] = (),
-    workspace_dir: str | Path | None = None,
-    trace_id: str | None = None,
-    task_id: str = "",
-) -> TaskInput:
-    """Validate a goal and turn Options into the workflow's input."""
-    check_goal(goal)
-    return task_input(
-        options, goal, provider_name=provider_name, keep_open=keep_open, images=images,
-        workspace_dir=workspace_dir, trace_id=trace_id, task_id=task_id,
-    )
-
-
-def subagent_specs(options: Options) -> list[SubAgentSpec]:
-    """The declared sub-agents as the workflow's input (their goal comes with each call)."""
-    specs = []
-    for agent in options.subagents:
-        provider = agent.options.provider
-        name = "" if provider is None else provider if isinstance(provider, str) else registry_name(provider)
-        specs.append(SubAgentSpec(agent.name, agent.description, task_input(agent.options, "", provider_name=name)))
-    return specs
-
-
-def task_input(
-    options: Options,
-    goal: str,
-    *,
-    provider_name: str,
-    keep_open: bool = False,
-    images: Sequence[ImageBlock] = (),
-    workspace_dir: str | Path | None = None,
-    trace_id: str | None = None,
-    task_id: str = "",
-) -> TaskInput:
-    fingerprints = {t.name: tool_fingerprint(t.name, t.version, t.input_schema) for t in options.tool_objects()}
-    return TaskInput(
-        goal=goal,
-        provider=provider_name,
-        model=options.model,
-        system_prompt=options.system_prompt,
-        images=list(images),
-        tools=options.tool_names(),
-        tool_fingerprints=fingerprints,
-        max_turns=options.max_turns,
-        max_retries=options.max_retries,
-        policy=policy_ref(options.policy),
-        keep_open=keep_open,
-        trace_id=trace_id,
-        temperature=options.temperature,
-        max_tokens=options.max_tokens,
-        model_timeout_seconds=options.model_timeout_seconds,
-        tool_timeout_seconds=options.tool_timeout_seconds,
-        workspace_dir=str(Path(workspace_dir).resolve()) if workspace_dir is not None else None,
-        metadata=dict(options.metadata),
-        output_schema=output_schema_spec(options.output_schema),
-        validators=options.validator_names(),
-        guards=options.guard_names(),
-        approval_timeout_seconds=options.approval_timeout_seconds,
-        max_history_events=options.max_history_events,
-        channels=options.channel_contents(),
-        validate_tool_input=options.validate_tool_input,
-        thinking=dict(options.thinking) if options.thinking is not None else None,
-        effort=options.effort,
-        provider_retries=options.provider_retries,
-        tool_retries=options.tool_retries,
-        mcp_servers=options.remote_mcp_servers(),
-        resources=list(options.resource_entries()),
-        scope=[ScopeLevel(task_id, check_scope(options.scope))] if options.scope else [],
-        scope_schema=output_schema_spec(options.scope_schema, "scope_schema"),
-        subagents=subagent_specs(options),
-        limits=options.limits if options.limits is not None and not options.limits.empty else None,
-        rate_limit_wait_seconds=options.rate_limit_wait_seconds,
-    )
+# Defined here before Options was split from its host settings and its workflow input.
+__all__ = [
+    "EFFORTS",
+    "MAX_GOAL_BYTES",
+    "HostConfig",
+    "Options",
+    "SubAgent",
+    "build_task_input",
+    "check_goal",
+    "check_thinking",
+    "output_schema_spec",
+    "policy_ref",
+    "subagent_specs",
+]

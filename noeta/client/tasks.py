@@ -1,0 +1,184 @@
+"""Task operations: start a task, send it goals and context, wait for its result, close or cancel
+it."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
+from temporalio.service import RPCError, RPCStatusCode
+
+from noeta.client._base import ClientBase
+from noeta.client.failures import _run_ended_first, translate_failure
+from noeta.client.options import Options
+from noeta.client.task_input import build_task_input, check_goal
+from noeta.client.visibility import initial_search_attributes
+from noeta.errors import ConfigurationError, NoetaError, PayloadTooLargeError, TaskFailedError, TaskNotFoundError
+from noeta.protocols.interaction import GoalInput, InjectInput, TaskResult
+from noeta.protocols.messages import ImageBlock, LLMProvider, registry_name
+from noeta.protocols.names import (
+    BASE_SEARCH_ATTRIBUTES,
+    SA_API_KEY,
+    SA_COST_USD,
+    SIGNAL_CLOSE,
+    SIGNAL_INJECT,
+    UPDATE_SEND_GOAL,
+    WORKFLOW_NAME,
+)
+from noeta.protocols.task import MAX_INJECTION_CHARS
+
+#: The provider name a task uses when Options names none.
+DEFAULT_PROVIDER = "default"
+#: How long ``AsyncClient.result`` keeps waiting while the Temporal server cannot be reached.
+SERVER_OUTAGE_WAIT_SECONDS = 600.0
+#: RPC statuses that mean "the server is not reachable right now" (not "your request is wrong").
+SERVER_UNREACHABLE = frozenset({RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.UNKNOWN})
+
+
+class TaskOperations(ClientBase):
+    """What a client does to tasks."""
+
+    async def start(
+        self,
+        goal: str,
+        options: Options | None = None,
+        *,
+        task_id: str | None = None,
+        keep_open: bool = False,
+        images: Sequence[ImageBlock] = (),
+        workspace_dir: str | Path | None = None,
+        provider_name: str | None = None,
+        task_queue: str | None = None,
+        api_key_id: str | None = None,
+    ) -> str:
+        """Start a task and return its id (the workflow id). ``api_key_id``: the ``noeta serve`` key
+        that starts it, indexed as NoetaApiKey so the key's spend can be summed."""
+        options = options or Options()
+        if provider_name is None:
+            if isinstance(options.provider, str):
+                provider_name = options.provider
+            elif isinstance(options.provider, LLMProvider):
+                provider_name = registry_name(options.provider)
+            else:
+                provider_name = DEFAULT_PROVIDER
+        task_id = task_id or f"task-{uuid.uuid4().hex[:12]}"
+        task_input = build_task_input(
+            options,
+            goal,
+            provider_name=provider_name,
+            keep_open=keep_open,
+            images=images,
+            workspace_dir=workspace_dir,
+            task_id=task_id,
+        )
+        registered = await self.registered_attributes()
+        indexed = set(BASE_SEARCH_ATTRIBUTES) <= registered
+        if indexed:
+            task_input = dataclasses.replace(task_input, index=True, index_cost=await self.has_attribute(SA_COST_USD))
+        if api_key_id is not None and not await self.has_attribute(SA_API_KEY):
+            api_key_id = None  # an older cluster: `noeta setup` registers it
+        await self.temporal.start_workflow(
+            WORKFLOW_NAME,
+            task_input,
+            id=task_id,
+            task_queue=task_queue or self.task_queue,
+            static_summary=goal if len(goal) <= 200 else goal[:199] + "…",
+            static_details=(
+                f"**provider** {provider_name} · **model** {options.model or 'default'} · "
+                f"**tools** {', '.join(task_input.tools) or 'none'} · **max_turns** {options.max_turns}"
+            ),
+            search_attributes=initial_search_attributes(
+                registered, None if self.encrypted else goal, options.model, options.metadata,
+                self.indexed_metadata, api_key_id,
+            )
+            if indexed
+            else None,
+        )
+        observers = [*self.observers, *options.observers]
+        if observers:
+            self._observing[task_id] = asyncio.create_task(self.observe(task_id, observers))
+        return task_id
+
+    async def observed(self, task_id: str) -> int:
+        """Wait until the observers of a task this client started have seen its last envelope."""
+        task = self._observing.pop(task_id, None)
+        return await task if task is not None else 0
+
+    async def send_goal(self, task_id: str, goal: str, images: Sequence[ImageBlock] = ()) -> TaskResult:
+        """Send the next goal to a task started with ``keep_open=True``; returns that goal's result."""
+        check_goal(goal)
+        request = GoalInput(goal=goal, images=list(images), goal_id=uuid.uuid4().hex)
+        while True:
+            handle = self.temporal.get_workflow_handle(task_id)  # the task's current run
+            try:
+                async with self._reaching(task_id):
+                    result: TaskResult = await handle.execute_update(UPDATE_SEND_GOAL, request, result_type=TaskResult)
+                return result
+            except WorkflowUpdateFailedError as err:
+                if _run_ended_first(err) and await self.is_running(task_id):
+                    continue  # the task continued as new: follow the goal (same goal_id) into the new run
+                failure = translate_failure(err)
+                if isinstance(failure, TaskFailedError) and not await self.is_running(task_id):
+                    # The task failed while working on this goal: the update only says "the workflow
+                    # completed"; the task's own error says why.
+                    try:
+                        await self.result(task_id)
+                    except NoetaError as real:
+                        raise real from err
+                raise failure from err
+
+    async def inject(self, task_id: str, text: str, origin: str = "system") -> None:
+        """Give the model host context at its next step (origin "system" or "memory"); it shows as
+        an InjectedMessage, never as the user's words."""
+        if origin not in ("system", "memory"):
+            raise ConfigurationError(f"origin must be 'system' or 'memory', got {origin!r}")
+        if not text.strip():
+            raise ConfigurationError("injected text must not be empty")
+        if len(text) > MAX_INJECTION_CHARS:
+            raise PayloadTooLargeError(
+                f"injected text has {len(text)} characters; the limit is {MAX_INJECTION_CHARS}. Put large "
+                "documents in a content channel or behind a tool"
+            )
+        async with self._reaching(task_id):
+            await self.temporal.get_workflow_handle(task_id).signal(SIGNAL_INJECT, InjectInput(text, origin))  # type: ignore[arg-type]
+
+    async def close_task(self, task_id: str) -> None:
+        """Let a keep-open task end after its queued goals."""
+        async with self._reaching(task_id):
+            await self.temporal.get_workflow_handle(task_id).signal(SIGNAL_CLOSE)
+
+    async def result(self, task_id: str) -> TaskResult:
+        """Wait for the task's (last goal's) result; raises the task's typed error if it failed.
+
+        Keeps waiting through a Temporal outage of up to SERVER_OUTAGE_WAIT_SECONDS (the task goes
+        on once the server is back); a longer one raises the RPCError."""
+        handle = self.temporal.get_workflow_handle(task_id, result_type=TaskResult)
+        loop = asyncio.get_running_loop()
+        gave_up_at: float | None = None
+        delay = 0.5
+        while True:
+            try:
+                result: TaskResult = await handle.result()
+                return result
+            except WorkflowFailureError as err:
+                raise translate_failure(err) from err
+            except RPCError as err:
+                if err.status == RPCStatusCode.NOT_FOUND:
+                    raise TaskNotFoundError(f"no task {task_id!r}") from err
+                if err.status not in SERVER_UNREACHABLE:
+                    raise
+                gave_up_at = gave_up_at or loop.time() + SERVER_OUTAGE_WAIT_SECONDS
+                if loop.time() >= gave_up_at:
+                    raise
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+
+    async def cancel(self, task_id: str) -> None:
+        """Cancel a running task (TaskNotOpenError once it has ended: Temporal would ignore it)."""
+        await self._require_running(task_id)
+        async with self._reaching(task_id):
+            await self.temporal.get_workflow_handle(task_id).cancel()
