@@ -49,6 +49,9 @@ Response mapping: ``text`` -> :class:`TextBlock`, ``tool_use`` -> :class:`ToolUs
 ``stream`` sends the same body with ``"stream": true``; ``on_delta`` gets ``text_delta`` pieces as
 ``"text"``, ``thinking_delta`` as ``"thinking"`` and ``input_json_delta`` as ``"tool_use"``. The
 events are folded back into a Messages response body (``raw``), parsed like a non-streamed one.
+
+The transcript-to-turns mapping and usage live in :mod:`noeta.providers._anthropic_wire`, the
+stream folding in :mod:`noeta.providers._anthropic_stream`.
 """
 
 from __future__ import annotations
@@ -62,33 +65,26 @@ import httpx
 from noeta.errors import ConfigurationError
 from noeta.protocols.messages import (
     Block,
-    ImageBlock,
     LLMRequest,
     LLMResponse,
-    Message,
     StopReason,
     TextBlock,
     ThinkingBlock,
-    ToolResultBlock,
     ToolUseBlock,
-    Usage,
 )
-from noeta.providers._sse import OnDelta, ServerSentEvent
+from noeta.providers._anthropic_stream import EventAssembler
+from noeta.providers._anthropic_wire import CACHE_CONTROL, error_status, usage_of, wire_messages
 from noeta.providers.base import HTTPProvider
 from noeta.providers.shapes import (
     Shape,
-    count,
     fallback_call_id,
     parse_arguments,
     stop_reason_for,
-    tool_result_text,
 )
-from noeta.security.scrub import register_secret
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 DEFAULT_VERSION = "2023-06-01"
 SAMPLING_REMOVED_VERSION = "2026-10-21"
-CACHE_CONTROL: dict[str, str] = {"type": "ephemeral"}
 
 _STOP_REASONS: dict[str, StopReason] = {
     "end_turn": "end_turn",
@@ -98,20 +94,6 @@ _STOP_REASONS: dict[str, StopReason] = {
     # The answer was cut because the context window filled up: a truncation like max_tokens.
     "model_context_window_exceeded": "max_tokens",
     # "refusal", "pause_turn" and anything new: the turn is over.
-}
-
-# The HTTP status each error type of an in-stream ``error`` event stands for.
-_ERROR_STATUS: dict[str, int] = {
-    "invalid_request_error": 400,
-    "authentication_error": 401,
-    "billing_error": 402,
-    "permission_error": 403,
-    "not_found_error": 404,
-    "request_too_large": 413,
-    "rate_limit_error": 429,
-    "api_error": 500,
-    "timeout_error": 504,
-    "overloaded_error": 529,
 }
 
 #: Efforts only OpenAI knows, as the nearest one Anthropic accepts.
@@ -141,18 +123,12 @@ class AnthropicProvider(HTTPProvider):
         http_client: httpx.AsyncClient | None = None,
         anthropic_version: str = DEFAULT_VERSION,
     ) -> None:
-        super().__init__(name=name, timeout=timeout, http_client=http_client)
-        self.base_url = base_url.rstrip("/")
-        self.model = model
+        super().__init__(
+            name=name, timeout=timeout, http_client=http_client, base_url=base_url, model=model,
+            api_key=api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY"),
+        )
         self.max_tokens_default = max_tokens_default
         self.anthropic_version = anthropic_version
-        self._api_key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
-        register_secret(self._api_key)  # scrubbed from errors and logs wherever it is echoed
-
-    def __repr__(self) -> str:
-        return (
-            f"AnthropicProvider(name={self.name!r}, base_url={self.base_url!r}, model={self.model!r})"
-        )
 
     # -- HTTP -----------------------------------------------------------------------------------
 
@@ -170,18 +146,8 @@ class AnthropicProvider(HTTPProvider):
             headers["x-api-key"] = self._api_key
         return headers
 
-    async def complete(self, request: LLMRequest) -> LLMResponse:
-        return await self.post_json(self.url, self.request_body(request), self._headers(), request)
-
-    async def stream(self, request: LLMRequest, on_delta: OnDelta) -> LLMResponse:
-        """Like :meth:`complete`, over SSE, calling ``on_delta(kind, text)`` for each piece.
-
-        Cancelling the awaiting task closes the HTTP stream (and so the server's generation).
-        """
-        return await self.stream_sse(self.url, self.stream_body(request), self._headers(), request, on_delta)
-
-    def new_assembler(self, body: dict[str, Any]) -> _EventAssembler:
-        return _EventAssembler(self, model=body["model"])
+    def new_assembler(self, body: dict[str, Any]) -> EventAssembler:
+        return EventAssembler(self, model=body["model"])
 
     # -- request mapping ------------------------------------------------------------------------
 
@@ -210,7 +176,7 @@ class AnthropicProvider(HTTPProvider):
         if system:
             body["system"] = [{"type": "text", "text": system, "cache_control": dict(CACHE_CONTROL)}]
 
-        body["messages"] = _wire_messages(
+        body["messages"] = wire_messages(
             request.messages, request.metadata.get("cache_breakpoint_message")
         )
         if request.tools:
@@ -247,7 +213,7 @@ class AnthropicProvider(HTTPProvider):
         shape = Shape(self.name)
         body = shape.obj(payload, "the response body")
         if body.get("type") == "error":  # an error reported inside a 200
-            raise self.in_stream_error(body, _error_status(body))
+            raise self.in_stream_error(body, error_status(body))
         blocks = body.get("content")
         if not isinstance(blocks, list):
             raise shape.error("content", "a list of blocks", blocks)
@@ -277,204 +243,5 @@ class AnthropicProvider(HTTPProvider):
         stop = body.get("stop_reason")
         reported = _STOP_REASONS.get(stop if isinstance(stop, str) else "", "end_turn")
         return LLMResponse(
-            stop_reason=stop_reason_for(content, reported), content=content, usage=_usage(body.get("usage")), raw=body
+            stop_reason=stop_reason_for(content, reported), content=content, usage=usage_of(body.get("usage")), raw=body
         )
-
-
-def _error_status(data: dict[str, Any]) -> int:
-    """The HTTP status an ``error`` object inside a 200 (body or stream event) stands for."""
-    error = data.get("error")
-    kind = error.get("type") if isinstance(error, dict) else None
-    return _ERROR_STATUS.get(kind if isinstance(kind, str) else "", 500)
-
-
-# -- helpers ------------------------------------------------------------------------------------
-
-
-def _wire_messages(messages: list[Message], breakpoint: Any = None) -> list[dict[str, Any]]:
-    """The transcript as Messages API turns: alternating roles, tool results in user turns."""
-    out: list[dict[str, Any]] = []
-    # For each transcript message, where its last block went: (turn index, block index).
-    last_block: list[tuple[int, int] | None] = []
-
-    def add(role: str, blocks: list[dict[str, Any]]) -> None:
-        if not blocks:
-            return
-        if out and out[-1]["role"] == role:
-            out[-1]["content"].extend(blocks)
-        else:
-            out.append({"role": role, "content": list(blocks)})
-
-    for message in messages:
-        results = [
-            _tool_result(b) for b in message.content if isinstance(b, ToolResultBlock)
-        ]
-        add("user", results)  # results answer the previous assistant turn: they go first
-        blocks: list[dict[str, Any]] = []
-        for block in message.content:
-            if isinstance(block, TextBlock) and block.text:
-                blocks.append({"type": "text", "text": block.text})
-            elif isinstance(block, ToolUseBlock) and message.role == "assistant":
-                blocks.append(
-                    {"type": "tool_use", "id": block.call_id, "name": block.tool_name, "input": block.arguments}
-                )
-            elif isinstance(block, ImageBlock) and block.data and message.role != "assistant":
-                blocks.append(_image(block))
-            elif isinstance(block, ThinkingBlock) and message.role == "assistant":
-                if block.redacted:
-                    blocks.append({"type": "redacted_thinking", "data": block.redacted})
-                elif block.signature:
-                    blocks.append({"type": "thinking", "thinking": block.thinking, "signature": block.signature})
-        add("assistant" if message.role == "assistant" else "user", blocks)
-        last_block.append((len(out) - 1, len(out[-1]["content"]) - 1) if (results or blocks) else None)
-
-    where = (
-        last_block[breakpoint]
-        if isinstance(breakpoint, int)
-        and not isinstance(breakpoint, bool)
-        and -len(messages) <= breakpoint < len(messages)
-        else None
-    )
-    if where is not None:
-        turn, index = where
-        content = out[turn]["content"]
-        content[index] = {**content[index], "cache_control": dict(CACHE_CONTROL)}
-    return out
-
-
-def _image(block: ImageBlock) -> dict[str, Any]:
-    return {"type": "image", "source": {"type": "base64", "media_type": block.source.media_type, "data": block.data}}
-
-
-def _tool_result(result: ToolResultBlock) -> dict[str, Any]:
-    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": result.call_id}
-    text = tool_result_text(result)
-    if not text and not result.success:
-        text = "error"  # the API rejects an empty error result
-    images = [_image(i) for i in result.images or () if i.data]
-    if images:
-        block["content"] = ([{"type": "text", "text": text}] if text else []) + images
-    elif text:
-        block["content"] = text
-    block["is_error"] = not result.success
-    return block
-
-
-def _usage(raw: Any) -> Usage:
-    if not isinstance(raw, dict):
-        return Usage()
-    details = raw.get("output_tokens_details")
-    return Usage(
-        uncached=count(raw.get("input_tokens")),
-        cache_read=count(raw.get("cache_read_input_tokens")),
-        cache_write=count(raw.get("cache_creation_input_tokens")),
-        output=count(raw.get("output_tokens")),
-        reasoning_tokens=count(details.get("thinking_tokens")) if isinstance(details, dict) else 0,
-    )
-
-
-class _EventAssembler:
-    """Folds Messages stream events into one Messages response body."""
-
-    def __init__(self, provider: AnthropicProvider, model: str) -> None:
-        self.provider = provider
-        # Start from a skeleton, so a stream without message_start (a lax compatible server) still
-        # assembles into a complete message.
-        self.message: dict[str, Any] = {
-            "id": "",
-            "type": "message",
-            "role": "assistant",
-            "model": model,
-            "content": [],
-            "stop_reason": None,
-            "stop_sequence": None,
-            "usage": {"input_tokens": 0, "output_tokens": 0},
-        }
-        self.blocks: dict[int, dict[str, Any]] = {}
-        self.partial_json: dict[int, str] = {}
-        self.stopped = False
-
-    @property
-    def ended(self) -> bool:
-        return self.stopped
-
-    @property
-    def complete(self) -> bool:
-        return self.stopped
-
-    def feed(self, event: ServerSentEvent) -> list[tuple[str, str]]:
-        data = self.provider.event_json(event)
-        if not isinstance(data, dict):
-            return []
-        kind = data.get("type") or event.event
-        if kind == "error":
-            raise self.provider.in_stream_error(data, _error_status(data))
-        try:
-            return self.add(kind, data)
-        except (AttributeError, TypeError) as err:  # a field of the wrong type inside an event
-            raise Shape(self.provider.name).error(f"{kind} event", f"a Messages stream event ({err})", data) from None
-
-    def add(self, kind: str | None, data: dict[str, Any]) -> list[tuple[str, str]]:
-        if kind == "message_start":
-            start = data.get("message") or {}
-            self.message.update({k: v for k, v in start.items() if k not in ("content", "usage")})
-            self.message["content"] = []
-            self._usage(start.get("usage"))
-        elif kind == "content_block_start":
-            block = dict(data.get("content_block") or {})
-            index = data.get("index", len(self.blocks))
-            if block.get("type") in ("tool_use", "server_tool_use"):
-                self.partial_json[index] = ""
-            self.blocks[index] = block
-        elif kind == "content_block_delta":
-            return self._delta(data.get("index", 0), data.get("delta") or {})
-        elif kind == "content_block_stop":
-            self._finish_block(data.get("index", 0))
-        elif kind == "message_delta":
-            delta = data.get("delta") or {}
-            for key in ("stop_reason", "stop_sequence"):
-                if key in delta:
-                    self.message[key] = delta[key]
-            self._usage(data.get("usage"))
-        elif kind == "message_stop":
-            self.stopped = True
-        # "ping" and unknown events carry nothing to fold.
-        return []
-
-    def _delta(self, index: int, delta: dict[str, Any]) -> list[tuple[str, str]]:
-        block = self.blocks.setdefault(index, {"type": "text", "text": ""})
-        kind = delta.get("type")
-        if kind == "text_delta":
-            text = delta.get("text") or ""
-            block["text"] = (block.get("text") or "") + text
-            return [("text", text)]
-        if kind == "thinking_delta":
-            text = delta.get("thinking") or ""
-            block["thinking"] = (block.get("thinking") or "") + text
-            return [("thinking", text)]
-        if kind == "input_json_delta":
-            text = delta.get("partial_json") or ""
-            self.partial_json[index] = self.partial_json.get(index, "") + text
-            return [("tool_use", text)]
-        if kind == "signature_delta":
-            block["signature"] = (block.get("signature") or "") + (delta.get("signature") or "")
-        elif kind == "citations_delta":
-            block.setdefault("citations", []).append(delta.get("citation"))
-        return []
-
-    def _finish_block(self, index: int) -> None:
-        block = self.blocks.get(index)
-        if block is not None and index in self.partial_json:
-            text = self.partial_json.pop(index)
-            block["input"] = parse_arguments(text) if text else (block.get("input") or {})
-
-    def _usage(self, usage: Any) -> None:
-        # message_start carries the input side; message_delta the cumulative totals so far.
-        if isinstance(usage, dict):
-            self.message["usage"].update({k: v for k, v in usage.items() if v is not None})
-
-    def payload(self) -> dict[str, Any]:
-        for index in list(self.partial_json):  # a block the stream never closed
-            self._finish_block(index)
-        self.message["content"] = [self.blocks[i] for i in sorted(self.blocks)]
-        return self.message

@@ -21,7 +21,7 @@ from noeta.protocols.messages import LLMRequest, LLMResponse
 from noeta.providers._sse import OnDelta, ServerSentEvent, aiter_events, emit
 from noeta.providers.errors import error_from_response
 from noeta.providers.shapes import error_text
-from noeta.security.scrub import scrub
+from noeta.security.scrub import register_secret, scrub
 
 #: Longest wait for a TCP connection, whatever the request's timeout.
 CONNECT_TIMEOUT_SECONDS = 10.0
@@ -50,20 +50,52 @@ class StreamAssembler(Protocol):
 
 class HTTPProvider:
     """Base of the httpx adapters: a pooled client per event loop (or one passed in), JSON posts,
-    SSE streams, typed errors."""
+    SSE streams, typed errors. ``complete`` posts :meth:`request_body` to :attr:`url`; ``stream``
+    posts :meth:`stream_body` and folds the events with :meth:`new_assembler`."""
 
     name: str
 
-    def __init__(self, *, name: str, timeout: float, http_client: httpx.AsyncClient | None) -> None:
+    def __init__(
+        self,
+        *,
+        name: str,
+        timeout: float,
+        http_client: httpx.AsyncClient | None,
+        base_url: str,
+        model: str | None,
+        api_key: str | None,
+    ) -> None:
         self.name = name
         self.timeout = timeout
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self._api_key = api_key
+        """Kept out of ``repr`` and logs; an empty string means "send no key"."""
+        register_secret(api_key)  # scrubbed from errors and logs wherever it is echoed
         self._external_client = http_client
         # A pooled client is bound to the event loop it was first used on; remember which one so a
         # provider shared across loops (tests, sync wrappers) gets a fresh client instead of failing.
         self._client: httpx.AsyncClient | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
 
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, base_url={self.base_url!r}, model={self.model!r})"
+
     # -- what an adapter provides ---------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        raise NotImplementedError
+
+    def _headers(self) -> dict[str, str]:
+        raise NotImplementedError
+
+    def request_body(self, request: LLMRequest) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def stream_body(self, request: LLMRequest) -> dict[str, Any]:
+        """The body of a streamed call: :meth:`request_body` plus the API's stream switches."""
+        raise NotImplementedError
 
     def parse_response(self, payload: Any) -> LLMResponse:
         raise NotImplementedError
@@ -104,6 +136,17 @@ class HTTPProvider:
 
     # -- calls ----------------------------------------------------------------------------------
 
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        return await self.post_json(self.url, self.request_body(request), self._headers(), request)
+
+    async def stream(self, request: LLMRequest, on_delta: OnDelta) -> LLMResponse:
+        """Like :meth:`complete`, over SSE, calling ``on_delta(kind, text)`` for each piece.
+
+        Cancelling the awaiting task closes the HTTP stream (and so the server's generation).
+        """
+        return await self.stream_sse(self.url, self.stream_body(request), self._headers(), request, on_delta)
+
+
     async def post_json(self, url: str, body: dict[str, Any], headers: dict[str, str], request: LLMRequest) -> LLMResponse:
         """POST ``body`` and parse the 2xx JSON answer; a typed error otherwise."""
         try:
@@ -112,17 +155,7 @@ class HTTPProvider:
             raise self.timed_out(request, exc) from exc
         if response.status_code >= 400:
             raise self.status_error(response)
-        try:
-            payload = response.json()
-        except ValueError:
-            # A 2xx with a cut or non-JSON body is usually a proxy hiccup: worth another attempt.
-            raise ProviderError(
-                provider=self.name,
-                message=scrub(f"response is not JSON: {response.text[:500]!r}"),
-                status=response.status_code,
-                retryable=True,
-            ) from None
-        return self.parse_response(payload)
+        return self.parse_response(self._json_of(response, "response is not JSON:", 500, response.status_code))
 
     async def stream_sse(
         self, url: str, body: dict[str, Any], headers: dict[str, str], request: LLMRequest, on_delta: OnDelta
@@ -158,15 +191,19 @@ class HTTPProvider:
     async def _unstreamed(self, response: httpx.Response, on_delta: OnDelta) -> LLMResponse:
         """A 2xx JSON answer to a streamed call: parsed as a whole, its text delivered as one delta."""
         await response.aread()
-        try:
-            payload = response.json()
-        except ValueError:
-            raise ProviderError(
-                provider=self.name, message=scrub(f"stream ended early: non-JSON body {response.text[:200]!r}"), retryable=True
-            ) from None
-        result = self.parse_response(payload)
+        result = self.parse_response(self._json_of(response, "stream ended early: non-JSON body", 200, None))
         await emit(on_delta, "text", result.text)
         return result
+
+    def _json_of(self, response: httpx.Response, problem: str, quoted: int, status: int | None) -> Any:
+        """The JSON of a 2xx answer. A cut or non-JSON body is usually a proxy hiccup: a retryable
+        error saying ``problem`` and quoting the body's first ``quoted`` characters."""
+        try:
+            return response.json()
+        except ValueError:
+            raise ProviderError(
+                provider=self.name, message=scrub(f"{problem} {response.text[:quoted]!r}"), status=status, retryable=True
+            ) from None
 
     # -- errors ---------------------------------------------------------------------------------
 

@@ -10,14 +10,14 @@ raises :class:`~noeta.errors.ProviderResponseError` (:mod:`noeta.providers.shape
 ``"thinking"`` for ``delta.reasoning_content`` as llama.cpp/DeepSeek send it, ``"tool_use"`` for
 ``delta.tool_calls[].function.arguments`` pieces) and assembles the chunks into a Chat Completions
 response body, which goes through :meth:`OpenAIProvider.parse_response` like a non-streamed one:
-``raw`` of a streamed response is that assembled ``chat.completion`` body.
+``raw`` of a streamed response is that assembled ``chat.completion`` body (the folding is
+:mod:`noeta.providers._openai_stream`).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import time
 from typing import Any
 
 import httpx
@@ -34,7 +34,7 @@ from noeta.protocols.messages import (
     ToolUseBlock,
     Usage,
 )
-from noeta.providers._sse import DONE, OnDelta, ServerSentEvent
+from noeta.providers._openai_stream import ChunkAssembler
 from noeta.providers.base import HTTPProvider
 from noeta.providers.shapes import (
     Shape,
@@ -45,7 +45,6 @@ from noeta.providers.shapes import (
     stop_reason_for,
     tool_result_text,
 )
-from noeta.security.scrub import register_secret
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -74,14 +73,10 @@ class OpenAIProvider(HTTPProvider):
         timeout: float = 120,
         http_client: httpx.AsyncClient | None = None,
     ) -> None:
-        super().__init__(name=name, timeout=timeout, http_client=http_client)
-        self.base_url = base_url.rstrip("/")
-        self.model = model
-        self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
-        register_secret(self._api_key)  # scrubbed from errors and logs wherever it is echoed
-
-    def __repr__(self) -> str:
-        return f"OpenAIProvider(name={self.name!r}, base_url={self.base_url!r}, model={self.model!r})"
+        super().__init__(
+            name=name, timeout=timeout, http_client=http_client, base_url=base_url, model=model,
+            api_key=api_key if api_key is not None else os.environ.get("OPENAI_API_KEY"),
+        )
 
     # -- HTTP -----------------------------------------------------------------------------------
 
@@ -95,18 +90,8 @@ class OpenAIProvider(HTTPProvider):
             headers["authorization"] = f"Bearer {self._api_key}"
         return headers
 
-    async def complete(self, request: LLMRequest) -> LLMResponse:
-        return await self.post_json(self.url, self.request_body(request), self._headers(), request)
-
-    async def stream(self, request: LLMRequest, on_delta: OnDelta) -> LLMResponse:
-        """Like :meth:`complete`, over SSE, calling ``on_delta(kind, text)`` for each piece.
-
-        Cancelling the awaiting task closes the HTTP stream (and so the server's generation).
-        """
-        return await self.stream_sse(self.url, self.stream_body(request), self._headers(), request, on_delta)
-
-    def new_assembler(self, body: dict[str, Any]) -> _ChunkAssembler:
-        return _ChunkAssembler(self, body.get("model"))
+    def new_assembler(self, body: dict[str, Any]) -> ChunkAssembler:
+        return ChunkAssembler(self, body.get("model"))
 
     # -- request mapping ------------------------------------------------------------------------
 
@@ -202,116 +187,6 @@ def _message_text(shape: Shape, content: Any) -> str:
         parts = [shape.obj(p, "choices[0].message.content[]") for p in content]
         return "".join(p["text"] for p in parts if isinstance(p.get("text"), str))
     return shape.text_or_none(content, "choices[0].message.content")
-
-
-class _ChunkAssembler:
-    """Folds ``chat.completion.chunk`` events into one ``chat.completion`` body."""
-
-    def __init__(self, provider: OpenAIProvider, model: str | None) -> None:
-        self.provider = provider
-        self.requested_model = model
-        self.id = ""
-        self.model = ""
-        self.created = 0
-        self.system_fingerprint: str | None = None
-        self.text: list[str] = []
-        self.reasoning: list[str] = []
-        self.refusal: list[str] = []
-        self.calls: dict[int, dict[str, Any]] = {}  # by the chunk's tool_calls[].index
-        self.finish_reason: str | None = None
-        self.usage: dict[str, Any] | None = None
-        self.done = False
-
-    @property
-    def ended(self) -> bool:
-        return self.done
-
-    @property
-    def complete(self) -> bool:
-        return self.done or self.finish_reason is not None
-
-    def feed(self, event: ServerSentEvent) -> list[tuple[str, str]]:
-        if event.data == DONE:
-            self.done = True
-            return []
-        chunk = self.provider.event_json(event)
-        if not isinstance(chunk, dict):
-            return []
-        if chunk.get("error") is not None:  # an error reported mid-stream
-            error = chunk.get("error")
-            code = error.get("code") if isinstance(error, dict) else None
-            # Without an HTTP status to go by, an error inside a 200 stream counts as a server error.
-            raise self.provider.in_stream_error(chunk, code if isinstance(code, int) and code >= 400 else 500)
-        return self.add(chunk)
-
-    def add(self, chunk: dict[str, Any]) -> list[tuple[str, str]]:
-        """Fold one chunk in; return the (kind, text) deltas it carried, in order."""
-        self.id = chunk.get("id") or self.id
-        self.model = chunk.get("model") or self.model
-        self.created = chunk.get("created") or self.created
-        self.system_fingerprint = chunk.get("system_fingerprint") or self.system_fingerprint
-        if isinstance(chunk.get("usage"), dict):
-            self.usage = chunk["usage"]
-        deltas: list[tuple[str, str]] = []
-        shape = Shape(self.provider.name)
-        for choice in shape.list_or_none(chunk.get("choices"), "chunk choices"):
-            choice = shape.obj(choice, "chunk choices[]")
-            if choice.get("index", 0) != 0:
-                continue  # n > 1 is never requested
-            delta = shape.obj(choice.get("delta") or {}, "chunk choices[].delta")
-            reasoning = delta.get("reasoning_content") or delta.get("reasoning")
-            if isinstance(reasoning, str) and reasoning:
-                self.reasoning.append(reasoning)
-                deltas.append(("thinking", reasoning))
-            content = delta.get("content")
-            if isinstance(content, str) and content:
-                self.text.append(content)
-                deltas.append(("text", content))
-            if isinstance(delta.get("refusal"), str):
-                self.refusal.append(delta["refusal"])
-            for position, piece in enumerate(shape.list_or_none(delta.get("tool_calls"), "delta.tool_calls")):
-                piece = shape.obj(piece, "delta.tool_calls[]")
-                index = piece.get("index", position)
-                call = self.calls.setdefault(
-                    index, {"id": "", "type": "function", "function": {"name": "", "arguments": ""}}
-                )
-                if piece.get("id"):
-                    call["id"] = piece["id"]
-                function = shape.obj(piece.get("function") or {}, "delta.tool_calls[].function")
-                if isinstance(function.get("name"), str):
-                    call["function"]["name"] += function["name"]
-                arguments = function.get("arguments")
-                if isinstance(arguments, str) and arguments:
-                    call["function"]["arguments"] += arguments
-                    deltas.append(("tool_use", arguments))
-            if choice.get("finish_reason"):
-                self.finish_reason = choice["finish_reason"]
-        return deltas
-
-    def payload(self) -> dict[str, Any]:
-        """The assembled body, shaped like a non-streamed Chat Completions response."""
-        message: dict[str, Any] = {"role": "assistant", "content": "".join(self.text) or None}
-        if self.refusal:
-            message["refusal"] = "".join(self.refusal)
-        if self.reasoning:
-            message["reasoning_content"] = "".join(self.reasoning)
-        if self.calls:
-            message["tool_calls"] = [
-                {**call, "id": call["id"] or fallback_call_id()}
-                for i, (_, call) in enumerate(sorted(self.calls.items()))
-            ]
-        payload: dict[str, Any] = {
-            "id": self.id,
-            "object": "chat.completion",
-            "created": self.created or int(time.time()),
-            "model": self.model or self.requested_model or "",
-            "choices": [{"index": 0, "message": message, "finish_reason": self.finish_reason}],
-        }
-        if self.system_fingerprint:
-            payload["system_fingerprint"] = self.system_fingerprint
-        if self.usage is not None:
-            payload["usage"] = self.usage
-        return payload
 
 
 def _wire_messages(message: Message) -> list[dict[str, Any]]:
