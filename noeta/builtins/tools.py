@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from noeta.errors import ToolInputError
 from noeta.protocols.tool import ToolContext, ToolResult
-from noeta.sdk.tools import DecoratedTool, tool
+from noeta.sdk.tools import DecoratedTool, ToolFunction, tool
 
 MAX_EXPRESSION_CHARS = 200
 MAX_EXPONENT = 1000
@@ -92,16 +92,32 @@ def _refused(err: ToolInputError) -> ToolResult:
     return ToolResult(success=False, output=str(err))
 
 
-@tool(
-    name="calculator",
-    version="1",
-    input_schema={
-        "type": "object",
-        "properties": {"expression": {"type": "string", "description": "arithmetic, e.g. 12 * (3 + 4)"}},
-        "required": ["expression"],
-    },
-    description="Evaluate an arithmetic expression with + - * / // % ** and parentheses.",
-    timeout_seconds=30,
+def _builtin(
+    name: str,
+    description: str,
+    arguments: dict[str, tuple[str, str]],
+    *,
+    timeout_seconds: float = 30,
+    heartbeat_seconds: float | None = None,
+) -> Callable[[ToolFunction], DecoratedTool]:
+    """``@tool`` for a built-in: version 1, every argument (``name: (JSON type, description)``)
+    required. The schema comes out exactly as it was written out per tool, so the tools'
+    fingerprints (recorded in tasks' histories) stay the same."""
+    properties = {arg: {"type": kind, "description": text} for arg, (kind, text) in arguments.items()}
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if properties:
+        schema["required"] = list(properties)
+    decorate: Callable[[ToolFunction], DecoratedTool] = tool(
+        name=name, version="1", input_schema=schema, description=description,
+        timeout_seconds=timeout_seconds, heartbeat_seconds=heartbeat_seconds,
+    )
+    return decorate
+
+
+@_builtin(
+    "calculator",
+    "Evaluate an arithmetic expression with + - * / // % ** and parentheses.",
+    {"expression": ("string", "arithmetic, e.g. 12 * (3 + 4)")},
 )
 def calculator(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
     try:
@@ -111,17 +127,7 @@ def calculator(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
     return ToolResult(success=True, output=value, summary=f"{arguments['expression']} = {value}")
 
 
-@tool(
-    name="word_count",
-    version="1",
-    input_schema={
-        "type": "object",
-        "properties": {"text": {"type": "string", "description": "the text whose words to count"}},
-        "required": ["text"],
-    },
-    description="Count the words in a text.",
-    timeout_seconds=30,
-)
+@_builtin("word_count", "Count the words in a text.", {"text": ("string", "the text whose words to count")})
 def word_count(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
     return ToolResult(success=True, output=str(len(str(arguments["text"]).split())))
 
@@ -141,16 +147,8 @@ def resolve_in_workspace(workspace: Path, path: str) -> Path:
     return target
 
 
-@tool(
-    name="read_file",
-    version="1",
-    input_schema={
-        "type": "object",
-        "properties": {"path": {"type": "string", "description": "path relative to the workspace"}},
-        "required": ["path"],
-    },
-    description="Read a text file in the workspace directory.",
-    timeout_seconds=30,
+@_builtin(
+    "read_file", "Read a text file in the workspace directory.", {"path": ("string", "path relative to the workspace")}
 )
 def read_file(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
     path = str(arguments["path"])
@@ -168,26 +166,15 @@ def read_file(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
     return ToolResult(success=True, output=text, summary=f"read {path} ({len(data[:MAX_FILE_BYTES])} bytes)")
 
 
-@tool(
-    name="current_time",
-    version="1",
-    input_schema={"type": "object", "properties": {}},
-    description="The current date and time (UTC).",
-    timeout_seconds=30,
-)
+@_builtin("current_time", "The current date and time (UTC).", {})
 def current_time(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
     return ToolResult(success=True, output=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"))
 
 
-@tool(
-    name="wait",
-    version="1",
-    input_schema={
-        "type": "object",
-        "properties": {"seconds": {"type": "number", "description": f"how long, at most {MAX_WAIT_SECONDS}"}},
-        "required": ["seconds"],
-    },
-    description="Wait for a number of seconds, then report it.",
+@_builtin(
+    "wait",
+    "Wait for a number of seconds, then report it.",
+    {"seconds": ("number", f"how long, at most {MAX_WAIT_SECONDS}")},
     # A killed worker is noticed within seconds (no heartbeat), and the wait starts again elsewhere.
     heartbeat_seconds=5,
     timeout_seconds=MAX_WAIT_SECONDS + 30,
