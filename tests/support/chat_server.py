@@ -14,15 +14,15 @@ fixtures that ``tests/test_wire_shapes.py`` checks against the ``openai`` packag
 from __future__ import annotations
 
 import json
-import select
-import socket
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
+
+from tests.support.http_handler import QuietHandler, running
 
 CREATED = 1_700_000_000
 MODEL = "gpt-test"
@@ -68,15 +68,7 @@ class ScriptedServer:
         self.disconnected = threading.Event()
         outer = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"  # keep-alive, as httpx's pool expects
-
-            def handle(self) -> None:
-                try:
-                    super().handle()
-                except (ConnectionResetError, BrokenPipeError):
-                    pass  # a client that dropped a kept-alive connection (e.g. after a cut stream)
-
+        class Handler(QuietHandler):
             def do_POST(self) -> None:  # noqa: N802 (http.server naming)
                 raw = self.rfile.read(int(self.headers.get("content-length", 0)))
                 outer.seen.append(
@@ -86,13 +78,7 @@ class ScriptedServer:
                 if isinstance(reply.body, list):
                     self._stream(reply)
                     return
-                data = reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
-                self.send_response(reply.status)
-                for key, value in {"content-type": "application/json", **reply.headers}.items():
-                    self.send_header(key, value)
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                self.send_json(reply.status, reply.body, reply.headers)
 
             def _stream(self, reply: Reply) -> None:
                 self.send_response(reply.status)
@@ -104,7 +90,7 @@ class ScriptedServer:
                 try:
                     for item in items:
                         if isinstance(item, Pause):
-                            if self._client_left(item.seconds, item.until):
+                            if self.client_left(item.seconds, item.until):
                                 outer.disconnects += 1
                                 outer.disconnected.set()
                                 self.close_connection = True
@@ -121,21 +107,6 @@ class ScriptedServer:
             def _chunk(self, data: bytes) -> None:
                 self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
                 self.wfile.flush()
-
-            def _client_left(self, seconds: float, until: threading.Event | None = None) -> bool:
-                deadline = time.monotonic() + seconds
-                while (left := deadline - time.monotonic()) > 0 and not (until is not None and until.is_set()):
-                    readable, _, _ = select.select([self.connection], [], [], min(left, 0.02))
-                    if readable:
-                        try:
-                            if self.connection.recv(1, socket.MSG_PEEK) == b"":
-                                return True
-                        except OSError:
-                            return True
-                return False
-
-            def log_message(self, *args: Any) -> None:
-                pass
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}{self.url_suffix}"
@@ -160,17 +131,6 @@ class FakeChatServer(ScriptedServer):
 
     def stream_tail(self, reply: Reply) -> list[Any]:
         return ["data: [DONE]\n\n"] if reply.done else []
-
-
-@contextmanager
-def running(server: ScriptedServer) -> Iterator[Any]:
-    thread = threading.Thread(target=server.httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server
-    finally:
-        server.httpd.shutdown()
-        server.httpd.server_close()
 
 
 @contextmanager

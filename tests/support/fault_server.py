@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import math
-import select
 import socket
 import struct
 import threading
@@ -30,10 +29,11 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 
 from tests.support.chat_server import completion
+from tests.support.http_handler import QuietHandler, running
 
 Fault = Any  # a str or ("slow", seconds)
 
@@ -59,25 +59,18 @@ class FaultServer:
         self._conversations: set[str] = set()
         outer = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def handle(self) -> None:
-                try:
-                    super().handle()
-                except (ConnectionResetError, BrokenPipeError, OSError):
-                    pass
-
+        class Handler(QuietHandler):
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
                 fault, retry_after = outer._next(body)
                 name = fault if isinstance(fault, str) else fault[0]
                 if name == "quota":
                     outer._log(429, name)
-                    self._json(429, {"error": {"message": "quota exceeded"}}, {"retry-after": f"{retry_after:.3f}"})
+                    self.send_json(429, {"error": {"message": "quota exceeded"}}, {"retry-after": f"{retry_after:.3f}"})
                 elif name == "hang":
                     outer._log(0, name)
-                    self._until_client_leaves(120)
+                    self.client_left(120)
+                    self.close_connection = True
                 elif name == "trickle":
                     outer._log(200, name)
                     self.send_response(200)
@@ -95,43 +88,23 @@ class FaultServer:
                     self.close_connection = True
                 elif name == "429":
                     outer._log(429, name)
-                    self._json(429, {"error": {"message": "slow down"}}, {"retry-after": "1"})
+                    self.send_json(429, {"error": {"message": "slow down"}}, {"retry-after": "1"})
                 elif name == "null_message":
                     outer._log(200, name)
                     payload = completion({"content": "x"})
                     payload["choices"][0]["message"] = None
-                    self._json(200, payload)
+                    self.send_json(200, payload)
                 elif name == "oops_tool_calls":
                     outer._log(200, name)
-                    self._json(200, completion({"content": None, "tool_calls": "oops"}, "tool_calls"))
+                    self.send_json(200, completion({"content": None, "tool_calls": "oops"}, "tool_calls"))
                 elif name == "oversized":
                     outer._log(200, name)
-                    self._json(200, completion({"content": "y" * (3 * 1024 * 1024)}))
+                    self.send_json(200, completion({"content": "y" * (3 * 1024 * 1024)}))
                 else:
                     if name == "slow":
                         time.sleep(fault[1])
                     outer._log(200, name)
-                    self._json(200, outer.answer(body))
-
-            def _json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                for key, value in {"content-type": "application/json", **(headers or {})}.items():
-                    self.send_header(key, value)
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def _until_client_leaves(self, seconds: float) -> None:
-                deadline = time.monotonic() + seconds
-                while time.monotonic() < deadline:
-                    readable, _, _ = select.select([self.connection], [], [], 0.05)
-                    if readable and self.connection.recv(1, socket.MSG_PEEK) == b"":
-                        break
-                self.close_connection = True
-
-            def log_message(self, *args: Any) -> None:
-                pass
+                    self.send_json(200, outer.answer(body))
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
@@ -167,11 +140,5 @@ class FaultServer:
 
 @contextmanager
 def running_fault_server(**kwargs: Any) -> Iterator[FaultServer]:
-    server = FaultServer(**kwargs)
-    thread = threading.Thread(target=server.httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with running(FaultServer(**kwargs)) as server:
         yield server
-    finally:
-        server.httpd.shutdown()
-        server.httpd.server_close()
