@@ -24,6 +24,7 @@ from noeta.client.client import AsyncClient
 from noeta.client.options import Options
 from noeta.errors import AttemptsExhaustedError, ConfigurationError
 from noeta.http import create_app
+from noeta.protocols.activity_options import ActivityOptions
 from noeta.protocols.names import CALL_MODEL, INVOKE_TOOL, WORKFLOW_NAME
 from noeta.protocols.task import TaskInput
 from noeta.protocols.tool import ToolContext, ToolResult
@@ -202,6 +203,8 @@ def test_cli_refuses_out_of_range_options(settings, tmp_path):
     [
         ({"model_timeout_seconds": math.nan}, "model_timeout_seconds must be a number above 0 to 604800, got nan"),
         ({"max_retries": 10**12}, "max_retries must be a whole number from 0 to 100, got 1000000000000"),
+        ({"guard_activity": ActivityOptions(heartbeat_seconds=math.nan)},
+         "guard_activity.heartbeat_seconds must be a number from 1 to 86400, got nan"),
     ],
 )
 async def test_the_workflow_fails_a_bad_input_that_slipped_through_instead_of_wedging(

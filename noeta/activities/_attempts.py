@@ -15,8 +15,9 @@ the worker, not Temporal's ``maximum_attempts``, decides when a call has had eno
 - a **lost** attempt (no failure recorded: its worker died, or its completion never reached the
   server) counts against MAX_LOST_ATTEMPTS, so killing workers does not turn a call into a failure.
 
-The worker sets every retry's delay itself (``next_retry_delay``): backoff 1 s × 2ⁿ up to 60 s
-over the failures alone, or the provider's ``retry-after``.
+The worker sets every retry's delay itself (``next_retry_delay``): the budget's backoff (the
+kind's ActivityOptions; 1 s × 2ⁿ up to 60 s by default) over the failures alone, or the
+provider's ``retry-after``.
 """
 
 from __future__ import annotations
@@ -29,12 +30,11 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from noeta.errors import NoetaError, ProviderError, WorkerBusyError
-from noeta.protocols.task import MAX_LOST_ATTEMPTS, AttemptBudget, AttemptFailure, AttemptKind
+from noeta.protocols.attempts import MAX_LOST_ATTEMPTS, AttemptBudget, AttemptFailure, AttemptKind, RetryBackoff
 from noeta.security.scrub import scrub
 
 LOST_ATTEMPT = "the attempt ended without a result (it timed out or its worker was lost)"
-BACKOFF_FIRST_SECONDS = 1.0
-BACKOFF_MOST_SECONDS = 60.0
+DEFAULT_BACKOFF = RetryBackoff()
 
 
 def earlier_failures() -> list[AttemptFailure]:
@@ -51,9 +51,10 @@ def as_details(failures: list[AttemptFailure]) -> list[dict[str, Any]]:
     return [asdict(f) for f in failures]
 
 
-def backoff(failures: int) -> float:
-    """The delay before the retry that follows the ``failures``-th failure."""
-    return min(BACKOFF_MOST_SECONDS, BACKOFF_FIRST_SECONDS * float(2 ** max(0, failures - 1)))
+def backoff(failures: int, budget: AttemptBudget | None = None) -> float:
+    """The delay before the retry that follows the ``failures``-th failure, on ``budget``'s backoff."""
+    chosen = budget.backoff if budget is not None and budget.backoff is not None else DEFAULT_BACKOFF
+    return chosen.delay(failures)
 
 
 def kind_of(err: NoetaError) -> AttemptKind:
@@ -111,12 +112,12 @@ class AttemptLedger:
             delay = retry_after
         elif retryable and self.budget is not None:
             if kind == "wait":
-                delay = retry_after if retry_after is not None else backoff(self.count("wait") + 1)
+                delay = retry_after if retry_after is not None else backoff(self.count("wait") + 1, self.budget)
                 if self.waited() + delay > self.budget.max_wait_seconds:
                     exhausted = "rate_limit"
             else:
                 failed = self.count("failure") + 1
-                delay = retry_after if retry_after is not None else backoff(failed)
+                delay = retry_after if retry_after is not None else backoff(failed, self.budget)
                 if failed > self.budget.max_retries:
                     exhausted = "failures"
         failure = AttemptFailure(self.attempt, scrub(str(err)), type(err).__name__, retry_after, kind, delay)

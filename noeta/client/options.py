@@ -1,6 +1,7 @@
 """Options: everything a task is configured with, and where each extension mounts.
 
-Validated when constructed, so bad input fails before any token is spent.
+Validated when constructed, so bad input fails before any token is spent. (Longer than most
+modules on purpose: every field is documented where it is declared, in one class.)
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from noeta.client.task_input import build_task_input, check_goal, output_schema_
 from noeta.context.content_channel import ContentKindSpec
 from noeta.errors import ConfigurationError, PayloadTooLargeError
 from noeta.mcp.config import is_remote, parse_server
+from noeta.protocols.activity_options import ActivityOptions
 from noeta.protocols.bounds import settings_problem
 from noeta.protocols.budget import UsageLimits
 from noeta.protocols.channels import ChannelContent
@@ -137,9 +139,22 @@ class Options:
     """Most time one model or tool call may spend waiting on rate limits in all (a provider's 429
     and its retry-after, this worker's provider limiter, a full sync-tool pool) before it fails
     with AttemptsExhaustedError. These waits do not use up ``max_retries``."""
+    model_activity: ActivityOptions = field(default_factory=ActivityOptions)
+    """Timeouts, heartbeat and retry backoff of model calls; its start-to-close defaults to
+    ``model_timeout_seconds``. Each kind's defaults: noeta.protocols.activity_options, docs/retries.md."""
+    tool_activity: ActivityOptions = field(default_factory=ActivityOptions)
+    """The same for tool calls; start-to-close defaults to ``tool_timeout_seconds``. A tool's own
+    ``@tool(timeout_seconds=, heartbeat_seconds=)`` wins for that tool."""
+    mcp_activity: ActivityOptions = field(default_factory=ActivityOptions)
+    """The same for remote MCP servers' tools; start-to-close defaults to ``tool_timeout_seconds``."""
+    guard_activity: ActivityOptions = field(default_factory=ActivityOptions)
+    """The same for guard checks; start-to-close defaults to 60 s (raise it for guards that do slow I/O)."""
+    validator_activity: ActivityOptions = field(default_factory=ActivityOptions)
+    """The same for output validation; start-to-close defaults to ``tool_timeout_seconds``."""
 
     def __post_init__(self) -> None:
-        # Every numeric setting against its range (noeta.protocols.bounds, shared with the workflow).
+        # Every numeric setting against its range (noeta.protocols.bounds, shared with the workflow),
+        # the activity options' included.
         problem = settings_problem(self)
         if problem is not None:
             raise ConfigurationError(problem)
@@ -341,6 +356,7 @@ def _registered_name(name: str, what: str) -> str:
 # Defined here before Options was split from its host settings and its workflow input.
 __all__ = [
     "EFFORTS",
+    "ActivityOptions",
     "MAX_GOAL_BYTES",
     "HostConfig",
     "Options",

@@ -133,6 +133,11 @@ def build_task_input(
         subagents=subagent_specs(options),
         limits=options.limits if options.limits is not None and not options.limits.empty else None,
         rate_limit_wait_seconds=options.rate_limit_wait_seconds,
+        model_activity=options.model_activity,
+        tool_activity=options.tool_activity,
+        mcp_activity=options.mcp_activity,
+        guard_activity=options.guard_activity,
+        validator_activity=options.validator_activity,
     )
 
 

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, Stri
 from noeta.client.client import PendingApproval
 from noeta.client.options import Options
 from noeta.client.visibility import TASK_STATUSES, TaskInfo, TaskSummary
+from noeta.protocols.activity_options import ACTIVITY_KINDS, ActivityOptions
 from noeta.protocols.budget import UsageLimits
 from noeta.protocols.task import ApprovalRequest, TaskResult
 
@@ -21,6 +22,20 @@ Number = StrictInt | StrictFloat
 
 class Request(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class ActivityOptionsBody(Request):
+    """The ``ActivityOptions`` of one kind of activity (``null`` = the default, docs/retries.md)."""
+
+    start_to_close_seconds: Number | None = None
+    schedule_to_close_seconds: Number | None = None
+    heartbeat_seconds: Number | None = None
+    retry_initial_seconds: Number | None = None
+    retry_backoff_coefficient: Number | None = None
+    retry_max_seconds: Number | None = None
+
+    def to_options(self) -> ActivityOptions:
+        return ActivityOptions(**self.model_dump(exclude_none=True))
 
 
 class TaskOptions(Request):
@@ -42,6 +57,11 @@ class TaskOptions(Request):
     max_tokens: StrictInt | None = None
     model_timeout_seconds: Number | None = None
     tool_timeout_seconds: Number | None = None
+    model_activity: ActivityOptionsBody | None = Field(default=None, description="timeouts, heartbeat, backoff of model calls")
+    tool_activity: ActivityOptionsBody | None = Field(default=None, description="the same for tool calls")
+    mcp_activity: ActivityOptionsBody | None = Field(default=None, description="the same for remote MCP tools")
+    guard_activity: ActivityOptionsBody | None = Field(default=None, description="the same for guard checks")
+    validator_activity: ActivityOptionsBody | None = Field(default=None, description="the same for output validation")
     approval_timeout_seconds: Number | None = None
     max_history_events: StrictInt | None = None
     rate_limit_wait_seconds: Number | None = Field(
@@ -65,6 +85,10 @@ class TaskOptions(Request):
         given = self.model_dump(exclude_none=True)
         if "limits" in given:
             given["limits"] = UsageLimits.from_dict(given["limits"])
+        for kind in ACTIVITY_KINDS:
+            body = getattr(self, kind)
+            if body is not None:
+                given[kind] = body.to_options()
         return Options(**given)
 
 

@@ -35,6 +35,24 @@ class AttemptFailure:
 
 
 @dataclass(frozen=True)
+class RetryBackoff:
+    """The delay before a call's next attempt: ``initial_seconds`` after its first failure (or
+    wait), times ``coefficient`` after each further one, at most ``max_seconds``."""
+
+    initial_seconds: float = 1.0
+    coefficient: float = 2.0
+    max_seconds: float = 60.0
+
+    def delay(self, failures: int) -> float:
+        """The delay before the retry that follows the ``failures``-th failure."""
+        try:
+            delay = self.initial_seconds * self.coefficient ** max(0, failures - 1)
+        except OverflowError:  # far past the cap
+            return self.max_seconds
+        return min(self.max_seconds, delay)
+
+
+@dataclass(frozen=True)
 class AttemptBudget:
     """What one model or tool call may spend on retries; the worker's attempt ledger enforces it."""
 
@@ -42,6 +60,9 @@ class AttemptBudget:
     """Failed attempts allowed after the first (rate-limit waits and lost workers not counted)."""
     max_wait_seconds: float = 600.0
     """Total time the call may wait on rate limits (429 / retry-after, the worker's limiter)."""
+    backoff: RetryBackoff | None = None
+    """The worker's delays between attempts (None: the default, 1 s × 2ⁿ up to 60 s). Set only
+    when the kind's ActivityOptions change it: a default task's steps stay as small as before."""
 
 
 def attempts_cap(max_retries: int) -> int:

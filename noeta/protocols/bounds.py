@@ -1,4 +1,4 @@
-"""The allowed range of every numeric task setting, checked at every entry.
+"""The allowed range of every numeric task setting, activity options included, checked at every entry.
 
 ``Options`` checks them when it is built (so the Python API, ``noeta serve`` and the CLI refuse a
 bad value before anything starts, naming the range), and the workflow checks its ``TaskInput``
@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from typing import Any
+
+from noeta.protocols.activity_options import ACTIVITY_KINDS, ActivityOptions
 
 DAY = 86400.0
 
@@ -61,12 +63,42 @@ BOUNDS: dict[str, Bound] = {
 }
 
 
-def bound_problem(name: str, value: Any) -> str | None:
-    """Why ``value`` is not allowed for the setting ``name`` (with the allowed range), or None."""
-    bound = BOUNDS[name]
+#: The fields of every ActivityOptions (``Options.model_activity.start_to_close_seconds``...).
+ACTIVITY_BOUNDS: dict[str, Bound] = {
+    "start_to_close_seconds": Bound(0, 7 * DAY, whole=False, above_lowest=True, optional=True),
+    "schedule_to_close_seconds": Bound(0, 366 * DAY, whole=False, above_lowest=True, optional=True),
+    # The worker heartbeats every third of it, at most every 0.2 s.
+    "heartbeat_seconds": Bound(1, DAY, whole=False),
+    "retry_initial_seconds": Bound(0, DAY, whole=False, above_lowest=True),
+    # Temporal refuses a coefficient below 1 (waits that shrink).
+    "retry_backoff_coefficient": Bound(1, 100, whole=False),
+    "retry_max_seconds": Bound(0, DAY, whole=False, above_lowest=True),
+}
+
+
+def bound_problem(name: str, value: Any, bounds: dict[str, Bound] = BOUNDS, label: str | None = None) -> str | None:
+    """Why ``value`` is not allowed for the setting ``name`` of ``bounds`` (with the allowed range),
+    or None. ``label`` names the setting in the message (default: ``name``)."""
+    bound = bounds[name]
     if (value is None and bound.optional) or bound.allows(value):
         return None
-    return f"{name} must be {bound.describe()}, got {value!r}"
+    return f"{label or name} must be {bound.describe()}, got {value!r}"
+
+
+def activity_options_problem(kind: str, options: Any) -> str | None:
+    """What is wrong with the ActivityOptions of the field ``kind`` (e.g. ``tool_activity``), or None."""
+    if not isinstance(options, ActivityOptions):
+        return f"{kind} must be an ActivityOptions, got {options!r}"
+    for name in ACTIVITY_BOUNDS:
+        problem = bound_problem(name, getattr(options, name), ACTIVITY_BOUNDS, f"{kind}.{name}")
+        if problem is not None:
+            return problem
+    if options.retry_max_seconds < options.retry_initial_seconds:
+        return (
+            f"{kind}.retry_max_seconds ({options.retry_max_seconds:g}) must not be below "
+            f"{kind}.retry_initial_seconds ({options.retry_initial_seconds:g})"
+        )
+    return None
 
 
 def settings_problem(settings: Any) -> str | None:
@@ -74,6 +106,11 @@ def settings_problem(settings: Any) -> str | None:
     for name in BOUNDS:
         if hasattr(settings, name):
             problem = bound_problem(name, getattr(settings, name))
+            if problem is not None:
+                return problem
+    for kind in ACTIVITY_KINDS:
+        if hasattr(settings, kind):
+            problem = activity_options_problem(kind, getattr(settings, kind))
             if problem is not None:
                 return problem
     return None

@@ -25,6 +25,7 @@ from noeta.protocols.activity_io import (
     ValidateInput,
     ValidateOutput,
 )
+from noeta.protocols.activity_options import DEFAULT_HEARTBEAT_SECONDS, ActivityOptions
 from noeta.protocols.attempts import (
     MAX_LOST_ATTEMPTS,
     SAFETY_NET_EXTRA_ATTEMPTS,
@@ -64,11 +65,6 @@ MAX_INJECTED_CHARS_PER_STEP = 256 * 1024
 """Injected text entering the transcript at one step; the rest waits for the next steps."""
 MAX_CONTEXT_BYTES = 512 * 1024
 """All content-channel text of a task (UTF-8)."""
-
-#: A worker silent this long while running a tool or a model call is presumed dead, and Temporal
-#: retries the call on another worker (a tool's own ``heartbeat_seconds`` overrides it). The
-#: activities heartbeat every third of it while they run.
-DEFAULT_HEARTBEAT_SECONDS = 10.0
 
 #: Configuration errors no model can fix (a missing resource, a scope that fails its schema):
 #: raised by a tool or by a sub-agent, they end the task.
@@ -150,6 +146,14 @@ class TaskInput:
     """Most time one model or tool call may wait on rate limits in all (not counted as retries)."""
     carry: "Carry | None" = None
     """Set on runs after the first: where the previous run left off."""
+    model_activity: ActivityOptions = field(default_factory=ActivityOptions)
+    """Timeouts, heartbeat and retry backoff of model calls (noeta.protocols.activity_options)."""
+    tool_activity: ActivityOptions = field(default_factory=ActivityOptions)
+    """The same for the worker's own tools (a tool's own timeout and heartbeat win)."""
+    mcp_activity: ActivityOptions = field(default_factory=ActivityOptions)
+    """The same for remote MCP servers' tools."""
+    guard_activity: ActivityOptions = field(default_factory=ActivityOptions)
+    validator_activity: ActivityOptions = field(default_factory=ActivityOptions)
 
 
 @dataclass(frozen=True)
@@ -187,6 +191,7 @@ __all__ = [
     "MAX_SYSTEM_PROMPT_BYTES",
     "SAFETY_NET_EXTRA_ATTEMPTS",
     "TASK_FATAL_TOOL_ERRORS",
+    "ActivityOptions",
     "ApprovalInput",
     "ApprovalRequest",
     "AttemptBudget",

@@ -40,6 +40,7 @@ from noeta.errors import (
 from noeta.pricing import ModelPrice, PriceTable
 from noeta.protocols import *  # noqa: F403  (the seed types, re-exported)
 from noeta.protocols import __all__ as _protocol_names
+from noeta.protocols.activity_options import ActivityOptions
 from noeta.protocols.budget import CallCounts, UsageLimits
 from noeta.protocols.resources import ResourceCall, ResourceSpec, equip_resource
 from noeta.protocols.scope import equip_scope
@@ -64,7 +65,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     *_protocol_names,
-    "AssistantMessage", "AsyncClient", "AttemptsExhaustedError", "BudgetExceededError", "CallCounts", "Client",
+    "ActivityOptions", "AssistantMessage", "AsyncClient", "AttemptsExhaustedError", "BudgetExceededError", "CallCounts", "Client",
     "ConfigurationError", "ModelPrice", "PriceTable", "QuotaExceededError", "UsageLimits",
     "ContentKindSpec", "ContentStore", "ContextLengthError", "DecoratedTool", "HostConfig",
     "InjectedMessage", "LocalContentStore", "MemoryStore", "NoetaError", "Options",

@@ -1,17 +1,19 @@
-"""One typed function per step the workflow schedules: each builds the activity's options from
-the task and returns the activity's typed output (or raises the task's typed error)."""
+"""One typed function per step the workflow schedules: each takes its kind's ActivityOptions from
+the task (noeta.protocols.activity_options), resolves what they leave to the task or the tool, and
+returns the activity's typed output (or raises the task's typed error)."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
+from noeta.protocols.activity_options import GUARD_TIMEOUT_SECONDS, LOST_ATTEMPT_MAX_BACKOFF_SECONDS, ActivityOptions
 from noeta.protocols.names import (
     CALL_MODEL,
     CHECK_GUARDS,
@@ -26,7 +28,6 @@ from noeta.protocols.names import (
 )
 from noeta.protocols.scope import merge_scopes
 from noeta.protocols.task import (
-    DEFAULT_HEARTBEAT_SECONDS,
     TASK_FATAL_TOOL_ERRORS,
     AttemptBudget,
     CallModelInput,
@@ -51,35 +52,79 @@ from noeta.protocols.task import (
 from noeta.protocols.tool import ToolSpec
 from noeta.workflows.failures import provider_failure, raise_if_cancelled, typed_task_error
 
-#: Steps that only touch the worker's registry and content store.
-BOOKKEEPING_TIMEOUT = timedelta(seconds=60)
-#: Activities heartbeat while they run: a dead worker's step is retried elsewhere after this.
-HEARTBEAT_TIMEOUT = timedelta(seconds=DEFAULT_HEARTBEAT_SECONDS)
-#: Longest backoff before retrying an attempt whose worker was lost.
-LOST_ATTEMPT_MAX_BACKOFF = timedelta(seconds=10)
+T = TypeVar("T")
+
+#: Steps that only touch the worker's registry and content store (prepare, load, release): a
+#: minute per attempt, no heartbeat, the default backoff. Not an option: nothing slow runs there.
+BOOKKEEPING_SECONDS = 60.0
+BOOKKEEPING = ActivityOptions(start_to_close_seconds=BOOKKEEPING_SECONDS)
 
 
-def retry_policy(max_retries: int, non_retryable: tuple[str, ...] = ()) -> RetryPolicy:
-    """``max_retries`` retries after the first attempt, exponential backoff from 1 s."""
+def retry_policy(
+    options: ActivityOptions, max_retries: int, non_retryable: tuple[str, ...] = (), *, ledger: bool = False
+) -> RetryPolicy:
+    """``max_retries`` retries after the first attempt, on ``options``' backoff (1 s, 2 s, 4 s ... at
+    most 60 s by default).
+
+    ``ledger``: the call's worker counts attempts itself (an AttemptBudget in its input) and sets
+    the delay after every failure it records, so Temporal's count is only a safety net. What is left
+    to this policy are lost attempts (a killed worker): retried on the same backoff capped at
+    LOST_ATTEMPT_MAX_BACKOFF_SECONDS (1, 2, 4, 8, then 10 s by default), since another worker is
+    usually there to take the call."""
+    most, attempts = options.retry_max_seconds, max_retries + 1
+    if ledger:
+        most = max(options.retry_initial_seconds, min(most, LOST_ATTEMPT_MAX_BACKOFF_SECONDS))
+        attempts = attempts_cap(max_retries)
     return RetryPolicy(
-        initial_interval=timedelta(seconds=1),
-        backoff_coefficient=2.0,
-        maximum_interval=timedelta(seconds=60),
-        maximum_attempts=max_retries + 1,
+        initial_interval=timedelta(seconds=options.retry_initial_seconds),
+        backoff_coefficient=options.retry_backoff_coefficient,
+        maximum_interval=timedelta(seconds=most),
+        maximum_attempts=attempts,
         non_retryable_error_types=list(non_retryable),
     )
 
 
-def ledger_retry_policy(max_retries: int, non_retryable: tuple[str, ...] = ()) -> RetryPolicy:
-    """For calls whose worker counts attempts itself (an AttemptBudget in their input): Temporal's
-    count is only a safety net, and the worker sets the delay after every failure it records. What
-    is left to this policy are lost attempts (a killed worker): retried after 1, 2, 4, 8, then 10 s,
-    since another worker is usually there to take the call."""
-    return dataclasses.replace(
-        retry_policy(max_retries, non_retryable),
-        maximum_attempts=attempts_cap(max_retries),
-        maximum_interval=LOST_ATTEMPT_MAX_BACKOFF,
+def attempt_budget(task: TaskInput, options: ActivityOptions, max_retries: int) -> AttemptBudget:
+    """What a model or tool call may spend on retries, and the backoff its worker applies."""
+    return AttemptBudget(max_retries, task.rate_limit_wait_seconds, options.backoff())
+
+
+async def execute(
+    name: str,
+    inp: Any,
+    result_type: type[T],
+    summary: str,
+    options: ActivityOptions,
+    *,
+    start_to_close: float,
+    retry: RetryPolicy,
+    heartbeat: float | None,
+) -> T:
+    """Schedule activity ``name`` with ``options`` (``start_to_close``: as resolved for this call,
+    ``heartbeat``: None for a step that does not heartbeat)."""
+    out: T = await workflow.execute_activity(
+        name,
+        inp,
+        result_type=result_type,
+        start_to_close_timeout=timedelta(seconds=start_to_close),
+        schedule_to_close_timeout=(
+            None if options.schedule_to_close_seconds is None else timedelta(seconds=options.schedule_to_close_seconds)
+        ),
+        heartbeat_timeout=None if heartbeat is None else timedelta(seconds=heartbeat),
+        retry_policy=retry,
+        summary=summary,
     )
+    return out
+
+
+async def execute_local(name: str, inp: Any, result_type: type[T], summary: str, retry: RetryPolicy) -> T:
+    """A bookkeeping step as a local activity: on the worker that runs the workflow, recorded as a
+    marker (a round trip through the server and five history events fewer)."""
+    out: T = await workflow.execute_local_activity(
+        name, inp, result_type=result_type, start_to_close_timeout=timedelta(seconds=BOOKKEEPING_SECONDS),
+        retry_policy=retry, summary=summary,
+    )
+    return out
 
 
 def step_key(name: str) -> str:
@@ -125,25 +170,18 @@ async def prepare(task: TaskInput) -> PrepareOutput:
         priced_provider=task.provider if priced else None,
         priced_model=task.model if priced else None,
     )
-    retries = retry_policy(task.max_retries, TASK_FATAL_TOOL_ERRORS)
+    retries = retry_policy(BOOKKEEPING, task.max_retries, TASK_FATAL_TOOL_ERRORS)
     summary = f"prepare: {len(task.tools)} tool(s)" + (
         f", tools of MCP server(s) {', '.join(sorted(task.mcp_servers))}" if task.mcp_servers else ""
     )
     try:
-        # A short check of the worker's registry and a few content-store writes: as a local
-        # activity it saves a round trip through the server and five history events per task.
-        plan: PrepareOutput
+        # A short check of the worker's registry and a few content-store writes: a local activity.
         if workflow.patched(PATCH_LEAN_STEPS):
-            plan = await workflow.execute_local_activity(
-                PREPARE_TASK, inp, result_type=PrepareOutput, start_to_close_timeout=BOOKKEEPING_TIMEOUT,
-                retry_policy=retries, summary=summary,
-            )
-        else:
-            plan = await workflow.execute_activity(
-                PREPARE_TASK, inp, result_type=PrepareOutput, start_to_close_timeout=BOOKKEEPING_TIMEOUT,
-                retry_policy=retries, summary=summary,
-            )
-        return plan
+            return await execute_local(PREPARE_TASK, inp, PrepareOutput, summary, retries)
+        return await execute(
+            PREPARE_TASK, inp, PrepareOutput, summary, BOOKKEEPING,
+            start_to_close=BOOKKEEPING_SECONDS, retry=retries, heartbeat=None,
+        )
     except ActivityError as err:
         if isinstance(err.cause, ApplicationError):
             raise typed_task_error(err.cause) from err
@@ -151,29 +189,23 @@ async def prepare(task: TaskInput) -> PrepareOutput:
 
 
 async def load_transcript(task: TaskInput, inp: LoadTranscriptInput, run: int) -> LoadTranscriptOutput:
-    out: LoadTranscriptOutput = await workflow.execute_activity(
-        LOAD_TRANSCRIPT,
-        inp,
-        result_type=LoadTranscriptOutput,
-        start_to_close_timeout=BOOKKEEPING_TIMEOUT,
-        retry_policy=retry_policy(task.max_retries),
-        summary=f"resume run {run}",
+    return await execute(
+        LOAD_TRANSCRIPT, inp, LoadTranscriptOutput, f"resume run {run}", BOOKKEEPING,
+        start_to_close=BOOKKEEPING_SECONDS, retry=retry_policy(BOOKKEEPING, task.max_retries), heartbeat=None,
     )
-    return out
 
 
 async def call_model(task: TaskInput, request: CallModelInput) -> CallModelOutput:
-    request = dataclasses.replace(request, budget=AttemptBudget(provider_retries(task), task.rate_limit_wait_seconds))
+    options, retries = task.model_activity, provider_retries(task)
+    request = dataclasses.replace(request, budget=attempt_budget(task, options, retries))
+    summary = f"{task.provider} {task.model or ''} · turn {request.turn}".replace("  ", " ")
     try:
-        out: CallModelOutput = await workflow.execute_activity(
-            CALL_MODEL,
-            request,
-            result_type=CallModelOutput,
-            start_to_close_timeout=timedelta(seconds=task.model_timeout_seconds),
-            heartbeat_timeout=HEARTBEAT_TIMEOUT,
+        out = await execute(
+            CALL_MODEL, request, CallModelOutput, summary, options,
+            start_to_close=options.start_to_close_seconds or task.model_timeout_seconds,
             # The worker counts attempts (noeta.activities._attempts) and marks final errors.
-            retry_policy=ledger_retry_policy(provider_retries(task)),
-            summary=f"{task.provider} {task.model or ''} · turn {request.turn}".replace("  ", " "),
+            retry=retry_policy(options, retries, ledger=True),
+            heartbeat=options.heartbeat_seconds,
         )
     except ActivityError as err:
         raise_if_cancelled(err)
@@ -182,49 +214,41 @@ async def call_model(task: TaskInput, request: CallModelInput) -> CallModelOutpu
 
 
 async def invoke_tool(task: TaskInput, inp: InvokeToolInput, spec: ToolSpec | None) -> InvokeToolOutput:
-    """Run one tool call with the tool's own timeout and retries (else the task's); raises
-    ActivityError when the call failed for good, so the caller decides what the model sees."""
+    """Run one tool call with the tool's own timeout, heartbeat and retries, else the task's
+    (``tool_activity``, or ``mcp_activity`` for a remote MCP server's tool); raises ActivityError
+    when the call failed for good, so the caller decides what the model sees."""
+    options = task.mcp_activity if inp.mcp is not None else task.tool_activity
     retries = spec.max_retries if spec and spec.max_retries is not None else tool_retries(task)
-    timeout = spec.start_to_close_seconds if spec and spec.start_to_close_seconds else task.tool_timeout_seconds
-    heartbeat = spec.heartbeat_seconds if spec and spec.heartbeat_seconds else DEFAULT_HEARTBEAT_SECONDS
-    inp = dataclasses.replace(inp, budget=AttemptBudget(retries, task.rate_limit_wait_seconds))
-    out: InvokeToolOutput = await workflow.execute_activity(
-        INVOKE_TOOL,
-        inp,
-        result_type=InvokeToolOutput,
-        start_to_close_timeout=timedelta(seconds=timeout),
-        heartbeat_timeout=timedelta(seconds=heartbeat),
+    own_timeout = spec.start_to_close_seconds if spec else None
+    own_heartbeat = spec.heartbeat_seconds if spec else None
+    inp = dataclasses.replace(inp, budget=attempt_budget(task, options, retries))
+    return await execute(
+        INVOKE_TOOL, inp, InvokeToolOutput, f"{inp.tool_name}({short_arguments(inp.arguments)})", options,
+        start_to_close=own_timeout or options.start_to_close_seconds or task.tool_timeout_seconds,
         # The worker counts attempts (noeta.activities._attempts) and marks final errors.
-        retry_policy=ledger_retry_policy(retries, TASK_FATAL_TOOL_ERRORS),
-        summary=f"{inp.tool_name}({short_arguments(inp.arguments)})",
+        retry=retry_policy(options, retries, TASK_FATAL_TOOL_ERRORS, ledger=True),
+        heartbeat=own_heartbeat or options.heartbeat_seconds,
     )
-    return out
 
 
 async def check_guards(task: TaskInput, inp: CheckGuardsInput) -> CheckGuardsOutput:
-    out: CheckGuardsOutput = await workflow.execute_activity(
-        CHECK_GUARDS,
-        inp,
-        result_type=CheckGuardsOutput,
-        start_to_close_timeout=BOOKKEEPING_TIMEOUT,
-        heartbeat_timeout=HEARTBEAT_TIMEOUT,
-        retry_policy=retry_policy(task.max_retries),
-        summary=f"guards on {', '.join(a.call_id for a in inp.actions)}",
+    options = task.guard_activity
+    return await execute(
+        CHECK_GUARDS, inp, CheckGuardsOutput, f"guards on {', '.join(a.call_id for a in inp.actions)}", options,
+        start_to_close=options.start_to_close_seconds or GUARD_TIMEOUT_SECONDS,
+        retry=retry_policy(options, task.max_retries),
+        heartbeat=options.heartbeat_seconds,
     )
-    return out
 
 
 async def validate_output(task: TaskInput, inp: ValidateInput) -> ValidateOutput:
-    out: ValidateOutput = await workflow.execute_activity(
-        VALIDATE_OUTPUT,
-        inp,
-        result_type=ValidateOutput,
-        start_to_close_timeout=timedelta(seconds=task.tool_timeout_seconds),
-        heartbeat_timeout=HEARTBEAT_TIMEOUT,
-        retry_policy=retry_policy(task.max_retries),
-        summary=f"validate answer ({len(task.validators)} validator(s))",
+    options = task.validator_activity
+    return await execute(
+        VALIDATE_OUTPUT, inp, ValidateOutput, f"validate answer ({len(task.validators)} validator(s))", options,
+        start_to_close=options.start_to_close_seconds or task.tool_timeout_seconds,
+        retry=retry_policy(options, task.max_retries),
+        heartbeat=options.heartbeat_seconds,
     )
-    return out
 
 
 async def run_subtask(child: TaskInput, child_id: str, summary: str) -> TaskResult:
@@ -241,11 +265,8 @@ async def release_resources(task: TaskInput, inp: ReleaseInput) -> ReleaseOutput
     task. Failures are logged by the worker and recorded, never the task's outcome."""
     if not workflow.patched(PATCH_TASK_RESOURCES):
         return None
+    summary = f"release {', '.join(inp.keys)}"
     try:
-        released: ReleaseOutput = await workflow.execute_local_activity(
-            RELEASE_RESOURCES, inp, result_type=ReleaseOutput, start_to_close_timeout=BOOKKEEPING_TIMEOUT,
-            retry_policy=retry_policy(task.max_retries), summary=f"release {', '.join(inp.keys)}",
-        )
+        return await execute_local(RELEASE_RESOURCES, inp, ReleaseOutput, summary, retry_policy(BOOKKEEPING, task.max_retries))
     except ActivityError:
         return None
-    return released
