@@ -20,9 +20,19 @@ from temporalio.api.failure.v1 import Failure
 from temporalio.api.history.v1 import HistoryEvent
 
 from noeta.protocols import event_log as ev
+from noeta.protocols.appends import (
+    SUBTASK_DID_NOT_COMPLETE,
+    engine_feedback,
+    goal_message,
+    recalled_messages,
+    subtask_failed_block,
+    subtask_result_block,
+    tool_result_block,
+    tool_round_message,
+)
 from noeta.protocols.budget import Spend
 from noeta.protocols.hooks import GuardDecision, ProposedToolCall, combine
-from noeta.protocols.messages import Message, TextBlock, ToolResultBlock
+from noeta.protocols.messages import Message, ToolResultBlock
 from noeta.protocols.names import (
     APPROVAL_TIMER_PREFIX,
     BUDGET_WARNING_MEMO_KEY,
@@ -78,7 +88,7 @@ def _decode(payload: Payload, cls: type) -> Any:
     return adapter.validate_python(json.loads(payload.data))
 
 
-def _first(payloads: Payloads, cls: type) -> Any:
+def decode_first(payloads: Payloads, cls: type) -> Any:
     return _decode(payloads.payloads[0], cls) if payloads.payloads else None
 
 
@@ -198,13 +208,13 @@ class Projector:
 
     def feedback(self, text: str, event: HistoryEvent, cause: int) -> None:
         """A message the engine adds for the model (origin "system"), mirroring AgentWorkflow."""
-        self.messages([Message(role="user", content=[TextBlock(text=text)], origin="system")], "engine", event, cause)
+        self.messages([engine_feedback(text)], "engine", event, cause)
 
     # -- per event ------------------------------------------------------------------------------
 
     def on_started(self, event: HistoryEvent) -> None:
         attrs = event.workflow_execution_started_event_attributes
-        task: TaskInput = _first(attrs.input, TaskInput)
+        task: TaskInput = decode_first(attrs.input, TaskInput)
         self.task = task
         self.provider = task.provider
         if not self.trace_id:
@@ -232,7 +242,7 @@ class Projector:
         attrs = event.activity_task_scheduled_event_attributes
         name = attrs.activity_type.name
         if name == CALL_MODEL:
-            inp: CallModelInput = _first(attrs.input, CallModelInput)
+            inp: CallModelInput = decode_first(attrs.input, CallModelInput)
             seq = self.emit(
                 ev.ProviderCallStarted(
                     provider=inp.provider, model=inp.model, turn=inp.turn, messages_appended=len(inp.append)
@@ -242,7 +252,7 @@ class Projector:
                 self.last_message_seq,
             )
         elif name == INVOKE_TOOL:
-            inp = _first(attrs.input, InvokeToolInput)
+            inp = decode_first(attrs.input, InvokeToolInput)
             self.join_round(inp.call_id, attrs.workflow_task_completed_event_id)
             seq = self.emit(
                 ev.ToolCallStarted(call_id=inp.call_id, tool_name=inp.tool_name, arguments=inp.arguments),
@@ -253,7 +263,7 @@ class Projector:
         else:
             inp, seq = None, self.last_message_seq or 1
             if name == CHECK_GUARDS:  # a guarded round: its calls may start in later workflow tasks
-                checked: CheckGuardsInput = _first(attrs.input, CheckGuardsInput)
+                checked: CheckGuardsInput = decode_first(attrs.input, CheckGuardsInput)
                 calls = [a.call_id for a in checked.actions if isinstance(a, ProposedToolCall)]
                 self.round = _ToolRound(expected=calls, guarded=True) if calls else None
         self.scheduled[event.event_id] = _Scheduled(name, inp, seq)
@@ -272,7 +282,7 @@ class Projector:
     ) -> None:
         current = self.round
         if current is None or block.call_id not in current.expected:
-            seq = self.messages([Message(role="tool", content=[block])], actor, event, cause)
+            seq = self.messages([tool_round_message([block])], actor, event, cause)
             self.recalled(memories or [], event, seq)
             return
         current.results[block.call_id] = block
@@ -280,14 +290,13 @@ class Projector:
         if len(current.results) == len(current.expected):
             self.round = None
             blocks = [current.results[c] for c in current.expected]
-            seq = self.messages([Message(role="tool", content=blocks)], actor, event, cause)
+            seq = self.messages([tool_round_message(blocks)], actor, event, cause)
             self.recalled([m for c in current.expected for m in current.memories[c]], event, seq)
 
     def recalled(self, memories: list[str], event: HistoryEvent, cause: int) -> None:
         """Memories the memory tool recalled, as AgentWorkflow appends them after the results."""
         if memories:
-            messages = [Message(role="user", content=[TextBlock(text=m)], origin="memory") for m in memories]
-            self.messages(messages, "engine", event, cause)
+            self.messages(recalled_messages(memories), "engine", event, cause)
 
     def on_prepared(self, plan: PrepareOutput, event: HistoryEvent) -> None:
         """prepare_task's result: the context plan, then the goal as the first message."""
@@ -318,10 +327,7 @@ class Projector:
                 event,
                 seq,
             )
-        goal = Message(
-            role="user", content=[TextBlock(text=self.task.goal), *self.task.images], origin="human"
-        )
-        self.messages([goal], "human", event, seq)
+        self.messages([goal_message(self.task.goal, self.task.images)], "human", event, seq)
 
     def on_local_activity(self, event: HistoryEvent) -> None:
         """A local activity's marker (prepare_task since PATCH_LEAN_STEPS); other markers are not ours."""
@@ -330,9 +336,9 @@ class Projector:
             return
         data = json.loads(attrs.details["data"].payloads[0].data)
         if data.get("activity_type") == PREPARE_TASK:
-            self.on_prepared(_first(attrs.details["result"], PrepareOutput), event)
+            self.on_prepared(decode_first(attrs.details["result"], PrepareOutput), event)
         elif data.get("activity_type") == RELEASE_RESOURCES:
-            out: ReleaseOutput = _first(attrs.details["result"], ReleaseOutput)
+            out: ReleaseOutput = decode_first(attrs.details["result"], ReleaseOutput)
             self.emit(ev.ResourcesReleased(released=out.released, errors=out.errors), "engine", event, None)
 
     def on_activity_started(self, event: HistoryEvent) -> None:
@@ -345,9 +351,9 @@ class Projector:
         if sched is None:
             return
         if sched.activity == PREPARE_TASK:
-            self.on_prepared(_first(attrs.result, PrepareOutput), event)
+            self.on_prepared(decode_first(attrs.result, PrepareOutput), event)
         elif sched.activity == CALL_MODEL:
-            out: CallModelOutput = _first(attrs.result, CallModelOutput)
+            out: CallModelOutput = decode_first(attrs.result, CallModelOutput)
             actor = f"provider:{self.provider}"
             for failed in out.retried:
                 self.emit_provider_retry(failed, event, sched.seq)
@@ -365,7 +371,7 @@ class Projector:
             self.messages([Message(role="assistant", content=out.response.content)], actor, event, seq)
         elif sched.activity == INVOKE_TOOL:
             inp: InvokeToolInput = sched.input
-            result = _first(attrs.result, InvokeToolOutput)
+            result = decode_first(attrs.result, InvokeToolOutput)
             actor = f"tool:{inp.tool_name}"
             for failed in result.retried:
                 self.emit_tool_retry(inp, failed, event, sched.seq)
@@ -393,15 +399,9 @@ class Projector:
                 event,
                 sched.seq,
             )
-            block = ToolResultBlock(
-                call_id=inp.call_id,
-                output=result.result.output_ref or result.result.output,
-                success=result.result.success,
-                error=None if result.result.success else (result.result.output or "tool failed"),
-            )
-            self.tool_result(block, actor, event, seq, result.memories)
+            self.tool_result(tool_result_block(inp.call_id, result.result), actor, event, seq, result.memories)
         elif sched.activity == VALIDATE_OUTPUT:
-            checked: ValidateOutput = _first(attrs.result, ValidateOutput)
+            checked: ValidateOutput = decode_first(attrs.result, ValidateOutput)
             if checked.ok:
                 return
             self.validations_failed += 1
@@ -418,7 +418,7 @@ class Projector:
             if self.validations_failed <= self.task.max_retries:  # else the task fails (see AgentWorkflow)
                 self.feedback(validation_feedback(issue), event, seq)
         elif sched.activity == CHECK_GUARDS:
-            self.on_guard_verdicts(_first(attrs.result, CheckGuardsOutput), event)
+            self.on_guard_verdicts(decode_first(attrs.result, CheckGuardsOutput), event)
 
     def on_guard_verdicts(self, out: CheckGuardsOutput, event: HistoryEvent) -> None:
         by_action: dict[str, list[GuardDecision]] = {}
@@ -521,11 +521,11 @@ class Projector:
     def on_update_accepted(self, event: HistoryEvent) -> None:
         attrs = event.workflow_execution_update_accepted_event_attributes
         if attrs.accepted_request.input.name == UPDATE_APPROVE:
-            self.on_approval(_first(attrs.accepted_request.input.args, ApprovalInput), event)
+            self.on_approval(decode_first(attrs.accepted_request.input.args, ApprovalInput), event)
             return
         if attrs.accepted_request.input.name != UPDATE_SEND_GOAL:
             return
-        goal: GoalInput = _first(attrs.accepted_request.input.args, GoalInput)
+        goal: GoalInput = decode_first(attrs.accepted_request.input.args, GoalInput)
         if goal.goal_id:
             if goal.goal_id in self.goal_ids:
                 return  # its caller following it into a new run (see AsyncClient.send_goal)
@@ -537,7 +537,7 @@ class Projector:
 
     def begin_next_goal(self, event: HistoryEvent) -> None:
         goal, cause = self.queued_goals.pop(0)
-        message = Message(role="user", content=[TextBlock(text=goal.goal), *goal.images], origin="human")
+        message = goal_message(goal.goal, goal.images)
         self.messages([message], "human", event, cause)
         self.goal_active = True
         self.validations_failed = 0
@@ -589,7 +589,7 @@ class Projector:
 
     def on_child_initiated(self, event: HistoryEvent) -> None:
         attrs = event.start_child_workflow_execution_initiated_event_attributes
-        child: TaskInput = _first(attrs.input, TaskInput)
+        child: TaskInput = decode_first(attrs.input, TaskInput)
         call_id = attrs.workflow_id.rsplit("/", 1)[-1]
         agent = child.metadata.get("agent")  # set by the workflow for a declared sub-agent
         seq = self.emit(
@@ -601,9 +601,11 @@ class Projector:
         self.children[event.event_id] = (call_id, attrs.workflow_id, seq)
 
     def on_child_closed(
-        self, event: HistoryEvent, initiated_id: int, answer: str, success: bool, *,
-        usage: Any = None, data: Any = None, to_model: bool = True,
+        self, event: HistoryEvent, initiated_id: int, answer: str, success: bool, block: ToolResultBlock | None, *,
+        usage: Any = None, data: Any = None,
     ) -> None:
+        """A child ended: SubtaskCompleted, then (unless it ended the parent too) the tool result
+        its parent's model got, built as AgentWorkflow builds it."""
         if initiated_id not in self.children:
             return
         call_id, child_id, seq = self.children[initiated_id]
@@ -615,12 +617,8 @@ class Projector:
             event,
             seq,
         )
-        if not to_model:
-            return
-        block = ToolResultBlock(
-            call_id=call_id, output=answer if success else None, success=success, error=None if success else answer
-        )
-        self.messages([Message(role="tool", content=[block])], f"subtask:{child_id}", event, seq)
+        if block is not None:
+            self.messages([tool_round_message([block])], f"subtask:{child_id}", event, seq)
 
     def on_closed(self, event: HistoryEvent) -> None:
         t = event.event_type
@@ -718,11 +716,12 @@ class Projector:
             self.on_child_initiated(event)
         elif t == E.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED:
             a3 = event.child_workflow_execution_completed_event_attributes
-            result: TaskResult = _first(a3.result, TaskResult)
+            result: TaskResult = decode_first(a3.result, TaskResult)
             completed = result.status == "completed"
+            call_id = self.children[a3.initiated_event_id][0] if a3.initiated_event_id in self.children else ""
             self.on_child_closed(
                 event, a3.initiated_event_id, subtask_output(result) if completed else result.answer, completed,
-                usage=result.usage, data=result.data,
+                subtask_result_block(call_id, result), usage=result.usage, data=result.data,
             )
         elif t in (
             E.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_FAILED,
@@ -731,10 +730,20 @@ class Projector:
             E.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_TIMED_OUT,
         ):
             attrs = _child_close_attrs(event)
-            answer = failure_text(attrs.failure)[0] if hasattr(attrs, "failure") else "subtask did not complete"
-            # A child's configuration error ends the parent too: no tool result reaches its model.
-            fatal = hasattr(attrs, "failure") and failure_text(attrs.failure)[1] in CONFIGURATION_ERRORS
-            self.on_child_closed(event, attrs.initiated_event_id, answer, False, to_model=not fatal)
+            initiated = attrs.initiated_event_id
+            call_id = self.children[initiated][0] if initiated in self.children else ""
+            block: ToolResultBlock | None
+            if t == E.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_FAILED:
+                answer, error_type = failure_text(attrs.failure)
+                # A child's configuration error ends the parent too: no tool result reaches its model.
+                fatal = error_type in CONFIGURATION_ERRORS
+                block = None if fatal else subtask_failed_block(call_id, innermost_message(attrs.failure))
+            elif t == E.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_CANCELED:
+                answer, block = SUBTASK_DID_NOT_COMPLETE, None  # the parent is cancelled with it
+            else:
+                answer = SUBTASK_DID_NOT_COMPLETE
+                block = subtask_failed_block(call_id, SUBTASK_DID_NOT_COMPLETE)
+            self.on_child_closed(event, initiated, answer, False, block)
         else:
             self.on_closed(event)
 

@@ -16,6 +16,16 @@ from typing import Any, NoReturn
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, ChildWorkflowError
 
+from noeta.protocols.appends import (
+    SUBTASK_DID_NOT_COMPLETE,
+    engine_feedback,
+    goal_message,
+    recalled_messages,
+    subtask_failed_block,
+    subtask_result_block,
+    tool_result_block,
+    tool_round_message,
+)
 from noeta.protocols.bounds import settings_problem
 from noeta.protocols.decisions import CallModel, CallTools, Finish, SpawnSubtask
 from noeta.protocols.hooks import (
@@ -27,7 +37,7 @@ from noeta.protocols.hooks import (
     combine,
 )
 from noeta.protocols.mcp import McpTarget
-from noeta.protocols.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from noeta.protocols.messages import Message, ToolResultBlock, ToolUseBlock
 from noeta.protocols.names import (
     INJECTED_MEMO_KEY,
     QUERY_PENDING_APPROVALS,
@@ -62,7 +72,6 @@ from noeta.protocols.task import (
     denied_by_guard,
     finish_denied_feedback,
     not_approved,
-    subtask_output,
     tool_failed_text,
     validation_feedback,
 )
@@ -342,9 +351,7 @@ class AgentWorkflow:
         """Run goal ``index`` to its result; ``goal`` None resumes it after continue-as-new."""
         state = self._state
         if goal is not None:
-            self._append(
-                Message(role="user", content=[TextBlock(text=goal.goal), *goal.images], origin="human")
-            )
+            self._append(goal_message(goal.goal, goal.images))
             state.turn = 0
             state.validation_issues = []
             self._finish_refusals = 0
@@ -402,10 +409,10 @@ class AgentWorkflow:
                 results = await asyncio.gather(
                     *(self._guarded_tool(c, verdicts.get(c.call_id)) for c in decision.calls)
                 )
-                self._append(Message(role="tool", content=[block for block, _ in results]))
-                for _, memories in results:  # recalled by the memory tool: the engine's context
-                    for text in memories:
-                        self._append(Message(role="user", content=[TextBlock(text=text)], origin="memory"))
+                self._append(tool_round_message([block for block, _ in results]))
+                # recalled by the memory tool: the engine's context, after the results
+                for message in recalled_messages([text for _, memories in results for text in memories]):
+                    self._append(message)
                 if self._budget is not None:
                     self._budget.warn()
             elif isinstance(decision, SpawnSubtask):
@@ -428,7 +435,7 @@ class AgentWorkflow:
                         ),
                         reject=refusal,
                     )
-                self._append(Message(role="tool", content=[block]))
+                self._append(tool_round_message([block]))
             else:
                 raise ApplicationError(
                     f"policy returned {type(decision).__name__}, which is not a Decision",
@@ -521,7 +528,7 @@ class AgentWorkflow:
             return True
         self._finish_refusals += 1
         self._last_refusal = refusal
-        self._append(Message(role="user", content=[TextBlock(text=finish_denied_feedback(refusal))], origin="system"))
+        self._append(engine_feedback(finish_denied_feedback(refusal)))
         return False
 
     # -- steps ------------------------------------------------------------------------------------
@@ -553,7 +560,7 @@ class AgentWorkflow:
                 answer,
             )
         # The feedback is the engine's, not the user's: origin "system" (an InjectedMessage).
-        self._append(Message(role="user", content=[TextBlock(text=validation_feedback(issue))], origin="system"))
+        self._append(engine_feedback(validation_feedback(issue)))
         return checked
 
     async def _call_model(self, decision: CallModel) -> None:
@@ -631,14 +638,7 @@ class AgentWorkflow:
             if isinstance(cause, ApplicationError) and cause.type in TASK_FATAL_TOOL_ERRORS:
                 raise typed_task_error(cause) from err
             result = ToolResult(success=False, output=tool_failed_text(call.tool_name, failure_message(err)))
-        block = ToolResultBlock(
-            call_id=call.call_id,
-            output=result.output_ref or result.output,
-            success=result.success,
-            error=None if result.success else (result.output or "tool failed"),
-            images=list(result.images) or None,
-        )
-        return block, memories
+        return tool_result_block(call.call_id, result), memories
 
     def _mcp_target(self, spec: ToolSpec | None) -> McpTarget | None:
         """Where a remote MCP server's tool is called (its server's configuration as recorded)."""
@@ -671,14 +671,11 @@ class AgentWorkflow:
                     add_failed_spend(self._state, cause.details[0])
             if isinstance(cause, ApplicationError) and cause.type in CONFIGURATION_ERRORS:
                 raise typed_task_error(cause) from err  # a missing resource, a bad scope: ours to fix
-            return ToolResultBlock(call_id=spawn.call_id, output=None, success=False, error=failure_message(err))
+            # A child that failed says why; one terminated or timed out has nothing to say.
+            reason = failure_message(err) if isinstance(cause, ApplicationError) else SUBTASK_DID_NOT_COMPLETE
+            return subtask_failed_block(spawn.call_id, reason)
         self._state.usage = self._state.usage + result.usage
         self._state.counts = self._state.counts + result.counts
         if self._budget is not None:
             self._budget.warn()
-        return ToolResultBlock(
-            call_id=spawn.call_id,
-            output=subtask_output(result) if result.status == "completed" else result.answer,
-            success=result.status == "completed",
-            error=None if result.status == "completed" else result.answer,
-        )
+        return subtask_result_block(spawn.call_id, result)
