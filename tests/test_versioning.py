@@ -17,6 +17,7 @@ from noeta.plugin import NoetaPlugin
 from noeta.sdk.testing import FakeLLMProvider
 from noeta.worker import Registry
 from noeta.workflows import AgentWorkflow
+from tests.support.pure_policy import WrappedLLMPolicy
 from tests.support.scripts import call, say
 from tests.support.tools import add
 from tests.support.versioned import EXAMPLE_PATCH, PatchedAgentWorkflow, UnpatchedAgentWorkflow
@@ -46,7 +47,9 @@ async def test_new_tasks_take_the_new_path(client: AsyncClient, content_store, t
         activities=AgentActivities(registry).activities(),
     )
     async with worker:
-        task_id = await client.start("add", Options(provider=provider, allowed_tools=[add]), task_queue=task_queue)
+        # A policy of its own: the task runs as WORKFLOW_NAME, the type this worker registers.
+        options = Options(provider=provider, allowed_tools=[add], policy=WrappedLLMPolicy())
+        task_id = await client.start("add", options, task_queue=task_queue)
         assert (await client.result(task_id)).answer == "3"
     history = await client.temporal.get_workflow_handle(task_id).fetch_history()
     markers = [e.marker_recorded_event_attributes for e in history.events if e.HasField("marker_recorded_event_attributes")]

@@ -31,7 +31,7 @@ from noeta.protocols.names import (
     SA_MODEL,
     SA_STATUS,
     SEARCH_ATTRIBUTES,
-    WORKFLOW_NAME,
+    WORKFLOW_TYPES_QUERY,
 )
 from noeta.protocols.task import TaskResult
 
@@ -186,7 +186,7 @@ def task_query(
     metadata: Mapping[str, str] | None = None,
 ) -> str:
     """The visibility query for ``list_tasks``; every filter value is checked (no quotes)."""
-    query = f"WorkflowType = '{WORKFLOW_NAME}'"
+    query = WORKFLOW_TYPES_QUERY
     indexed = set(BASE_SEARCH_ATTRIBUTES) <= registered
     if status:
         if status not in TASK_STATUSES:

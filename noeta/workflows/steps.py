@@ -17,12 +17,14 @@ from noeta.protocols.names import (
     CHECK_GUARDS,
     INVOKE_TOOL,
     LOAD_TRANSCRIPT,
+    PATCH_BUILTIN_POLICY_CHILDREN,
     PATCH_LEAN_STEPS,
     PATCH_TASK_RESOURCES,
     PREPARE_TASK,
     RELEASE_RESOURCES,
     VALIDATE_OUTPUT,
     WORKFLOW_NAME,
+    workflow_name_for,
 )
 from noeta.protocols.scope import merge_scopes
 from noeta.protocols.task import (
@@ -229,8 +231,10 @@ async def validate_output(task: TaskInput, inp: ValidateInput) -> ValidateOutput
 
 async def run_subtask(child: TaskInput, child_id: str, summary: str) -> TaskResult:
     """A sub-agent as a child workflow; raises ChildWorkflowError when it did not complete."""
+    # Children started before the built-in-policy workflow type existed were all WORKFLOW_NAME.
+    kind = workflow_name_for(child.policy) if workflow.patched(PATCH_BUILTIN_POLICY_CHILDREN) else WORKFLOW_NAME
     result: TaskResult = await workflow.execute_child_workflow(
-        WORKFLOW_NAME, child, id=child_id, result_type=TaskResult, static_summary=summary[:200]
+        kind, child, id=child_id, result_type=TaskResult, static_summary=summary[:200]
     )
     return result
 
