@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from pydantic import BaseModel
 from temporalio.client import Client as TemporalClient
@@ -170,9 +170,13 @@ class Registry:
         return spec
 
 
+def _is_registry(value: object) -> TypeGuard[Registry]:
+    return isinstance(value, Registry)
+
+
 def load_registry(path: str) -> Registry:
     """Import ``module:attribute``; the attribute is a Registry or a callable returning one."""
-    return load_object(path, Registry, "registry")
+    return load_object(path, _is_registry, "Registry", "registry")
 
 
 def build_worker(
