@@ -8,8 +8,8 @@ import math
 from collections.abc import Callable
 from importlib import metadata
 
-from noeta.client.visibility import TASK_STATUSES
 from noeta.protocols.bounds import BOUNDS, bound_problem
+from noeta.protocols.statuses import TASK_STATUSES
 from noeta.tuning import SETTINGS as TUNING_SETTINGS
 
 MAX_LIST_LIMIT = 1000

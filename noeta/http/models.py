@@ -12,8 +12,9 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, Stri
 
 from noeta.client.client import PendingApproval
 from noeta.client.options import Options
-from noeta.client.visibility import TASK_STATUSES, TaskInfo, TaskSummary
+from noeta.client.visibility import TaskInfo, TaskSummary
 from noeta.protocols.budget import UsageLimits
+from noeta.protocols.statuses import TASK_STATUSES, TaskStatus
 from noeta.protocols.task import ApprovalRequest, TaskResult
 
 Number = StrictInt | StrictFloat
@@ -134,7 +135,7 @@ class ErrorBody(Response):
 
 class TaskSummaryOut(Response):
     task_id: str
-    status: str = Field(description="NoetaStatus: " + ", ".join(TASK_STATUSES))
+    status: TaskStatus = Field(description="NoetaStatus: " + ", ".join(TASK_STATUSES))
     goal: str | None
     model: str | None
     turns: int
