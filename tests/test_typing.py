@@ -20,12 +20,14 @@ CORRECT = '''
 from collections.abc import Coroutine
 from typing import Any, assert_type
 
+from pydantic import BaseModel
+
 from noeta.protocols.hooks import GuardDecision
 from noeta.protocols.statuses import GoalStatus, ResultStatus, TaskStatus
 from noeta.sdk import (
     ContentStore, DecoratedTool, Finish, Guard, GuardContext, LLMProvider, LLMRequest, LLMResponse,
     Options, ProposedAction, QueryResult, Registry, Result, SdkMcpServer, TextBlock, ToolContext,
-    ToolResult, VerdictResult, create_sdk_mcp_server, query, tool,
+    ToolResult, Validator, VerdictResult, create_sdk_mcp_server, expect_validator, query, tool,
 )
 from noeta.sdk.testing import FakeLLMProvider
 
@@ -89,6 +91,21 @@ for item in result.messages():
     if isinstance(item, Result):
         assert_type(item.status, ResultStatus)
 
+
+
+class Quote(BaseModel):
+    price: float
+
+
+def positive_price(data: Quote) -> bool | str:
+    return data.price >= 0 or "the price must not be negative"
+
+
+async def any_answer(data: Any) -> bool:
+    return True
+
+
+validators: list[Validator] = [expect_validator(Quote, positive_price), expect_validator(any_answer, name="any")]
 open_status: TaskStatus = "awaiting_approval"
 decision = GuardDecision(call_id="c1", guard="ask-big", verdict="deny")
 finish = Finish(answer="no", status="failed")
@@ -97,9 +114,12 @@ finish = Finish(answer="no", status="failed")
 MISUSE = '''
 from typing import Any
 
+from pydantic import BaseModel
+
 from noeta.protocols.statuses import TaskStatus
 from noeta.sdk import (
-    Finish, LLMRequest, Options, ToolContext, ToolResult, VerdictResult, create_sdk_mcp_server, query, tool,
+    Finish, LLMRequest, Options, ToolContext, ToolResult, VerdictResult, create_sdk_mcp_server, expect_validator,
+    query, tool,
 )
 
 SCHEMA = {"type": "object"}
@@ -151,6 +171,17 @@ if result.status == "succeeded":  # E: comparison-overlap
 finish = Finish(answer="a", status="done")  # E: arg-type
 verdict = VerdictResult(verdict="maybe")  # E: arg-type
 status: TaskStatus = "finished"  # E: assignment
+
+
+class Quote(BaseModel):
+    price: float
+
+
+def rules_for_text(data: str) -> bool:
+    return bool(data)
+
+
+validator = expect_validator(Quote, rules_for_text)  # E: arg-type
 '''
 
 _ERROR = re.compile(r"^(?P<file>[\w.]+):(?P<line>\d+): error: .*\[(?P<code>[\w-]+)\]$")
