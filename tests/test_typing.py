@@ -23,11 +23,10 @@ from typing import Any, assert_type
 from pydantic import BaseModel
 
 from noeta.protocols.hooks import GuardDecision
-from noeta.protocols.statuses import GoalStatus, ResultStatus, TaskStatus
 from noeta.sdk import (
-    ContentStore, DecoratedTool, Finish, Guard, GuardContext, LLMProvider, LLMRequest, LLMResponse,
-    Options, ProposedAction, QueryResult, Registry, Result, SdkMcpServer, TextBlock, ToolContext,
-    ToolResult, Validator, VerdictResult, create_sdk_mcp_server, expect_validator, query, tool,
+    ContentStore, DecoratedTool, Finish, GoalStatus, Guard, GuardContext, LLMProvider, LLMRequest, LLMResponse,
+    Options, ProposedAction, QueryResult, Registry, Result, ResultStatus, SdkMcpServer, TaskStatus, TextBlock,
+    ToolContext, ToolResult, Validator, VerdictResult, create_sdk_mcp_server, expect_validator, query, tool,
 )
 from noeta.sdk.testing import FakeLLMProvider
 
