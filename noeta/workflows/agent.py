@@ -40,6 +40,7 @@ from noeta.protocols.names import (
 )
 from noeta.protocols.policy import Policy
 from noeta.protocols.scope import merge_scopes
+from noeta.protocols.statuses import GoalStatus
 from noeta.protocols.step_context import StepContext
 from noeta.protocols.task import (
     ApprovalInput,
@@ -347,9 +348,10 @@ class AgentWorkflow(Actions):
                     non_retryable=True,
                 )
 
-    def _result(self, answer: str, status: str, index: int, data: Any = None) -> TaskResult:
+    def _result(self, answer: str, status: GoalStatus, index: int, data: Any = None) -> TaskResult:
         result = TaskResult(
             answer=answer,
+            # A policy is user code: anything but "failed" counts as completed, whatever it typed.
             status="failed" if status == "failed" else "completed",
             usage=self._state.usage,
             turns=self._state.turn,

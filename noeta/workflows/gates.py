@@ -20,13 +20,14 @@ from noeta.protocols.task import (
     finish_denied_feedback,
     not_approved,
 )
+from noeta.protocols.tool import RiskLevel
 from noeta.workflows import steps
 from noeta.workflows.run import AgentRun
 from noeta.workflows.subagents import run_env
 
 
 class Gates(AgentRun):
-    def _risk(self, tool_name: str) -> str:
+    def _risk(self, tool_name: str) -> RiskLevel:
         spec = self._tools.get(tool_name)
         return spec.risk_level if spec else "high"
 

@@ -13,6 +13,7 @@ from typing import NoReturn
 from temporalio import workflow
 
 from noeta.protocols.messages import Message
+from noeta.protocols.statuses import TaskStatus
 from noeta.protocols.step_context import StepContext
 from noeta.protocols.task import (
     Carry,
@@ -71,7 +72,7 @@ class AgentRun:
         self._transcript.append(message)
         self._state.pending.append(message)
 
-    def _update_index(self, status: str | None = None) -> None:
+    def _update_index(self, status: TaskStatus | None = None) -> None:
         # The resolved model rides on upserts that happen anyway (no extra history event).
         model = self._state.model if self._task.model is None else None
         self._index.update(self._state.total_turns, self._state.usage, status, model=model)
