@@ -20,12 +20,19 @@ from noeta.workflows import AgentWorkflow
 from tests.support.pure_policy import WrappedLLMPolicy
 from tests.support.scripts import call, say
 from tests.support.tools import add
-from tests.support.versioned import EXAMPLE_PATCH, PatchedAgentWorkflow, UnpatchedAgentWorkflow
+from tests.support.versioned import (
+    EXAMPLE_PATCH,
+    PatchedAgentWorkflow,
+    PatchedBuiltinPolicyWorkflow,
+    UnpatchedAgentWorkflow,
+)
 from tests.test_replay import HISTORIES, ROOT, load
 
 
 async def replay(workflow: type, history: WorkflowHistory) -> BaseException | None:
-    replayer = Replayer(workflows=[workflow], plugins=[NoetaPlugin()])
+    # The example change in both workflow types; ``workflow`` is the one under test for the other.
+    others = [PatchedBuiltinPolicyWorkflow] if workflow is not PatchedBuiltinPolicyWorkflow else []
+    replayer = Replayer(workflows=[workflow, *others], plugins=[NoetaPlugin()])
     return (await replayer.replay_workflow(history, raise_on_replay_failure=False)).replay_failure
 
 

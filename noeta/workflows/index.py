@@ -12,6 +12,7 @@ from noeta.protocols.messages import Usage
 from noeta.protocols.names import INDEX_INTERVAL_SECONDS, PATCH_LEAN_STEPS
 from noeta.protocols.statuses import TaskStatus
 from noeta.search_attributes import COST_USD, MODEL, STATUS, TOKENS_IN, TOKENS_OUT, TURNS
+from noeta.workflows import patches
 
 
 class SearchIndex:
@@ -31,7 +32,7 @@ class SearchIndex:
         if not self.enabled:
             return
         now = workflow.now()
-        if status is None and workflow.patched(PATCH_LEAN_STEPS):
+        if status is None and patches.patched(PATCH_LEAN_STEPS):
             # The client set the initial values when it started the task.
             since = now - (self._indexed_at or workflow.info().start_time)
             if since.total_seconds() < INDEX_INTERVAL_SECONDS:

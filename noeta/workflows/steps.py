@@ -51,6 +51,7 @@ from noeta.protocols.task import (
     subagent_tool,
 )
 from noeta.protocols.tool import ToolSpec
+from noeta.workflows import patches
 from noeta.workflows.failures import provider_failure, raise_if_cancelled, typed_task_error
 
 #: Steps that only touch the worker's registry and content store.
@@ -135,7 +136,7 @@ async def prepare(task: TaskInput) -> PrepareOutput:
         # A short check of the worker's registry and a few content-store writes: as a local
         # activity it saves a round trip through the server and five history events per task.
         plan: PrepareOutput
-        if workflow.patched(PATCH_LEAN_STEPS):
+        if patches.patched(PATCH_LEAN_STEPS):
             plan = await workflow.execute_local_activity(
                 PREPARE_TASK, inp, result_type=PrepareOutput, start_to_close_timeout=BOOKKEEPING_TIMEOUT,
                 retry_policy=retries, summary=summary,
@@ -232,7 +233,7 @@ async def validate_output(task: TaskInput, inp: ValidateInput) -> ValidateOutput
 async def run_subtask(child: TaskInput, child_id: str, summary: str) -> TaskResult:
     """A sub-agent as a child workflow; raises ChildWorkflowError when it did not complete."""
     # Children started before the built-in-policy workflow type existed were all WORKFLOW_NAME.
-    kind = workflow_name_for(child.policy) if workflow.patched(PATCH_BUILTIN_POLICY_CHILDREN) else WORKFLOW_NAME
+    kind = workflow_name_for(child.policy) if patches.patched(PATCH_BUILTIN_POLICY_CHILDREN) else WORKFLOW_NAME
     result: TaskResult = await workflow.execute_child_workflow(
         kind, child, id=child_id, result_type=TaskResult, static_summary=summary[:200]
     )
@@ -243,7 +244,7 @@ async def release_resources(task: TaskInput, inp: ReleaseInput) -> ReleaseOutput
     """The task ended (completed, failed or cancelled): destroy its task-scoped resources. A local
     activity: the worker that runs the workflow is the one that created them when it prepared the
     task. Failures are logged by the worker and recorded, never the task's outcome."""
-    if not workflow.patched(PATCH_TASK_RESOURCES):
+    if not patches.patched(PATCH_TASK_RESOURCES):
         return None
     try:
         released: ReleaseOutput = await workflow.execute_local_activity(
