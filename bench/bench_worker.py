@@ -35,6 +35,12 @@ async def noeta_worker(args: argparse.Namespace, worker_kwargs: dict[str, Any]) 
     return build_worker(temporal, registry, args.queue, **worker_kwargs)
 
 
+async def baseline_unsandboxed_worker(args: argparse.Namespace, worker_kwargs: dict[str, Any]) -> Any:
+    from temporalio.worker import UnsandboxedWorkflowRunner
+
+    return await baseline_worker(args, {**worker_kwargs, "workflow_runner": UnsandboxedWorkflowRunner()})
+
+
 async def baseline_worker(args: argparse.Namespace, worker_kwargs: dict[str, Any]) -> Any:
     from baseline_activities import model, tool
     from baseline_loop import BaselineLoop
@@ -52,7 +58,12 @@ async def serve(args: argparse.Namespace) -> None:
         worker_kwargs["max_concurrent_workflow_tasks"] = args.max_workflow_tasks
     if args.max_cached_workflows is not None:
         worker_kwargs["max_cached_workflows"] = args.max_cached_workflows
-    build = noeta_worker if args.system == "noeta" else baseline_worker
+    build = {
+        "noeta": noeta_worker,
+        "noeta-sandboxed": noeta_worker,  # the same worker; its tasks carry a policy of their own
+        "baseline": baseline_worker,
+        "baseline-unsandboxed": baseline_unsandboxed_worker,
+    }[args.system]
     worker = await build(args, worker_kwargs)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -73,7 +84,7 @@ async def serve(args: argparse.Namespace) -> None:
 def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("system", choices=["noeta", "baseline"])
+    parser.add_argument("system", choices=["noeta", "noeta-sandboxed", "baseline", "baseline-unsandboxed"])
     parser.add_argument("--address", required=True)
     parser.add_argument("--queue", required=True)
     parser.add_argument("--home", required=True, help="Noeta's data directory (its content store)")

@@ -29,6 +29,7 @@ import contextlib
 import dataclasses
 import datetime
 import importlib.metadata
+import itertools
 import json
 import os
 import platform
@@ -62,6 +63,9 @@ from workload import PROVIDER_NAME, final_answer, goal_for
 T = TypeVar("T")
 
 SYSTEMS = ("baseline", "noeta")
+#: Measured on request (--with-sandbox-variants), to tell the workflow sandbox's share apart: the
+#: floor outside the sandbox, and Noeta tasks with a policy of their own (AgentWorkflow, sandboxed).
+SANDBOX_VARIANTS = ("baseline-unsandboxed", "noeta-sandboxed")
 TRANSIENT_RPC = (
     RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED, RPCStatusCode.UNAVAILABLE,
     RPCStatusCode.RESOURCE_EXHAUSTED,
@@ -222,8 +226,10 @@ class System:
     """None when the task completed as expected, else what went wrong."""
 
 
-async def noeta_system(address: str, home: Path) -> System:
-    from scripted_agent import bench_output
+async def noeta_system(address: str, home: Path, name: str = "noeta") -> System:
+    """Noeta on the built-in policy (AgentWorkflow.builtin, no sandbox), or with ``name``
+    "noeta-sandboxed" the same tasks with a policy of their own (AgentWorkflow, in the sandbox)."""
+    from scripted_agent import OwnPolicy, bench_output
 
     from noeta.client.client import AsyncClient
     from noeta.client.config import Settings
@@ -232,7 +238,10 @@ async def noeta_system(address: str, home: Path) -> System:
     client = await AsyncClient.connect(HostConfig(settings=Settings(temporal_address=address, home=home)))
 
     async def start(task_id: str, steps: int, output_bytes: int, queue: str) -> None:
-        options = Options(provider=PROVIDER_NAME, allowed_tools=[bench_output], max_turns=steps + 1)
+        options = Options(
+            provider=PROVIDER_NAME, allowed_tools=[bench_output], max_turns=steps + 1,
+            policy=OwnPolicy() if name == "noeta-sandboxed" else None,
+        )
         await client.start(goal_for(steps, output_bytes), options, task_id=task_id, task_queue=queue)
 
     async def check(task_id: str, steps: int) -> str | None:
@@ -241,10 +250,10 @@ async def noeta_system(address: str, home: Path) -> System:
             return f"{result.status}: {result.answer[:200]}"
         return None
 
-    return System("noeta", client.temporal, start, check)
+    return System(name, client.temporal, start, check)
 
 
-async def baseline_system(address: str) -> System:
+async def baseline_system(address: str, name: str = "baseline") -> System:
     from temporalio.client import Client
     from temporalio.contrib.pydantic import pydantic_data_converter
 
@@ -259,7 +268,7 @@ async def baseline_system(address: str) -> System:
             return f"unexpected result {result!r}"
         return None
 
-    return System("baseline", temporal, start, check)
+    return System(name, temporal, start, check)
 
 
 # -- one batch of tasks -----------------------------------------------------------------------------
@@ -548,11 +557,15 @@ def table(results: list[Figures]) -> str:
 def ratios(results: list[Figures]) -> list[dict[str, Any]]:
     out = []
     by_key = {(f.system, f.agents, f.steps): f for f in results}
-    for f in results:
-        base = by_key.get(("baseline", f.agents, f.steps))
-        if f.system != "noeta" or base is None:
+    # Noeta against the floor; with the variants measured, each also against its like.
+    pairs = [("noeta / floor", "noeta", "baseline"),
+             ("noeta / floor without sandbox", "noeta", "baseline-unsandboxed"),
+             ("noeta with own policy / floor", "noeta-sandboxed", "baseline")]
+    for (label, system, baseline), (agents, steps) in itertools.product(pairs, sorted({(r.agents, r.steps) for r in results})):
+        f, base = by_key.get((system, agents, steps)), by_key.get((baseline, agents, steps))
+        if f is None or base is None:
             continue
-        row: dict[str, Any] = {"agents": f.agents, "steps": f.steps}
+        row: dict[str, Any] = {"agents": agents, "steps": steps, "pair": label}
         for _, key, _, _ in COLUMNS:
             a, b = getattr(f, key), getattr(base, key)
             row[key] = a / b if a is not None and b else None
@@ -561,11 +574,11 @@ def ratios(results: list[Figures]) -> list[dict[str, Any]]:
 
 
 def ratio_table(rows: list[dict[str, Any]]) -> str:
-    head = ["scenario", *(c[0] for c in COLUMNS)]
-    lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * len(COLUMNS)]
+    head = ["scenario", "ratio", *(c[0] for c in COLUMNS)]
+    lines = ["| " + " | ".join(head) + " |", "|---|---|" + "---:|" * len(COLUMNS)]
     for row in rows:
         lines.append("| " + " | ".join(
-            [f"{row['agents']}×{row['steps']}", *(cell("{:.2f}×", row[key]) for _, key, _, _ in COLUMNS)]
+            [f"{row['agents']}×{row['steps']}", row["pair"], *(cell("{:.2f}×", row[key]) for _, key, _, _ in COLUMNS)]
         ) + " |")
     return "\n".join(lines)
 
@@ -630,7 +643,7 @@ def scenarios(args: argparse.Namespace) -> list[tuple[int, int]]:
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     from noeta.client.embedded import EmbeddedServer
 
-    systems = [args.only] if args.only else list(SYSTEMS)
+    systems = [args.only] if args.only else [*SYSTEMS, *(SANDBOX_VARIANTS if args.with_sandbox_variants else ())]
     results: list[Figures] = []
     """One row per system and scenario: the median over --repeat runs."""
     all_runs: list[Figures] = []
@@ -647,8 +660,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         try:
             assert server.process is not None
             clients = {
-                "noeta": await noeta_system(server.address, home) if "noeta" in systems else None,
-                "baseline": await baseline_system(server.address) if "baseline" in systems else None,
+                name: await (noeta_system(server.address, home, name) if name.startswith("noeta")
+                             else baseline_system(server.address, name))
+                for name in systems
             }
             for agents, steps in scenarios(args):
                 runs: dict[str, list[Figures]] = {name: [] for name in systems}
@@ -701,7 +715,9 @@ def main() -> None:
                                      epilog="\n".join(__doc__.splitlines()[1:6]))
     parser.add_argument("--agents", type=int, action="append", help="tasks started at once (repeatable)")
     parser.add_argument("--steps", type=int, action="append", help="tool steps per task (one per --agents)")
-    parser.add_argument("--only", choices=SYSTEMS)
+    parser.add_argument("--only", choices=[*SYSTEMS, *SANDBOX_VARIANTS])
+    parser.add_argument("--with-sandbox-variants", action="store_true",
+                        help="also measure the floor outside the sandbox and Noeta tasks with a policy of their own")
     parser.add_argument("--repeat", type=int, default=1,
                         help="measure each scenario R times per system, interleaved; report medians (default 1)")
     parser.add_argument("--tool-output-bytes", type=int, default=200, help="bytes each tool call returns (default 200)")

@@ -7,12 +7,17 @@ agents can run at once.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from workload import PROVIDER_NAME, TOOL_NAME, final_answer, parse_goal, tool_output
 
+from noeta.builtins.llm_policy import LLMPolicy
+from noeta.protocols.decisions import Decision
 from noeta.protocols.messages import LLMRequest, LLMResponse, TextBlock, ToolResultBlock, ToolUseBlock, Usage
+from noeta.protocols.step_context import StepContext
 from noeta.protocols.tool import ToolContext, ToolResult
+from noeta.protocols.view import View
 from noeta.sdk import tool
 
 
@@ -47,3 +52,12 @@ class ScriptedProvider:
 )
 async def bench_output(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
     return ToolResult(success=True, output=tool_output(f"{ctx.task_id}/{ctx.call_id}", int(arguments["bytes"])))
+
+
+@dataclass(frozen=True)
+class OwnPolicy:
+    """The built-in policy's decisions from a policy of the task's own: such a task runs as
+    AgentWorkflow, in the workflow sandbox (bench --with-sandbox-variants)."""
+
+    def decide(self, ctx: StepContext, view: View) -> Decision:
+        return LLMPolicy().decide(ctx, view)

@@ -41,7 +41,7 @@ async def temporal_checks(settings: Settings) -> list[Check]:
     """The server (configured or embedded) and, when it can be reached, the search attributes."""
     from temporalio.client import Client as TemporalClient
 
-    from noeta.client.client import registered_search_attributes
+    from noeta.client.visibility import registered_search_attributes
     from noeta.protocols.names import BASE_SEARCH_ATTRIBUTES, SEARCH_ATTRIBUTES
 
     address = settings.temporal_address

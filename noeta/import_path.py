@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import importlib
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeGuard, TypeVar
 
 from noeta.errors import ConfigurationError
 
 T = TypeVar("T")
 
 
-def load_object(path: str, kind: type[T], what: str) -> T:
-    """Import ``module:attribute`` (dots allowed in the attribute); an attribute that is not a
-    ``kind`` is called without arguments (a factory) and must return one. ``what`` names the
-    setting in errors."""
+def load_object(path: str, accepts: Callable[[object], TypeGuard[T]], kind: str, what: str) -> T:
+    """Import ``module:attribute`` (dots allowed in the attribute); an attribute that ``accepts``
+    refuses is called without arguments (a factory) and must return one it accepts. ``kind`` and
+    ``what`` name the expected type and the setting in errors.
+
+    A predicate rather than a class: the expected type may be abstract (``PayloadCodec``), which a
+    ``type[T]`` parameter does not admit."""
     module_name, _, attr = path.partition(":")
     if not module_name or not attr:
         raise ConfigurationError(f"{what} {path!r} must look like 'package.module:name'")
@@ -23,7 +27,7 @@ def load_object(path: str, kind: type[T], what: str) -> T:
             target = getattr(target, part)
     except (ImportError, AttributeError) as err:
         raise ConfigurationError(f"cannot load {what} {path!r}: {err}") from err
-    made = target() if callable(target) and not isinstance(target, kind) else target
-    if not isinstance(made, kind):
-        raise ConfigurationError(f"{what} {path!r} gave {type(made).__name__}, not a {kind.__name__}")
+    made = target() if callable(target) and not accepts(target) else target
+    if not accepts(made):
+        raise ConfigurationError(f"{what} {path!r} gave {type(made).__name__}, not a {kind}")
     return made

@@ -79,12 +79,12 @@ class NoetaPlugin(SimplePlugin):
 
 
 class NoetaWorkerPlugin(SimplePlugin):
-    """``AgentWorkflow`` and the activities that serve it, for the tools and providers of ``registry``."""
+    """``AgentWorkflow`` (both workflow types) and the activities that serve it, for the tools and providers of ``registry``."""
 
     def __init__(self, registry: Registry, tuning: WorkerTuning | None = None) -> None:
         # Imported here: the client side needs none of the worker's modules.
         from noeta.activities.agent import AgentActivities
-        from noeta.workflows import AgentWorkflow
+        from noeta.workflows import WORKFLOWS
 
         activities = AgentActivities(registry, tuning)
 
@@ -103,7 +103,7 @@ class NoetaWorkerPlugin(SimplePlugin):
 
         super().__init__(
             WORKER_PLUGIN_NAME,
-            workflows=[AgentWorkflow],
+            workflows=list(WORKFLOWS),
             activities=activities.activities(),
             workflow_runner=sandbox_runner,
             run_context=running,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from pydantic import BaseModel
 from temporalio.client import Client as TemporalClient
@@ -94,6 +94,13 @@ class Registry:
             registry.add_provider(provider, name=name)
         return registry
 
+    def store(self) -> ContentStore:
+        """The content store, which a worker cannot run without (clients read what it writes).
+        Raises ConfigurationError when the registry has none."""
+        if self.content_store is None:
+            raise ConfigurationError("the registry has no content_store; client and worker must share one")
+        return self.content_store
+
     def add_tool(self, tool: Tool) -> None:
         if not isinstance(tool, Tool):
             raise ConfigurationError(f"{tool!r} is not a Tool (decorate it with @tool)")
@@ -170,9 +177,13 @@ class Registry:
         return spec
 
 
+def _is_registry(value: object) -> TypeGuard[Registry]:
+    return isinstance(value, Registry)
+
+
 def load_registry(path: str) -> Registry:
     """Import ``module:attribute``; the attribute is a Registry or a callable returning one."""
-    return load_object(path, Registry, "registry")
+    return load_object(path, _is_registry, "Registry", "registry")
 
 
 def build_worker(
@@ -190,8 +201,7 @@ def build_worker(
     """
     from noeta.plugin import NoetaWorkerPlugin
 
-    if registry.content_store is None:
-        raise ConfigurationError("the registry has no content_store; client and worker must share one")
+    registry.store()  # refuse a registry without a content store before connecting anything
     if not is_noeta_converter(client.data_converter):
         raise ConfigurationError(
             "the Temporal client does not use Noeta's data converter: connect it with "

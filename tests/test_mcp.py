@@ -264,7 +264,7 @@ async def test_replay_of_a_recorded_mcp_history_connects_to_nothing():
     from temporalio.worker import Replayer
 
     from noeta.plugin import NoetaPlugin
-    from noeta.workflows import AgentWorkflow
+    from noeta.workflows import WORKFLOWS
 
     path = ROOT / "tests" / "histories" / "lean-steps" / "mcp_tools.json"
     history = WorkflowHistory.from_json("history-mcp_tools", path.read_text())
@@ -278,7 +278,7 @@ async def test_replay_of_a_recorded_mcp_history_connects_to_nothing():
     except OSError:
         pass
     assert reader is None, "nothing may listen where the recorded server was"
-    result = await Replayer(workflows=[AgentWorkflow], plugins=[NoetaPlugin()]).replay_workflow(
+    result = await Replayer(workflows=list(WORKFLOWS), plugins=[NoetaPlugin()]).replay_workflow(
         history, raise_on_replay_failure=False
     )
     assert result.replay_failure is None

@@ -3,6 +3,7 @@ workflows fails here. (Record new ones with ``python -m tests.histories.record``
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -11,11 +12,13 @@ from temporalio.worker import Replayer
 
 from noeta.plugin import NoetaPlugin
 from noeta.protocols.names import (
+    BUILTIN_POLICY_WORKFLOW_NAME,
     PATCH_BUDGETS,
+    PATCH_BUILTIN_POLICY_CHILDREN,
     PATCH_LEAN_STEPS,
     PATCH_REFUSALS_RECORDED,
 )
-from noeta.workflows import AgentWorkflow
+from noeta.workflows import WORKFLOWS
 
 ROOT = Path(__file__).parent / "histories"
 #: Top level: the first workflow shape; each subdirectory: the shape behind one workflow.patched id.
@@ -41,6 +44,15 @@ def test_budget_histories_are_recorded():
     }
 
 
+def test_builtin_policy_histories_are_recorded():
+    # Tasks on the built-in policy run as their own, unsandboxed workflow type; a sub-agent on it too
+    # (PATCH_BUILTIN_POLICY_CHILDREN). Replayed below with that type's runner.
+    shape = ROOT / PATCH_BUILTIN_POLICY_CHILDREN
+    assert {p.stem for p in shape.glob("*.json")} >= {"tool_loop", "failed_subtask", "guards", "continue_as_new.run2"}
+    started = json.loads((shape / "tool_loop.json").read_text())["events"][0]
+    assert started["workflowExecutionStartedEventAttributes"]["workflowType"]["name"] == BUILTIN_POLICY_WORKFLOW_NAME
+
+
 def test_refusal_histories_are_recorded():
     # The scenarios whose command sequence PATCH_REFUSALS_RECORDED changed (tasks without a refusal
     # are unchanged and covered above).
@@ -49,6 +61,6 @@ def test_refusal_histories_are_recorded():
 
 @pytest.mark.parametrize("path", HISTORIES, ids=[str(p.relative_to(ROOT).with_suffix("")) for p in HISTORIES])
 async def test_replay(path: Path):
-    replayer = Replayer(workflows=[AgentWorkflow], plugins=[NoetaPlugin()])
+    replayer = Replayer(workflows=list(WORKFLOWS), plugins=[NoetaPlugin()])
     result = await replayer.replay_workflow(load(path), raise_on_replay_failure=False)
     assert result.replay_failure is None, f"{path.name} no longer replays: {result.replay_failure}"

@@ -8,6 +8,8 @@ import subprocess
 import sys
 import warnings
 
+import pytest
+from temporalio.client import WorkflowFailureError
 from temporalio.worker.workflow_sandbox import (
     SandboxedWorkflowRunner,
     SandboxRestrictions,
@@ -15,11 +17,14 @@ from temporalio.worker.workflow_sandbox import (
 from temporalio.workflow import SandboxImportNotificationPolicy
 
 from noeta.client.client import AsyncClient
-from noeta.client.options import Options
+from noeta.client.options import Options, build_task_input
+from noeta.protocols.names import BUILTIN_POLICY_WORKFLOW_NAME, WORKFLOW_NAME
 from noeta.sdk.testing import FakeLLMProvider
 from noeta.worker import Registry, build_worker
+from tests.support.pure_policy import WrappedLLMPolicy
 from tests.support.scripts import call, say
 from tests.support.tools import add
+from tests.support.waiting import eventually
 
 IO_MODULES = ["httpx", "httpcore", "jsonschema", "asyncpg", "psycopg", "redis", "anthropic", "openai", "mcp",
               "noeta.activities", "noeta.providers", "noeta.client", "noeta.context.content_store"]
@@ -35,7 +40,7 @@ def test_workflow_package_imports_no_io_modules():
 
 
 #: What AgentWorkflow may import inside the sandbox beyond the SDK's pass-through defaults.
-PURE_PREFIXES = ("noeta.errors", "noeta.protocols", "noeta.builtins", "noeta.workflows", "noeta.search_attributes")
+PURE_PREFIXES = ("tests.support.pure_policy", "noeta.errors", "noeta.protocols", "noeta.builtins", "noeta.workflows", "noeta.search_attributes")
 
 
 async def test_agent_workflow_imports_only_pure_modules_in_the_sandbox(client: AsyncClient, content_store, task_queue):
@@ -51,7 +56,9 @@ async def test_agent_workflow_imports_only_pure_modules_in_the_sandbox(client: A
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         async with build_worker(client.temporal, registry, task_queue, workflow_runner=runner):
-            task_id = await client.start("1+2", Options(provider=provider, allowed_tools=[add]), task_queue=task_queue)
+            # A policy of its own (user code around the built-in one) puts the task in the sandbox.
+            options = Options(provider=provider, allowed_tools=[add], policy=WrappedLLMPolicy())
+            task_id = await client.start("1+2", options, task_queue=task_queue)
             result = await client.result(task_id)
     assert (result.status, result.answer) == ("completed", "3")
     imported = {
@@ -61,3 +68,35 @@ async def test_agent_workflow_imports_only_pure_modules_in_the_sandbox(client: A
     }
     assert "noeta.protocols.messages" in imported  # the notification works at all
     assert {m for m in imported if m != "noeta" and not m.startswith(PURE_PREFIXES)} == set()
+
+
+async def test_user_policies_run_in_the_sandbox_and_the_builtin_policy_outside(client: AsyncClient, serve, task_queue):
+    provider = FakeLLMProvider(responder=lambda request: say("done"))
+    async with serve(providers=[provider]):
+        builtin = await client.start("plain", Options(provider=provider), task_queue=task_queue)
+        custom = await client.start("own policy", Options(provider=provider, policy=WrappedLLMPolicy()), task_queue=task_queue)
+        for task_id in (builtin, custom):
+            assert (await client.result(task_id)).answer == "done"
+    kinds = {t: (await client.temporal.get_workflow_handle(t).describe()).workflow_type for t in (builtin, custom)}
+    assert kinds == {builtin: BUILTIN_POLICY_WORKFLOW_NAME, custom: WORKFLOW_NAME}
+
+    async def both_listed() -> bool:  # visibility lists both kinds (it lags a moment)
+        return {builtin, custom} <= {t.task_id for t in await client.list_tasks(limit=1000)}
+
+    await eventually(both_listed)
+
+
+async def test_the_unsandboxed_type_refuses_a_user_policy(client: AsyncClient, serve, task_queue):
+    # Started by hand (not through Noeta's client) with a policy: refused, typed, before any step.
+    options = Options(policy=WrappedLLMPolicy())
+    async with serve(providers=[FakeLLMProvider(responses=[])]):
+        task = build_task_input(options, "sneak in", provider_name="FakeLLMProvider", task_id="refused-user-policy")
+        handle = await client.temporal.start_workflow(
+            BUILTIN_POLICY_WORKFLOW_NAME, task, id="refused-user-policy", task_queue=task_queue
+        )
+        with pytest.raises(WorkflowFailureError) as failed:
+            await handle.result()
+    assert failed.value.cause.type == "ConfigurationError"
+    assert "run as AgentWorkflow (in the sandbox)" in str(failed.value.cause)
+    events = [e async for e in handle.fetch_history_events()]
+    assert not any(e.HasField("activity_task_scheduled_event_attributes") for e in events)

@@ -21,6 +21,7 @@ from noeta.client.client import AsyncClient
 from noeta.client.config import Settings
 from noeta.client.options import HostConfig, Options
 from noeta.context.content_store import LocalContentStore
+from noeta.protocols.names import BUILTIN_POLICY_WORKFLOW_NAME
 from noeta.protocols.tool import ToolContext, ToolResult
 from noeta.sdk.testing import FakeLLMProvider
 from noeta.sdk.tools import tool
@@ -55,6 +56,10 @@ async def run_with_tool(client: AsyncClient, store: LocalContentStore, task_queu
     return task_id
 
 
+#: A task on the built-in policy runs as this workflow type.
+START = f"StartWorkflow:{BUILTIN_POLICY_WORKFLOW_NAME}"
+
+
 async def test_spans_of_a_task_with_a_tool_call(
     spans: InMemorySpanExporter, settings: Settings, content_store: LocalContentStore, task_queue: str
 ):
@@ -67,7 +72,7 @@ async def test_spans_of_a_task_with_a_tool_call(
     finished = [s for s in spans.get_finished_spans() if s.attributes.get("temporalWorkflowID", task_id) == task_id]
     by_name = {s.name: s for s in finished}
     by_id = {s.context.span_id: s for s in finished}
-    start = by_name["StartWorkflow:AgentWorkflow"]
+    start = by_name[START]
     chat = [s for s in finished if s.name == "chat gpt-test"]
     tool_span = by_name["execute_tool add"]
     assert len(chat) == 2
@@ -81,9 +86,9 @@ async def test_spans_of_a_task_with_a_tool_call(
         return names
 
     # client → workflow (its activity starts hang off the workflow's context) → activity → call
-    assert ancestors(by_name["RunWorkflow:AgentWorkflow"]) == ["StartWorkflow:AgentWorkflow"]
-    assert ancestors(chat[0]) == ["RunActivity:noeta.call_model", "StartActivity:noeta.call_model", "StartWorkflow:AgentWorkflow"]
-    assert ancestors(tool_span) == ["RunActivity:noeta.invoke_tool", "StartActivity:noeta.invoke_tool", "StartWorkflow:AgentWorkflow"]
+    assert ancestors(by_name[f"RunWorkflow:{BUILTIN_POLICY_WORKFLOW_NAME}"]) == [START]
+    assert ancestors(chat[0]) == ["RunActivity:noeta.call_model", "StartActivity:noeta.call_model", START]
+    assert ancestors(tool_span) == ["RunActivity:noeta.invoke_tool", "StartActivity:noeta.invoke_tool", START]
 
     first = min(chat, key=lambda s: s.start_time)
     assert first.kind == trace.SpanKind.CLIENT

@@ -17,14 +17,22 @@ from noeta.plugin import NoetaPlugin
 from noeta.sdk.testing import FakeLLMProvider
 from noeta.worker import Registry
 from noeta.workflows import AgentWorkflow
+from tests.support.pure_policy import WrappedLLMPolicy
 from tests.support.scripts import call, say
 from tests.support.tools import add
-from tests.support.versioned import EXAMPLE_PATCH, PatchedAgentWorkflow, UnpatchedAgentWorkflow
+from tests.support.versioned import (
+    EXAMPLE_PATCH,
+    PatchedAgentWorkflow,
+    PatchedBuiltinPolicyWorkflow,
+    UnpatchedAgentWorkflow,
+)
 from tests.test_replay import HISTORIES, ROOT, load
 
 
 async def replay(workflow: type, history: WorkflowHistory) -> BaseException | None:
-    replayer = Replayer(workflows=[workflow], plugins=[NoetaPlugin()])
+    # The example change in both workflow types; ``workflow`` is the one under test for the other.
+    others = [PatchedBuiltinPolicyWorkflow] if workflow is not PatchedBuiltinPolicyWorkflow else []
+    replayer = Replayer(workflows=[workflow, *others], plugins=[NoetaPlugin()])
     return (await replayer.replay_workflow(history, raise_on_replay_failure=False)).replay_failure
 
 
@@ -46,7 +54,9 @@ async def test_new_tasks_take_the_new_path(client: AsyncClient, content_store, t
         activities=AgentActivities(registry).activities(),
     )
     async with worker:
-        task_id = await client.start("add", Options(provider=provider, allowed_tools=[add]), task_queue=task_queue)
+        # A policy of its own: the task runs as WORKFLOW_NAME, the type this worker registers.
+        options = Options(provider=provider, allowed_tools=[add], policy=WrappedLLMPolicy())
+        task_id = await client.start("add", options, task_queue=task_queue)
         assert (await client.result(task_id)).answer == "3"
     history = await client.temporal.get_workflow_handle(task_id).fetch_history()
     markers = [e.marker_recorded_event_attributes for e in history.events if e.HasField("marker_recorded_event_attributes")]

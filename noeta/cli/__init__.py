@@ -14,6 +14,7 @@ traceback. ``noeta COMMAND --help`` explains each command (docs/cli.md).
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import atexit
 import os
@@ -42,15 +43,15 @@ EXIT_FAILED = 1
 EXIT_INTERRUPTED = 130
 
 
-async def _client_command(args: object) -> int:
+async def _client_command(args: argparse.Namespace) -> int:
     from noeta.cli.commands import COMMANDS
     from noeta.client.client import AsyncClient
 
     client = await AsyncClient.connect()
-    return await COMMANDS[args.command](client, args)  # type: ignore[attr-defined]
+    return await COMMANDS[args.command](client, args)
 
 
-async def _doctor(args: object) -> int:
+async def _doctor(args: argparse.Namespace) -> int:
     from noeta.doctor import diagnose
     from noeta.doctor import render as render_check
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable
 from importlib import metadata
 
-from noeta.client.visibility import TASK_STATUSES
 from noeta.protocols.bounds import BOUNDS, bound_problem
+from noeta.protocols.statuses import TASK_STATUSES
 from noeta.tuning import SETTINGS as TUNING_SETTINGS
 
 MAX_LIST_LIMIT = 1000
@@ -26,7 +27,7 @@ def _version() -> str:
 # -- flag types: each raises ArgumentTypeError with what is expected ------------------------------
 
 
-def _int_between(low: int, high: int | None, what: str) -> object:
+def _int_between(low: int, high: int | None, what: str) -> Callable[[str], int]:
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -47,7 +48,7 @@ port = _int_between(1, 65535, "a TCP port")
 list_limit = _int_between(1, MAX_LIST_LIMIT, "a limit")
 
 
-def _number_at_least_zero(what: str) -> object:
+def _number_at_least_zero(what: str) -> Callable[[str], float]:
     def parse(text: str) -> float:
         try:
             value = float(text)
@@ -63,7 +64,9 @@ def _number_at_least_zero(what: str) -> object:
 
 seconds = _number_at_least_zero("a number of seconds")
 days = _number_at_least_zero("a number of days")
-def option_value(option: str) -> object:
+
+
+def option_value(option: str) -> Callable[[str], float]:
     """A flag for the Options field ``option``: the range check Options and the HTTP API use
     (noeta.protocols.bounds), so the CLI refuses the same values with the same message."""
     bound = BOUNDS[option]

@@ -19,6 +19,7 @@ from noeta.protocols.messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
+from noeta.protocols.statuses import ResultStatus
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,7 @@ class Result:
     """The end of a goal. When ``status`` is "failed", ``answer`` holds the reason."""
 
     answer: str
-    status: Literal["completed", "failed", "cancelled"]
+    status: ResultStatus
 
 
 ViewItem = Union[AssistantMessage, UserMessage, InjectedMessage, ToolUse, ToolResultView, Result]

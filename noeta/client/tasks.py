@@ -27,7 +27,7 @@ from noeta.protocols.names import (
     SIGNAL_CLOSE,
     SIGNAL_INJECT,
     UPDATE_SEND_GOAL,
-    WORKFLOW_NAME,
+    workflow_name_for,
 )
 from noeta.protocols.task import MAX_INJECTION_CHARS
 
@@ -82,7 +82,7 @@ class TaskOperations(ClientBase):
         if api_key_id is not None and not await self.has_attribute(SA_API_KEY):
             api_key_id = None  # an older cluster: `noeta setup` registers it
         await self.temporal.start_workflow(
-            WORKFLOW_NAME,
+            workflow_name_for(task_input.policy),
             task_input,
             id=task_id,
             task_queue=task_queue or self.task_queue,

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, get_args
+from typing import Any
 
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest, ListSearchAttributesRequest
@@ -31,17 +31,13 @@ from noeta.protocols.names import (
     SA_MODEL,
     SA_STATUS,
     SEARCH_ATTRIBUTES,
-    WORKFLOW_NAME,
+    WORKFLOW_TYPES_QUERY,
 )
+from noeta.protocols.statuses import TASK_STATUSES, TaskStatus, is_task_status
 from noeta.protocols.task import TaskResult
 
-TaskStatus = Literal["running", "idle", "awaiting_approval", "completed", "failed", "cancelled", "terminated", "timed_out"]
-"""``running``, ``idle`` (keep-open, between goals), ``awaiting_approval`` while open; ``completed``,
-``failed``, ``cancelled`` (and, for tasks ended from outside, ``terminated``, ``timed_out``) after."""
-TASK_STATUSES: tuple[str, ...] = get_args(TaskStatus)
-
 #: NoetaStatus values -> Temporal execution status, for clusters without the search attributes.
-_EXECUTION_STATUS = {
+_EXECUTION_STATUS: dict[TaskStatus, str] = {
     "running": "Running", "idle": "Running", "awaiting_approval": "Running", "completed": "Completed",
     "failed": "Failed", "cancelled": "Canceled", "terminated": "Terminated", "timed_out": "TimedOut",
 }
@@ -51,6 +47,14 @@ CLOSED_STATUS: dict[WorkflowExecutionStatus, TaskStatus] = {
     WorkflowExecutionStatus.CANCELED: "cancelled",
     WorkflowExecutionStatus.TERMINATED: "terminated",
     WorkflowExecutionStatus.TIMED_OUT: "timed_out",
+}
+#: Status of a task without NoetaStatus (a cluster without the search attributes), from its
+#: execution status: a run that continued as new belongs to a task that goes on.
+EXECUTION_TASK_STATUS: dict[WorkflowExecutionStatus, TaskStatus] = {
+    WorkflowExecutionStatus.RUNNING: "running",
+    WorkflowExecutionStatus.CONTINUED_AS_NEW: "running",
+    WorkflowExecutionStatus.COMPLETED: "completed",
+    **CLOSED_STATUS,
 }
 _INDEXED_TYPE = {
     "Keyword": IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
@@ -69,7 +73,7 @@ class TaskSummary:
     """One task in a list (from the visibility store, which lags a moment behind the tasks)."""
 
     task_id: str
-    status: str
+    status: TaskStatus
     goal: str | None
     """The first goal (its first 200 characters); None on clusters without NoetaGoal."""
     model: str | None
@@ -186,7 +190,7 @@ def task_query(
     metadata: Mapping[str, str] | None = None,
 ) -> str:
     """The visibility query for ``list_tasks``; every filter value is checked (no quotes)."""
-    query = f"WorkflowType = '{WORKFLOW_NAME}'"
+    query = WORKFLOW_TYPES_QUERY
     indexed = set(BASE_SEARCH_ATTRIBUTES) <= registered
     if status:
         if status not in TASK_STATUSES:
@@ -217,9 +221,12 @@ def task_query(
 def summary_of(wf: WorkflowExecution) -> TaskSummary:
     attrs = wf.typed_search_attributes
     entries = attrs.get(keys.METADATA) or []
+    status = attrs.get(keys.STATUS)
+    if not is_task_status(status):  # not indexed; an unknown execution status reads as get_task's
+        status = EXECUTION_TASK_STATUS.get(wf.status, "failed") if wf.status is not None else "failed"
     return TaskSummary(
         task_id=wf.id,
-        status=attrs.get(keys.STATUS) or (wf.status.name.lower() if wf.status else "unknown"),
+        status=status,
         goal=attrs.get(keys.GOAL),
         model=attrs.get(keys.MODEL),
         turns=attrs.get(keys.TURNS) or 0,

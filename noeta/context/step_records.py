@@ -22,11 +22,11 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from noeta.context.atomic_files import write_new
 from noeta.context.content_store import ContentStore, LocalContentStore
 from noeta.protocols.messages import ContentRef
 
@@ -56,30 +56,23 @@ class LocalStepRecords:
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
+        self._root = str(self.root)
 
-    def _path(self, key: str) -> Path:
+    def _path(self, key: str) -> str:
         digest = hashlib.sha256(key.encode()).hexdigest()
-        return self.root / digest[:2] / digest[2:]
+        return f"{self._root}/{digest[:2]}/{digest[2:]}"
 
     def get(self, key: str) -> ContentRef | None:
         try:
-            return _ref(self._path(key).read_bytes())
+            with open(self._path(key), "rb") as f:
+                return _ref(f.read())
         except FileNotFoundError:
             return None
 
     def put(self, key: str, ref: ContentRef) -> None:
         path = self._path(key)
-        if path.exists():
-            return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(_ref_json(ref))
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        if not os.path.exists(path):  # the first record of a key wins
+            write_new(path, _ref_json(ref))
 
 
 class PostgresStepRecords:

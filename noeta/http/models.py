@@ -12,9 +12,10 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, Stri
 
 from noeta.client.client import PendingApproval
 from noeta.client.options import Options
-from noeta.client.visibility import TASK_STATUSES, TaskInfo, TaskSummary
+from noeta.client.visibility import TaskInfo, TaskSummary
 from noeta.protocols.activity_options import ACTIVITY_KINDS, ActivityOptions
 from noeta.protocols.budget import UsageLimits
+from noeta.protocols.statuses import TASK_STATUSES, TaskStatus
 from noeta.protocols.task import ApprovalRequest, TaskResult
 
 Number = StrictInt | StrictFloat
@@ -43,13 +44,16 @@ class TaskOptions(Request):
     output model are named: the worker's registry must have them."""
 
     system_prompt: StrictStr | None = None
-    model: StrictStr | None = Field(None, description="model name for the provider (default: the provider's)")
-    provider: StrictStr | None = Field(None, description="registry name of a provider on the worker, e.g. 'default'")
-    allowed_tools: list[StrictStr] | None = Field(None, description="names of tools registered on the worker")
-    guards: list[StrictStr] | None = Field(None, description="names of guards registered on the worker")
-    validators: list[StrictStr] | None = Field(None, description="names of validators registered on the worker")
+    model: StrictStr | None = Field(default=None, description="model name for the provider (default: the provider's)")
+    provider: StrictStr | None = Field(
+        default=None, description="registry name of a provider on the worker, e.g. 'default'"
+    )
+    allowed_tools: list[StrictStr] | None = Field(default=None, description="names of tools registered on the worker")
+    guards: list[StrictStr] | None = Field(default=None, description="names of guards registered on the worker")
+    validators: list[StrictStr] | None = Field(default=None, description="names of validators registered on the worker")
     output_schema: dict[str, Any] | StrictStr | None = Field(
-        None, description="a JSON Schema object, or the 'module:QualName' of an output model registered on the worker"
+        default=None,
+        description="a JSON Schema object, or the 'module:QualName' of an output model registered on the worker",
     )
     max_turns: StrictInt | None = None
     max_retries: StrictInt | None = None
@@ -65,20 +69,32 @@ class TaskOptions(Request):
     approval_timeout_seconds: Number | None = None
     max_history_events: StrictInt | None = None
     rate_limit_wait_seconds: Number | None = Field(
-        None, description="most time one call may wait on rate limits in all (default 600; not counted as retries)"
+        default=None,
+        description="most time one call may wait on rate limits in all (default 600; not counted as retries)",
     )
-    metadata: dict[str, Any] | None = Field(None, description="free-form; keys in NOETA_INDEXED_METADATA are searchable")
-    provider_retries: StrictInt | None = Field(None, description="retries of a model call (default: max_retries)")
-    tool_retries: StrictInt | None = Field(None, description="retries of a tool call (default: max_retries)")
-    validate_tool_input: StrictBool | None = Field(None, description="check tool arguments against input_schema")
-    thinking: dict[str, Any] | None = Field(None, description='extended thinking: {"type": "enabled", "budget_tokens": N}')
-    effort: StrictStr | None = Field(None, description="reasoning effort for providers that take one")
+    metadata: dict[str, Any] | None = Field(
+        default=None, description="free-form; keys in NOETA_INDEXED_METADATA are searchable"
+    )
+    provider_retries: StrictInt | None = Field(
+        default=None, description="retries of a model call (default: max_retries)"
+    )
+    tool_retries: StrictInt | None = Field(default=None, description="retries of a tool call (default: max_retries)")
+    validate_tool_input: StrictBool | None = Field(
+        default=None, description="check tool arguments against input_schema"
+    )
+    thinking: dict[str, Any] | None = Field(
+        default=None, description='extended thinking: {"type": "enabled", "budget_tokens": N}'
+    )
+    effort: StrictStr | None = Field(default=None, description="reasoning effort for providers that take one")
     mcp_servers: dict[str, dict[str, Any]] | None = Field(
-        None, description="remote MCP servers (stdio or streamable HTTP) by alias; secrets as ${MCP_*} references"
+        default=None,
+        description="remote MCP servers (stdio or streamable HTTP) by alias; secrets as ${MCP_*} references",
     )
-    scope: dict[str, Any] | None = Field(None, description="the task's scope data (equip_scope)")
-    scope_schema: dict[str, Any] | None = Field(None, description="a JSON Schema the scope must satisfy")
-    limits: dict[str, Any] | None = Field(None, description='usage limits, e.g. {"max_cost_usd": 0.5, "max_tool_calls": 20}')
+    scope: dict[str, Any] | None = Field(default=None, description="the task's scope data (equip_scope)")
+    scope_schema: dict[str, Any] | None = Field(default=None, description="a JSON Schema the scope must satisfy")
+    limits: dict[str, Any] | None = Field(
+        default=None, description='usage limits, e.g. {"max_cost_usd": 0.5, "max_tool_calls": 20}'
+    )
 
     def to_options(self) -> Options:
         """``Options`` (which checks ranges and schemas: a ConfigurationError names the problem)."""
@@ -95,8 +111,8 @@ class TaskOptions(Request):
 class StartTask(Request):
     goal: StrictStr
     keep_open: StrictBool = False
-    task_id: StrictStr | None = Field(None, description="default: a new random id; must not contain '/'")
-    task_queue: StrictStr | None = Field(None, description="default: the server's (NOETA_TASK_QUEUE)")
+    task_id: StrictStr | None = Field(default=None, description="default: a new random id; must not contain '/'")
+    task_queue: StrictStr | None = Field(default=None, description="default: the server's (NOETA_TASK_QUEUE)")
     options: TaskOptions | None = None
 
 
@@ -143,7 +159,7 @@ class ErrorBody(Response):
 
 class TaskSummaryOut(Response):
     task_id: str
-    status: str = Field(description="NoetaStatus: " + ", ".join(TASK_STATUSES))
+    status: TaskStatus = Field(description="NoetaStatus: " + ", ".join(TASK_STATUSES))
     goal: str | None
     model: str | None
     turns: int
@@ -163,12 +179,13 @@ class TaskOut(TaskSummaryOut):
     running: bool
     result: TaskResult | None
     error: ErrorBody | None
-    current_details: str = Field("", description="what a running task does or waits for (needs a live worker)")
+    current_details: str = Field(default="", description="what a running task does or waits for (needs a live worker)")
 
     @classmethod
     def of_info(cls, info: TaskInfo, error: dict[str, Any] | None, details: str) -> TaskOut:
         summary = TaskSummaryOut.of(info).model_dump()
-        return cls(**summary, running=info.running, result=info.result, error=error, current_details=details)
+        body = ErrorBody.model_validate(error) if error is not None else None
+        return cls(**summary, running=info.running, result=info.result, error=body, current_details=details)
 
 
 class PendingApprovalOut(Response):

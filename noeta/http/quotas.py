@@ -21,7 +21,7 @@ from noeta.client.client import AsyncClient
 from noeta.client.options import Options
 from noeta.errors import ConfigurationError, QuotaExceededError
 from noeta.protocols.budget import UsageLimits
-from noeta.protocols.names import SA_API_KEY, SA_COST_USD, WORKFLOW_NAME
+from noeta.protocols.names import SA_API_KEY, SA_COST_USD, WORKFLOW_TYPES_QUERY
 from noeta.search_attributes import COST_USD
 
 #: Environment variables of ``noeta serve``.
@@ -111,7 +111,7 @@ class SpendQuotas:
 
 async def spent_on(client: AsyncClient, key_id: str, day: str) -> float:
     """The cost of the tasks ``key_id`` started on ``day`` (YYYY-MM-DD, UTC), from visibility."""
-    query = f"WorkflowType = '{WORKFLOW_NAME}' AND {SA_API_KEY} = '{key_id}' AND StartTime >= '{day}T00:00:00Z'"
+    query = f"{WORKFLOW_TYPES_QUERY} AND {SA_API_KEY} = '{key_id}' AND StartTime >= '{day}T00:00:00Z'"
     end = (datetime.fromisoformat(day) + timedelta(days=1)).date().isoformat()
     query += f" AND StartTime < '{end}T00:00:00Z'"
     total = 0.0

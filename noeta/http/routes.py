@@ -19,12 +19,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from noeta.client.client import AsyncClient
-from noeta.client.visibility import TASK_STATUSES
 from noeta.errors import ConfigurationError, PayloadTooLargeError
 from noeta.http import models
 from noeta.http.errors import HTTPError, error_body, validation_message
 from noeta.http.quotas import SpendQuotas
 from noeta.http.sse import HEADERS, delta_stream, envelope_stream
+from noeta.protocols.statuses import TASK_STATUSES
 from noeta.protocols.task import ApprovalRequest, TaskResult
 from noeta.security.http_guard import ANONYMOUS_KEY_ID, DEFAULT_MAX_BODY, KEY_ID_STATE
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterable, AsyncIterator, Callable
 from dataclasses import asdict
 from typing import Any, TypeVar
 
@@ -44,7 +44,7 @@ def sse_delta(delta: StreamDelta) -> bytes:
 
 
 async def _with_keepalive(
-    items: AsyncIterator[T], render: Callable[[T], bytes], keepalive_seconds: float, what: str
+    items: AsyncIterable[T], render: Callable[[T], bytes], keepalive_seconds: float, what: str
 ) -> AsyncIterator[bytes | tuple[str, Any]]:
     """``render(item)`` per item, a keep-alive comment per silence; ``("error", err)`` if reading
     fails after the response started (the status line is already sent)."""

@@ -34,15 +34,16 @@ from noeta.protocols.messages import (
     Usage,
 )
 from noeta.protocols.policy import Policy
+from noeta.protocols.statuses import GoalStatus, ResultStatus, TaskStatus, Verdict
 from noeta.protocols.step_context import StepContext
 from noeta.protocols.tool import Tool, ToolContext, ToolResult, ToolSpec
 from noeta.protocols.view import View
 
 __all__ = [
-    "Block", "CallModel", "CallTools", "ContentRef", "Decision", "EventEnvelope", "Finish",
+    "Block", "CallModel", "CallTools", "ContentRef", "Decision", "EventEnvelope", "Finish", "GoalStatus",
     "Guard", "GuardContext", "ImageBlock", "LLMProvider", "LLMRequest", "LLMResponse", "Message",
     "Observer", "Policy", "ProposedAction", "ProposedFinish", "ProposedSpawnSubtask",
-    "ProposedToolCall", "SpawnSubtask", "StepContext", "StreamDelta", "StreamingProvider",
-    "Subscriber", "TextBlock", "ThinkingBlock", "Tool", "ToolContext", "ToolResult", "ToolResultBlock", "ToolSpec",
-    "ToolUseBlock", "Usage", "VerdictResult", "View",
+    "ProposedToolCall", "ResultStatus", "SpawnSubtask", "StepContext", "StreamDelta", "StreamingProvider",
+    "Subscriber", "TaskStatus", "TextBlock", "ThinkingBlock", "Tool", "ToolContext", "ToolResult", "ToolResultBlock", "ToolSpec",
+    "ToolUseBlock", "Usage", "Verdict", "VerdictResult", "View",
 ]

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Union
+from typing import Union
 
 from noeta.protocols.messages import ToolUseBlock
+from noeta.protocols.statuses import GoalStatus
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,7 @@ class Finish:
     """End the current goal. ``answer`` is the failure reason when ``status`` is "failed"."""
 
     answer: str
-    status: Literal["completed", "failed"] = "completed"
+    status: GoalStatus = "completed"
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,7 @@ from typing import Any, Callable, Literal
 from noeta.protocols.budget import UsageLimits
 from noeta.protocols.messages import Message, Usage
 from noeta.protocols.scope import ScopeLevel
+from noeta.protocols.statuses import CallOutcome, GoalStatus, Verdict
 
 Actor = str  # "engine", "provider:<name>", "tool:<name>", "guard:<name>", "human"
 
@@ -100,7 +101,7 @@ class ResourceCallObserved:
     """The ``name`` given to ``instrument``."""
     op: str
     duration_ms: float
-    outcome: Literal["ok", "error"]
+    outcome: CallOutcome
     error_type: str | None = None
     fields: dict[str, Any] = field(default_factory=dict)
 
@@ -180,7 +181,7 @@ class GuardVerdict:
     call_id: str
     """The action's id: a tool call id, a subtask's call id, or ``finish:<goal>:<n>``."""
     guard: str
-    verdict: Literal["allow", "deny", "ask"]
+    verdict: Verdict
     reason: str | None
 
 
@@ -310,7 +311,7 @@ class BudgetExceeded:
 @dataclass(frozen=True)
 class TaskCompleted:
     answer: str
-    status: Literal["completed", "failed"]
+    status: GoalStatus
     usage: Usage
     turns: int
     data: Any = None

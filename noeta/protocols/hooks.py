@@ -6,11 +6,14 @@ all three are exported and not just the union.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, Protocol, Union, runtime_checkable
 
 from pydantic import Field
+
+from noeta.protocols.statuses import GoalStatus, Verdict
+from noeta.protocols.tool import RiskLevel
 
 
 @dataclass(frozen=True)
@@ -18,7 +21,7 @@ class ProposedToolCall:
     call_id: str
     tool_name: str
     arguments: dict[str, Any]
-    risk_level: str = "low"
+    risk_level: RiskLevel = "low"
     type: Literal["tool_call"] = field(default="tool_call", kw_only=True)
 
 
@@ -32,7 +35,7 @@ class ProposedSpawnSubtask:
 @dataclass(frozen=True)
 class ProposedFinish:
     answer: str
-    status: str = "completed"
+    status: GoalStatus = "completed"
     call_id: str = ""
     """Identifies this finish for an approval (``finish:<goal>:<n>``)."""
     type: Literal["finish"] = field(default="finish", kw_only=True)
@@ -61,7 +64,7 @@ class VerdictResult:
     """``allow`` lets the action run, ``deny`` turns it into a failed result with ``reason``,
     ``ask`` holds it for human approval."""
 
-    verdict: Literal["allow", "deny", "ask"]
+    verdict: Verdict
     reason: str | None = None
 
 
@@ -71,9 +74,10 @@ class Guard(Protocol):
     it); ``check`` may be sync or async and may do I/O. Mounted with ``Options.guards`` and found on
     workers by ``name``."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
-    def check(self, action: ProposedAction, ctx: GuardContext) -> VerdictResult: ...
+    def check(self, action: ProposedAction, ctx: GuardContext) -> VerdictResult | Awaitable[VerdictResult]: ...
 
 
 @dataclass(frozen=True)
@@ -82,7 +86,7 @@ class GuardDecision:
 
     call_id: str
     guard: str
-    verdict: Literal["allow", "deny", "ask"]
+    verdict: Verdict
     reason: str | None = None
 
 

@@ -6,6 +6,7 @@ through history unchanged. Union members carry a ``type`` tag so a union decodes
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Callable, Literal, Protocol, Union, runtime_checkable
 
@@ -191,10 +192,11 @@ class LLMResponse:
 class LLMProvider(Protocol):
     """An LLM behind ``complete``. Mounted with ``Options.provider`` / ``query(provider=...)``.
 
-    ``complete`` may be sync or async; Noeta calls it inside a retried activity.
+    ``complete`` may be sync (``def``, run on a worker thread) or async (``async def``, as every
+    built-in provider); Noeta calls it inside a retried activity.
     """
 
-    def complete(self, request: LLMRequest) -> LLMResponse: ...
+    def complete(self, request: LLMRequest) -> LLMResponse | Awaitable[LLMResponse]: ...
 
 
 def registry_name(provider: LLMProvider) -> str:

@@ -6,7 +6,21 @@ running tasks and the replay of their histories.
 
 from __future__ import annotations
 
+#: Tasks whose policy is user code: the workflow runs in Temporal's sandbox, which re-checks the
+#: policy's determinism at run time and isolates its module state per run.
 WORKFLOW_NAME = "AgentWorkflow"
+#: Tasks on the built-in LLM policy: the same workflow outside the sandbox (only Noeta's own code
+#: runs in it, proven deterministic by replay), which costs a quarter less worker CPU per step.
+BUILTIN_POLICY_WORKFLOW_NAME = "AgentWorkflow.builtin"
+#: Every workflow type a Noeta task can have (visibility queries list tasks of both).
+WORKFLOW_NAMES = (WORKFLOW_NAME, BUILTIN_POLICY_WORKFLOW_NAME)
+#: The visibility filter for Noeta tasks.
+WORKFLOW_TYPES_QUERY = "WorkflowType IN ({})".format(", ".join(f"'{name}'" for name in WORKFLOW_NAMES))
+
+
+def workflow_name_for(policy: object | None) -> str:
+    """The workflow type a task runs as: sandboxed when it has a policy of its own (user code)."""
+    return WORKFLOW_NAME if policy is not None else BUILTIN_POLICY_WORKFLOW_NAME
 
 #: Activities, scheduled by name from the workflow and registered by the worker.
 PREPARE_TASK = "noeta.prepare_task"
@@ -92,6 +106,8 @@ PATCH_TASK_RESOURCES = "task-resources"
 """A task that owns task-scoped resources ends with a release_resources local activity (also when
 it fails or is cancelled). Asked only by such tasks, so others pay nothing."""
 PATCH_REFUSALS_RECORDED = "refusals-recorded"
+#: A sub-agent on the built-in policy runs as BUILTIN_POLICY_WORKFLOW_NAME (before: WORKFLOW_NAME).
+PATCH_BUILTIN_POLICY_CHILDREN = "builtin-policy-children"
 """A tool call that a guard denied, a human refused (or let time out) or that names an unknown tool
 is recorded in the memo (REFUSED_MEMO_KEY) instead of being scheduled as an invoke_tool activity
 that only returned the refusal: the UI no longer shows a refused call as a completed tool call.

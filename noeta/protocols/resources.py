@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from noeta.errors import ConfigurationError
+from noeta.protocols.statuses import CallOutcome
 
 Lifetime = Literal["task", "worker"]
 
@@ -100,7 +101,7 @@ class ResourceCall:
     resource: str
     op: str
     duration_ms: float
-    outcome: Literal["ok", "error"]
+    outcome: CallOutcome
     error_type: str | None = None
     fields: dict[str, Any] = field(default_factory=dict)
     """What ``derive`` extracted from the call (JSON values)."""

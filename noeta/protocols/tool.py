@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Protocol, runtime_checkable
 
@@ -60,15 +60,24 @@ class ToolContext:
 
 @runtime_checkable
 class Tool(Protocol):
-    """Tool metadata plus ``invoke(arguments, ctx) -> ToolResult`` (sync or async)."""
+    """Tool metadata plus ``invoke(arguments, ctx) -> ToolResult`` (sync or async).
 
-    name: str
-    version: str
-    description: str
-    input_schema: dict[str, Any]
-    risk_level: RiskLevel
+    The metadata are read-only properties so that a frozen object (an ``@tool``) or a class with
+    plain attributes both satisfy it.
+    """
 
-    def invoke(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def version(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+    @property
+    def input_schema(self) -> dict[str, Any]: ...
+    @property
+    def risk_level(self) -> RiskLevel: ...
+
+    def invoke(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult | Awaitable[ToolResult]: ...
 
 
 def tool_fingerprint(name: str, version: str, input_schema: dict[str, Any]) -> str:

@@ -10,8 +10,9 @@ and, if it keeps failing, the task fails with that error.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Union
+from typing import Any, Awaitable, Callable, TypeVar, Union, overload
 
 from noeta.errors import ConfigurationError
 
@@ -19,6 +20,8 @@ ValidatorResult = Union[bool, str]
 ValidatorFunction = Callable[[Any], Union[ValidatorResult, Awaitable[ValidatorResult]]]
 
 DEFAULT_FAILURE_MESSAGE = "Validation failed"
+
+D = TypeVar("D")
 
 
 @dataclass(frozen=True)
@@ -43,8 +46,23 @@ def validator_name(fn: Callable[..., Any]) -> str:
     return f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', repr(fn))}"
 
 
+@overload
+def expect_validator(fn: ValidatorFunction, /, *, name: str | None = None) -> Validator: ...
+
+
+@overload
+def expect_validator(
+    schema: type[D], fn: Callable[[D], ValidatorResult | Awaitable[ValidatorResult]], /, *, name: str | None = None
+) -> Validator: ...
+
+
+@overload
+def expect_validator(schema: Mapping[str, Any], fn: ValidatorFunction, /, *, name: str | None = None) -> Validator: ...
+
+
 def expect_validator(*args: Any, name: str | None = None) -> Validator:
-    """``expect_validator(validator)`` or ``expect_validator(schema, validator)``."""
+    """``expect_validator(validator)`` or ``expect_validator(schema, validator)``. The schema (a
+    model class or a JSON Schema dict) only types the validator's ``data`` for a type checker."""
     if len(args) == 1:
         schema, fn = None, args[0]
     elif len(args) == 2:

@@ -69,8 +69,9 @@ def check_scope_schema(
     keys, parts = [], []
     for error in errors:
         path = ".".join(str(p) for p in error.absolute_path)
-        if error.validator == "required":
-            missing = [k for k in error.validator_value if k not in (error.instance or {})]
+        required, instance = error.validator_value, error.instance
+        if error.validator == "required" and isinstance(required, list):
+            missing = [k for k in required if not isinstance(instance, Mapping) or k not in instance]
             for name in missing:
                 key = f"{path}.{name}" if path else name
                 keys.append(key)

@@ -28,6 +28,7 @@ from noeta.protocols.budget import CallCounts
 from noeta.protocols.event_log import EventEnvelope
 from noeta.protocols.messages import ImageBlock, LLMProvider, Usage
 from noeta.protocols.names import MEMORY_RESOURCE
+from noeta.protocols.statuses import GoalStatus
 from noeta.resources.context import ambient_resources
 from noeta.worker import Registry, build_worker
 
@@ -35,7 +36,7 @@ from noeta.worker import Registry, build_worker
 @dataclass(frozen=True)
 class QueryResult:
     task_id: str
-    status: str
+    status: GoalStatus
     """"completed" or "failed" (then ``answer()`` is the reason)."""
     usage: Usage
     """Tokens and cost (``usage.cost_usd``) of the whole task, sub-agents included."""
@@ -167,16 +168,31 @@ def structured_data(options: Options, data: Any) -> Any:
     return schema.model_validate(data)
 
 
-def query(options: Options | None = None, *, goal: str, **kwargs: Any) -> QueryResult:
+def query(
+    options: Options | None = None,
+    *,
+    goal: str,
+    provider: LLMProvider | str | None = None,
+    workspace_dir: str | Path | None = None,
+    images: Sequence[ImageBlock] = (),
+    host: HostConfig | None = None,
+    task_id: str | None = None,
+    resources: Mapping[str, Any] | None = None,
+) -> QueryResult:
     """Run ``goal`` to its end and return the result. Blocks; use :func:`aquery` in async code.
 
-    ``resources``: live objects by key for this run (with those of enclosing ``run_with`` blocks
-    and ``HostConfig.resources``); they stay in this process's in-process worker."""
+    ``provider``: an LLMProvider object, or the name of a built-in one ("anthropic", "openai",
+    "local"); None: ``options.provider``, else the environment's default. ``resources``: live
+    objects by key for this run (with those of enclosing ``run_with`` blocks and
+    ``HostConfig.resources``); they stay in this process's in-process worker."""
     if not isinstance(options, (Options, type(None))):
         raise ConfigurationError(f"query() takes Options as its first argument, got {options!r}")
     # Read here: the helper thread below does not inherit this context.
-    kwargs["resources"] = {**ambient_resources(), **(kwargs.get("resources") or {})}
-    coro = aquery(options, goal=goal, **kwargs)
+    resources = {**ambient_resources(), **(resources or {})}
+    coro = aquery(
+        options, goal=goal, provider=provider, workspace_dir=workspace_dir, images=images, host=host,
+        task_id=task_id, resources=resources,
+    )
     if not _loop_running():
         return asyncio.run(coro)
     # Called from inside an event loop: run on a private loop in a helper thread.

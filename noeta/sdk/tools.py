@@ -2,25 +2,34 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, get_args
+from typing import Any, Generic, Protocol, get_args, overload
 
 import jsonschema
+from typing_extensions import TypeVar
 
 from noeta.errors import ToolDefinitionError
 from noeta.protocols.tool import RiskLevel, ToolContext, ToolResult, tool_fingerprint
 
-ToolFunction = Callable[[dict[str, Any], ToolContext], Any]
+ToolReturn = ToolResult | Awaitable[ToolResult]
+"""What a tool function returns: a ToolResult, or an awaitable of one (``async def``)."""
+
+R = TypeVar("R", bound=ToolReturn)
+ResultT = TypeVar("ResultT", bound=ToolReturn, covariant=True, default=ToolReturn)
+"""The wrapped function's return type: ``DecoratedTool[ToolResult]`` for a ``def``, a coroutine for
+an ``async def``; a bare ``DecoratedTool`` is any tool."""
+
+ToolFunction = Callable[[dict[str, Any], ToolContext], R]
 
 _MISSING: Any = object()
 
 
 @dataclass(frozen=True)
-class DecoratedTool:
+class DecoratedTool(Generic[ResultT]):
     """A tool made by :func:`tool`. Calling it calls the wrapped function."""
 
-    fn: ToolFunction = field(repr=False)
+    fn: Callable[[dict[str, Any], ToolContext], ResultT] = field(repr=False)
     name: str
     version: str
     input_schema: dict[str, Any]
@@ -45,15 +54,57 @@ class DecoratedTool:
     def fingerprint(self) -> str:
         return tool_fingerprint(self.name, self.version, self.input_schema)
 
-    def invoke(self, arguments: dict[str, Any], ctx: ToolContext) -> Any:
+    def invoke(self, arguments: dict[str, Any], ctx: ToolContext) -> ResultT:
         return self.fn(arguments, ctx)
 
-    def __call__(self, arguments: dict[str, Any], ctx: ToolContext) -> Any:
+    def __call__(self, arguments: dict[str, Any], ctx: ToolContext) -> ResultT:
         return self.fn(arguments, ctx)
+
+
+class ToolDecorator(Protocol):
+    """What ``tool(name=..., version=..., input_schema=...)`` returns: it wraps one function."""
+
+    def __call__(self, fn: ToolFunction[R], /) -> DecoratedTool[R]: ...
+
+
+# The two overloads are the two ways to use it: tool(fn, name=...) and @tool(name=...). The
+# keywords are required here as they are at run time (omitting one raises TypeError).
+@overload
+def tool(
+    fn: ToolFunction[R],
+    *,
+    name: str,
+    version: str,
+    input_schema: dict[str, Any],
+    description: str | None = None,
+    risk_level: RiskLevel = "low",
+    timeout_seconds: float | None = None,
+    heartbeat_seconds: float | None = None,
+    max_retries: int | None = None,
+    validate_input: bool = False,
+    resources: Sequence[str] = (),
+) -> DecoratedTool[R]: ...
+
+
+@overload
+def tool(
+    fn: None = None,
+    *,
+    name: str,
+    version: str,
+    input_schema: dict[str, Any],
+    description: str | None = None,
+    risk_level: RiskLevel = "low",
+    timeout_seconds: float | None = None,
+    heartbeat_seconds: float | None = None,
+    max_retries: int | None = None,
+    validate_input: bool = False,
+    resources: Sequence[str] = (),
+) -> ToolDecorator: ...
 
 
 def tool(
-    fn: ToolFunction | None = None,
+    fn: ToolFunction[Any] | None = None,
     *,
     name: str = _MISSING,
     version: str = _MISSING,
@@ -65,7 +116,7 @@ def tool(
     max_retries: int | None = None,
     validate_input: bool = False,
     resources: Sequence[str] = (),
-) -> Any:
+) -> DecoratedTool[Any] | ToolDecorator:
     """Declare a tool. ``name``, ``version`` and ``input_schema`` are required keywords: the version
     feeds the tool's identity fingerprint, so omitting it raises TypeError.
 
@@ -92,7 +143,7 @@ def tool(
     if isinstance(resources, str) or not all(isinstance(k, str) and k for k in resources):
         raise ToolDefinitionError(f"tool {name!r}: resources must be a list of resource keys")
 
-    def wrap(f: ToolFunction) -> DecoratedTool:
+    def wrap(f: ToolFunction[R]) -> DecoratedTool[R]:
         if not callable(f):
             raise ToolDefinitionError(f"tool {name!r}: {f!r} is not callable")
         return DecoratedTool(
@@ -124,9 +175,10 @@ class SdkMcpServer:
     tools: tuple[DecoratedTool, ...]
 
 
-def create_sdk_mcp_server(
-    name: str, version: str = "1.0.0", tools: Any = ()
-) -> SdkMcpServer:
+def create_sdk_mcp_server(name: str, version: str = "1.0.0", tools: Iterable[DecoratedTool] = ()) -> SdkMcpServer:
+    """Bundle ``@tool`` functions as an in-process MCP server for ``Options.mcp_servers``.
+
+    Raises ValueError for an empty ``name`` and TypeError for an item that is not a DecoratedTool."""
     if not isinstance(name, str) or not name:
         raise ValueError("create_sdk_mcp_server: name must be a non-empty string")
     items = tuple(tools)
@@ -136,4 +188,7 @@ def create_sdk_mcp_server(
     return SdkMcpServer(name=name, version=version, tools=items)
 
 
-__all__ = ["DecoratedTool", "SdkMcpServer", "ToolResult", "create_sdk_mcp_server", "tool"]
+__all__ = [
+    "DecoratedTool", "SdkMcpServer", "ToolDecorator", "ToolFunction", "ToolResult", "ToolReturn", "create_sdk_mcp_server",
+    "tool",
+]

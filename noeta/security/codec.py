@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from typing import TypeGuard
 
 from temporalio.api.common.v1 import Payload
 from temporalio.converter import PayloadCodec
@@ -67,9 +68,13 @@ class EncryptionCodec(PayloadCodec):
         return plain
 
 
+def _is_codec(value: object) -> TypeGuard[PayloadCodec]:
+    return isinstance(value, PayloadCodec)
+
+
 def load_codec_factory(path: str) -> PayloadCodec:
     """``module:factory`` imported and called; the result must be a PayloadCodec."""
-    return load_object(path, PayloadCodec, CODEC_ENV)
+    return load_object(path, _is_codec, "PayloadCodec", CODEC_ENV)
 
 
 def codec_from_env(env: Mapping[str, str] | None = None) -> PayloadCodec | None:

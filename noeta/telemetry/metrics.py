@@ -45,6 +45,8 @@ from temporalio.worker import (
 )
 
 from noeta.protocols.names import UPDATE_APPROVE
+from noeta.protocols.statuses import OPEN_TASK_STATUSES, ApprovalDecision, RunEnd, TaskStatus
+from noeta.protocols.task import TaskResult
 
 logger = logging.getLogger(__name__)
 
@@ -59,8 +61,8 @@ APPROVALS_REQUESTED = "noeta_approvals_requested"
 APPROVALS_DECIDED = "noeta_approvals_decided"
 TASKS_FINISHED = "noeta_tasks_finished"
 TASKS_OPEN = "noeta_tasks_open"
-#: NoetaStatus values of tasks that are still open (see noeta.protocols.task).
-OPEN_STATUSES = ("running", "idle", "awaiting_approval")
+#: NoetaStatus values of tasks that are still open.
+OPEN_STATUSES = OPEN_TASK_STATUSES
 
 
 def telemetry_config(metrics_address: str | None, env: Mapping[str, str] | None = None) -> TelemetryConfig | None:
@@ -142,19 +144,19 @@ class _WorkflowMetrics(WorkflowInboundInterceptor):
         except FailureError:  # fails the workflow (other exceptions fail only the workflow task)
             _count_task("failed")
             raise
-        _count_task(getattr(result, "status", None) or "completed")
+        _count_task(result.status if isinstance(result, TaskResult) else "completed")
         return result
 
     async def handle_update_handler(self, input: HandleUpdateInput) -> Any:
         result = await self.next.handle_update_handler(input)
         if input.update == UPDATE_APPROVE and input.args:
             approved = getattr(input.args[0], "approved", None)
-            decision = "approved" if approved else "refused"
+            decision: ApprovalDecision = "approved" if approved else "refused"
             workflow.metric_meter().create_counter(APPROVALS_DECIDED, "approvals answered").add(1, {"decision": decision})
         return result
 
 
-def _count_task(status: str) -> None:
+def _count_task(status: RunEnd) -> None:
     try:
         meter = workflow.metric_meter()
     except TemporalError:  # a workflow being torn down (evicted) outside its event loop
@@ -166,7 +168,7 @@ def _count_task(status: str) -> None:
 
 
 async def poll_open_tasks(
-    client: TemporalClient, meter: MetricMeter, interval: float = 15.0, statuses: Sequence[str] = OPEN_STATUSES
+    client: TemporalClient, meter: MetricMeter, interval: float = 15.0, statuses: Sequence[TaskStatus] = OPEN_STATUSES
 ) -> None:
     """Set ``noeta_tasks_open{status}`` from the cluster's visibility every ``interval`` seconds
     until cancelled (a cluster-wide figure: every worker reports the same; aggregate with max).

@@ -27,6 +27,7 @@ from noeta.protocols.budget import (
 )
 from noeta.protocols.names import BUDGET_WARNING_MEMO_KEY, PATCH_BUDGETS
 from noeta.protocols.task import BudgetWarningRecord, Carry
+from noeta.workflows import patches
 
 
 def spend_of(state: Carry) -> Spend:
@@ -98,7 +99,7 @@ class Budget:
             r for r in readings(self.limits, spend_of(self.state), self.goal_seconds())
             if r.limit not in warned and r.allowed > 0 and r.used >= fraction * r.allowed
         ]
-        if not new or not workflow.patched(PATCH_BUDGETS):
+        if not new or not patches.patched(PATCH_BUDGETS):
             return
         warned.extend(r.limit for r in new)
         workflow.upsert_memo(

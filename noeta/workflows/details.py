@@ -16,6 +16,7 @@ from temporalio import workflow
 from noeta.protocols.hooks import ProposedFinish, ProposedSpawnSubtask, ProposedToolCall
 from noeta.protocols.messages import ToolUseBlock
 from noeta.protocols.names import UPDATE_APPROVE, UPDATE_SEND_GOAL
+from noeta.protocols.statuses import GoalStatus
 from noeta.protocols.task import ApprovalRequest
 
 #: Longest rendering of one call's arguments or of a goal/answer excerpt.
@@ -85,7 +86,7 @@ def idle(goals_done: int) -> str:
     )
 
 
-def finished(status: str, answer: str) -> str:
+def finished(status: GoalStatus, answer: str) -> str:
     return f"**goal {status}**: {excerpt(answer)}"
 
 

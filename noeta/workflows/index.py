@@ -10,7 +10,9 @@ from temporalio.common import SearchAttributeUpdate
 
 from noeta.protocols.messages import Usage
 from noeta.protocols.names import INDEX_INTERVAL_SECONDS, PATCH_LEAN_STEPS
+from noeta.protocols.statuses import TaskStatus
 from noeta.search_attributes import COST_USD, MODEL, STATUS, TOKENS_IN, TOKENS_OUT, TURNS
+from noeta.workflows import patches
 
 
 class SearchIndex:
@@ -23,14 +25,14 @@ class SearchIndex:
         """Also NoetaCostUSD (registered later than the others: only tasks whose starter saw it)."""
         self._indexed_at: datetime | None = None
 
-    def update(self, turns: int, usage: Usage, status: str | None = None, model: str | None = None) -> None:
+    def update(self, turns: int, usage: Usage, status: TaskStatus | None = None, model: str | None = None) -> None:
         """``model``: the model the provider resolved for a task that named none. It only joins an
         upsert that happens anyway; its value comes from a recorded activity result, so replay
         builds the same upsert as the original run."""
         if not self.enabled:
             return
         now = workflow.now()
-        if status is None and workflow.patched(PATCH_LEAN_STEPS):
+        if status is None and patches.patched(PATCH_LEAN_STEPS):
             # The client set the initial values when it started the task.
             since = now - (self._indexed_at or workflow.info().start_time)
             if since.total_seconds() < INDEX_INTERVAL_SECONDS:

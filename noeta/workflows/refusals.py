@@ -13,12 +13,13 @@ from temporalio import workflow
 from noeta.protocols.messages import ToolResultBlock, ToolUseBlock
 from noeta.protocols.names import PATCH_REFUSALS_RECORDED, REFUSED_MEMO_KEY
 from noeta.protocols.task import ToolRefusal, refused_result
+from noeta.workflows import patches
 
 
 def recorded() -> bool:
     """Whether this task records refusals (new tasks) or schedules them as activities (tasks
     recorded before the change, replaying)."""
-    return workflow.patched(PATCH_REFUSALS_RECORDED)
+    return patches.patched(PATCH_REFUSALS_RECORDED)
 
 
 def record_refusal(call: ToolUseBlock, reason: str) -> ToolResultBlock:

@@ -19,12 +19,14 @@ from noeta.protocols.names import (
     CHECK_GUARDS,
     INVOKE_TOOL,
     LOAD_TRANSCRIPT,
+    PATCH_BUILTIN_POLICY_CHILDREN,
     PATCH_LEAN_STEPS,
     PATCH_TASK_RESOURCES,
     PREPARE_TASK,
     RELEASE_RESOURCES,
     VALIDATE_OUTPUT,
     WORKFLOW_NAME,
+    workflow_name_for,
 )
 from noeta.protocols.scope import merge_scopes
 from noeta.protocols.task import (
@@ -50,6 +52,7 @@ from noeta.protocols.task import (
     subagent_tool,
 )
 from noeta.protocols.tool import ToolSpec
+from noeta.workflows import patches
 from noeta.workflows.failures import provider_failure, raise_if_cancelled, typed_task_error
 
 T = TypeVar("T")
@@ -176,7 +179,7 @@ async def prepare(task: TaskInput) -> PrepareOutput:
     )
     try:
         # A short check of the worker's registry and a few content-store writes: a local activity.
-        if workflow.patched(PATCH_LEAN_STEPS):
+        if patches.patched(PATCH_LEAN_STEPS):
             return await execute_local(PREPARE_TASK, inp, PrepareOutput, summary, retries)
         return await execute(
             PREPARE_TASK, inp, PrepareOutput, summary, BOOKKEEPING,
@@ -253,8 +256,10 @@ async def validate_output(task: TaskInput, inp: ValidateInput) -> ValidateOutput
 
 async def run_subtask(child: TaskInput, child_id: str, summary: str) -> TaskResult:
     """A sub-agent as a child workflow; raises ChildWorkflowError when it did not complete."""
+    # Children started before the built-in-policy workflow type existed were all WORKFLOW_NAME.
+    kind = workflow_name_for(child.policy) if patches.patched(PATCH_BUILTIN_POLICY_CHILDREN) else WORKFLOW_NAME
     result: TaskResult = await workflow.execute_child_workflow(
-        WORKFLOW_NAME, child, id=child_id, result_type=TaskResult, static_summary=summary[:200]
+        kind, child, id=child_id, result_type=TaskResult, static_summary=summary[:200]
     )
     return result
 
@@ -263,7 +268,7 @@ async def release_resources(task: TaskInput, inp: ReleaseInput) -> ReleaseOutput
     """The task ended (completed, failed or cancelled): destroy its task-scoped resources. A local
     activity: the worker that runs the workflow is the one that created them when it prepared the
     task. Failures are logged by the worker and recorded, never the task's outcome."""
-    if not workflow.patched(PATCH_TASK_RESOURCES):
+    if not patches.patched(PATCH_TASK_RESOURCES):
         return None
     summary = f"release {', '.join(inp.keys)}"
     try:

@@ -22,14 +22,17 @@ from noeta.client.client import AsyncClient
 from noeta.client.config import Settings
 from noeta.client.embedded import EmbeddedServer
 from noeta.client.events import first_run_id
-from noeta.client.options import HostConfig, Options
+from noeta.client.options import HostConfig, Options, SubAgent
 from noeta.context.content_store import LocalContentStore
 from noeta.errors import NoetaError, ProviderError
 from noeta.pricing import ModelPrice, PriceTable
 from noeta.protocols.budget import UsageLimits
+from noeta.protocols.tool import ToolContext, ToolResult
 from noeta.protocols.validation import expect_validator
+from noeta.sdk.images import image
 from noeta.sdk.query import registry_for
 from noeta.sdk.testing import FakeLLMProvider
+from noeta.sdk.tools import tool
 from noeta.worker import Registry, build_worker
 from tests.support.mcp_server import running_http_server
 from tests.support.policies import DelegatingPolicy, ThinkThenDelegate
@@ -71,6 +74,28 @@ def _delegate_then_add(request):
 def _named_model(provider: FakeLLMProvider) -> FakeLLMProvider:
     provider.model = "fake-default-1"  # type: ignore[attr-defined]  # a provider's default model
     return provider
+
+
+def _child_fails(request):
+    """The root calls the ``checker`` sub-agent; the checker's model fails for good (not retryable);
+    the root answers after the failed result."""
+    if "/sub/" in request.metadata["task_id"]:
+        raise ProviderError(provider="fake", message="the checker's model is gone", status=400, retryable=False)
+    failed = [b for m in request.messages for b in m.content if getattr(b, "type", "") == "tool_result"]
+    return say(f"checker failed: {failed[0].error}") if failed else call(("k1", "checker", {"goal": "check it"}))
+
+
+#: A picture tool results carry (a 1x1 PNG), stored in the recording's content store.
+PIXEL = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082"
+)
+_store: list[LocalContentStore] = []
+
+
+@tool(name="screenshot", version="1", input_schema={"type": "object"}, description="Take a picture of the screen.")
+def screenshot(arguments: dict, ctx: ToolContext) -> ToolResult:
+    return ToolResult(success=True, output="captured", images=[image(PIXEL, "image/png", _store[0])])
 
 
 def positive_n(data) -> bool | str:
@@ -183,6 +208,16 @@ SCENARIOS = {
         FakeLLMProvider(responses=[call(("c1", "mcp__web__add", {"a": 2, "b": 40})), say("42")]),
         dict(goal="add with MCP", options=lambda url: Options(mcp_servers={"web": {"type": "http", "url": url}})),
     ),
+    # A tool result with an image: the model gets it with the image (what once drifted).
+    "image_tool": (
+        FakeLLMProvider(responses=[call(("s1", "screenshot", {})), say("a white pixel")]),
+        dict(goal="what is on screen?", options=Options(allowed_tools=[screenshot])),
+    ),
+    # A sub-agent that fails: its parent's model gets the innermost failure (what once drifted).
+    "failed_subtask": (
+        FakeLLMProvider(responder=_child_fails),
+        dict(goal="check it", options=Options(subagents=[SubAgent("checker", "Checks things.", Options(max_retries=0))])),
+    ),
     # A task-scoped resource exposed to a sub-agent the model calls, with a scope (task-resources).
     "resources": (
         FakeLLMProvider(responder=delegate_to_reader),
@@ -208,6 +243,7 @@ async def record(names: list[str], into: Path = HERE) -> None:
         server = EmbeddedServer(Path(tmp) / "temporal", headless=True).start()
         try:
             store = LocalContentStore(Path(tmp) / "content")
+            _store[:] = [store]
             client = await AsyncClient.connect(
                 HostConfig(settings=Settings(temporal_address=server.address, home=Path(tmp)), content_store=store)
             )

@@ -15,3 +15,4 @@ from noeta.sdk import CallModel, Finish, StepContext, View
 class IdentityPolicy:
     def decide(self, ctx: StepContext, view: View) -> CallModel | Finish:
         return Finish(answer=f"{id(CallModel)} {id(Finish)}")
+

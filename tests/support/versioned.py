@@ -14,13 +14,14 @@ from datetime import timedelta
 from temporalio import workflow
 
 from noeta.protocols.names import (
+    BUILTIN_POLICY_WORKFLOW_NAME,
     WORKFLOW_NAME,
 )
 from noeta.protocols.task import (
     TaskInput,
     TaskResult,
 )
-from noeta.workflows import AgentWorkflow
+from noeta.workflows import AgentWorkflow, BuiltinPolicyWorkflow
 
 #: The patch id: one per change, never reused.
 EXAMPLE_PATCH = "example-settle-timer"
@@ -28,6 +29,17 @@ EXAMPLE_PATCH = "example-settle-timer"
 
 @workflow.defn(name=WORKFLOW_NAME)
 class PatchedAgentWorkflow(AgentWorkflow):
+    @workflow.run
+    async def run(self, task: TaskInput) -> TaskResult:
+        if workflow.patched(EXAMPLE_PATCH):
+            await workflow.sleep(timedelta(milliseconds=10), summary="example change")
+        return await super().run(task)
+
+
+@workflow.defn(name=BUILTIN_POLICY_WORKFLOW_NAME, sandboxed=False)
+class PatchedBuiltinPolicyWorkflow(BuiltinPolicyWorkflow):
+    """The same change in the other workflow type (both run the same code)."""
+
     @workflow.run
     async def run(self, task: TaskInput) -> TaskResult:
         if workflow.patched(EXAMPLE_PATCH):

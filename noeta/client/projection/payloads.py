@@ -1,0 +1,69 @@
+"""Reading Noeta's payloads and Temporal failures out of history events."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import TypeAdapter
+from temporalio.api.common.v1 import Payload, Payloads
+from temporalio.api.failure.v1 import Failure
+from temporalio.api.history.v1 import HistoryEvent
+
+_ADAPTERS: dict[type, TypeAdapter[Any]] = {}
+
+
+def decode(payload: Payload, cls: type) -> Any:
+    if payload.metadata.get("encoding") == b"binary/null":
+        return None
+    adapter = _ADAPTERS.get(cls) or _ADAPTERS.setdefault(cls, TypeAdapter(cls))
+    return adapter.validate_python(json.loads(payload.data))
+
+
+def decode_first(payloads: Payloads, cls: type) -> Any:
+    return decode(payloads.payloads[0], cls) if payloads.payloads else None
+
+
+def _application_failure(failure: Failure) -> Failure:
+    """The outermost ApplicationError of a failure chain (an activity failure wraps one), else the
+    innermost failure."""
+    while not failure.HasField("application_failure_info") and failure.HasField("cause"):
+        failure = failure.cause
+    return failure
+
+
+def failure_details(failure: Failure) -> dict[str, Any]:
+    """The first detail of that ApplicationError (Noeta puts a dict there), or {}."""
+    node = _application_failure(failure)
+    payloads = node.application_failure_info.details.payloads if node.HasField("application_failure_info") else []
+    value = json.loads(payloads[0].data) if payloads else None
+    return value if isinstance(value, dict) else {}
+
+
+def innermost_message(failure: Failure) -> str:
+    """The deepest cause's message (what AgentWorkflow's ``failure_message`` reports)."""
+    while failure.HasField("cause"):
+        failure = failure.cause
+    return failure.message or "failed"
+
+
+def failure_text(failure: Failure) -> tuple[str, str | None]:
+    """(message, ApplicationError type) of that ApplicationError."""
+    node = _application_failure(failure)
+    error_type = node.application_failure_info.type if node.HasField("application_failure_info") else None
+    return node.message or "failed", error_type or None
+
+
+
+def child_close_attrs(event: HistoryEvent) -> Any:
+    for name in (
+        "child_workflow_execution_failed_event_attributes",
+        "child_workflow_execution_canceled_event_attributes",
+        "child_workflow_execution_terminated_event_attributes",
+        "child_workflow_execution_timed_out_event_attributes",
+    ):
+        if event.HasField(name):
+            return getattr(event, name)
+    raise ValueError("not a child close event")
+
+

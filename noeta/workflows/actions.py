@@ -1,0 +1,200 @@
+"""The steps a run schedules: model calls, tool calls (behind their guards' verdicts), output
+validation and sub-agents, each turning its activity's outcome into transcript messages."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
+
+from noeta.protocols.appends import (
+    SUBTASK_DID_NOT_COMPLETE,
+    engine_feedback,
+    subtask_failed_block,
+    subtask_result_block,
+    tool_result_block,
+)
+from noeta.protocols.decisions import CallModel, SpawnSubtask
+from noeta.protocols.hooks import GuardDecision, ProposedToolCall
+from noeta.protocols.mcp import McpTarget
+from noeta.protocols.messages import Message, ToolResultBlock, ToolUseBlock
+from noeta.protocols.step_context import StepContext
+from noeta.protocols.task import (
+    CONFIGURATION_ERRORS,
+    TASK_FATAL_TOOL_ERRORS,
+    CallModelInput,
+    InvokeToolInput,
+    ValidateInput,
+    ValidateOutput,
+    tool_failed_text,
+    validation_feedback,
+)
+from noeta.protocols.tool import ToolResult, ToolSpec
+from noeta.workflows import details, refusals, steps
+from noeta.workflows.budget import add_failed_spend, count_model_call
+from noeta.workflows.failures import (
+    attempts_exhausted,
+    failure_message,
+    raise_if_cancelled,
+    typed_task_error,
+)
+from noeta.workflows.gates import Gates
+from noeta.workflows.subagents import child_task, run_env
+
+
+class Actions(Gates):
+    async def _guarded_tool(self, call: ToolUseBlock, verdict: GuardDecision | None) -> tuple[ToolResultBlock, list[str]]:
+        refusal = await self._refusal(
+            ProposedToolCall(call.call_id, call.tool_name, call.arguments, self._risk(call.tool_name)), verdict
+        )
+        if refusal is None and verdict is not None and self._budget is not None:
+            self._budget.check()  # a human may have taken longer than the goal's time limit allows
+        return await self._invoke_tool(call, reject=refusal)
+
+    async def _validate(self, answer: str) -> ValidateOutput:
+        """Check the final answer; on failure tell the model why, or give up after max_retries."""
+        task, state = self._task, self._state
+        self._show(details.validating(len(task.validators), task.output_schema is not None))
+        checked = await steps.validate_output(
+            task,
+            ValidateInput(
+                task_id=workflow.info().workflow_id,
+                answer=answer,
+                output_schema=task.output_schema,
+                validators=task.validators,
+                env=run_env(task, state),
+            ),
+        )
+        if checked.ok:
+            return checked
+        issue = checked.issue or "Validation failed"
+        state.validation_issues.append(issue)
+        if len(state.validation_issues) > task.max_retries:
+            raise attempts_exhausted(
+                len(state.validation_issues),
+                list(state.validation_issues),
+                checked.failure_type or "validator",
+                checked.data,
+                answer,
+            )
+        # The feedback is the engine's, not the user's: origin "system" (an InjectedMessage).
+        self._append(engine_feedback(validation_feedback(issue)))
+        return checked
+
+    async def _call_model(self, decision: CallModel) -> None:
+        task, state = self._task, self._state
+        budget = self._budget
+        max_tokens = decision.max_tokens or task.max_tokens
+        if budget is not None:
+            budget.check(model_calls=1)
+            max_tokens = budget.max_tokens(max_tokens)
+        state.turn += 1
+        state.total_turns += 1
+        request = CallModelInput(
+            task_id=workflow.info().workflow_id,
+            provider=task.provider,
+            model=task.model,
+            head=state.head,
+            append=list(state.pending),
+            system_ref=state.system_ref,
+            tools=decision.tools if decision.tools is not None else [*self._tools, *(a.name for a in task.subagents)],
+            turn=state.total_turns,
+            temperature=decision.temperature if decision.temperature is not None else task.temperature,
+            max_tokens=max_tokens,
+            output_schema_ref=state.output_schema_ref,
+            volatile_ref=state.volatile_ref,
+            thinking=task.thinking,
+            effort=task.effort,
+            mcp_tools_ref=state.mcp_tools_ref,
+            agents_ref=state.agents_ref,
+            step_key=steps.step_key(f"model-{state.total_turns}"),
+        )
+        self._show(details.calling_model(task.provider, task.model or state.model, state.turn, task.max_turns))
+        out = await steps.call_model(task, request)
+        if out.model and task.model is None:
+            state.model = out.model
+        state.head = out.head
+        state.pending.clear()
+        self._transcript.append(Message(role="assistant", content=out.response.content))
+        state.usage = state.usage + out.response.usage
+        count_model_call(state)
+        self._update_index()
+        if budget is not None:
+            budget.warn()
+
+    async def _invoke_tool(self, call: ToolUseBlock, reject: str | None = None) -> tuple[ToolResultBlock, list[str]]:
+        """Run one tool call; with ``reject`` (or an unknown tool) the call is recorded as refused.
+        Returns the result and the memories the call recalled (the memory tool's)."""
+        spec = None if reject else self._tools.get(call.tool_name)
+        if spec is None and reject is None:
+            available = ", ".join(sorted(self._tools)) or "none"
+            reject = f"Unknown tool {call.tool_name!r}. Available tools: {available}."
+        if reject is not None and refusals.recorded():
+            return refusals.record_refusal(call, reject), []
+        self._tool_calls += 1
+        inp = InvokeToolInput(
+            task_id=workflow.info().workflow_id,
+            call_id=call.call_id,
+            tool_name=call.tool_name,
+            arguments=call.arguments,
+            expected_fingerprint=spec.fingerprint if spec else None,
+            reject_reason=reject,
+            workspace_dir=self._task.workspace_dir,
+            validate_input=self._task.validate_tool_input,
+            mcp=self._mcp_target(spec),
+            env=None if reject else run_env(self._task, self._state),
+            # Engine-assigned: unique even when a model reuses call ids, the same on every attempt.
+            idempotency_key=steps.step_key(str(self._tool_calls)),
+        )
+        memories: list[str] = []
+        try:
+            out = await steps.invoke_tool(self._task, inp, spec)
+            result, memories = out.result, out.memories
+        except ActivityError as err:
+            raise_if_cancelled(err)
+            cause = err.cause
+            if isinstance(cause, ApplicationError) and cause.type in TASK_FATAL_TOOL_ERRORS:
+                raise typed_task_error(cause) from err
+            result = ToolResult(success=False, output=tool_failed_text(call.tool_name, failure_message(err)))
+        return tool_result_block(call.call_id, result), memories
+
+    def _mcp_target(self, spec: ToolSpec | None) -> McpTarget | None:
+        """Where a remote MCP server's tool is called (its server's configuration as recorded)."""
+        if spec is None or spec.mcp_server is None or spec.mcp_tool is None:
+            return None
+        server = self._task.mcp_servers.get(spec.mcp_server)
+        return McpTarget(spec.mcp_server, spec.mcp_tool, server) if server is not None else None
+
+    async def _spawn(self, ctx: StepContext, spawn: SpawnSubtask) -> ToolResultBlock:
+        child_id = f"{ctx.task_id}/sub/{spawn.call_id}"
+        child = child_task(self._task, self._state, ctx, spawn, child_id)
+        # What is left of this task's limits (within a declared agent's own); its spend comes back
+        # with its result, or in its failure.
+        given = self._budget.left() if self._budget is not None else None
+        child = dataclasses.replace(
+            child,
+            index_cost=self._task.index_cost,
+            limits=given.within(child.limits) if given is not None else child.limits,
+        )
+        self._show(details.running_subtask(child_id, spawn.goal))
+        try:
+            result = await steps.run_subtask(child, child_id, spawn.goal)
+        except ChildWorkflowError as err:
+            raise_if_cancelled(err)  # the parent is being cancelled: so is the task, not just the child
+            cause = err.cause
+            if isinstance(cause, ApplicationError) and cause.details:
+                if self._budget is not None and given is not None:
+                    self._budget.add_child_failure(cause.details[0], given)  # raises when ours ran out
+                else:  # a sub-agent with limits of its own reports its spend when it fails
+                    add_failed_spend(self._state, cause.details[0])
+            if isinstance(cause, ApplicationError) and cause.type in CONFIGURATION_ERRORS:
+                raise typed_task_error(cause) from err  # a missing resource, a bad scope: ours to fix
+            # A child that failed says why; one terminated or timed out has nothing to say.
+            reason = failure_message(err) if isinstance(cause, ApplicationError) else SUBTASK_DID_NOT_COMPLETE
+            return subtask_failed_block(spawn.call_id, reason)
+        self._state.usage = self._state.usage + result.usage
+        self._state.counts = self._state.counts + result.counts
+        if self._budget is not None:
+            self._budget.warn()
+        return subtask_result_block(spawn.call_id, result)
