@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from noeta.errors import ToolInputError
 from noeta.protocols.tool import ToolContext, ToolResult
-from noeta.sdk.tools import DecoratedTool, ToolFunction, tool
+from noeta.sdk.tools import DecoratedTool, ToolDecorator, tool
 
 MAX_EXPRESSION_CHARS = 200
 MAX_EXPONENT = 1000
@@ -99,7 +99,7 @@ def _builtin(
     *,
     timeout_seconds: float = 30,
     heartbeat_seconds: float | None = None,
-) -> Callable[[ToolFunction], DecoratedTool]:
+) -> ToolDecorator:
     """``@tool`` for a built-in: version 1, every argument (``name: (JSON type, description)``)
     required. The schema comes out exactly as it was written out per tool, so the tools'
     fingerprints (recorded in tasks' histories) stay the same."""
@@ -107,11 +107,10 @@ def _builtin(
     schema: dict[str, Any] = {"type": "object", "properties": properties}
     if properties:
         schema["required"] = list(properties)
-    decorate: Callable[[ToolFunction], DecoratedTool] = tool(
+    return tool(
         name=name, version="1", input_schema=schema, description=description,
         timeout_seconds=timeout_seconds, heartbeat_seconds=heartbeat_seconds,
     )
-    return decorate
 
 
 @_builtin(
