@@ -4,6 +4,8 @@ Pure module (no I/O, no Temporal imports) so workflows, activities and the clien
 Errors that cross the workflow boundary travel as Temporal ``ApplicationError`` whose ``type`` is the
 class name below and whose single detail is ``to_details()``; :func:`from_application_error` turns
 them back into these typed exceptions on the client side.
+
+One module on purpose, longer than most: the whole hierarchy in one place is the catalogue users read.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The event log: typed envelopes projected from a task's Temporal workflow history.
 
 There is no second event store: :func:`noeta.client.projection.project` derives these from history.
-Each envelope type has one payload dataclass; ``EVENT_TYPES`` maps the type name to it.
+Each envelope type has one payload dataclass; ``EVENT_TYPES`` maps the type name to it. One
+module on purpose, longer than most: the catalogue of every envelope is read as a whole.
 
 ===========================  ===========================================================
 type                         meaning
