@@ -22,6 +22,7 @@ from noeta.client.client import AsyncClient
 from noeta.client.config import Settings
 from noeta.client.messages import ViewItem, as_messages
 from noeta.client.options import HostConfig, Options
+from noeta.client.runtime import private_runtime, release
 from noeta.context.content_store import ContentStore
 from noeta.errors import ConfigurationError
 from noeta.protocols.budget import CallCounts
@@ -176,7 +177,27 @@ def query(options: Options | None = None, *, goal: str, **kwargs: Any) -> QueryR
         raise ConfigurationError(f"query() takes Options as its first argument, got {options!r}")
     # Read here: the helper thread below does not inherit this context.
     kwargs["resources"] = {**ambient_resources(), **(kwargs.get("resources") or {})}
-    coro = aquery(options, goal=goal, **kwargs)
+    host = kwargs.get("host") or HostConfig()
+    # A runtime of this call's own, stopped before returning: the default one would still be
+    # running when the interpreter finalizes (noeta.client.runtime says why that can abort).
+    owned = host.runtime is None
+    if owned:
+        kwargs["host"] = dataclasses.replace(host, runtime=private_runtime())
+    del host
+    failure: BaseException | None = None
+    try:
+        return _run_to_end(aquery(options, goal=goal, **kwargs))
+    except BaseException as err:
+        failure = err
+        raise
+    finally:
+        if owned:
+            del kwargs
+            release(failure)
+        del failure
+
+
+def _run_to_end(coro: Any) -> QueryResult:
     if not _loop_running():
         return asyncio.run(coro)
     # Called from inside an event loop: run on a private loop in a helper thread.
