@@ -190,7 +190,7 @@ class PostgresStepRecords:
                 "WHERE task_id IS NULL AND key ~ '^.+/[^/]+/[^/]+$'"
             )
             deleted = conn.execute(f"DELETE FROM {self.table} WHERE task_id = ANY(%s)", (list(task_ids),))
-        return deleted.rowcount
+        return int(deleted.rowcount)
 
 
 class MemoryStepRecords:

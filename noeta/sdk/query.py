@@ -11,7 +11,7 @@ import asyncio
 import concurrent.futures
 import dataclasses
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -214,7 +214,7 @@ def query(
         del failure
 
 
-def _run_to_end(coro: Any) -> QueryResult:
+def _run_to_end(coro: Coroutine[Any, Any, QueryResult]) -> QueryResult:
     if not _loop_running():
         return asyncio.run(coro)
     # Called from inside an event loop: run on a private loop in a helper thread.
