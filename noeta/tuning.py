@@ -1,28 +1,40 @@
-"""Worker tuning an operator can set: concurrency, workflow cache and thread pools.
+"""Worker tuning an operator can set: concurrency, workflow cache, thread pools, sticky-queue timeout.
 
-=================================  =========  ===========================================================
-variable (``noeta worker`` flag)   default    meaning
-=================================  =========  ===========================================================
-``NOETA_MAX_WORKFLOW_TASKS``       100        workflow tasks (decide steps) processed at once
+========================================  =========  ==============================================================
+variable (``noeta worker`` flag)          default    meaning
+========================================  =========  ==============================================================
+``NOETA_MAX_WORKFLOW_TASKS``              100        workflow tasks (decide steps) processed at once
 (``--max-workflow-tasks``)
-``NOETA_MAX_ACTIVITIES``           100        activities (model calls, tool calls, ...) running at once
+``NOETA_MAX_ACTIVITIES``                  100        activities (model calls, tool calls, ...) running at once
 (``--max-activities``)
-``NOETA_MAX_CACHED_WORKFLOWS``     1000       tasks kept in memory between steps; past it, a task's next
-(``--max-cached-workflows``)                  step replays its history first
-``NOETA_SYNC_TOOL_THREADS``        32         threads for synchronous tools, guards and validators; a
-(``--sync-tool-threads``)                     hung sync tool holds one of these, never the content-store I/O
-``NOETA_IO_THREADS``               8          threads for content-store reads and writes
+``NOETA_MAX_CACHED_WORKFLOWS``            1000       tasks kept in memory between steps; past it, a task's next
+(``--max-cached-workflows``)                         step replays its history first
+``NOETA_SYNC_TOOL_THREADS``               32         threads for synchronous tools, guards and validators; a
+(``--sync-tool-threads``)                            hung sync tool holds one of these, never the content-store I/O
+``NOETA_IO_THREADS``                      8          threads for content-store reads and writes
 (``--io-threads``)
-=================================  =========  ===========================================================
+``NOETA_STICKY_QUEUE_TIMEOUT_SECONDS``    5          seconds a task's next step waits on the queue of the worker
+(``--sticky-queue-timeout-seconds``)                 that ran its last step before any worker may take it
+                                                     (Temporal's sticky queue)
+========================================  =========  ==============================================================
 
-The defaults were chosen from ``bench/concurrency.py`` on a 2-core machine (bench/RESULTS.md): the
-worker's CPU, not these limits, bounds throughput there; raise them on bigger hosts.
+The concurrency defaults were chosen from ``bench/concurrency.py`` on a 2-core machine
+(bench/RESULTS.md): the worker's CPU, not these limits, bounds throughput there; raise them on
+bigger hosts.
+
+The sticky-queue timeout trades recovery for replay. A worker caches each task between steps and
+polls a queue of its own for their next steps; when it dies (SIGKILL, OOM, a lost node) those
+steps wait out this timeout before another worker takes them. When it is merely slow to pick one
+up, the step moves on and the worker that takes it replays the task's history first. A live worker
+picks a step up within milliseconds (tens of them while busy, on a 2-core machine), so 5 s keeps a
+wide margin for that while halving temporalio's 10 s wait after a crash.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, fields
+from datetime import timedelta
 from typing import Any
 
 from noeta.errors import ConfigurationError
@@ -34,6 +46,8 @@ class Setting:
     default: int
     largest: int
     help: str
+    unit: str = "N"
+    """The flag's metavar: N a count, S seconds."""
 
 
 #: One entry per WorkerTuning field.
@@ -47,6 +61,11 @@ SETTINGS: dict[str, Setting] = {
         "NOETA_SYNC_TOOL_THREADS", 32, 4096, "threads for synchronous tools, guards and validators"
     ),
     "io_threads": Setting("NOETA_IO_THREADS", 8, 1024, "threads for content-store reads and writes"),
+    "sticky_queue_timeout_seconds": Setting(
+        "NOETA_STICKY_QUEUE_TIMEOUT_SECONDS", 5, 600,
+        "seconds a task's next step waits for the worker that ran the last one (a dead worker's tasks wait this long)",
+        unit="S",
+    ),
 }
 
 
@@ -70,6 +89,7 @@ class WorkerTuning:
     max_cached_workflows: int = field(default_factory=lambda: _from_env("max_cached_workflows"))
     sync_tool_threads: int = field(default_factory=lambda: _from_env("sync_tool_threads"))
     io_threads: int = field(default_factory=lambda: _from_env("io_threads"))
+    sticky_queue_timeout_seconds: int = field(default_factory=lambda: _from_env("sticky_queue_timeout_seconds"))
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -86,6 +106,7 @@ class WorkerTuning:
             "max_concurrent_workflow_tasks": self.max_workflow_tasks,
             "max_concurrent_activities": self.max_activities,
             "max_cached_workflows": self.max_cached_workflows,
+            "sticky_queue_schedule_to_start_timeout": timedelta(seconds=self.sticky_queue_timeout_seconds),
         }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from datetime import timedelta
 
 import pytest
 
@@ -43,6 +44,10 @@ def test_tuning_reads_the_environment(clean_env: pytest.MonkeyPatch):
         ("NOETA_MAX_ACTIVITIES", "many", "NOETA_MAX_ACTIVITIES must be a whole number"),
         ("NOETA_SYNC_TOOL_THREADS", "0", r"sync_tool_threads \(NOETA_SYNC_TOOL_THREADS\) must be a whole number from 1 to 4096"),
         ("NOETA_MAX_CACHED_WORKFLOWS", "99999999", "from 1 to 1000000"),
+        ("NOETA_STICKY_QUEUE_TIMEOUT_SECONDS", "0",
+         r"sticky_queue_timeout_seconds \(NOETA_STICKY_QUEUE_TIMEOUT_SECONDS\) must be a whole number from 1 to 600"),
+        ("NOETA_STICKY_QUEUE_TIMEOUT_SECONDS", "2.5", "NOETA_STICKY_QUEUE_TIMEOUT_SECONDS must be a whole number"),
+        ("NOETA_STICKY_QUEUE_TIMEOUT_SECONDS", "601", "from 1 to 600"),
     ],
 )
 def test_bad_tuning_values_are_refused_with_the_allowed_range(clean_env: pytest.MonkeyPatch, variable, value, match):
@@ -59,6 +64,26 @@ def test_worker_flags_win_over_the_environment(clean_env: pytest.MonkeyPatch):
     add_tuning_arguments(parser)
     tuning = tuning_from_args(parser.parse_args(["--max-workflow-tasks", "4", "--sync-tool-threads", "2"]))
     assert (tuning.max_workflow_tasks, tuning.sync_tool_threads, tuning.io_threads) == (4, 2, 5)
+
+
+async def test_the_sticky_queue_timeout_reaches_the_worker(
+    client: AsyncClient, content_store, task_queue, clean_env: pytest.MonkeyPatch
+):
+    import argparse
+
+    registry = Registry.of(content_store=content_store)
+    default = build_worker(client.temporal, registry, f"{task_queue}-1")
+    assert default.config()["sticky_queue_schedule_to_start_timeout"] == timedelta(seconds=5)  # not temporalio's 10
+    clean_env.setenv("NOETA_STICKY_QUEUE_TIMEOUT_SECONDS", "3")
+    from_env = build_worker(client.temporal, registry, f"{task_queue}-2")
+    assert from_env.config()["sticky_queue_schedule_to_start_timeout"] == timedelta(seconds=3)
+    parser = argparse.ArgumentParser()
+    add_tuning_arguments(parser)
+    tuning = tuning_from_args(parser.parse_args(["--sticky-queue-timeout-seconds", "2"]))
+    flagged = build_worker(client.temporal, registry, f"{task_queue}-3", tuning=tuning)
+    assert flagged.config()["sticky_queue_schedule_to_start_timeout"] == timedelta(seconds=2)
+    with pytest.raises(ConfigurationError, match="from 1 to 600, got 0"):
+        WorkerTuning(sticky_queue_timeout_seconds=0)
 
 
 async def test_hung_sync_tools_do_not_starve_other_tasks(client: AsyncClient, content_store, task_queue):

@@ -109,3 +109,40 @@ async def test_a_sigkilled_workers_tool_starts_again_within_seconds(
         f"start {key} attempt=2 pid={second.pid}",
         f"done {key} attempt=2 pid={second.pid}",
     ]
+
+
+async def test_a_killed_workers_waiting_task_moves_on_after_the_sticky_queue_timeout(
+    client: AsyncClient, settings, data_dir: Path, task_queue: str
+):
+    """A task between steps (waiting for its next goal) is cached by the worker that ran its last
+    step, and its next step goes to that worker's own queue first. SIGKILL that worker: the step
+    waits out NOETA_STICKY_QUEUE_TIMEOUT_SECONDS (temporalio's default was 10 s), then the
+    second worker takes it."""
+    env = worker_env(
+        TEMPORAL_ADDRESS=settings.temporal_address, NOETA_HOME=str(data_dir), NOETA_STICKY_QUEUE_TIMEOUT_SECONDS="2"
+    )
+    registry = "tests.support.registry:other_registry"  # a stateless "default" provider that answers
+    first = await asyncio.to_thread(start_worker, env, task_queue, registry)
+    try:
+        task_id = await client.start("first", Options(provider="default"), keep_open=True, task_queue=task_queue)
+        # Answered in the step that ends the goal: the task now waits for the next one, cached there.
+        assert (await asyncio.wait_for(client.send_goal(task_id, "one"), 60)).answer == "answered by the other worker"
+        first.send_signal(signal.SIGKILL)
+        first.wait(10)
+    finally:
+        first.kill()
+    second = await asyncio.to_thread(start_worker, env, task_queue, registry)
+    try:
+        sent = time.monotonic()
+        result = await asyncio.wait_for(client.send_goal(task_id, "second"), 60)
+        took = time.monotonic() - sent
+        await client.close_task(task_id)
+        final = await asyncio.wait_for(client.result(task_id), 60)
+    finally:
+        second.terminate()
+        second.wait(30)
+    print(f"the next goal was answered {took:.1f} s after it was sent (sticky queue timeout 2 s)")
+    assert result.answer == "answered by the other worker"
+    assert final.status == "completed"
+    # Generous for a loaded machine, and still below the 10 s the default used to cost.
+    assert took < 8, f"the next goal waited {took:.1f} s for the dead worker"

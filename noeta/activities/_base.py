@@ -99,7 +99,10 @@ class ActivityBase:
         return self.registry.mcp_connections
 
     async def aclose(self) -> None:
-        """Stop what the activities started: MCP connections and the stdio servers behind them."""
+        """Stop what the activities started: MCP connections and the stdio servers behind them,
+        and the idle threads of the pools (a hung call keeps its thread until it returns)."""
+        self.io_pool.close()
+        self.user_code_pool.close()
         connections, self.registry.mcp_connections = self.registry.mcp_connections, None
         if connections is not None:
             await connections.aclose()

@@ -45,6 +45,10 @@ class _Job:
     abandoned: bool = False
 
 
+#: Tells an idle thread to exit (see ThreadPool.close).
+_STOP = _Job(lambda: None, Future(), "stop")
+
+
 class ThreadPool:
     """At most ``size`` daemon threads, started on demand and reused."""
 
@@ -57,6 +61,7 @@ class ThreadPool:
         self._idle = 0
         self._running: dict[int, _Job] = {}
         self._ids = itertools.count(1)
+        self._closed = False
 
     # -- counts -----------------------------------------------------------------------------------
 
@@ -111,27 +116,59 @@ class ThreadPool:
             threading.Thread(target=self._serve, name=f"noeta-{self.name}-{self._threads}", daemon=True).start()
         return job
 
+    def close(self) -> None:
+        """Let the threads go: idle ones exit now, busy ones when their call returns. A call
+        started later gets a new thread."""
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, 0
+            self._threads -= idle
+        for _ in range(idle):
+            self._queue.put(_STOP)
+
     def _serve(self) -> None:
         while True:
             job = self._queue.get()
+            if job is _STOP:
+                return
             key = next(self._ids)
             job.started = time.monotonic()
             with self._lock:
                 self._running[key] = job
-            if job.future.set_running_or_notify_cancel():
+            fn, future, label, started = job.fn, job.future, job.label, job.started
+            del job
+            value: Any = None
+            error: BaseException | None = None
+            if future.set_running_or_notify_cancel():
                 try:
-                    job.future.set_result(job.fn())
+                    value = fn()
                 except BaseException as exc:  # handed to the awaiting caller
-                    job.future.set_exception(exc)
+                    error = exc
+            del fn
             with self._lock:
-                del self._running[key]
-                self._idle += 1
+                abandoned = self._running.pop(key).abandoned
+                leave = self._closed
+                if leave:
+                    self._threads -= 1
+                else:
+                    self._idle += 1
             self._slots.release()
-            if job.abandoned:
+            # The caller is woken once this thread holds nothing of the call: its context holds the
+            # activity, and through it the worker and the Temporal runtime that the worker's owner
+            # frees as soon as the worker stops (noeta.client.runtime).
+            if not future.done():
+                if error is None:
+                    future.set_result(value)
+                else:
+                    future.set_exception(error)
+            del value, error, future
+            if abandoned:
                 logger.warning(
                     "%s call %s returned after %.1f s, long after its attempt ended; its thread is free again",
-                    self.name, job.label, time.monotonic() - job.started,
+                    self.name, label, time.monotonic() - started,
                 )
+            if leave:
+                return
 
     def _abandon(self, job: _Job) -> None:
         job.abandoned = True

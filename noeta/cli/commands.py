@@ -141,7 +141,8 @@ async def cmd_retention(client: AsyncClient, args: argparse.Namespace) -> int:
     verb = "would release" if args.dry_run else "released"
     print(
         f"{verb} {len(report.released)} task(s) closed more than {args.days:g} day(s) ago; kept {report.kept}; "
-        f"deleted {report.bodies_deleted} bodies ({report.bytes_deleted} bytes)"
+        f"deleted {report.bodies_deleted} bodies ({report.bytes_deleted} bytes) and {report.step_records_deleted} "
+        "step records"
     )
     for task_id in report.released if args.verbose else ():
         print(task_id)

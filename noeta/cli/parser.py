@@ -177,7 +177,7 @@ def add_tuning_arguments(parser: argparse.ArgumentParser) -> None:
     """One flag per WorkerTuning field; unset flags fall back to the NOETA_* variables."""
     for setting_name, setting in TUNING_SETTINGS.items():
         parser.add_argument(
-            f"--{setting_name.replace('_', '-')}", type=positive_int, metavar="N",
+            f"--{setting_name.replace('_', '-')}", type=positive_int, metavar=setting.unit,
             help=f"{setting.help} (default ${setting.variable} or {setting.default})",
         )
 

@@ -4,6 +4,7 @@ AsyncClient on a private event-loop thread)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
 import warnings
 from collections.abc import Coroutine, Iterator, Sequence
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from noeta.client.host import HostConfig
 from noeta.client.messages import ViewItem
 from noeta.client.options import Options
+from noeta.client.runtime import close_at_exit, closed, private_runtime, release
 from noeta.client.visibility import TaskSummary
 from noeta.context.content_store import ContentStore
 from noeta.protocols.event_log import EventEnvelope, Observer
@@ -28,39 +30,51 @@ class Client:
     """The synchronous twin of :class:`AsyncClient` (same methods, blocking)."""
 
     def __init__(self, host: HostConfig | None = None, observers: Sequence[Observer] = ()) -> None:
+        host = host or HostConfig()
+        # A Temporal runtime of its own unless given one, stopped at close() while the interpreter
+        # is alive: the default one would still run when it finalizes (noeta.client.runtime).
+        self._owns_runtime = host.runtime is None
+        if self._owns_runtime:
+            host = dataclasses.replace(host, runtime=private_runtime())
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="noeta-client", daemon=True)
         self._thread.start()
         from noeta.client.client import AsyncClient  # imported here: that module re-exports this one
 
-        self._async = self._run(AsyncClient.connect(host, observers))
+        self._async: AsyncClient | None = None
+        try:
+            self._async = self._run(AsyncClient.connect(host, observers))
+        except BaseException as err:
+            del host
+            self._stop(err)
+            raise
+        self.content_store: ContentStore = self._async.content_store
+        self.memory: Any = self._async.memory
+        """The memory pool shared with the memory tool (see :attr:`AsyncClient.memory`)."""
+        close_at_exit(self)
 
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
+        if self._loop.is_closed():
+            coro.close()
+            raise RuntimeError("this Client is closed")
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
-
-    @property
-    def content_store(self) -> ContentStore:
-        return self._async.content_store
-
-    @property
-    def memory(self) -> Any:
-        """The memory pool shared with the memory tool (see :attr:`AsyncClient.memory`)."""
-        return self._async.memory
 
     @property
     def aio(self) -> AsyncClient:
         """The underlying AsyncClient (its coroutines must run on this client's loop)."""
+        if self._async is None:
+            raise RuntimeError("this Client is closed")
         return self._async
 
     def start(self, goal: str, options: Options | None = None, **kwargs: Any) -> str:
-        return self._run(self._async.start(goal, options, **kwargs))
+        return self._run(self.aio.start(goal, options, **kwargs))
 
     def send_goal(self, task_id: str, goal: str, images: Sequence[ImageBlock] = ()) -> TaskResult:
-        return self._run(self._async.send_goal(task_id, goal, images))
+        return self._run(self.aio.send_goal(task_id, goal, images))
 
     def close_task(self, task_id: str) -> None:
         """Let a keep-open task end after its queued goals."""
-        self._run(self._async.close_task(task_id))
+        self._run(self.aio.close_task(task_id))
 
     def close(self, task_id: str | None = None) -> None:
         """Close this client and stop its event-loop thread. (``close(task_id)``, which closed a
@@ -69,9 +83,11 @@ class Client:
             warnings.warn("close(task_id) is deprecated: use close_task(task_id)", DeprecationWarning, stacklevel=2)
             self.close_task(task_id)
             return
-        if self._thread.is_alive():
-            self._run(self._async.close())
-            self.shutdown()
+        if self._async is not None and self._thread.is_alive():
+            try:
+                self._run(self._async.close())
+            finally:
+                self.shutdown()
 
     def __enter__(self) -> Client:
         return self
@@ -80,27 +96,27 @@ class Client:
         self.close()
 
     def inject(self, task_id: str, text: str, origin: str = "system") -> None:
-        self._run(self._async.inject(task_id, text, origin))
+        self._run(self.aio.inject(task_id, text, origin))
 
     def approve(self, task_id: str, call_id: str, approved: bool = True, reason: str | None = None,
                 approver: str | None = None) -> None:
-        self._run(self._async.approve(task_id, call_id, approved, reason, approver))
+        self._run(self.aio.approve(task_id, call_id, approved, reason, approver))
 
     def pending_approvals(self, task_id: str) -> list[ApprovalRequest]:
-        return self._run(self._async.pending_approvals(task_id))
+        return self._run(self.aio.pending_approvals(task_id))
 
     def result(self, task_id: str) -> TaskResult:
-        return self._run(self._async.result(task_id))
+        return self._run(self.aio.result(task_id))
 
     def cancel(self, task_id: str) -> None:
-        self._run(self._async.cancel(task_id))
+        self._run(self.aio.cancel(task_id))
 
     def list_tasks(self, status: str | None = None, limit: int = 50) -> list[TaskSummary]:
-        return self._run(self._async.list_tasks(status, limit))
+        return self._run(self.aio.list_tasks(status, limit))
 
     def events(self, task_id: str, after_seq: int = 0, follow: bool = False) -> Iterator[EventEnvelope]:
         """Iterate over the task's envelopes; ``follow=True`` blocks for new ones until the task ends."""
-        stream = self._async.events(task_id, after_seq=after_seq, follow=follow).__aiter__()
+        stream = self.aio.events(task_id, after_seq=after_seq, follow=follow).__aiter__()
 
         async def next_envelope() -> EventEnvelope:
             return await stream.__anext__()
@@ -112,8 +128,34 @@ class Client:
                 return
 
     def messages(self, task_id: str) -> list[ViewItem]:
-        return self._run(self._async.messages(task_id))
+        return self._run(self.aio.messages(task_id))
 
     def shutdown(self) -> None:
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=5)
+        """Stop the event-loop thread (``close()`` does, after closing the client) and, when this
+        client created its Temporal runtime, that runtime and its threads."""
+        self._stop()
+
+    def _stop(self, error: BaseException | None = None) -> None:
+        if self._thread.is_alive():
+            # As asyncio.run ends: nothing left awaiting a call into the runtime.
+            asyncio.run_coroutine_threadsafe(_finish_loop(), self._loop).result(timeout=30)
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=5)
+        if self._thread.is_alive() or self._loop.is_closed():
+            return
+        self._loop.close()
+        closed(self)
+        self._async = None
+        if self._owns_runtime:
+            release(error)
+
+
+async def _finish_loop() -> None:
+    current = asyncio.current_task()
+    pending = [t for t in asyncio.all_tasks() if t is not current]
+    for task in pending:
+        task.cancel()
+    await asyncio.gather(*pending, return_exceptions=True)
+    loop = asyncio.get_running_loop()
+    await loop.shutdown_asyncgens()
+    await loop.shutdown_default_executor()

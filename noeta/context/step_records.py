@@ -14,6 +14,13 @@ so gets whatever protection that store has). Backends follow the content store: 
 beside a local store's bodies, a table beside a PostgreSQL store's. Any other store gets an
 in-process record (de-duplication within one worker process only) unless the worker's registry
 names a ``step_records`` of its own.
+
+Records are filed by task (a step key is ``{task_id}/{run_id}/{step}``, see
+``noeta.workflows.steps.step_key``) so that retention removes a task's records together with its
+bodies: once the bodies are gone a record would point at nothing. A record is only ever read by a
+retry of its own step, which Temporal runs within that step's timeouts, so records older than the
+retention period that cannot be told apart by task (written before records were filed by task)
+are removed by age.
 """
 
 from __future__ import annotations
@@ -23,6 +30,8 @@ import json
 import logging
 import os
 import threading
+from collections.abc import Collection
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -42,8 +51,27 @@ class StepRecords(Protocol):
         ...
 
 
+@runtime_checkable
+class ReleasingStepRecords(StepRecords, Protocol):
+    def release(self, task_ids: Collection[str], stored_before: datetime) -> int:
+        """Delete the records of these tasks (and unfiled ones written before ``stored_before``);
+        returns how many went."""
+        ...
+
+
+def task_of(key: str) -> str | None:
+    """The task a step key belongs to, or None for a key not made by ``step_key``."""
+    head, _, step = key.rpartition("/")
+    task_id, _, run_id = head.rpartition("/")
+    return task_id if task_id and run_id and step else None
+
+
 def _ref_json(ref: ContentRef) -> bytes:
     return json.dumps({"hash": ref.hash, "size": ref.size, "media_type": ref.media_type}).encode()
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _ref(data: bytes) -> ContentRef:
@@ -52,31 +80,78 @@ def _ref(data: bytes) -> ContentRef:
 
 
 class LocalStepRecords:
-    """One small file per key under ``root`` (named by the key's sha256); atomic writes."""
+    """One small file per key under ``root/<task>/`` (the task id's and the key's sha256); atomic
+    writes. Records written before they were filed by task sit at ``root/ab/cdef…``."""
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
-        self._root = str(self.root)
 
-    def _path(self, key: str) -> str:
-        digest = hashlib.sha256(key.encode()).hexdigest()
-        return f"{self._root}/{digest[:2]}/{digest[2:]}"
+    def _task_dir(self, task_id: str) -> Path:
+        return self.root / _sha256(task_id)[:40]
+
+    def _path(self, key: str) -> Path:
+        task_id = task_of(key)
+        return self._unfiled_path(key) if task_id is None else self._task_dir(task_id) / _sha256(key)
+
+    def _unfiled_path(self, key: str) -> Path:
+        digest = _sha256(key)
+        return self.root / digest[:2] / digest[2:]
 
     def get(self, key: str) -> ContentRef | None:
-        try:
-            with open(self._path(key), "rb") as f:
-                return _ref(f.read())
-        except FileNotFoundError:
-            return None
+        for path in (self._path(key), self._unfiled_path(key)):  # then where an older release put it
+            try:
+                return _ref(path.read_bytes())
+            except FileNotFoundError:
+                continue
+        return None
 
     def put(self, key: str, ref: ContentRef) -> None:
         path = self._path(key)
-        if not os.path.exists(path):  # the first record of a key wins
-            write_new(path, _ref_json(ref))
+        if path.exists() or self._unfiled_path(key).exists():
+            return
+        write_new(str(path), _ref_json(ref))
+
+    def release(self, task_ids: Collection[str], stored_before: datetime) -> int:
+        deleted = 0
+        for task_id in task_ids:
+            folder = self._task_dir(task_id)
+            for path in folder.glob("*") if folder.is_dir() else ():
+                path.unlink(missing_ok=True)
+                deleted += 1
+            try:
+                folder.rmdir()
+            except OSError:
+                pass  # gone already, or a record stored meanwhile
+        return deleted + self._release_unfiled(stored_before.timestamp())
+
+    def _release_unfiled(self, cutoff: float) -> int:
+        deleted = 0
+        for folder in self.root.glob("??") if self.root.is_dir() else ():
+            for path in folder.iterdir():
+                try:
+                    if path.stat().st_mtime < cutoff:
+                        path.unlink()
+                        deleted += 1
+                except FileNotFoundError:
+                    continue
+            try:
+                folder.rmdir()
+            except OSError:
+                pass  # not empty
+        return deleted
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS {table} (key text PRIMARY KEY, ref text NOT NULL);
+ALTER TABLE {table} ADD COLUMN IF NOT EXISTS task_id text;
+CREATE INDEX IF NOT EXISTS {table}_task ON {table} (task_id);
+CREATE INDEX IF NOT EXISTS {table}_unfiled ON {table} (key) WHERE task_id IS NULL;
+"""
 
 
 class PostgresStepRecords:
-    """A table ``{table}(key text primary key, ref jsonb)`` beside a PostgreSQL content store."""
+    """A table ``{table}(key text primary key, ref text, task_id text)`` beside a PostgreSQL
+    content store."""
 
     def __init__(self, dsn: str, table: str) -> None:
         import psycopg
@@ -85,7 +160,10 @@ class PostgresStepRecords:
             raise ValueError(f"invalid table name {table!r}")
         self._psycopg, self.dsn, self.table = psycopg, dsn, table
         self._local = threading.local()
-        self._conn().execute(f"CREATE TABLE IF NOT EXISTS {table} (key text PRIMARY KEY, ref text NOT NULL)")
+        with psycopg.connect(dsn, autocommit=True) as conn, conn.transaction():
+            # Workers starting together would otherwise race on the schema statements.
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (table,))
+            conn.execute(_SCHEMA.format(table=table))
 
     def _conn(self) -> Any:
         conn = getattr(self._local, "conn", None)
@@ -99,9 +177,20 @@ class PostgresStepRecords:
 
     def put(self, key: str, ref: ContentRef) -> None:
         self._conn().execute(
-            f"INSERT INTO {self.table} (key, ref) VALUES (%s, %s) ON CONFLICT (key) DO NOTHING",
-            (key, _ref_json(ref).decode()),
+            f"INSERT INTO {self.table} (key, ref, task_id) VALUES (%s, %s, %s) ON CONFLICT (key) DO NOTHING",
+            (key, _ref_json(ref).decode(), task_of(key)),
         )
+
+    def release(self, task_ids: Collection[str], stored_before: datetime) -> int:
+        conn = self._conn()
+        with conn.transaction():
+            # Records written before they were filed by task: file the ones with a task in the key.
+            conn.execute(
+                f"UPDATE {self.table} SET task_id = substring(key from '^(.+)/[^/]+/[^/]+$') "
+                "WHERE task_id IS NULL AND key ~ '^.+/[^/]+/[^/]+$'"
+            )
+            deleted = conn.execute(f"DELETE FROM {self.table} WHERE task_id = ANY(%s)", (list(task_ids),))
+        return int(deleted.rowcount)
 
 
 class MemoryStepRecords:
@@ -123,13 +212,21 @@ class MemoryStepRecords:
 LOCAL_DIR = "steps"
 
 
-def step_records_for(store: ContentStore) -> StepRecords:
-    """The records that live beside ``store`` (see the module docstring)."""
+def stored_step_records(store: ContentStore) -> ReleasingStepRecords | None:
+    """The records that live beside ``store``, or None for a store with none beside it."""
     if isinstance(store, LocalContentStore):
         return LocalStepRecords(store.root / LOCAL_DIR)
     dsn, table = getattr(store, "dsn", None), getattr(store, "table", None)
     if type(store).__name__ == "PostgresContentStore" and isinstance(dsn, str) and isinstance(table, str):
         return PostgresStepRecords(dsn, f"{table}_steps")
+    return None
+
+
+def step_records_for(store: ContentStore) -> StepRecords:
+    """The records that live beside ``store`` (see the module docstring)."""
+    records = stored_step_records(store)
+    if records is not None:
+        return records
     logger.warning(
         "content store %r has no step records; finished steps are recorded in this worker process "
         "only (give the Registry step_records= to share them between workers)",

@@ -11,7 +11,7 @@ import asyncio
 import concurrent.futures
 import dataclasses
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ from noeta.client.client import AsyncClient
 from noeta.client.config import Settings
 from noeta.client.messages import ViewItem, as_messages
 from noeta.client.options import HostConfig, Options
+from noeta.client.runtime import private_runtime, release
 from noeta.context.content_store import ContentStore
 from noeta.errors import ConfigurationError
 from noeta.protocols.budget import CallCounts
@@ -189,10 +190,31 @@ def query(
         raise ConfigurationError(f"query() takes Options as its first argument, got {options!r}")
     # Read here: the helper thread below does not inherit this context.
     resources = {**ambient_resources(), **(resources or {})}
+    host = host or HostConfig()
+    # A runtime of this call's own, stopped before returning: the default one would still be
+    # running when the interpreter finalizes (noeta.client.runtime says why that can abort).
+    owned = host.runtime is None
+    if owned:
+        host = dataclasses.replace(host, runtime=private_runtime())
     coro = aquery(
         options, goal=goal, provider=provider, workspace_dir=workspace_dir, images=images, host=host,
         task_id=task_id, resources=resources,
     )
+    del host  # no reference to the runtime may outlive the call
+    failure: BaseException | None = None
+    try:
+        return _run_to_end(coro)
+    except BaseException as err:
+        failure = err
+        raise
+    finally:
+        del coro
+        if owned:
+            release(failure)
+        del failure
+
+
+def _run_to_end(coro: Coroutine[Any, Any, QueryResult]) -> QueryResult:
     if not _loop_running():
         return asyncio.run(coro)
     # Called from inside an event loop: run on a private loop in a helper thread.
