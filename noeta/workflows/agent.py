@@ -27,7 +27,6 @@ from noeta.protocols.decisions import CallModel, CallTools, Finish, SpawnSubtask
 from noeta.protocols.hooks import ProposedSpawnSubtask, ProposedToolCall
 from noeta.protocols.messages import ToolUseBlock
 from noeta.protocols.names import (
-    BUILTIN_POLICY_WORKFLOW_NAME,
     INJECTED_MEMO_KEY,
     QUERY_PENDING_APPROVALS,
     QUERY_PROGRESS,
@@ -364,22 +363,3 @@ class AgentWorkflow(Actions):
         self._show(details.finished(result.status, answer))
         return result
 
-
-@workflow.defn(name=BUILTIN_POLICY_WORKFLOW_NAME, sandboxed=False)
-class BuiltinPolicyWorkflow(AgentWorkflow):
-    """AgentWorkflow for tasks on the built-in LLM policy, run outside the workflow sandbox.
-
-    Only Noeta's code runs in it (deterministic, proven by the recorded histories' replay), so the
-    sandbox's run-time checks protect nothing here while costing every activation and payload a
-    trip into the sandbox. A task with a policy of its own is refused: user code keeps the sandbox.
-    """
-
-    @workflow.run
-    async def run(self, task: TaskInput) -> TaskResult:
-        if task.policy is not None:
-            message = (
-                f"policy {task.policy.path!r} is user code: such tasks run as {WORKFLOW_NAME} (in the "
-                f"sandbox), not {BUILTIN_POLICY_WORKFLOW_NAME}"
-            )
-            raise ApplicationError(message, {"message": message}, type="ConfigurationError", non_retryable=True)
-        return await super().run(task)
