@@ -14,6 +14,7 @@ from noeta.client.messages import (
     as_messages,
 )
 from noeta.client.options import HostConfig, Options, SubAgent
+from noeta.client.projection import project
 from noeta.client.wire import envelope_to_dict
 from noeta.context.content_channel import ContentKindSpec
 from noeta.context.content_store import ContentStore, LocalContentStore
@@ -73,7 +74,7 @@ __all__ = [
     "TaskCancelledError", "TaskFailedError", "TaskNotFoundError", "TaskNotOpenError", "TaskResult",
     "ToolIdentityMismatchError", "ToolNotRegisteredError", "ToolResultView", "ToolRetryableError",
     "ToolUse", "UserMessage", "Validator", "ViewItem", "aquery", "expect_validator", "as_messages", "create_sdk_mcp_server",
-    "envelope_to_dict", "image", "query", "tool",
+    "envelope_to_dict", "image", "project", "query", "tool",
     "ObservedCall", "ResourceCall", "ResourceError", "ResourceNotFoundError", "ResourceSpec", "ScopeError", "SubAgent",
     "equip_resource", "equip_scope", "expect_resource", "expect_scope", "instrument", "run_with",
 ]
