@@ -9,10 +9,10 @@ another attempt cannot fix them.
 from __future__ import annotations
 
 import email.utils
+import sys
 import time
 from collections.abc import Mapping
-
-import httpx
+from typing import Any
 
 from noeta.errors import ContextLengthError, ProviderError
 from noeta.security.scrub import scrub, scrub_exception
@@ -72,11 +72,15 @@ def classify_exception(provider: str, exc: BaseException) -> ProviderError:
     scrub_exception(exc)
     if isinstance(exc, ProviderError):
         return exc
-    if isinstance(exc, httpx.HTTPStatusError):
+    # httpx is looked up, not imported: a worker whose providers never loaded it cannot see its
+    # errors, and need not carry it (~4 MB).
+    httpx: Any = sys.modules.get("httpx")
+    if httpx is not None and isinstance(exc, httpx.HTTPStatusError):
         return error_from_response(
             provider, exc.response.status_code, exc.response.headers, exc.response.text[:2000]
         )
-    if isinstance(exc, (httpx.TransportError, TimeoutError, ConnectionError)):
+    transport = (httpx.TransportError,) if httpx is not None else ()
+    if isinstance(exc, (*transport, TimeoutError, ConnectionError)):
         return ProviderError(
             provider=provider, message=f"{type(exc).__name__}: {exc}", retryable=True
         )
