@@ -261,10 +261,8 @@ def test_tool_names_fit_every_provider():
 async def test_replay_of_a_recorded_mcp_history_connects_to_nothing():
     """The recorded history names an HTTP server that no longer exists; replay needs none."""
     from temporalio.client import WorkflowHistory
-    from temporalio.worker import Replayer
 
-    from noeta.plugin import NoetaPlugin
-    from noeta.workflows import AgentWorkflow
+    from tests.support.replay import replay
 
     path = ROOT / "tests" / "histories" / "lean-steps" / "mcp_tools.json"
     history = WorkflowHistory.from_json("history-mcp_tools", path.read_text())
@@ -278,7 +276,4 @@ async def test_replay_of_a_recorded_mcp_history_connects_to_nothing():
     except OSError:
         pass
     assert reader is None, "nothing may listen where the recorded server was"
-    result = await Replayer(workflows=[AgentWorkflow], plugins=[NoetaPlugin()]).replay_workflow(
-        history, raise_on_replay_failure=False
-    )
-    assert result.replay_failure is None
+    assert await replay(history) is None
