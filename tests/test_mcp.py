@@ -136,6 +136,7 @@ async def _prepared_tools(client: AsyncClient, task_id: str):
     raise AssertionError("no prepare marker")
 
 
+@pytest.mark.slow
 async def test_a_killed_stdio_server_is_restarted_and_the_call_retried(client: AsyncClient, content_store, task_queue, mcp_log):
     provider = FakeLLMProvider(responder=script(("c1", "mcp__slow__slow_echo", {"text": "survivor", "seconds": 2})))
     registry = Registry.of(providers=[provider], content_store=content_store)
