@@ -8,6 +8,7 @@ PostgreSQL and Redis (where they use names of their own, ``tests.support.resourc
 
 from __future__ import annotations
 
+import compileall
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+import noeta
 from noeta.client.client import AsyncClient
 from noeta.client.config import Settings
 from noeta.client.embedded import EmbeddedServer
@@ -23,6 +25,16 @@ from noeta.context.content_store import LocalContentStore
 from noeta.worker import Registry, build_worker
 from tests.support.chat_server import FakeChatServer, running_chat_server
 from tests.support.dev_server import SERVER_ARGS
+from tests.support.processes import ROOT
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    # The suite starts many Python processes (workers, the CLI, examples). Where the environment
+    # sets PYTHONDONTWRITEBYTECODE none of them caches bytecode, and each compiles this package
+    # again (~0.1 s of CPU each); compiled once here (by the xdist controller), they all load it.
+    if not hasattr(session.config, "workerinput"):
+        for package in (Path(noeta.__file__).parent, ROOT / "tests"):
+            compileall.compile_dir(package, quiet=1)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
