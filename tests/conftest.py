@@ -9,6 +9,7 @@ PostgreSQL and Redis (where they use names of their own, ``tests.support.resourc
 from __future__ import annotations
 
 import compileall
+import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -26,6 +27,12 @@ from noeta.worker import Registry, build_worker
 from tests.support.chat_server import FakeChatServer, running_chat_server
 from tests.support.dev_server import SERVER_ARGS
 from tests.support.processes import ROOT
+
+# The local model's llama.cpp (OpenMP) gets one thread here, in this process and the ones it
+# starts: the parallel suite keeps every core busy, and then two llama.cpp threads mostly wait for
+# each other (measured on 2 busy cores: 2.5 times the CPU and twice the wall time of one thread).
+# Set before anything loads OpenMP, which reads it once.
+os.environ.setdefault("OMP_THREAD_LIMIT", "1")
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
