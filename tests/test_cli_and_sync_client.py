@@ -39,6 +39,7 @@ def cli_env(settings, data_dir: Path, task_queue: str) -> dict[str, str]:
     }
 
 
+@pytest.mark.slow
 def test_run_then_inspect_with_the_cli(cli_env: dict[str, str]):
     run = noeta(cli_env, "run", "what is 20 + 22?", "--registry", "tests.support.registry:cli_registry")
     assert run.returncode == 0, run.stderr
@@ -86,6 +87,7 @@ async def test_sync_client_drives_a_task(host, serve, task_queue):
     assert items[-3:] == [UserMessage("second"), AssistantMessage("sync two"), Result("sync two", "completed")]
 
 
+@pytest.mark.slow
 @pytest.mark.local_model
 @pytest.mark.skipif(importlib.util.find_spec("xllamacpp") is None, reason="needs the [local] extra")
 def test_noeta_run_with_no_configuration_uses_the_local_model(cli_env: dict[str, str]):

@@ -236,6 +236,7 @@ def cli(env: dict[str, str], *args: str, timeout: float = 120) -> subprocess.Com
     return subprocess.run([sys.executable, "-m", "noeta.cli", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.mark.slow
 def test_an_unreachable_cluster_is_one_line(cli_env):
     result = cli({**cli_env, "TEMPORAL_ADDRESS": "127.0.0.1:1"}, "tasks")
     assert result.returncode == 2 and result.stdout == ""

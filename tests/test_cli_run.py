@@ -45,6 +45,7 @@ def started_task(stderr: str) -> str:
     return stderr.split("task ")[1].split()[0]
 
 
+@pytest.mark.slow
 async def test_noeta_run_is_never_served_by_another_worker(cli_env, client: AsyncClient, task_queue: str):
     # A worker on the shared queue whose "default" provider answers differently.
     worker = subprocess.Popen(

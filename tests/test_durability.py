@@ -8,6 +8,8 @@ import os
 import signal
 from pathlib import Path
 
+import pytest
+
 from noeta.client.client import AsyncClient
 from noeta.client.messages import ToolResultView
 from noeta.client.options import Options
@@ -17,6 +19,7 @@ from tests.support.waiting import eventually
 REGISTRY = "tests.support.registry:registry"
 
 
+@pytest.mark.slow
 async def test_sigkilled_worker_is_replaced_and_tool_result_recorded_once(
     client: AsyncClient, settings, data_dir: Path, task_queue: str, tmp_path: Path
 ):

@@ -51,6 +51,7 @@ async def events_of(client: AsyncClient, task_id: str, kind: str) -> list:
 # -- the provider side ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fault", ["hang", "trickle"])
 async def test_a_model_that_never_finishes_times_out_each_attempt_and_says_so(client, serve, task_queue, fault):
     with running_fault_server(faults=[fault, fault]) as server:
@@ -387,6 +388,7 @@ async def side_effect(arguments: dict, ctx: ToolContext) -> ToolResult:
     return ToolResult(success=True, output="done once")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lost", [INVOKE_TOOL, CALL_MODEL])
 async def test_a_finished_step_whose_completion_was_lost_does_not_run_again(client, content_store, task_queue, lost):
     RUNS.clear()

@@ -27,7 +27,8 @@ from noeta.providers.defaults import default_provider
 from noeta.providers.local import MODEL_ALIAS, LocalModelProvider, ensure_server, stop
 from noeta.providers.openai import OpenAIProvider
 
-pytestmark = pytest.mark.local_model
+# One xdist worker runs them all: they need much CPU, and the router loads once per process.
+pytestmark = [pytest.mark.local_model, pytest.mark.xdist_group("local-model")]
 
 
 def hello(max_tokens: int | None = 16, system: str | None = None) -> LLMRequest:

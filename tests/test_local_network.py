@@ -44,6 +44,7 @@ def env(settings, data_dir: Path, task_queue: str) -> dict[str, str]:
     }
 
 
+@pytest.mark.slow
 def test_a_local_run_with_tool_calls_opens_no_connection_off_this_machine(env, tmp_path: Path):
     run, report = guarded(env, tmp_path / "report.json", "run", "What is 37 * 91?")
     assert run.returncode == 0, run.stderr

@@ -136,6 +136,7 @@ async def _prepared_tools(client: AsyncClient, task_id: str):
     raise AssertionError("no prepare marker")
 
 
+@pytest.mark.slow
 async def test_a_killed_stdio_server_is_restarted_and_the_call_retried(client: AsyncClient, content_store, task_queue, mcp_log):
     provider = FakeLLMProvider(responder=script(("c1", "mcp__slow__slow_echo", {"text": "survivor", "seconds": 2})))
     registry = Registry.of(providers=[provider], content_store=content_store)
@@ -261,10 +262,8 @@ def test_tool_names_fit_every_provider():
 async def test_replay_of_a_recorded_mcp_history_connects_to_nothing():
     """The recorded history names an HTTP server that no longer exists; replay needs none."""
     from temporalio.client import WorkflowHistory
-    from temporalio.worker import Replayer
 
-    from noeta.plugin import NoetaPlugin
-    from noeta.workflows import WORKFLOWS
+    from tests.support.replay import replay
 
     path = ROOT / "tests" / "histories" / "lean-steps" / "mcp_tools.json"
     history = WorkflowHistory.from_json("history-mcp_tools", path.read_text())
@@ -278,7 +277,4 @@ async def test_replay_of_a_recorded_mcp_history_connects_to_nothing():
     except OSError:
         pass
     assert reader is None, "nothing may listen where the recorded server was"
-    result = await Replayer(workflows=list(WORKFLOWS), plugins=[NoetaPlugin()]).replay_workflow(
-        history, raise_on_replay_failure=False
-    )
-    assert result.replay_failure is None
+    assert await replay(history) is None

@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support.local_model import LOCAL_MODEL
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,6 +27,7 @@ def noeta(*args: str) -> list[str]:
     return [sys.executable, "-m", "noeta.cli", *args]
 
 
+@pytest.mark.slow
 def test_kill_noeta_run_mid_tool_then_noeta_worker_finishes_the_task(tmp_path: Path):
     home, workspace = tmp_path / "home", tmp_path / "ws"
     workspace.mkdir()

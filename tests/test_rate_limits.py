@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from noeta.client.client import AsyncClient
 from noeta.client.options import Options
 from noeta.providers.limits import ProviderLimit
@@ -29,6 +31,7 @@ async def start_all(client: AsyncClient, count: int, provider: str, task_queue: 
     return list(await asyncio.gather(*starts))
 
 
+@pytest.mark.slow
 async def test_200_tasks_against_a_quota_all_complete(client: AsyncClient, content_store, task_queue):
     with running_fault_server(quota=(QUOTA, 1.0), refuse_first=True) as server:
         provider = OpenAIProvider(base_url=server.base_url, api_key="", model="m", name="quota")
@@ -42,6 +45,7 @@ async def test_200_tasks_against_a_quota_all_complete(client: AsyncClient, conte
     assert server.served(429) >= 200
 
 
+@pytest.mark.slow
 async def test_a_worker_limit_keeps_calls_under_the_quota(client: AsyncClient, content_store, task_queue):
     with running_fault_server(quota=(10, 1.0)) as server:
         provider = OpenAIProvider(base_url=server.base_url, api_key="", model="m", name="limited")

@@ -8,9 +8,7 @@ from pathlib import Path
 
 import pytest
 from temporalio.client import WorkflowHistory
-from temporalio.worker import Replayer
 
-from noeta.plugin import NoetaPlugin
 from noeta.protocols.names import (
     BUILTIN_POLICY_WORKFLOW_NAME,
     PATCH_BUDGETS,
@@ -18,7 +16,7 @@ from noeta.protocols.names import (
     PATCH_LEAN_STEPS,
     PATCH_REFUSALS_RECORDED,
 )
-from noeta.workflows import WORKFLOWS
+from tests.support.replay import replay
 
 ROOT = Path(__file__).parent / "histories"
 #: Top level: the first workflow shape; each subdirectory: the shape behind one workflow.patched id.
@@ -61,6 +59,5 @@ def test_refusal_histories_are_recorded():
 
 @pytest.mark.parametrize("path", HISTORIES, ids=[str(p.relative_to(ROOT).with_suffix("")) for p in HISTORIES])
 async def test_replay(path: Path):
-    replayer = Replayer(workflows=list(WORKFLOWS), plugins=[NoetaPlugin()])
-    result = await replayer.replay_workflow(load(path), raise_on_replay_failure=False)
-    assert result.replay_failure is None, f"{path.name} no longer replays: {result.replay_failure}"
+    failure = await replay(load(path))
+    assert failure is None, f"{path.name} no longer replays: {failure}"

@@ -7,6 +7,8 @@ import asyncio
 import signal
 from pathlib import Path
 
+import pytest
+
 from noeta.client.client import AsyncClient
 from noeta.client.messages import ToolResultView
 from noeta.client.options import Options
@@ -30,6 +32,7 @@ async def run_tasks(client: AsyncClient, queue: str, count: int) -> list[set[int
     return pids
 
 
+@pytest.mark.slow
 async def test_two_workers_share_a_queue_and_one_takes_over_when_the_other_stops(
     client: AsyncClient, settings, data_dir: Path, task_queue: str
 ):

@@ -66,6 +66,7 @@ def start_serve(env: dict[str, str], port: int) -> subprocess.Popen[str]:
     )
 
 
+@pytest.mark.slow
 async def test_rolling_restart_of_both_workers_during_a_20_step_task(
     settings, data_dir: Path, task_queue: str, executions: str, tmp_path: Path
 ):

@@ -7,17 +7,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from temporalio.client import WorkflowHistory
-from temporalio.worker import Replayer, Worker
+from temporalio.worker import Worker
 
 from noeta.activities.agent import AgentActivities
 from noeta.client.client import AsyncClient
 from noeta.client.options import Options
-from noeta.plugin import NoetaPlugin
 from noeta.sdk.testing import FakeLLMProvider
 from noeta.worker import Registry
 from noeta.workflows import AgentWorkflow
 from tests.support.pure_policy import WrappedLLMPolicy
+from tests.support.replay import replay
 from tests.support.scripts import call, say
 from tests.support.tools import add
 from tests.support.versioned import (
@@ -29,20 +28,13 @@ from tests.support.versioned import (
 from tests.test_replay import HISTORIES, ROOT, load
 
 
-async def replay(workflow: type, history: WorkflowHistory) -> BaseException | None:
-    # The example change in both workflow types; ``workflow`` is the one under test for the other.
-    others = [PatchedBuiltinPolicyWorkflow] if workflow is not PatchedBuiltinPolicyWorkflow else []
-    replayer = Replayer(workflows=[workflow, *others], plugins=[NoetaPlugin()])
-    return (await replayer.replay_workflow(history, raise_on_replay_failure=False)).replay_failure
-
-
 @pytest.mark.parametrize("path", HISTORIES, ids=[str(p.relative_to(ROOT).with_suffix("")) for p in HISTORIES])
 async def test_a_patched_change_replays_the_released_histories(path: Path):
-    assert await replay(PatchedAgentWorkflow, load(path)) is None
+    assert await replay(load(path), PatchedAgentWorkflow, PatchedBuiltinPolicyWorkflow) is None
 
 
 async def test_the_same_change_without_patched_breaks_running_tasks():
-    failure = await replay(UnpatchedAgentWorkflow, load(HISTORIES[0]))
+    failure = await replay(load(HISTORIES[0]), UnpatchedAgentWorkflow)
     assert failure is not None and "Nondeterminism" in type(failure).__name__ + str(failure)
 
 
@@ -66,5 +58,5 @@ async def test_new_tasks_take_the_new_path(client: AsyncClient, content_store, t
     # The new history replays with the patched code, and not with the code before the change: old
     # workers still running during a rolling deploy fail such tasks' workflow tasks until they are
     # replaced (Temporal retries them, nothing is lost).
-    assert await replay(PatchedAgentWorkflow, history) is None
-    assert await replay(AgentWorkflow, history) is not None
+    assert await replay(history, PatchedAgentWorkflow) is None
+    assert await replay(history, AgentWorkflow) is not None

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from noeta.client.client import AsyncClient
 from noeta.client.options import Options
@@ -25,6 +26,7 @@ def status(port: int, path: str) -> int:
         return 0
 
 
+@pytest.mark.slow
 async def test_sigterm_lets_the_running_tool_finish_once_and_the_worker_exits_0(
     client: AsyncClient, settings, data_dir: Path, task_queue: str, tmp_path: Path
 ):
@@ -73,6 +75,7 @@ async def test_sigterm_lets_the_running_tool_finish_once_and_the_worker_exits_0(
     assert [(e.payload.call_id, e.payload.attempt) for e in completed] == [("c1", 1)]
 
 
+@pytest.mark.slow
 async def test_a_sigkilled_workers_tool_starts_again_within_seconds(
     client: AsyncClient, settings, data_dir: Path, task_queue: str, tmp_path: Path
 ):

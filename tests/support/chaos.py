@@ -186,12 +186,14 @@ async def run_chaos(
     seed: int = 7,
     work_seconds: float = 0.8,
     timeout: float = 600.0,
+    server_args: tuple[str, ...] = (),
 ) -> ChaosReport:
     """Run ``tasks`` tasks of ``steps`` tool steps each while killing workers ``kills`` times, and
-    stop the server for ``outage_seconds`` after kill number ``outage_after_kill`` (default: half way)."""
+    stop the server for ``outage_seconds`` after kill number ``outage_after_kill`` (default: half way).
+    ``server_args`` go to ``temporal server start-dev`` (each time it starts)."""
     rng = random.Random(seed)
     log = home / "chaos.log"
-    server = EmbeddedServer(home / "temporal", headless=True).start()
+    server = EmbeddedServer(home / "temporal", headless=True, extra_args=server_args).start()
     settings = Settings(temporal_address=server.address, home=home)
     client = await AsyncClient.connect(HostConfig(settings=settings))
     env = {**os.environ, "TEMPORAL_ADDRESS": server.address, "NOETA_HOME": str(home), "NOETA_CHAOS_LOG": str(log),
@@ -218,7 +220,7 @@ async def run_chaos(
             if k + 1 == outage_at and outage_seconds > 0:
                 server.stop()
                 await asyncio.sleep(outage_seconds)
-                server = EmbeddedServer(home / "temporal", headless=True, port=server.port).start()
+                server = EmbeddedServer(home / "temporal", headless=True, port=server.port, extra_args=server_args).start()
                 report.outage_recovery = await wait_for_progress(log, 120)
         (home / "gate").touch()
         report.results = list(await asyncio.wait_for(results, timeout))
