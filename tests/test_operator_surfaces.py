@@ -68,7 +68,9 @@ async def test_refused_calls_are_recorded_not_scheduled(client: AsyncClient, ser
     assert scheduled_tool_calls(history) == ["c4"]  # no activity for a refused call
     markers = [e for e in history if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
                and e.marker_recorded_event_attributes.marker_name == "core_patch"]
-    assert any(PATCH_REFUSALS_RECORDED.encode() in e.SerializeToString() for e in markers)
+    # A task on the built-in policy takes the patch's path without asking (noeta.workflows.patches):
+    # no marker, no TemporalChangeVersion upsert.
+    assert not any(PATCH_REFUSALS_RECORDED.encode() in e.SerializeToString() for e in markers)
     memos = [e for e in history if e.event_type == EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED
              and REFUSED_MEMO_KEY in e.workflow_properties_modified_event_attributes.upserted_memo.fields]
     assert len(memos) == 3

@@ -202,7 +202,8 @@ def mypy_errors(tmp_path_factory: pytest.TempPathFactory, request: pytest.Fixtur
     work = tmp_path_factory.mktemp("typing")
     (work / "correct_use.py").write_text(CORRECT)
     (work / "misuse.py").write_text(MISUSE)
-    cache = request.config.cache.mkdir("mypy") if request.config.cache else work / ".mypy_cache"
+    pytest_cache = getattr(request.config, "cache", None)  # absent with -p no:cacheprovider
+    cache = pytest_cache.mkdir("mypy") if pytest_cache else work / ".mypy_cache"
     proc = subprocess.run(
         [
             sys.executable, "-m", "mypy", "--strict", "--config-file=", "--python-version=3.11",
