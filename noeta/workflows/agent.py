@@ -7,6 +7,9 @@ takes in :mod:`~noeta.workflows.actions`, each scheduling a typed function of
 :mod:`~noeta.workflows.steps`; goals, injections and search attributes have modules of their own. The
 in-memory transcript is rebuilt on replay from activity results, while history carries only
 references and deltas (see noeta.context.transcript).
+
+Why ~360 lines: Temporal declares a workflow's handlers on its class, and the decide loop is one
+method over the whole run; both stay here, with a third of the file being their imports.
 """
 
 from __future__ import annotations
