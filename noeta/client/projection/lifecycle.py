@@ -8,10 +8,23 @@ from typing import Any
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 
-from noeta.client.projection.payloads import decode, decode_first, failure_details, failure_text
+from noeta.client.projection.payloads import (
+    child_close_attrs,
+    decode,
+    decode_first,
+    failure_details,
+    failure_text,
+    innermost_message,
+)
 from noeta.client.projection.steps import StepEvents
 from noeta.protocols import event_log as ev
-from noeta.protocols.appends import goal_message, tool_round_message
+from noeta.protocols.appends import (
+    SUBTASK_DID_NOT_COMPLETE,
+    goal_message,
+    subtask_failed_block,
+    subtask_result_block,
+    tool_round_message,
+)
 from noeta.protocols.budget import Spend
 from noeta.protocols.messages import Message, ToolResultBlock
 from noeta.protocols.names import (
@@ -24,6 +37,7 @@ from noeta.protocols.names import (
 )
 from noeta.protocols.scope import merge_scopes
 from noeta.protocols.task import (
+    CONFIGURATION_ERRORS,
     ApprovalInput,
     BudgetWarningRecord,
     GoalInput,
@@ -33,6 +47,7 @@ from noeta.protocols.task import (
     finish_denied_feedback,
     not_approved,
     refused_result,
+    subtask_output,
 )
 
 
@@ -157,15 +172,43 @@ class TaskEvents(StepEvents):
         )
         self.children[event.event_id] = (call_id, attrs.workflow_id, seq)
 
-    def on_child_closed(
-        self, event: HistoryEvent, initiated_id: int, answer: str, success: bool, block: ToolResultBlock | None, *,
-        usage: Any = None, data: Any = None,
-    ) -> None:
-        """A child ended: SubtaskCompleted, then (unless it ended the parent too) the tool result
-        its parent's model got, built as AgentWorkflow builds it."""
-        if initiated_id not in self.children:
+    def on_child_completed(self, event: HistoryEvent) -> None:
+        attrs = event.child_workflow_execution_completed_event_attributes
+        child = self.children.get(attrs.initiated_event_id)
+        if child is None:
             return
-        call_id, child_id, seq = self.children[initiated_id]
+        result: TaskResult = decode_first(attrs.result, TaskResult)
+        completed = result.status == "completed"
+        answer = subtask_output(result) if completed else result.answer
+        self.child_closed(
+            event, child, answer, completed, subtask_result_block(child[0], result), usage=result.usage, data=result.data
+        )
+
+    def on_child_ended(self, event: HistoryEvent) -> None:
+        """A child that failed, or was cancelled, terminated or timed out."""
+        attrs = child_close_attrs(event)
+        child = self.children.get(attrs.initiated_event_id)
+        if child is None:
+            return
+        block: ToolResultBlock | None
+        if event.event_type == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_FAILED:
+            answer, error_type = failure_text(attrs.failure)
+            # A child's configuration error ends the parent too: no tool result reaches its model.
+            fatal = error_type in CONFIGURATION_ERRORS
+            block = None if fatal else subtask_failed_block(child[0], innermost_message(attrs.failure))
+        elif event.event_type == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_CANCELED:
+            answer, block = SUBTASK_DID_NOT_COMPLETE, None  # the parent is cancelled with it
+        else:
+            answer, block = SUBTASK_DID_NOT_COMPLETE, subtask_failed_block(child[0], SUBTASK_DID_NOT_COMPLETE)
+        self.child_closed(event, child, answer, False, block)
+
+    def child_closed(
+        self, event: HistoryEvent, child: tuple[str, str, int], answer: str, success: bool,
+        block: ToolResultBlock | None, *, usage: Any = None, data: Any = None,
+    ) -> None:
+        """SubtaskCompleted, then (unless it ended the parent too) the tool result its parent's
+        model got, built as AgentWorkflow builds it."""
+        call_id, child_id, seq = child
         seq = self.emit(
             ev.SubtaskCompleted(
                 call_id=call_id, child_task_id=child_id, success=success, answer=answer, usage=usage, data=data

@@ -15,21 +15,9 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 
 from noeta.client.projection.lifecycle import TaskEvents
-from noeta.client.projection.payloads import child_close_attrs, decode_first, failure_text, innermost_message
 from noeta.protocols import event_log as ev
-from noeta.protocols.appends import (
-    SUBTASK_DID_NOT_COMPLETE,
-    subtask_failed_block,
-    subtask_result_block,
-)
-from noeta.protocols.messages import ToolResultBlock
 from noeta.protocols.names import APPROVAL_TIMER_PREFIX
-from noeta.protocols.task import (
-    CONFIGURATION_ERRORS,
-    TaskResult,
-    approval_timed_out,
-    subtask_output,
-)
+from noeta.protocols.task import approval_timed_out
 
 
 class Projector(TaskEvents):
@@ -77,35 +65,14 @@ class Projector(TaskEvents):
         elif t == E.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED:
             self.on_child_initiated(event)
         elif t == E.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED:
-            a3 = event.child_workflow_execution_completed_event_attributes
-            result: TaskResult = decode_first(a3.result, TaskResult)
-            completed = result.status == "completed"
-            call_id = self.children[a3.initiated_event_id][0] if a3.initiated_event_id in self.children else ""
-            self.on_child_closed(
-                event, a3.initiated_event_id, subtask_output(result) if completed else result.answer, completed,
-                subtask_result_block(call_id, result), usage=result.usage, data=result.data,
-            )
+            self.on_child_completed(event)
         elif t in (
             E.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_FAILED,
             E.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_CANCELED,
             E.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_TERMINATED,
             E.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_TIMED_OUT,
         ):
-            attrs = child_close_attrs(event)
-            initiated = attrs.initiated_event_id
-            call_id = self.children[initiated][0] if initiated in self.children else ""
-            block: ToolResultBlock | None
-            if t == E.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_FAILED:
-                answer, error_type = failure_text(attrs.failure)
-                # A child's configuration error ends the parent too: no tool result reaches its model.
-                fatal = error_type in CONFIGURATION_ERRORS
-                block = None if fatal else subtask_failed_block(call_id, innermost_message(attrs.failure))
-            elif t == E.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_CANCELED:
-                answer, block = SUBTASK_DID_NOT_COMPLETE, None  # the parent is cancelled with it
-            else:
-                answer = SUBTASK_DID_NOT_COMPLETE
-                block = subtask_failed_block(call_id, SUBTASK_DID_NOT_COMPLETE)
-            self.on_child_closed(event, initiated, answer, False, block)
+            self.on_child_ended(event)
         else:
             self.on_closed(event)
 
