@@ -14,6 +14,9 @@ import threading
 
 _counter = itertools.count()
 _made_dirs: set[str] = set()
+#: Bound on the directories remembered: step records get a directory per task, and a worker runs
+#: tasks without end. Forgetting costs one ``makedirs`` per directory again, nothing else.
+_MADE_DIRS_LIMIT = 4096
 
 
 def write_new(path: str, data: bytes) -> None:
@@ -21,6 +24,8 @@ def write_new(path: str, data: bytes) -> None:
     directory = os.path.dirname(path)
     if directory not in _made_dirs:
         os.makedirs(directory, exist_ok=True)
+        if len(_made_dirs) >= _MADE_DIRS_LIMIT:
+            _made_dirs.clear()
         _made_dirs.add(directory)
     tmp = f"{directory}/.tmp-{os.getpid()}-{threading.get_ident()}-{next(_counter)}"
     try:

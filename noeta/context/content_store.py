@@ -11,7 +11,6 @@ import fcntl
 import hashlib
 import json
 import os
-import threading
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -91,7 +90,6 @@ class LocalContentStore:
         self._owners = self.root / ".owners"
         self._lock_path = self.root / ".retention.lock"
         self._root = str(self.root)  # puts build plain string paths: pathlib costs more than the I/O
-        self._lock_fds = threading.local()
         self._owners_made = False
 
     def __repr__(self) -> str:
@@ -104,16 +102,13 @@ class LocalContentStore:
 
     @contextmanager
     def _locked(self, exclusive: bool) -> Iterator[None]:
-        # Puts share the lock, retention takes it alone. One descriptor per thread, kept open: a
-        # flock belongs to its open file, so threads sharing one would release each other's.
-        fd: int | None = getattr(self._lock_fds, "fd", None)
-        if fd is None:
-            fd = self._lock_fds.fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        # Puts share the lock, retention takes it alone.
+        fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
+            fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
             yield
         finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)  # releases the lock
 
     def put(self, data: bytes, media_type: str = "text/plain") -> ContentRef:
         digest = content_hash(data)  # ours, so a valid name: no _path() check
