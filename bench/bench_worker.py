@@ -23,7 +23,7 @@ READY = "READY"
 async def noeta_worker(args: argparse.Namespace, worker_kwargs: dict[str, Any]) -> Any:
     from scripted_agent import ScriptedProvider, bench_output
 
-    from noeta.client.client import connect_temporal
+    from noeta.client.connect import connect_temporal
     from noeta.client.config import Settings
     from noeta.worker import Registry, build_worker
 

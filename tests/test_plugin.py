@@ -17,7 +17,7 @@ from noeta.protocols.task import TaskResult
 from noeta.sdk.testing import FakeLLMProvider
 from noeta.worker import Registry, build_worker
 from tests.support.scripts import say
-from tests.support.sdk_policy import IdentityPolicy
+from tests.support.sdk_policy import IdentityPolicy, LazyNamePolicy
 
 
 async def test_workflow_instances_share_the_workers_noeta_modules(client: AsyncClient, serve, task_queue):
@@ -31,6 +31,20 @@ async def test_workflow_instances_share_the_workers_noeta_modules(client: AsyncC
             assert result.status == "completed", result.answer
             answers.append(result.answer)
     assert answers == [f"{id(CallModel)} {id(Finish)}"] * 3
+
+
+async def test_a_name_the_sdk_loads_on_first_use_is_the_workers_own_inside_the_sandbox(
+    client: AsyncClient, serve, task_queue
+):
+    # noeta.sdk imports most names on first use; from a sandboxed policy that import must still be
+    # passed through (one module per process), not a copy made inside the sandbox.
+    from noeta.resources.instrument import ObservedCall
+
+    async with serve(providers=[FakeLLMProvider(responses=[])]):
+        task_id = await client.start("lazy", Options(policy=LazyNamePolicy()), task_queue=task_queue)
+        result = await client.result(task_id)
+    assert result.status == "completed", result.answer
+    assert result.answer == str(id(ObservedCall))
 
 
 def test_type_adapters_are_shared_across_converter_instances():

@@ -29,3 +29,45 @@ def test_implementation_modules_behind_the_sdk_are_not_star_exported():
     namespace: dict[str, object] = {}
     exec("from noeta.client import *", namespace)
     assert not {k for k in namespace if not k.startswith("__")}
+
+
+def test_the_lazy_table_the_type_checking_imports_and_all_agree():
+    import ast
+    from pathlib import Path
+
+    source = Path(noeta.sdk.__file__).read_text()
+    checked: dict[str, str] = {}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
+            for imp in node.body:
+                assert isinstance(imp, ast.ImportFrom)
+                checked.update({alias.name: imp.module for alias in imp.names})
+    assert checked == noeta.sdk._LAZY
+    assert set(noeta.sdk.__all__) == set(noeta.sdk._protocol_names) | set(noeta.sdk._LAZY)
+
+
+def test_a_tools_module_importing_the_sdk_does_not_load_the_client_side():
+    # A worker process whose tools do `from noeta.sdk import tool` stays without the client side
+    # (task operations, projection, query): the facade imports those names on first use.
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys; from noeta.sdk import tool, ToolResult; import noeta.worker; "
+        "print(sorted(m for m in ('noeta.client.client', 'noeta.client.projection', 'noeta.sdk.query') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_the_cli_loads_each_side_only_for_the_commands_that_need_it():
+    # `noeta tasks` need not load the worker's activities, nor `noeta worker` the client side.
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys; import noeta.cli; "
+        "print(sorted(m for m in ('noeta.client.client', 'noeta.worker', 'noeta.activities') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

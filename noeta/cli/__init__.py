@@ -21,20 +21,28 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from temporalio.service import RPCError
 
 from noeta.cli.parser import add_tuning_arguments
 from noeta.cli.parser import build as parser
 from noeta.cli.processes import ASYNC_COMMANDS, cmd_server, tuning_from_args, worker_registry
-from noeta.cli.render import describe, render, render_envelope
 from noeta.errors import NoetaError
 
 __all__ = [
     "add_tuning_arguments", "describe", "main", "parser", "render", "render_envelope", "run", "tuning_from_args",
     "worker_registry",
 ]
+
+def __getattr__(name: str) -> Any:
+    # The renderers load the client side: only the commands that print tasks need them.
+    if name in ("describe", "render", "render_envelope"):
+        from noeta.cli import render as renderers
+
+        return getattr(renderers, name)
+    raise AttributeError(f"module 'noeta.cli' has no attribute {name!r}")
+
 
 #: Commands that run until stopped: they get Noeta's logging and tracing setup.
 _LONG_RUNNING = ("run", "worker", "serve", "codec-server")

@@ -8,19 +8,21 @@ import os
 import sys
 import uuid
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
-from noeta.cli.commands import task_options
-from noeta.cli.live import StreamPrinter, print_progress
-from noeta.cli.render import cost_text
-from noeta.client.client import DEFAULT_PROVIDER, AsyncClient
 from noeta.client.config import Settings
 from noeta.client.embedded import ensure_server
-from noeta.client.options import HostConfig
 from noeta.errors import ConfigurationError
 from noeta.lifecycle import EXIT_INTERRUPTED, serve_until_signal
+from noeta.protocols.names import DEFAULT_PROVIDER
 from noeta.tuning import SETTINGS as TUNING_SETTINGS
 from noeta.tuning import WorkerTuning
-from noeta.worker import Registry, build_worker, load_registry
+
+if TYPE_CHECKING:
+    from noeta.worker import Registry
+
+# Each command imports what it needs when it runs: `noeta worker` never loads the client side
+# (task operations, projection), and client commands never load the worker's activities.
 
 #: Prefix of the task queue a ``noeta run`` serves alone (one per run: no other worker polls it).
 RUN_QUEUE_PREFIX = "noeta-run-"
@@ -34,9 +36,10 @@ def worker_registry(
     ``Options(provider="anthropic")`` finds one. ``builtins`` adds the safe built-in tools and the
     memory tool (default: only when there is no user registry); a user's tool of the same name
     wins. Tasks still name each tool they use (the memory tool: ``allowed_tools=["memory"]``)."""
+    from noeta.builtins.memory.tool import add_memory
     from noeta.builtins.tools import BUILTIN_TOOLS
     from noeta.providers.defaults import KNOWN_PROVIDERS, default_provider
-    from noeta.sdk.query import add_memory
+    from noeta.worker import Registry, load_registry
 
     registry = load_registry(path) if path else Registry()
     if builtins if builtins is not None else path is None:
@@ -73,6 +76,9 @@ def tuning_from_args(args: argparse.Namespace) -> WorkerTuning:
 
 
 async def cmd_worker(args: argparse.Namespace) -> int:
+    from noeta.client.connect import connect_temporal
+    from noeta.worker import build_worker
+
     settings = Settings()
     grace = settings.shutdown_grace_seconds if args.shutdown_grace_seconds is None else args.shutdown_grace_seconds
     health_port = settings.health_port if args.health_port is None else args.health_port
@@ -82,13 +88,11 @@ async def cmd_worker(args: argparse.Namespace) -> int:
 
     metrics_address = f"{args.metrics_host}:{args.metrics_port}" if args.metrics_port else None
     runtime = runtime_for(metrics_address)
-    client = await AsyncClient.connect(
-        HostConfig(settings=settings, content_store=registry.content_store, runtime=runtime)
-    )
+    temporal, server = await connect_temporal(settings, runtime=runtime)
     queue = args.task_queue or settings.task_queue
-    where = settings.temporal_address or f"embedded server {client.server.address if client.server else ''}"
+    where = settings.temporal_address or f"embedded server {server.address if server else ''}"
     worker = build_worker(
-        client.temporal, registry, queue, tuning=tuning_from_args(args),
+        temporal, registry, queue, tuning=tuning_from_args(args),
         graceful_shutdown_timeout=timedelta(seconds=grace),
     )
     print(
@@ -101,7 +105,7 @@ async def cmd_worker(args: argparse.Namespace) -> int:
     if runtime is not None:  # open tasks by status (approvals waiting), from visibility
         from noeta.telemetry.metrics import poll_open_tasks
 
-        gauges = asyncio.ensure_future(poll_open_tasks(client.temporal, runtime.metric_meter))
+        gauges = asyncio.ensure_future(poll_open_tasks(temporal, runtime.metric_meter))
     await serve_until_signal(worker, health_port=health_port)
     if runtime is not None:
         gauges.cancel()
@@ -113,6 +117,13 @@ def _say(text: str) -> None:
 
 
 async def cmd_run(args: argparse.Namespace) -> int:
+    from noeta.cli.commands import task_options
+    from noeta.cli.live import StreamPrinter, print_progress
+    from noeta.cli.render import cost_text
+    from noeta.client.client import AsyncClient
+    from noeta.client.options import HostConfig
+    from noeta.worker import build_worker
+
     settings = Settings()
     registry = worker_registry(args.registry, args.provider, settings, args.builtins)
     stream = args.stream if args.stream is not None else sys.stdout.isatty()
@@ -164,6 +175,8 @@ async def cmd_serve(args: argparse.Namespace) -> int:
         from noeta.http.app import serve
     except ImportError as err:  # starlette / uvicorn are the [serve] extra
         raise ConfigurationError(f"noeta serve needs the HTTP extra: pip install 'noeta[serve]' ({err})") from err
+    from noeta.client.client import AsyncClient
+
     client = await AsyncClient.connect()
     keys = "API keys required" if os.environ.get("NOETA_API_KEYS") or os.environ.get("NOETA_API_KEYS_FILE") else "no API keys"
     print(f"Noeta HTTP API and console on http://{args.host}:{args.port} ({keys}; see docs/security.md)", flush=True)

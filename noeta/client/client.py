@@ -16,7 +16,7 @@ from noeta.client.connect import connect_temporal
 from noeta.client.host import HostConfig
 from noeta.client.inspection import METADATA_QUERY, Inspection, PendingApproval
 from noeta.client.sync import Client
-from noeta.client.tasks import DEFAULT_PROVIDER, SERVER_OUTAGE_WAIT_SECONDS, SERVER_UNREACHABLE
+from noeta.client.tasks import SERVER_OUTAGE_WAIT_SECONDS, SERVER_UNREACHABLE
 from noeta.client.visibility import (
     TaskInfo,
     TaskSummary,
@@ -26,6 +26,7 @@ from noeta.client.visibility import (
 )
 from noeta.deltas.broker import DeltaStream, broker_for, subscribe_stream
 from noeta.protocols.event_log import Observer
+from noeta.protocols.names import DEFAULT_PROVIDER
 
 
 class AsyncClient(Inspection):

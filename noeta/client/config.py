@@ -23,6 +23,7 @@ variable                      meaning
                               ``*`` for any; unset: none)
 ``NOETA_DELTA_BROKER``        ``redis://...``: stream deltas across processes (unset: in-process)
 ``NOETA_SHUTDOWN_GRACE_SECONDS``  how long a stopping worker lets running tools finish (60)
+``NOETA_CONNECT_TIMEOUT_SECONDS``  how long to keep trying to reach Temporal before giving up (15)
 ``NOETA_HEALTH_PORT``         port of a worker's ``/healthz`` and ``/readyz`` (unset: none)
 ``NOETA_INDEXED_METADATA``    ``Options.metadata`` keys to make searchable (comma-separated), as
                               ``key=value`` values of the ``NoetaMetadata`` search attribute
@@ -51,6 +52,8 @@ DEFAULT_TASK_QUEUE = "noeta"
 DELTA_BROKER_VARIABLE = "NOETA_DELTA_BROKER"
 #: Fits the Kubernetes manifests: their terminationGracePeriodSeconds leaves a margin above it.
 DEFAULT_SHUTDOWN_GRACE_SECONDS = 60.0
+#: Long enough for a dev server or a cluster that is still starting to begin serving gRPC.
+DEFAULT_CONNECT_TIMEOUT_SECONDS = 15.0
 
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
@@ -137,6 +140,10 @@ class Settings:
         default_factory=lambda: _seconds("NOETA_SHUTDOWN_GRACE_SECONDS", DEFAULT_SHUTDOWN_GRACE_SECONDS)
     )
     """On SIGTERM a worker stops polling and gives running activities this long to finish."""
+    connect_timeout_seconds: float = field(
+        default_factory=lambda: _seconds("NOETA_CONNECT_TIMEOUT_SECONDS", DEFAULT_CONNECT_TIMEOUT_SECONDS)
+    )
+    """How long connecting keeps retrying an unreachable or still-starting Temporal."""
     health_port: int | None = field(default_factory=lambda: _port("NOETA_HEALTH_PORT"))
     memory_dir: Path | None = field(
         default_factory=lambda: Path(d).expanduser() if (d := _env("NOETA_MEMORY_DIR")) else None

@@ -17,21 +17,23 @@ from noeta.plugin import NoetaPlugin
 
 async def connect_temporal(
     settings: Settings,
-    connect_timeout: float = 15.0,
+    connect_timeout: float | None = None,
     *,
     codec: PayloadCodec | None = None,
     runtime: Runtime | None = None,
 ) -> tuple[TemporalClient, EmbeddedServer | None]:
     """Connect to the configured cluster, starting the embedded dev server when none is set.
     ``codec``: the payload codec (default: the environment's, see noeta.security.codec);
-    ``runtime``: a Temporal Runtime exporting metrics (noeta.telemetry.metrics.runtime_for)."""
+    ``runtime``: a Temporal Runtime exporting metrics (noeta.telemetry.metrics.runtime_for);
+    ``connect_timeout``: seconds to keep retrying (default: ``settings.connect_timeout_seconds``)."""
     from noeta.security.codec import codec_from_env
 
     server = None
     if settings.embedded:
         server = await asyncio.to_thread(ensure_server, settings.home / "temporal")
     connect_config = settings.temporal_connect_config(server.address if server else None)
-    deadline = asyncio.get_running_loop().time() + connect_timeout
+    timeout = settings.connect_timeout_seconds if connect_timeout is None else connect_timeout
+    deadline = asyncio.get_running_loop().time() + timeout
     while True:
         try:
             client = await TemporalClient.connect(

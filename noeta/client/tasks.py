@@ -22,6 +22,7 @@ from noeta.protocols.interaction import GoalInput, InjectInput, TaskResult
 from noeta.protocols.messages import ImageBlock, LLMProvider, registry_name
 from noeta.protocols.names import (
     BASE_SEARCH_ATTRIBUTES,
+    DEFAULT_PROVIDER,
     SA_API_KEY,
     SA_COST_USD,
     SIGNAL_CLOSE,
@@ -31,8 +32,6 @@ from noeta.protocols.names import (
 )
 from noeta.protocols.task import MAX_INJECTION_CHARS
 
-#: The provider name a task uses when Options names none.
-DEFAULT_PROVIDER = "default"
 #: How long ``AsyncClient.result`` keeps waiting while the Temporal server cannot be reached.
 SERVER_OUTAGE_WAIT_SECONDS = 600.0
 #: RPC statuses that mean "the server is not reachable right now" (not "your request is wrong").

@@ -22,6 +22,10 @@ def workflow_name_for(policy: object | None) -> str:
     """The workflow type a task runs as: sandboxed when it has a policy of its own (user code)."""
     return WORKFLOW_NAME if policy is not None else BUILTIN_POLICY_WORKFLOW_NAME
 
+#: The registry name of the provider a task uses when it names none (workers register their
+#: configured provider under it).
+DEFAULT_PROVIDER = "default"
+
 #: Activities, scheduled by name from the workflow and registered by the worker.
 PREPARE_TASK = "noeta.prepare_task"
 CALL_MODEL = "noeta.call_model"

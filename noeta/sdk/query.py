@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from noeta.builtins.memory.tool import add_memory
 from noeta.client.client import AsyncClient
 from noeta.client.config import Settings
 from noeta.client.messages import ViewItem, as_messages
@@ -28,7 +29,6 @@ from noeta.errors import ConfigurationError
 from noeta.protocols.budget import CallCounts
 from noeta.protocols.event_log import EventEnvelope
 from noeta.protocols.messages import ImageBlock, LLMProvider, Usage
-from noeta.protocols.names import MEMORY_RESOURCE
 from noeta.protocols.statuses import GoalStatus
 from noeta.resources.context import ambient_resources
 from noeta.worker import Registry, build_worker
@@ -82,15 +82,6 @@ def registry_for(options: Options, store: ContentStore, resources: Mapping[str, 
         if opts is not options and isinstance(opts.provider, LLMProvider):
             registry.add_provider(opts.provider)
     return registry
-
-
-def add_memory(registry: Registry, settings: Settings) -> None:
-    """The built-in memory tool and the host's memory store (``Settings.memory_store``)."""
-    from noeta.builtins.memory.tool import memory_tool
-
-    if memory_tool.name not in registry.tools:
-        registry.add_tool(memory_tool)
-    registry.resources.setdefault(MEMORY_RESOURCE, settings.memory_store())
 
 
 def _registry_for(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import noeta.sdk
 from noeta.sdk import CallModel, Finish, StepContext, View
 
 
@@ -16,3 +17,12 @@ class IdentityPolicy:
     def decide(self, ctx: StepContext, view: View) -> CallModel | Finish:
         return Finish(answer=f"{id(CallModel)} {id(Finish)}")
 
+
+
+@dataclass(frozen=True)
+class LazyNamePolicy:
+    """Loads a name the facade imports on first use (``ObservedCall``) from inside the sandbox."""
+
+    def decide(self, ctx: StepContext, view: View) -> CallModel | Finish:
+        loaded = noeta.sdk.__getattr__("ObservedCall")  # the lazy path, even when already cached
+        return Finish(answer=str(id(loaded)))

@@ -14,12 +14,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from noeta.builtins.memory.impl import Memory, MemoryStore, slugify
 from noeta.protocols.names import MEMORY_RESOURCE
 from noeta.protocols.tool import ToolContext, ToolResult
 from noeta.sdk.tools import tool
+
+if TYPE_CHECKING:
+    from noeta.client.config import Settings
+    from noeta.worker import Registry
 
 #: At most this many memories come back from one recall, each cut to MAX_RECALLED_CHARS.
 MAX_RECALLED = 5
@@ -167,4 +171,11 @@ def memory_tool(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
         return _refused(str(err))
 
 
-__all__ = ["MAX_RECALLED", "RecallResult", "memory_tool", "recall"]
+def add_memory(registry: Registry, settings: Settings) -> None:
+    """The built-in memory tool and the host's memory store (``Settings.memory_store``)."""
+    if memory_tool.name not in registry.tools:
+        registry.add_tool(memory_tool)
+    registry.resources.setdefault(MEMORY_RESOURCE, settings.memory_store())
+
+
+__all__ = ["MAX_RECALLED", "RecallResult", "add_memory", "memory_tool", "recall"]
