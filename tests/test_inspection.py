@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import pytest
 from temporalio.api.enums.v1 import EventType
 
 from noeta.client.client import AsyncClient
 from noeta.client.options import Options
+from noeta.converter import NoetaPayloadConverter
+from noeta.errors import ConfigurationError
+from noeta.protocols.names import DEFAULT_INDEX_INTERVAL_SECONDS, INDEX_INTERVAL_SECONDS
+from noeta.protocols.task import TaskInput
 from noeta.sdk.testing import FakeLLMProvider
+from noeta.search_attributes import TURNS
 from tests.support.scripts import call, say
-from tests.support.tools import add
+from tests.support.tools import add, slow_append
 from tests.support.waiting import eventually
 
 
@@ -45,3 +51,43 @@ async def test_every_activity_has_a_summary_and_the_task_is_searchable(client: A
     assert (summary.model, summary.turns, summary.tokens_in, summary.tokens_out) == ("fake-model", 2, 20, 8)
     query = f"NoetaModel = 'fake-model' AND NoetaTokensOut >= 8 AND WorkflowId = '{task_id}'"
     assert [wf.id async for wf in client.temporal.list_workflows(query)] == [task_id]
+
+
+async def _counter_upserts(client: AsyncClient, serve, task_queue, tmp_path, monkeypatch, interval) -> tuple[int, int]:
+    """(upserts, turns indexed at the end) of a 2-turn task whose tool takes 1.2 s."""
+    monkeypatch.setenv("NOETA_TEST_LOG", str(tmp_path / "log"))
+    provider = FakeLLMProvider(responses=[call(("c1", "slow_append", {"seconds": 1.2, "text": "x"})), say("done")])
+    async with serve(tools=[slow_append], providers=[provider]):
+        options = Options(provider=provider, allowed_tools=[slow_append], index_interval_seconds=interval)
+        task_id = await client.start("slow", options, task_queue=task_queue)
+        await client.result(task_id)
+    history = await client.history(task_id)
+    upserts = sum(1 for e in history if e.event_type == EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES)
+    description = await client.temporal.get_workflow_handle(task_id).describe()
+    return upserts, description.typed_search_attributes.get(TURNS)
+
+
+async def test_counters_are_refreshed_between_status_changes_at_the_interval_set(
+    client: AsyncClient, serve, task_queue, tmp_path, monkeypatch
+):
+    # The second model call comes 1.2 s after the start: with a 1 s interval its counters are
+    # indexed then (one upsert), then again with the final status.
+    assert await _counter_upserts(client, serve, task_queue, tmp_path, monkeypatch, 1) == (2, 2)
+
+
+async def test_without_an_interval_counters_are_indexed_only_with_status_changes(
+    client: AsyncClient, serve, task_queue, tmp_path, monkeypatch
+):
+    # None: one upsert, at the end, which still carries the final counters.
+    assert await _counter_upserts(client, serve, task_queue, tmp_path, monkeypatch, None) == (1, 2)
+
+
+def test_the_interval_is_bounded_and_older_tasks_keep_theirs():
+    with pytest.raises(ConfigurationError, match="index_interval_seconds"):
+        Options(index_interval_seconds=0.5)
+    assert Options().index_interval_seconds == DEFAULT_INDEX_INTERVAL_SECONDS == 60.0
+    # A TaskInput recorded before the field existed decodes to the interval those tasks used.
+    legacy = NoetaPayloadConverter().from_payloads(
+        NoetaPayloadConverter().to_payloads([{"goal": "g", "provider": "p", "tools": []}]), [TaskInput]
+    )[0]
+    assert legacy.index_interval_seconds == INDEX_INTERVAL_SECONDS == 10.0

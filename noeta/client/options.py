@@ -26,6 +26,7 @@ from noeta.protocols.event_log import Observer
 from noeta.protocols.hooks import Guard
 from noeta.protocols.mcp import McpServerConfig
 from noeta.protocols.messages import LLMProvider
+from noeta.protocols.names import DEFAULT_INDEX_INTERVAL_SECONDS
 from noeta.protocols.policy import Policy
 from noeta.protocols.resources import ResourceSpec
 from noeta.protocols.scope import check_scope
@@ -135,6 +136,10 @@ class Options:
     """Ceilings on tokens, calls, time and cost for the whole task (continued runs and sub-agents
     included), checked before every model and tool call; reaching one fails the task with
     BudgetExceededError (docs/budgets.md)."""
+    index_interval_seconds: float | None = DEFAULT_INDEX_INTERVAL_SECONDS
+    """How often a running task refreshes its turn, token and cost search attributes between status
+    changes (which are always indexed at once). Each refresh is a history event and a write to the
+    cluster's visibility store; None: only with status changes and at the end."""
     rate_limit_wait_seconds: float = 600.0
     """Most time one model or tool call may spend waiting on rate limits in all (a provider's 429
     and its retry-after, this worker's provider limiter, a full sync-tool pool) before it fails

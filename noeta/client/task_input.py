@@ -133,6 +133,7 @@ def build_task_input(
         subagents=subagent_specs(options),
         limits=options.limits if options.limits is not None and not options.limits.empty else None,
         rate_limit_wait_seconds=options.rate_limit_wait_seconds,
+        index_interval_seconds=options.index_interval_seconds,
         model_activity=options.model_activity,
         tool_activity=options.tool_activity,
         mcp_activity=options.mcp_activity,

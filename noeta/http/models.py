@@ -72,6 +72,9 @@ class TaskOptions(Request):
         default=None,
         description="most time one call may wait on rate limits in all (default 600; not counted as retries)",
     )
+    index_interval_seconds: Number | None = Field(
+        default=None, description="refresh the turn and token search attributes at most this often (default 60)"
+    )
     metadata: dict[str, Any] | None = Field(
         default=None, description="free-form; keys in NOETA_INDEXED_METADATA are searchable"
     )

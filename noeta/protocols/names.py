@@ -106,6 +106,11 @@ PATCH_BUDGETS = "budgets"
 """Tasks with usage limits record a memo (BUDGET_WARNING_MEMO_KEY) when a limit reaches its warning
 fraction. Called only on that path: tasks without limits never record this patch."""
 INDEX_INTERVAL_SECONDS = 10.0
+"""The refresh interval of tasks started before ``index_interval_seconds`` was an option (their
+TaskInput lacks it): they replay with this value."""
+DEFAULT_INDEX_INTERVAL_SECONDS = 60.0
+"""``Options.index_interval_seconds``'s default: each refresh is a history event and a write to the
+cluster's visibility store, so a fleet of agents refreshes at most once a minute each."""
 PATCH_TASK_RESOURCES = "task-resources"
 """A task that owns task-scoped resources ends with a release_resources local activity (also when
 it fails or is cancelled). Asked only by such tasks, so others pay nothing."""

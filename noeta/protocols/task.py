@@ -49,6 +49,7 @@ from noeta.protocols.feedback import (
 from noeta.protocols.interaction import ApprovalInput, ApprovalRequest, GoalInput, InjectInput, TaskResult
 from noeta.protocols.mcp import McpServerConfig
 from noeta.protocols.messages import ImageBlock
+from noeta.protocols.names import INDEX_INTERVAL_SECONDS
 from noeta.protocols.run_state import BudgetWarningRecord, Carry, ToolRefusal
 from noeta.protocols.scope import ScopeLevel
 from noeta.protocols.validation import OutputSchema
@@ -142,6 +143,10 @@ class TaskInput:
     gets what is left of its parent's."""
     index_cost: bool = False
     """Also keep NoetaCostUSD up to date (the cluster has it registered)."""
+    index_interval_seconds: float | None = INDEX_INTERVAL_SECONDS
+    """Refresh the turn, token and cost attributes at most this often between status changes
+    (None: only with status changes). The default is what tasks started before this field was
+    recorded used; new tasks carry ``Options.index_interval_seconds``."""
     rate_limit_wait_seconds: float = 600.0
     """Most time one model or tool call may wait on rate limits in all (not counted as retries)."""
     carry: "Carry | None" = None

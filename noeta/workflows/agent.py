@@ -82,7 +82,7 @@ class AgentWorkflow(Actions):
         self._transcript = []
         self._tools = {spec.name: spec for spec in self._state.tools}
         self._approvals = Approvals()
-        self._index = SearchIndex(task.index, task.index_cost)
+        self._index = SearchIndex(task.index, task.index_cost, task.index_interval_seconds)
         self._budget = Budget(task.limits, self._state) if task.limits is not None else None
         self._finish_refusals = 0
         self._last_refusal = ""

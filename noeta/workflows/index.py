@@ -16,13 +16,15 @@ from noeta.workflows import patches
 
 
 class SearchIndex:
-    """Each upsert is a history event: counters alone are refreshed at most every
-    INDEX_INTERVAL_SECONDS, and with every status change (including the final one)."""
+    """Each upsert is a history event and a visibility write: counters alone are refreshed at most
+    every ``interval`` seconds (None: never on their own), and with every status change
+    (including the final one)."""
 
-    def __init__(self, enabled: bool, cost: bool = False) -> None:
+    def __init__(self, enabled: bool, cost: bool = False, interval: float | None = INDEX_INTERVAL_SECONDS) -> None:
         self.enabled = enabled
         self.cost = cost
         """Also NoetaCostUSD (registered later than the others: only tasks whose starter saw it)."""
+        self.interval = interval
         self._indexed_at: datetime | None = None
 
     def update(self, turns: int, usage: Usage, status: TaskStatus | None = None, model: str | None = None) -> None:
@@ -34,8 +36,10 @@ class SearchIndex:
         now = workflow.now()
         if status is None and patches.patched(PATCH_LEAN_STEPS):
             # The client set the initial values when it started the task.
+            if self.interval is None:
+                return
             since = now - (self._indexed_at or workflow.info().start_time)
-            if since.total_seconds() < INDEX_INTERVAL_SECONDS:
+            if since.total_seconds() < self.interval:
                 return
         self._indexed_at = now
         updates: list[SearchAttributeUpdate[Any]] = [
