@@ -17,7 +17,7 @@ from noeta.activities._errors import to_application_error
 from noeta.activities._threads import ThreadPool
 from noeta.client.config import DELTA_BROKER_VARIABLE
 from noeta.context.content_store import ContentStore
-from noeta.context.step_records import step_records_for
+from noeta.context.step_records import record_output, recorded_output, step_records_for
 from noeta.context.transcript import TranscriptStore
 from noeta.deltas import broker_for
 from noeta.errors import (
@@ -127,8 +127,8 @@ class ActivityBase:
 
     def _recorded(self, key: str, adapter: TypeAdapter[Any]) -> Any:
         """The output recorded for step ``key`` by an earlier attempt, or None."""
-        ref = self.step_records.get(key) if key else None
-        return None if ref is None else adapter.validate_json(self.store.get(ref))
+        data = recorded_output(self.step_records, self.store, key) if key else None
+        return None if data is None else adapter.validate_json(data)
 
     async def _earlier_output(self, key: str, ledger: AttemptLedger, adapter: TypeAdapter[Step]) -> Step | None:
         """What an earlier attempt of step ``key`` recorded when it finished, if its completion
@@ -142,7 +142,7 @@ class ActivityBase:
 
     def _record(self, key: str, adapter: TypeAdapter[Any], output: Any) -> None:
         if key:
-            self.step_records.put(key, self.store.put(adapter.dump_json(output), "application/json"))
+            record_output(self.step_records, self.store, key, adapter.dump_json(output))
 
     async def _ready(self, task_id: str, env: RunEnv | None) -> None:
         try:

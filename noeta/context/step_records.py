@@ -9,9 +9,10 @@ instead of running the step again. What is left is the instant between a step's 
 record: a worker killed exactly there runs the step again, which is why tools with side effects
 still get the key to de-duplicate on their side.
 
-A record maps a key to a :class:`ContentRef`; the result itself lives in the content store (and
-so gets whatever protection that store has). Backends follow the content store: a directory
-beside a local store's bodies, a table beside a PostgreSQL store's. Any other store gets an
+A local record holds the step's output itself (sealed with the store's key when the store is
+encrypted), one file created per step. Other backends map a key to a :class:`ContentRef` whose body
+lives in the content store (and so gets whatever protection that store has). Backends follow the
+content store: a directory beside a local store's bodies, a table beside a PostgreSQL store's. Any other store gets an
 in-process record (de-duplication within one worker process only) unless the worker's registry
 names a ``step_records`` of its own.
 
@@ -35,8 +36,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from noeta.context.atomic_files import write_new
-from noeta.context.content_store import ContentStore, LocalContentStore
+from noeta.context.atomic_files import write_new, write_once
+from noeta.context.content_store import ContentStore, LocalContentStore, open_body
 from noeta.protocols.messages import ContentRef
 
 logger = logging.getLogger(__name__)
@@ -48,6 +49,17 @@ class StepRecords(Protocol):
 
     def put(self, key: str, ref: ContentRef) -> None:
         """Record ``ref`` for ``key``; the first record of a key wins."""
+        ...
+
+
+@runtime_checkable
+class OutputRecords(Protocol):
+    """Records that hold a step's output themselves (no content-store body to write and read)."""
+
+    def get_output(self, key: str) -> bytes | None: ...
+
+    def put_output(self, key: str, data: bytes) -> None:
+        """Record ``data`` for ``key``; the first record of a key wins."""
         ...
 
 
@@ -79,12 +91,53 @@ def _ref(data: bytes) -> ContentRef:
     return ContentRef(hash=raw["hash"], size=int(raw["size"]), media_type=raw["media_type"])
 
 
-class LocalStepRecords:
-    """One small file per key under ``root/<task>/`` (the task id's and the key's sha256); atomic
-    writes. Records written before they were filed by task sit at ``root/ab/cdef…``."""
+def recorded_output(records: StepRecords, store: ContentStore, key: str) -> bytes | None:
+    """The output recorded for step ``key``, or None."""
+    if isinstance(records, OutputRecords):
+        return records.get_output(key)
+    ref = records.get(key)
+    return None if ref is None else store.get(ref)
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+
+def record_output(records: StepRecords, store: ContentStore, key: str, data: bytes) -> None:
+    """Record ``data`` as step ``key``'s output (the first record of a key wins)."""
+    if isinstance(records, OutputRecords):
+        records.put_output(key, data)
+    else:
+        records.put(key, store.put(data, "application/json"))
+
+
+#: How a local record that holds the output itself begins, followed by the body's length and a
+#: newline (a record cut short by a crash is then told from a whole one). Records of earlier
+#: releases hold a ContentRef's JSON instead.
+_OUTPUT_MAGIC = b"noeta-step-output/1 "
+
+
+#: How a record of an earlier release (a ContentRef's JSON, written atomically) begins.
+_REF_RECORD = b"{"
+
+
+def _output_record(body: bytes) -> bytes:
+    return _OUTPUT_MAGIC + str(len(body)).encode() + b"\n" + body
+
+
+def _output_body(record: bytes) -> bytes | None:
+    """The body of a whole output record; None for one cut short."""
+    head, newline, body = record[len(_OUTPUT_MAGIC):].partition(b"\n")
+    if not newline or not head.isdigit() or int(head) != len(body):
+        return None
+    return body
+
+
+class LocalStepRecords:
+    """One small file per key under ``root/<task>/`` (the task id's and the key's sha256), holding
+    the step's output. Records written before they were filed by task sit at ``root/ab/cdef…``;
+    records of earlier releases hold a ContentRef into ``store``."""
+
+    def __init__(self, root: str | os.PathLike[str], store: LocalContentStore | None = None) -> None:
         self.root = Path(root)
+        self.store = store
+        """The content store beside: its key seals outputs, and older records point into it."""
 
     def _task_dir(self, task_id: str) -> Path:
         return self.root / _sha256(task_id)[:40]
@@ -98,18 +151,56 @@ class LocalStepRecords:
         return self.root / digest[:2] / digest[2:]
 
     def get(self, key: str) -> ContentRef | None:
+        """The ref of a record made by :meth:`put` (None for one that holds its output)."""
         for path in (self._path(key), self._unfiled_path(key)):  # then where an older release put it
             try:
-                return _ref(path.read_bytes())
+                record = path.read_bytes()
             except FileNotFoundError:
                 continue
+            return None if record.startswith(_OUTPUT_MAGIC) else _ref(record)
         return None
 
     def put(self, key: str, ref: ContentRef) -> None:
+        """A record pointing into the content store, as earlier releases wrote them."""
         path = self._path(key)
         if path.exists() or self._unfiled_path(key).exists():
             return
         write_new(str(path), _ref_json(ref))
+
+    def get_output(self, key: str) -> bytes | None:
+        for path in (self._path(key), self._unfiled_path(key)):  # then where an older release put it
+            try:
+                record = path.read_bytes()
+            except FileNotFoundError:
+                continue
+            if record.startswith(_REF_RECORD):  # an earlier release's (written whole): a ContentRef
+                return None if self.store is None else self.store.get(_ref(record))
+            body = _output_body(record) if record.startswith(_OUTPUT_MAGIC) else None
+            return None if body is None else self._open(key, body)  # None: cut short, run again
+        return None
+
+    def put_output(self, key: str, data: bytes) -> None:
+        record = _output_record(self._seal(key, data))
+        path = str(self._path(key))
+        if write_once(path, record):
+            return
+        try:
+            present = Path(path).read_bytes()
+        except FileNotFoundError:  # released meanwhile
+            present = b""
+        whole = present.startswith(_REF_RECORD) or (
+            present.startswith(_OUTPUT_MAGIC) and _output_body(present) is not None
+        )
+        if not whole:  # cut short by a crash: this attempt's output wins
+            write_new(path, record)
+
+    def _seal(self, key: str, data: bytes) -> bytes:
+        cipher = self.store.cipher if self.store is not None else None
+        return cipher.seal(data, _sha256(key)) if cipher is not None else data
+
+    def _open(self, key: str, body: bytes) -> bytes:
+        cipher = self.store.cipher if self.store is not None else None
+        return open_body(cipher, body, _sha256(key))
 
     def release(self, task_ids: Collection[str], stored_before: datetime) -> int:
         deleted = 0
@@ -198,6 +289,7 @@ class MemoryStepRecords:
 
     def __init__(self) -> None:
         self._refs: dict[str, ContentRef] = {}
+        self._outputs: dict[str, bytes] = {}
         self._lock = threading.Lock()
 
     def get(self, key: str) -> ContentRef | None:
@@ -207,6 +299,13 @@ class MemoryStepRecords:
         with self._lock:
             self._refs.setdefault(key, ref)
 
+    def get_output(self, key: str) -> bytes | None:
+        return self._outputs.get(key)
+
+    def put_output(self, key: str, data: bytes) -> None:
+        with self._lock:
+            self._outputs.setdefault(key, data)
+
 
 #: Directory, beside a local store's two-hex-digit body directories, that holds the records.
 LOCAL_DIR = "steps"
@@ -215,7 +314,7 @@ LOCAL_DIR = "steps"
 def stored_step_records(store: ContentStore) -> ReleasingStepRecords | None:
     """The records that live beside ``store``, or None for a store with none beside it."""
     if isinstance(store, LocalContentStore):
-        return LocalStepRecords(store.root / LOCAL_DIR)
+        return LocalStepRecords(store.root / LOCAL_DIR, store)
     dsn, table = getattr(store, "dsn", None), getattr(store, "table", None)
     if type(store).__name__ == "PostgresContentStore" and isinstance(dsn, str) and isinstance(table, str):
         return PostgresStepRecords(dsn, f"{table}_steps")
