@@ -1,9 +1,9 @@
-"""Local step records hold the step's output in one file: whole or ignored, first wins, sealed when
-the store is, and records of earlier releases (a ref into the store) still read."""
+"""Local step records: each output appended to its task's log, whole or ignored, first wins,
+sealed when the store is; records of earlier releases (a ref into the store) still read."""
 
 from __future__ import annotations
 
-import os
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -12,6 +12,7 @@ from noeta.context.content_store import LocalContentStore
 from noeta.context.step_records import (
     LocalStepRecords,
     MemoryStepRecords,
+    _sha256,
     record_output,
     recorded_output,
     stored_step_records,
@@ -21,6 +22,7 @@ from noeta.security.keys import parse_keys
 from noeta.security.sealed_bodies import BodyCipher
 
 KEY = "task-1/run-1/model-1"
+TOOL_KEY = "task-1/run-1/1"
 
 
 def local(tmp_path: Path, sealed: bool = False) -> tuple[LocalContentStore, LocalStepRecords]:
@@ -35,13 +37,21 @@ def files(root: Path) -> list[Path]:
     return [p for p in root.rglob("*") if p.is_file()]
 
 
-def test_an_output_is_one_file_beside_the_store_and_no_body_in_it(tmp_path):
+def test_a_tasks_outputs_go_to_one_log_beside_the_store_and_no_body_in_it(tmp_path):
     store, records = local(tmp_path)
     record_output(records, store, KEY, b'{"answer": 42}')
+    record_output(records, store, TOOL_KEY, b'{"output": "5"}')
     assert recorded_output(records, store, KEY) == b'{"answer": 42}'
-    assert len(files(records.root)) == 1
-    assert [p for p in files(store.root) if records.root not in p.parents] == []  # no content body
+    assert recorded_output(records, store, TOOL_KEY) == b'{"output": "5"}'
     assert recorded_output(records, store, "task-1/run-1/model-2") is None
+    assert [p.suffix for p in files(records.root)] == [".log"]
+    assert [p for p in files(store.root) if records.root not in p.parents] == []  # no content body
+    # Another task: a log of its own; releasing one task leaves the other's.
+    record_output(records, store, "task-2/run-1/1", b"other")
+    assert len(files(records.root)) == 2
+    assert records.release(["task-1"], datetime.now(timezone.utc)) == 2
+    assert recorded_output(records, store, KEY) is None
+    assert recorded_output(records, store, "task-2/run-1/1") == b"other"
 
 
 def test_the_first_record_of_a_key_wins(tmp_path):
@@ -51,33 +61,36 @@ def test_the_first_record_of_a_key_wins(tmp_path):
     assert recorded_output(records, store, KEY) == b"first"
 
 
-@pytest.mark.parametrize("cut", [0, 10, -1])
-def test_a_record_cut_short_reads_as_none_and_the_next_attempt_replaces_it(tmp_path, cut):
+@pytest.mark.parametrize("cut", [1, 20, 60, -1])
+def test_an_entry_cut_short_reads_as_none_and_later_entries_still_read(tmp_path, cut):
     store, records = local(tmp_path)
+    record_output(records, store, TOOL_KEY, b'{"kept": true}')
+    [log] = files(records.root)
+    whole = log.read_bytes()
     record_output(records, store, KEY, b"a finished step's output")
-    [path] = files(records.root)
-    path.write_bytes(path.read_bytes()[:cut])  # a crash mid-write (0: created, nothing written)
+    log.write_bytes(log.read_bytes()[: len(whole) + (cut if cut > 0 else len(log.read_bytes()) - len(whole) + cut)])
     assert recorded_output(records, store, KEY) is None  # the step runs again...
-    record_output(records, store, KEY, b"the retry's output")  # ...and its output is recorded
+    assert recorded_output(records, store, TOOL_KEY) == b'{"kept": true}'  # an earlier entry is whole
+    record_output(records, store, KEY, b"the retry's output")  # ...its output appended after the torn one
     assert recorded_output(records, store, KEY) == b"the retry's output"
+    record_output(records, store, "task-1/run-1/2", b"and the next step's")
+    assert recorded_output(records, store, "task-1/run-1/2") == b"and the next step's"
 
 
 def test_with_an_encrypted_store_the_record_is_sealed_and_bound_to_its_key(tmp_path):
     store, records = local(tmp_path, sealed=True)
     record_output(records, store, KEY, b"secret output")
-    [path] = files(records.root)
-    assert b"secret output" not in path.read_bytes()
+    [log] = files(records.root)
+    assert b"secret output" not in log.read_bytes()
     assert recorded_output(records, store, KEY) == b"secret output"
-    # Moved under another key, the record does not open (the key is the sealing's associated data).
+    # The entry relabelled as another step's does not open: the key is the sealing's associated data.
     other = "task-1/run-1/model-9"
-    target = records._path(other)
-    os.makedirs(target.parent, exist_ok=True)
-    target.write_bytes(path.read_bytes())
+    log.write_bytes(log.read_bytes().replace(_sha256(KEY).encode(), _sha256(other).encode()))
     with pytest.raises(EncryptionKeyError, match="failed authentication"):
         recorded_output(records, store, other)
 
 
-def test_a_record_of_an_earlier_release_points_into_the_store_and_still_reads(tmp_path):
+def test_a_record_of_an_earlier_release_points_into_the_store_still_reads_and_wins(tmp_path):
     store, records = local(tmp_path)
     records.put(KEY, store.put(b"recorded by an older worker", "application/json"))
     assert recorded_output(records, store, KEY) == b"recorded by an older worker"

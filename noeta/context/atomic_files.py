@@ -1,11 +1,11 @@
-"""Writing new files cheaply: the local stores write several per agent step.
+"""Writing a new file atomically, cheaply: the local content store writes one per agent step.
 
-:func:`write_new` replaces atomically: a temporary name of our own (process, thread and a counter:
-unique without ``mkstemp``'s random retries), ``O_EXCL`` so a stale one is never reused, then
-``os.replace``. :func:`write_once` only creates. Directories already made are remembered, so a
-write costs one ``stat`` less. Files are private to the owner (0600), as ``mkstemp`` made them.
-On this project's machines a file created costs the worker from 0.03 to 1 ms of CPU (kernel time,
-varying with the disk), a large share of a step's CPU: hence the fewest operations per record.
+A temporary name of our own (process, thread and a counter: unique without ``mkstemp``'s random
+retries), ``O_EXCL`` so a stale one is never reused, then ``os.replace``. Directories already made
+are remembered, so a write costs one ``stat`` less. Files are private to the owner (0600), as
+``mkstemp`` made them. On this project's machines a file created costs the worker from 0.03 to 1 ms of CPU (kernel time,
+varying with the disk), a large share of a step's CPU: step records are appended to a log instead
+(noeta.context.step_records).
 """
 
 from __future__ import annotations
@@ -53,17 +53,3 @@ def write_new(path: str, data: bytes) -> None:
             pass
         raise
 
-
-def write_once(path: str, data: bytes) -> bool:
-    """Create ``path`` holding ``data``; False (and nothing written) when it exists already.
-
-    One file operation instead of :func:`write_new`'s two, for records whose first version wins:
-    a reader may find the file empty or short (a crash mid-write, or a read racing the write), so
-    the data must let a reader tell that it is whole (see noeta.context.step_records)."""
-    try:
-        fd = _create(path, os.path.dirname(path))
-    except FileExistsError:
-        return False
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    return True

@@ -10,10 +10,10 @@ record: a worker killed exactly there runs the step again, which is why tools wi
 still get the key to de-duplicate on their side.
 
 A local record holds the step's output itself (sealed with the store's key when the store is
-encrypted), one file created per step. Other backends map a key to a :class:`ContentRef` whose body
-lives in the content store (and so gets whatever protection that store has). Backends follow the
-content store: a directory beside a local store's bodies, a table beside a PostgreSQL store's. Any other store gets an
-in-process record (de-duplication within one worker process only) unless the worker's registry
+encrypted), appended to its task's log. Other backends map a key to a :class:`ContentRef` whose
+body lives in the content store (and so gets whatever protection that store has). Backends follow
+the content store: a directory beside a local store's bodies, a table beside a PostgreSQL store's.
+Any other store gets an in-process record (de-duplication within one worker process only) unless the worker's registry
 names a ``step_records`` of its own.
 
 Records are filed by task (a step key is ``{task_id}/{run_id}/{step}``, see
@@ -31,12 +31,13 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Collection
+import zlib
+from collections.abc import Collection, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from noeta.context.atomic_files import write_new, write_once
+from noeta.context.atomic_files import write_new
 from noeta.context.content_store import ContentStore, LocalContentStore, open_body
 from noeta.protocols.messages import ContentRef
 
@@ -107,40 +108,66 @@ def record_output(records: StepRecords, store: ContentStore, key: str, data: byt
         records.put(key, store.put(data, "application/json"))
 
 
-#: How a local record that holds the output itself begins, followed by the body's length and a
-#: newline (a record cut short by a crash is then told from a whole one). Records of earlier
-#: releases hold a ContentRef's JSON instead.
-_OUTPUT_MAGIC = b"noeta-step-output/1 "
+#: A local task's log of step outputs is a sequence of entries, each
+#: ``\n<magic> <sha256 of the key> <body length> <crc32 of the body>\n<body>``. The leading newline
+#: lets a reader find the next entry after one cut short by a crash; length and checksum tell a
+#: whole entry from a torn one.
+_ENTRY_MAGIC = b"noeta-step/1 "
+_ENTRY_START = b"\n" + _ENTRY_MAGIC
 
 
-#: How a record of an earlier release (a ContentRef's JSON, written atomically) begins.
+def _log_entry(key_digest: str, body: bytes) -> bytes:
+    return b"%s%s %d %08x\n%s" % (_ENTRY_START, key_digest.encode(), len(body), zlib.crc32(body), body)
+
+
+def _log_entries(log: bytes) -> Iterator[tuple[str, bytes]]:
+    """The whole entries of a log, in the order written, as (key digest, body)."""
+    at = log.find(_ENTRY_START)
+    while at != -1:
+        header_end = log.find(b"\n", at + 1)
+        if header_end == -1:
+            return
+        fields = log[at + len(_ENTRY_START) : header_end].split(b" ")
+        whole = False
+        if len(fields) == 3 and fields[1].isdigit():
+            body_end = header_end + 1 + int(fields[1])
+            body = log[header_end + 1 : body_end]
+            whole = (
+                len(body) == int(fields[1])
+                and log[body_end : body_end + 1] in (b"", b"\n")
+                and fields[2] == b"%08x" % zlib.crc32(body)
+            )
+        if whole:
+            yield fields[0].decode(), body
+            at = body_end if body_end < len(log) else -1
+        else:  # torn: look for the next entry after this one's start
+            at = log.find(_ENTRY_START, at + 1)
+
+
+#: How a record of an earlier release begins: a ContentRef's JSON, one file per key.
 _REF_RECORD = b"{"
 
 
-def _output_record(body: bytes) -> bytes:
-    return _OUTPUT_MAGIC + str(len(body)).encode() + b"\n" + body
-
-
-def _output_body(record: bytes) -> bytes | None:
-    """The body of a whole output record; None for one cut short."""
-    head, newline, body = record[len(_OUTPUT_MAGIC):].partition(b"\n")
-    if not newline or not head.isdigit() or int(head) != len(body):
-        return None
-    return body
-
-
 class LocalStepRecords:
-    """One small file per key under ``root/<task>/`` (the task id's and the key's sha256), holding
-    the step's output. Records written before they were filed by task sit at ``root/ab/cdef…``;
-    records of earlier releases hold a ContentRef into ``store``."""
+    """A log file per task, ``root/<task>.log`` (the task id's sha256), to which each finished
+    step appends its output: appending costs a fraction of creating a file (a step's other records
+    go to the same file). Several writers may append to it at once (each entry is one ``write``
+    to a file opened for appending). Records of earlier releases, one file per key holding a
+    ContentRef into ``store``, sit at ``root/<task>/<key>`` or, from before they were filed by
+    task, at ``root/ab/cdef…``; they are still read, and released."""
 
     def __init__(self, root: str | os.PathLike[str], store: LocalContentStore | None = None) -> None:
         self.root = Path(root)
         self.store = store
         """The content store beside: its key seals outputs, and older records point into it."""
+        self._root_made = False
 
     def _task_dir(self, task_id: str) -> Path:
         return self.root / _sha256(task_id)[:40]
+
+    def _log(self, key: str) -> Path:
+        """The log a key's output goes to: its task's (a key not made by step_key: its own)."""
+        return self.root / f"{_sha256(task_of(key) or key)[:40]}.log"
 
     def _path(self, key: str) -> Path:
         task_id = task_of(key)
@@ -151,60 +178,63 @@ class LocalStepRecords:
         return self.root / digest[:2] / digest[2:]
 
     def get(self, key: str) -> ContentRef | None:
-        """The ref of a record made by :meth:`put` (None for one that holds its output)."""
+        """The ref of a record made by :meth:`put` (as earlier releases recorded every step)."""
         for path in (self._path(key), self._unfiled_path(key)):  # then where an older release put it
             try:
-                record = path.read_bytes()
+                return _ref(path.read_bytes())
             except FileNotFoundError:
                 continue
-            return None if record.startswith(_OUTPUT_MAGIC) else _ref(record)
         return None
 
     def put(self, key: str, ref: ContentRef) -> None:
-        """A record pointing into the content store, as earlier releases wrote them."""
         path = self._path(key)
         if path.exists() or self._unfiled_path(key).exists():
             return
         write_new(str(path), _ref_json(ref))
 
     def get_output(self, key: str) -> bytes | None:
-        for path in (self._path(key), self._unfiled_path(key)):  # then where an older release put it
-            try:
-                record = path.read_bytes()
-            except FileNotFoundError:
-                continue
-            if record.startswith(_REF_RECORD):  # an earlier release's (written whole): a ContentRef
-                return None if self.store is None else self.store.get(_ref(record))
-            body = _output_body(record) if record.startswith(_OUTPUT_MAGIC) else None
-            return None if body is None else self._open(key, body)  # None: cut short, run again
-        return None
+        ref = self.get(key)  # an earlier release's record was written first: it wins
+        if ref is not None:
+            return None if self.store is None else self.store.get(ref)
+        try:
+            log = self._log(key).read_bytes()
+        except FileNotFoundError:
+            return None
+        digest = _sha256(key)
+        body = next((body for entry_key, body in _log_entries(log) if entry_key == digest), None)
+        return None if body is None else self._open(digest, body)
 
     def put_output(self, key: str, data: bytes) -> None:
-        record = _output_record(self._seal(key, data))
-        path = str(self._path(key))
-        if write_once(path, record):
-            return
+        digest = _sha256(key)
+        entry = _log_entry(digest, self._seal(digest, data))
+        if not self._root_made:
+            self.root.mkdir(parents=True, exist_ok=True)
+            self._root_made = True
+        fd = os.open(self._log(key), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
-            present = Path(path).read_bytes()
-        except FileNotFoundError:  # released meanwhile
-            present = b""
-        whole = present.startswith(_REF_RECORD) or (
-            present.startswith(_OUTPUT_MAGIC) and _output_body(present) is not None
-        )
-        if not whole:  # cut short by a crash: this attempt's output wins
-            write_new(path, record)
+            written = os.write(fd, entry)
+        finally:
+            os.close(fd)
+        if written != len(entry):  # a full disk: the torn entry is skipped by readers
+            raise OSError(f"step record for {key!r} written in part ({written} of {len(entry)} bytes)")
 
-    def _seal(self, key: str, data: bytes) -> bytes:
+    def _seal(self, key_digest: str, data: bytes) -> bytes:
         cipher = self.store.cipher if self.store is not None else None
-        return cipher.seal(data, _sha256(key)) if cipher is not None else data
+        return cipher.seal(data, key_digest) if cipher is not None else data
 
-    def _open(self, key: str, body: bytes) -> bytes:
+    def _open(self, key_digest: str, body: bytes) -> bytes:
         cipher = self.store.cipher if self.store is not None else None
-        return open_body(cipher, body, _sha256(key))
+        return open_body(cipher, body, key_digest)
 
     def release(self, task_ids: Collection[str], stored_before: datetime) -> int:
         deleted = 0
         for task_id in task_ids:
+            log = self.root / f"{_sha256(task_id)[:40]}.log"
+            try:
+                deleted += sum(1 for _ in _log_entries(log.read_bytes()))
+                log.unlink()
+            except FileNotFoundError:
+                pass
             folder = self._task_dir(task_id)
             for path in folder.glob("*") if folder.is_dir() else ():
                 path.unlink(missing_ok=True)
