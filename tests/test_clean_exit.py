@@ -37,7 +37,15 @@ THREADS = textwrap.dedent("""
         names = (open(f"/proc/self/task/{t}/comm").read().strip() for t in os.listdir("/proc/self/task"))
         return sum(1 for name in names if name.startswith("tokio"))
 
-    atexit.register(lambda: print("at exit", runtime_threads(), flush=True))  # runs after Noeta's hook
+    def at_exit():  # runs after Noeta's hook; a runtime's threads end a moment after it is dropped
+        import time
+        for _ in range(50):
+            if runtime_threads() == 0:
+                break
+            time.sleep(0.1)
+        print("at exit", runtime_threads(), flush=True)
+
+    atexit.register(at_exit)
 
     from noeta.client.client import Client
     from noeta.sdk import LLMResponse, Options, ResourceNotFoundError, TextBlock, ToolResult, query, tool
