@@ -46,28 +46,24 @@ def test_the_lazy_table_the_type_checking_imports_and_all_agree():
     assert set(noeta.sdk.__all__) == set(noeta.sdk._protocol_names) | set(noeta.sdk._LAZY)
 
 
-def test_a_tools_module_importing_the_sdk_does_not_load_the_client_side():
-    # A worker process whose tools do `from noeta.sdk import tool` stays without the client side
-    # (task operations, projection, query): the facade imports those names on first use.
+def loaded_by(statement: str, *modules: str) -> list[str]:
+    """Which of ``modules`` a fresh interpreter has loaded after ``statement``."""
     import subprocess
     import sys
 
-    probe = (
-        "import sys; from noeta.sdk import tool, ToolResult; import noeta.worker; "
-        "print(sorted(m for m in ('noeta.client.client', 'noeta.client.projection', 'noeta.sdk.query') if m in sys.modules))"
-    )
+    probe = f"import sys; {statement}; print(','.join(m for m in {modules!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]"
+    return [m for m in out.strip().split(",") if m]
+
+
+def test_a_tools_module_importing_the_sdk_does_not_load_the_client_side():
+    # A worker process whose tools do `from noeta.sdk import tool` stays without the client side
+    # (task operations, projection, query): the facade imports those names on first use.
+    statement = "from noeta.sdk import tool, ToolResult; import noeta.worker"
+    assert loaded_by(statement, "noeta.client.client", "noeta.client.projection", "noeta.sdk.query") == []
+    assert loaded_by("from noeta.sdk import query", "noeta.sdk.query") == ["noeta.sdk.query"]  # the probe sees
 
 
 def test_the_cli_loads_each_side_only_for_the_commands_that_need_it():
     # `noeta tasks` need not load the worker's activities, nor `noeta worker` the client side.
-    import subprocess
-    import sys
-
-    probe = (
-        "import sys; import noeta.cli; "
-        "print(sorted(m for m in ('noeta.client.client', 'noeta.worker', 'noeta.activities') if m in sys.modules))"
-    )
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]"
+    assert loaded_by("import noeta.cli", "noeta.client.client", "noeta.worker", "noeta.activities") == []
