@@ -3,9 +3,9 @@
 A temporary name of our own (process, thread and a counter: unique without ``mkstemp``'s random
 retries), ``O_EXCL`` so a stale one is never reused, then ``os.replace``. Directories already made
 are remembered, so a write costs one ``stat`` less. Files are private to the owner (0600), as
-``mkstemp`` made them. On this project's machines a file created costs the worker from 0.03 to 1 ms of CPU (kernel time,
-varying with the disk), a large share of a step's CPU: step records are appended to a log instead
-(noeta.context.step_records).
+``mkstemp`` made them. On this project's machines a file created costs the worker from 0.03 to
+1 ms of CPU (kernel time, varying with the disk), a large share of a step's CPU: step records are
+appended to a log instead (noeta.context.step_records).
 """
 
 from __future__ import annotations

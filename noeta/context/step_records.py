@@ -13,8 +13,8 @@ A local record holds the step's output itself (sealed with the store's key when 
 encrypted), appended to its task's log. Other backends map a key to a :class:`ContentRef` whose
 body lives in the content store (and so gets whatever protection that store has). Backends follow
 the content store: a directory beside a local store's bodies, a table beside a PostgreSQL store's.
-Any other store gets an in-process record (de-duplication within one worker process only) unless the worker's registry
-names a ``step_records`` of its own.
+Any other store gets an in-process record (de-duplication within one worker process only) unless
+the worker's registry names a ``step_records`` of its own.
 
 Records are filed by task (a step key is ``{task_id}/{run_id}/{step}``, see
 ``noeta.workflows.steps.step_key``) so that retention removes a task's records together with its
@@ -210,7 +210,12 @@ class LocalStepRecords:
         if not self._root_made:
             self.root.mkdir(parents=True, exist_ok=True)
             self._root_made = True
-        fd = os.open(self._log(key), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+        try:
+            fd = os.open(self._log(key), flags, 0o600)
+        except FileNotFoundError:  # the directory was removed since (an operator, a test's temp dir)
+            self.root.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self._log(key), flags, 0o600)
         try:
             written = os.write(fd, entry)
         finally:
