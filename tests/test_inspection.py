@@ -70,9 +70,10 @@ async def _counter_upserts(client: AsyncClient, serve, task_queue, tmp_path, mon
 async def test_counters_are_refreshed_between_status_changes_at_the_interval_set(
     client: AsyncClient, serve, task_queue, tmp_path, monkeypatch
 ):
-    # The second model call comes 1.2 s after the start: with a 1 s interval its counters are
-    # indexed then (one upsert), then again with the final status.
-    assert await _counter_upserts(client, serve, task_queue, tmp_path, monkeypatch, 1) == (2, 2)
+    # The second model call comes at least 1.2 s after the start: with a 1 s interval its counters
+    # are indexed then (the first call's too, on a machine slow enough), then with the final status.
+    upserts, turns = await _counter_upserts(client, serve, task_queue, tmp_path, monkeypatch, 1)
+    assert upserts >= 2 and turns == 2
 
 
 async def test_without_an_interval_counters_are_indexed_only_with_status_changes(
