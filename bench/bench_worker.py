@@ -23,8 +23,8 @@ READY = "READY"
 async def noeta_worker(args: argparse.Namespace, worker_kwargs: dict[str, Any]) -> Any:
     from scripted_agent import ScriptedProvider, bench_output
 
-    from noeta.client.connect import connect_temporal
     from noeta.client.config import Settings
+    from noeta.client.connect import connect_temporal
     from noeta.worker import Registry, build_worker
 
     settings = Settings(temporal_address=args.address, home=Path(args.home), task_queue=args.queue)
