@@ -16,32 +16,27 @@ import threading
 
 _counter = itertools.count()
 _made_dirs: set[str] = set()
-#: Bound on the directories remembered: step records get a directory per task, and a worker runs
-#: tasks without end. Forgetting costs one ``makedirs`` per directory again, nothing else.
+#: Bound on the directories remembered: callers may write into a directory per task (records of
+#: earlier releases were filed so), and a worker runs tasks without end. Forgetting costs one
+#: ``makedirs`` per directory again, nothing else.
 _MADE_DIRS_LIMIT = 4096
-
-
-def _create(path: str, directory: str) -> int:
-    """A new file at ``path`` open for writing (FileExistsError if there is one), making its
-    directory when needed."""
-    if directory not in _made_dirs:
-        os.makedirs(directory, exist_ok=True)
-        if len(_made_dirs) >= _MADE_DIRS_LIMIT:
-            _made_dirs.clear()
-        _made_dirs.add(directory)
-    try:
-        return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileNotFoundError:  # the directory was removed since (a test's temp dir, an operator)
-        _made_dirs.discard(directory)
-        os.makedirs(directory, exist_ok=True)
-        return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
 
 
 def write_new(path: str, data: bytes) -> None:
     """Write ``data`` to ``path`` (replacing it if present) so readers see all of it or nothing."""
     directory = os.path.dirname(path)
+    if directory not in _made_dirs:
+        os.makedirs(directory, exist_ok=True)
+        if len(_made_dirs) >= _MADE_DIRS_LIMIT:
+            _made_dirs.clear()
+        _made_dirs.add(directory)
     tmp = f"{directory}/.tmp-{os.getpid()}-{threading.get_ident()}-{next(_counter)}"
-    fd = _create(tmp, directory)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileNotFoundError:  # the directory was removed since (a test's temp dir, an operator)
+        _made_dirs.discard(directory)
+        os.makedirs(directory, exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -52,4 +47,3 @@ def write_new(path: str, data: bytes) -> None:
         except FileNotFoundError:
             pass
         raise
-
