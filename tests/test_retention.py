@@ -26,7 +26,7 @@ from noeta.context.content_store import (
     content_hash,
 )
 from noeta.context.ownership import owned_by
-from noeta.context.step_records import LocalStepRecords, recorded_output, stored_step_records
+from noeta.context.step_records import LocalStepRecords, StepOutputs, stored_step_records
 from noeta.errors import ConfigurationError
 from noeta.protocols.tool import ToolContext
 from noeta.sdk.images import image
@@ -73,7 +73,7 @@ async def step_keys(client: AsyncClient, task_id: str, *steps: str) -> list[str]
 def recorded(store: RetainingStore, keys: list[str]) -> list[bool]:
     records = stored_step_records(store)
     assert records is not None
-    return [recorded_output(records, store, key) is not None for key in keys]
+    return [StepOutputs(records, store).get(key) is not None for key in keys]
 
 
 def present(store: RetainingStore, data: bytes) -> bool:

@@ -12,9 +12,8 @@ from noeta.context.content_store import LocalContentStore
 from noeta.context.step_records import (
     LocalStepRecords,
     MemoryStepRecords,
+    StepOutputs,
     _sha256,
-    record_output,
-    recorded_output,
     stored_step_records,
 )
 from noeta.errors import EncryptionKeyError
@@ -39,67 +38,67 @@ def files(root: Path) -> list[Path]:
 
 def test_a_tasks_outputs_go_to_one_log_beside_the_store_and_no_body_in_it(tmp_path):
     store, records = local(tmp_path)
-    record_output(records, store, KEY, b'{"answer": 42}')
-    record_output(records, store, TOOL_KEY, b'{"output": "5"}')
-    assert recorded_output(records, store, KEY) == b'{"answer": 42}'
-    assert recorded_output(records, store, TOOL_KEY) == b'{"output": "5"}'
-    assert recorded_output(records, store, "task-1/run-1/model-2") is None
+    StepOutputs(records, store).put(KEY, b'{"answer": 42}')
+    StepOutputs(records, store).put(TOOL_KEY, b'{"output": "5"}')
+    assert StepOutputs(records, store).get(KEY) == b'{"answer": 42}'
+    assert StepOutputs(records, store).get(TOOL_KEY) == b'{"output": "5"}'
+    assert StepOutputs(records, store).get("task-1/run-1/model-2") is None
     assert [p.suffix for p in files(records.root)] == [".log"]
     assert [p for p in files(store.root) if records.root not in p.parents] == []  # no content body
     # Another task: a log of its own; releasing one task leaves the other's.
-    record_output(records, store, "task-2/run-1/1", b"other")
+    StepOutputs(records, store).put("task-2/run-1/1", b"other")
     assert len(files(records.root)) == 2
     assert records.release(["task-1"], datetime.now(timezone.utc)) == 2
-    assert recorded_output(records, store, KEY) is None
-    assert recorded_output(records, store, "task-2/run-1/1") == b"other"
+    assert StepOutputs(records, store).get(KEY) is None
+    assert StepOutputs(records, store).get("task-2/run-1/1") == b"other"
 
 
 def test_the_first_record_of_a_key_wins(tmp_path):
     store, records = local(tmp_path)
-    record_output(records, store, KEY, b"first")
-    record_output(records, store, KEY, b"second")
-    assert recorded_output(records, store, KEY) == b"first"
+    StepOutputs(records, store).put(KEY, b"first")
+    StepOutputs(records, store).put(KEY, b"second")
+    assert StepOutputs(records, store).get(KEY) == b"first"
 
 
 @pytest.mark.parametrize("cut", [1, 20, 60, -1])
 def test_an_entry_cut_short_reads_as_none_and_later_entries_still_read(tmp_path, cut):
     store, records = local(tmp_path)
-    record_output(records, store, TOOL_KEY, b'{"kept": true}')
+    StepOutputs(records, store).put(TOOL_KEY, b'{"kept": true}')
     [log] = files(records.root)
     whole = log.read_bytes()
-    record_output(records, store, KEY, b"a finished step's output")
+    StepOutputs(records, store).put(KEY, b"a finished step's output")
     log.write_bytes(log.read_bytes()[: len(whole) + (cut if cut > 0 else len(log.read_bytes()) - len(whole) + cut)])
-    assert recorded_output(records, store, KEY) is None  # the step runs again...
-    assert recorded_output(records, store, TOOL_KEY) == b'{"kept": true}'  # an earlier entry is whole
-    record_output(records, store, KEY, b"the retry's output")  # ...its output appended after the torn one
-    assert recorded_output(records, store, KEY) == b"the retry's output"
-    record_output(records, store, "task-1/run-1/2", b"and the next step's")
-    assert recorded_output(records, store, "task-1/run-1/2") == b"and the next step's"
+    assert StepOutputs(records, store).get(KEY) is None  # the step runs again...
+    assert StepOutputs(records, store).get(TOOL_KEY) == b'{"kept": true}'  # an earlier entry is whole
+    StepOutputs(records, store).put(KEY, b"the retry's output")  # ...its output appended after the torn one
+    assert StepOutputs(records, store).get(KEY) == b"the retry's output"
+    StepOutputs(records, store).put("task-1/run-1/2", b"and the next step's")
+    assert StepOutputs(records, store).get("task-1/run-1/2") == b"and the next step's"
 
 
 def test_with_an_encrypted_store_the_record_is_sealed_and_bound_to_its_key(tmp_path):
     store, records = local(tmp_path, sealed=True)
-    record_output(records, store, KEY, b"secret output")
+    StepOutputs(records, store).put(KEY, b"secret output")
     [log] = files(records.root)
     assert b"secret output" not in log.read_bytes()
-    assert recorded_output(records, store, KEY) == b"secret output"
+    assert StepOutputs(records, store).get(KEY) == b"secret output"
     # The entry relabelled as another step's does not open: the key is the sealing's associated data.
     other = "task-1/run-1/model-9"
     log.write_bytes(log.read_bytes().replace(_sha256(KEY).encode(), _sha256(other).encode()))
     with pytest.raises(EncryptionKeyError, match="failed authentication"):
-        recorded_output(records, store, other)
+        StepOutputs(records, store).get(other)
 
 
 def test_a_record_of_an_earlier_release_points_into_the_store_still_reads_and_wins(tmp_path):
     store, records = local(tmp_path)
     records.put(KEY, store.put(b"recorded by an older worker", "application/json"))
-    assert recorded_output(records, store, KEY) == b"recorded by an older worker"
-    record_output(records, store, KEY, b"a newer attempt")  # first wins across formats too
-    assert recorded_output(records, store, KEY) == b"recorded by an older worker"
+    assert StepOutputs(records, store).get(KEY) == b"recorded by an older worker"
+    StepOutputs(records, store).put(KEY, b"a newer attempt")  # first wins across formats too
+    assert StepOutputs(records, store).get(KEY) == b"recorded by an older worker"
 
 
 def test_in_process_records_hold_the_output_too():
     records, store = MemoryStepRecords(), None
-    record_output(records, store, KEY, b"x")  # type: ignore[arg-type]  (no store needed)
-    record_output(records, store, KEY, b"y")  # type: ignore[arg-type]
-    assert recorded_output(records, store, KEY) == b"x"  # type: ignore[arg-type]
+    StepOutputs(records, store).put(KEY, b"x")  # type: ignore[arg-type]  (no store needed)
+    StepOutputs(records, store).put(KEY, b"y")  # type: ignore[arg-type]
+    assert StepOutputs(records, store).get(KEY) == b"x"  # type: ignore[arg-type]

@@ -17,7 +17,7 @@ from noeta.activities._errors import to_application_error
 from noeta.activities._threads import ThreadPool
 from noeta.client.config import DELTA_BROKER_VARIABLE
 from noeta.context.content_store import ContentStore
-from noeta.context.step_records import record_output, recorded_output, step_records_for
+from noeta.context.step_records import StepOutputs, step_records_for
 from noeta.context.transcript import TranscriptStore
 from noeta.deltas import broker_for
 from noeta.errors import (
@@ -74,7 +74,7 @@ class ActivityBase:
         # reads and writes (every model call's) need.
         self.io_pool = ThreadPool(tuning.io_threads, "io", "NOETA_IO_THREADS")
         self.user_code_pool = ThreadPool(tuning.sync_tool_threads, "sync-tool", "NOETA_SYNC_TOOL_THREADS")
-        self.step_records = registry.step_records or step_records_for(self.store)
+        self.step_outputs = StepOutputs(registry.step_records or step_records_for(self.store), self.store)
         self.limiters = {name: Limiter(name, limit) for name, limit in registry.provider_limits.items()}
         self._validators: dict[str, tuple[Tool, Any]] = {}
         self._mcp_schemas: dict[str, dict[str, dict[str, Any]]] = {}  # by content hash
@@ -127,7 +127,7 @@ class ActivityBase:
 
     def _recorded(self, key: str, adapter: TypeAdapter[Any]) -> Any:
         """The output recorded for step ``key`` by an earlier attempt, or None."""
-        data = recorded_output(self.step_records, self.store, key) if key else None
+        data = self.step_outputs.get(key) if key else None
         return None if data is None else adapter.validate_json(data)
 
     async def _earlier_output(self, key: str, ledger: AttemptLedger, adapter: TypeAdapter[Step]) -> Step | None:
@@ -142,7 +142,7 @@ class ActivityBase:
 
     def _record(self, key: str, adapter: TypeAdapter[Any], output: Any) -> None:
         if key:
-            record_output(self.step_records, self.store, key, adapter.dump_json(output))
+            self.step_outputs.put(key, adapter.dump_json(output))
 
     async def _ready(self, task_id: str, env: RunEnv | None) -> None:
         try:

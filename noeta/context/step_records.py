@@ -92,20 +92,28 @@ def _ref(data: bytes) -> ContentRef:
     return ContentRef(hash=raw["hash"], size=int(raw["size"]), media_type=raw["media_type"])
 
 
-def recorded_output(records: StepRecords, store: ContentStore, key: str) -> bytes | None:
-    """The output recorded for step ``key``, or None."""
-    if isinstance(records, OutputRecords):
-        return records.get_output(key)
-    ref = records.get(key)
-    return None if ref is None else store.get(ref)
+class StepOutputs:
+    """Steps' recorded outputs by key, over any :class:`StepRecords`: kept by the records
+    themselves when they can (:class:`OutputRecords`), else a content-store body each. Which of
+    the two is decided once, not on every step (a runtime protocol check costs microseconds)."""
 
+    def __init__(self, records: StepRecords, store: ContentStore) -> None:
+        self.records, self.store = records, store
+        self._own = records if isinstance(records, OutputRecords) else None
 
-def record_output(records: StepRecords, store: ContentStore, key: str, data: bytes) -> None:
-    """Record ``data`` as step ``key``'s output (the first record of a key wins)."""
-    if isinstance(records, OutputRecords):
-        records.put_output(key, data)
-    else:
-        records.put(key, store.put(data, "application/json"))
+    def get(self, key: str) -> bytes | None:
+        """The output recorded for step ``key``, or None."""
+        if self._own is not None:
+            return self._own.get_output(key)
+        ref = self.records.get(key)
+        return None if ref is None else self.store.get(ref)
+
+    def put(self, key: str, data: bytes) -> None:
+        """Record ``data`` as step ``key``'s output (the first record of a key wins)."""
+        if self._own is not None:
+            self._own.put_output(key, data)
+        else:
+            self.records.put(key, self.store.put(data, "application/json"))
 
 
 #: A local task's log of step outputs is a sequence of entries, each
