@@ -168,7 +168,6 @@ class LocalStepRecords:
         self.root = Path(root)
         self.store = store
         """The content store beside: its key seals outputs, and older records point into it."""
-        self._root_made = False
 
     def _task_dir(self, task_id: str) -> Path:
         return self.root / _sha256(task_id)[:40]
@@ -215,13 +214,10 @@ class LocalStepRecords:
     def put_output(self, key: str, data: bytes) -> None:
         digest = _sha256(key)
         entry = _log_entry(digest, self._seal(digest, data))
-        if not self._root_made:
-            self.root.mkdir(parents=True, exist_ok=True)
-            self._root_made = True
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
         try:
             fd = os.open(self._log(key), flags, 0o600)
-        except FileNotFoundError:  # the directory was removed since (an operator, a test's temp dir)
+        except FileNotFoundError:  # the first record, or the directory was removed since
             self.root.mkdir(parents=True, exist_ok=True)
             fd = os.open(self._log(key), flags, 0o600)
         try:

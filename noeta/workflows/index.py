@@ -9,7 +9,7 @@ from temporalio import workflow
 from temporalio.common import SearchAttributeUpdate
 
 from noeta.protocols.messages import Usage
-from noeta.protocols.names import INDEX_INTERVAL_SECONDS, PATCH_LEAN_STEPS
+from noeta.protocols.names import PATCH_LEAN_STEPS
 from noeta.protocols.statuses import TaskStatus
 from noeta.search_attributes import COST_USD, MODEL, STATUS, TOKENS_IN, TOKENS_OUT, TURNS
 from noeta.workflows import patches
@@ -20,7 +20,7 @@ class SearchIndex:
     every ``interval`` seconds (None: never on their own), and with every status change
     (including the final one)."""
 
-    def __init__(self, enabled: bool, cost: bool = False, interval: float | None = INDEX_INTERVAL_SECONDS) -> None:
+    def __init__(self, enabled: bool, cost: bool, interval: float | None) -> None:
         self.enabled = enabled
         self.cost = cost
         """Also NoetaCostUSD (registered later than the others: only tasks whose starter saw it)."""
