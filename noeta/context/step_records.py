@@ -138,10 +138,11 @@ def _log_entries(log: bytes) -> Iterator[tuple[str, bytes]]:
         fields = log[at + len(_ENTRY_START) : header_end].split(b" ")
         whole = False
         if len(fields) == 3 and fields[1].isdigit():
-            body_end = header_end + 1 + int(fields[1])
+            length = int(fields[1])
+            body_end = header_end + 1 + length
             body = log[header_end + 1 : body_end]
             whole = (
-                len(body) == int(fields[1])
+                len(body) == length
                 and log[body_end : body_end + 1] in (b"", b"\n")
                 and fields[2] == b"%08x" % zlib.crc32(body)
             )
