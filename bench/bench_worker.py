@@ -14,6 +14,7 @@ import logging
 import os
 import signal
 import sys
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,8 @@ async def serve(args: argparse.Namespace) -> None:
         worker_kwargs["max_concurrent_workflow_tasks"] = args.max_workflow_tasks
     if args.max_cached_workflows is not None:
         worker_kwargs["max_cached_workflows"] = args.max_cached_workflows
+    if args.sticky_queue_timeout is not None:
+        worker_kwargs["sticky_queue_schedule_to_start_timeout"] = timedelta(seconds=args.sticky_queue_timeout)
     build = {
         "noeta": noeta_worker,
         "noeta-sandboxed": noeta_worker,  # the same worker; its tasks carry a policy of their own
@@ -91,6 +94,7 @@ def main() -> None:
     parser.add_argument("--max-activities", type=int, required=True)
     parser.add_argument("--max-workflow-tasks", type=int)
     parser.add_argument("--max-cached-workflows", type=int)
+    parser.add_argument("--sticky-queue-timeout", type=int, help="seconds")
     asyncio.run(serve(parser.parse_args()))
 
 

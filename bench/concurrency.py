@@ -141,6 +141,8 @@ class WorkerProcess:
             cmd += ["--max-workflow-tasks", str(args.max_workflow_tasks)]
         if args.max_cached_workflows is not None:
             cmd += ["--max-cached-workflows", str(args.max_cached_workflows)]
+        if args.sticky_queue_timeout is not None:
+            cmd += ["--sticky-queue-timeout", str(args.sticky_queue_timeout)]
         with open(log, "wb") as out:
             process = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         worker = cls(system, queue, process, log)
@@ -359,6 +361,7 @@ class HistoryFigures:
     activities: float
     workflow_tasks: float
     workflow_task_timeouts: float
+    upserts: float
 
 
 async def sample_histories(system: System, task_ids: list[str]) -> HistoryFigures | None:
@@ -366,7 +369,7 @@ async def sample_histories(system: System, task_ids: list[str]) -> HistoryFigure
         return None
     stride = max(1, len(task_ids) // HISTORY_SAMPLE)
     sample = task_ids[::stride][:HISTORY_SAMPLE]
-    events, sizes, activities, wf_tasks, wf_timeouts = [], [], [], [], []
+    events, sizes, activities, wf_tasks, wf_timeouts, upserts = [], [], [], [], [], []
     for task_id in sample:
         history = await system.temporal.get_workflow_handle(task_id).fetch_history()
         events.append(len(history.events))
@@ -374,10 +377,15 @@ async def sample_histories(system: System, task_ids: list[str]) -> HistoryFigure
         activities.append(sum(1 for e in history.events if e.HasField("activity_task_scheduled_event_attributes")))
         wf_tasks.append(sum(1 for e in history.events if e.HasField("workflow_task_completed_event_attributes")))
         wf_timeouts.append(sum(1 for e in history.events if e.HasField("workflow_task_timed_out_event_attributes")))
+        upserts.append(sum(
+            1 for e in history.events
+            if e.HasField("upsert_workflow_search_attributes_event_attributes")
+            or e.HasField("workflow_properties_modified_event_attributes")
+        ))
     return HistoryFigures(
         sampled=len(sample), events=statistics.mean(events), bytes=statistics.mean(sizes),
         activities=statistics.mean(activities), workflow_tasks=statistics.mean(wf_tasks),
-        workflow_task_timeouts=statistics.mean(wf_timeouts),
+        workflow_task_timeouts=statistics.mean(wf_timeouts), upserts=statistics.mean(upserts),
     )
 
 
@@ -408,7 +416,10 @@ class Figures:
     activities_per_step: float | None = None
     workflow_tasks_per_step: float | None = None
     workflow_task_timeouts_per_task: float | None = None
-    """Workflow tasks the server timed out (10 s), per sampled history: each adds events."""
+    """Workflow tasks the server timed out (on the sticky queue, or past their 10 s), per sampled
+    history: each adds events and a replay."""
+    upserts_per_task: float | None = None
+    """Search-attribute and memo upserts per sampled history: each is also a visibility write."""
     slow_workflow_tasks: int = 0
     """Workflow tasks over 5 s, as the worker's core logged them (whole run)."""
     lost_workflow_tasks: int = 0
@@ -480,6 +491,7 @@ async def measure(
         activities_per_step=history.activities / steps if history else None,
         workflow_tasks_per_step=history.workflow_tasks / steps if history else None,
         workflow_task_timeouts_per_task=history.workflow_task_timeouts if history else None,
+        upserts_per_task=history.upserts if history else None,
         slow_workflow_tasks=warnings["slow_workflow_tasks"],
         lost_workflow_tasks=warnings["lost_workflow_tasks"],
         driver_rpc_retries=batch.rpc_retries,
@@ -544,12 +556,16 @@ def cell(fmt: str, value: Any) -> str:
 
 
 def table(results: list[Figures]) -> str:
-    head = ["scenario", "system", *(c[0] for c in COLUMNS), "activities/step", "WFT >5 s / lost", "failed"]
+    head = [
+        "scenario", "system", *(c[0] for c in COLUMNS), "activities/step", "WFT timeouts/task", "upserts/task",
+        "WFT >5 s / lost", "failed",
+    ]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * 2 + "---:|" * (len(head) - 2)]
     for f in results:
         rows.append("| " + " | ".join([
             f"{f.agents}×{f.steps}", f.system, *(cell(fmt, getattr(f, key)) for _, key, fmt, _ in COLUMNS),
-            cell("{:.1f}", f.activities_per_step), f"{f.slow_workflow_tasks} / {f.lost_workflow_tasks}", str(f.failed),
+            cell("{:.1f}", f.activities_per_step), cell("{:.2f}", f.workflow_task_timeouts_per_task),
+            cell("{:.2f}", f.upserts_per_task), f"{f.slow_workflow_tasks} / {f.lost_workflow_tasks}", str(f.failed),
         ]) + " |")
     return "\n".join(rows)
 
@@ -618,7 +634,8 @@ def settings_line(args: argparse.Namespace) -> str:
     return (
         f"worker settings (both systems): max_concurrent_activities={args.max_activities}, "
         f"max_concurrent_workflow_tasks={args.max_workflow_tasks or 'temporalio default'}, "
-        f"max_cached_workflows={args.max_cached_workflows or 'temporalio default'}; "
+        f"max_cached_workflows={args.max_cached_workflows or 'temporalio default'}, "
+        f"sticky-queue timeout {str(args.sticky_queue_timeout) + ' s' if args.sticky_queue_timeout else 'each default (Noeta 5 s, temporalio 10 s)'}; "
         f"tool output {args.tool_output_bytes} bytes; warm-up {WARMUP_TASKS} tasks × {WARMUP_STEPS} steps per worker; "
         f"{'median of ' + str(args.repeat) + ' runs' if args.repeat > 1 else 'one run'} per row"
     )
@@ -724,6 +741,10 @@ def main() -> None:
     parser.add_argument("--max-activities", type=int, default=64, help="max_concurrent_activities of both workers")
     parser.add_argument("--max-workflow-tasks", type=int, help="max_concurrent_workflow_tasks of both workers")
     parser.add_argument("--max-cached-workflows", type=int, help="max_cached_workflows of both workers")
+    parser.add_argument(
+        "--sticky-queue-timeout", type=int, metavar="S",
+        help="sticky_queue_schedule_to_start_timeout of both workers, in seconds (default: each system's own)",
+    )
     parser.add_argument("--timeout", type=float, help="seconds per scenario and system (default 120 + N*K/4)")
     parser.add_argument("--keep", metavar="DIR", help="keep the server's data and the worker logs in DIR")
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON ('-' for stdout only)")
