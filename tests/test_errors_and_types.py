@@ -388,3 +388,30 @@ def test_build_task_input_carries_options(tmp_path) -> None:
     assert (ti.model_timeout_seconds, ti.tool_timeout_seconds) == (10.0, 20.0)
     assert ti.workspace_dir == str(tmp_path.resolve())
     assert ti.metadata == {"k": "v"}
+
+
+def test_protocol_types_keep_no_per_instance_dict():
+    """A worker holds every cached task's input, run state and transcript; a per-instance
+    ``__dict__`` made a decoded TaskInput 5.0 KB instead of 2.5 KB. So every dataclass of
+    noeta.protocols is slotted, and one added without slots fails here."""
+    import importlib
+    import pkgutil
+
+    import noeta.protocols
+    from noeta.converter import NoetaPayloadConverter
+    from noeta.protocols.task import TaskInput
+
+    unslotted = []
+    for info in pkgutil.iter_modules(noeta.protocols.__path__, "noeta.protocols."):
+        module = importlib.import_module(info.name)
+        for obj in vars(module).values():
+            if isinstance(obj, type) and dataclasses.is_dataclass(obj) and obj.__module__ == module.__name__:
+                if "__slots__" not in vars(obj):
+                    unslotted.append(f"{module.__name__}.{obj.__qualname__}")
+    assert unslotted == []
+    # Decoded the way a worker decodes a task's input: still no __dict__, and the same value.
+    task = build_task_input(Options(), "goal", provider_name="p")
+    converter = NoetaPayloadConverter()
+    [decoded] = converter.from_payloads(converter.to_payloads([task]), [TaskInput])
+    assert decoded == task and not hasattr(decoded, "__dict__")
+    assert not hasattr(decoded.model_activity, "__dict__")

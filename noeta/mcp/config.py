@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import fields
 from typing import Any
 
 from noeta.errors import ConfigurationError, McpServerNotAllowedError
@@ -39,7 +40,7 @@ def parse_server(alias: str, raw: Mapping[str, Any] | McpServerConfig) -> McpSer
         raise ConfigurationError(
             f"{where}: an alias is 1-32 letters, digits, '-' or '_' (no '__'), starting with a letter or digit"
         )
-    data = dict(raw.__dict__) if isinstance(raw, McpServerConfig) else dict(raw)
+    data = {f.name: getattr(raw, f.name) for f in fields(raw)} if isinstance(raw, McpServerConfig) else dict(raw)
     kind = data.get("type")
     if kind not in _KEYS:
         raise ConfigurationError(f"{where}: type must be 'stdio' or 'http', got {kind!r}")

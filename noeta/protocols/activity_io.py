@@ -17,7 +17,7 @@ from noeta.protocols.tool import ToolResult, ToolSpec
 from noeta.protocols.validation import OutputSchema
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PrepareInput:
     task_id: str
     tools: list[str]
@@ -40,7 +40,7 @@ class PrepareInput:
     priced_model: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PrepareOutput:
     tools: list[ToolSpec]
     system_ref: ContentRef | None
@@ -55,7 +55,7 @@ class PrepareOutput:
     agents_ref: ContentRef | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CallModelInput:
     task_id: str
     provider: str
@@ -84,7 +84,7 @@ class CallModelInput:
     recorded answer instead of calling the model again."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CallModelOutput:
     response: LLMResponse
     """The response without ``raw`` (kept in the content store as ``raw_ref``)."""
@@ -104,7 +104,7 @@ class CallModelOutput:
     is its recorded answer, and the model was not called again."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class InvokeToolInput:
     task_id: str
     call_id: str
@@ -126,7 +126,7 @@ class InvokeToolInput:
     attempts and worker restarts (empty: ``{task_id}/{call_id}``, as before)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class InvokeToolOutput:
     result: ToolResult
     attempt: int = 1
@@ -141,7 +141,7 @@ class InvokeToolOutput:
     is its recorded result, and the tool did not run again."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CheckGuardsInput:
     task_id: str
     trace_id: str
@@ -153,13 +153,13 @@ class CheckGuardsInput:
     env: RunEnv | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CheckGuardsOutput:
     verdicts: list[GuardDecision]
     """Every guard's verdict on every action (allow verdicts included), in order."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ValidateInput:
     task_id: str
     answer: str
@@ -168,7 +168,7 @@ class ValidateInput:
     env: RunEnv | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ReleaseInput:
     """The task-scoped resources to destroy when the task ends."""
 
@@ -176,7 +176,7 @@ class ReleaseInput:
     keys: list[str]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ReleaseOutput:
     released: list[str]
     """Keys destroyed by the worker that ran the release (created there, in reverse order)."""
@@ -184,7 +184,7 @@ class ReleaseOutput:
     """``key: error`` for each ``destroy`` that raised (the task's outcome stands)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ValidateOutput:
     ok: bool
     data: Any = None
@@ -193,13 +193,13 @@ class ValidateOutput:
     failure_type: Literal["schema", "validator"] | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LoadTranscriptInput:
     head: ContentRef | None
     max_bytes: int = 1_000_000
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LoadTranscriptOutput:
     messages: list[Message]
     omitted: int = 0

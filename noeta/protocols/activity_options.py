@@ -39,7 +39,7 @@ GUARD_TIMEOUT_SECONDS = 60.0
 LOST_ATTEMPT_MAX_BACKOFF_SECONDS = 10.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ActivityOptions:
     """Timeouts, heartbeat and retry backoff of one kind of activity (see the table above)."""
 

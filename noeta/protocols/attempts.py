@@ -21,7 +21,7 @@ found no free thread (counts against ``rate_limit_wait_seconds``); ``lost``: its
 (counts against MAX_LOST_ATTEMPTS)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class AttemptFailure:
     """One failed attempt of a retried activity, carried to the next attempt in heartbeat details."""
 
@@ -34,7 +34,7 @@ class AttemptFailure:
     """Seconds the worker asked Temporal to wait before the next attempt."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RetryBackoff:
     """The delay before a call's next attempt: ``initial_seconds`` after its first failure (or
     wait), times ``coefficient`` after each further one, at most ``max_seconds``."""
@@ -52,7 +52,7 @@ class RetryBackoff:
         return min(self.max_seconds, delay)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class AttemptBudget:
     """What one model or tool call may spend on retries; the worker's attempt ledger enforces it."""
 

@@ -18,7 +18,7 @@ from noeta.protocols.activity_options import ACTIVITY_KINDS, ActivityOptions
 DAY = 86400.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Bound:
     lowest: float
     highest: float

@@ -17,7 +17,7 @@ from noeta.errors import ConfigurationError
 from noeta.protocols.messages import Usage
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class UsageLimits:
     """Ceilings for one task, its continued runs and its sub-agents together (None: no limit).
 
@@ -115,7 +115,7 @@ def _check_count(name: str, value: Any) -> None:
         raise ConfigurationError(f"{name} must be an int >= 0, got {value!r}")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CallCounts:
     """Model and tool calls folded over a task (sub-agents included), like Usage for tokens."""
 
@@ -137,7 +137,7 @@ class CallCounts:
         return CallCounts(self.model_calls, self.tool_calls + len(names), by_tool)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LimitReading:
     """One limit of a task at one moment: how much it allows and how much is used."""
 
@@ -151,7 +151,7 @@ class LimitReading:
         return self.used / self.allowed if self.allowed else math.inf
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Spend:
     """What a task has used so far: the totals its limits are checked against."""
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ChannelContent:
     """A content channel's text for one task (from ``Options.content_channels`` / ``context``)."""
 
@@ -15,14 +15,14 @@ class ChannelContent:
     stable: bool
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ChannelUse:
     name: str
     stable: bool
     chars: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ContextPlan:
     """What the composer put where (recorded in history as ContextPlanComposed)."""
 

@@ -9,7 +9,7 @@ from noeta.protocols.messages import ToolUseBlock
 from noeta.protocols.statuses import GoalStatus
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CallModel:
     """Call the task's provider with the transcript so far."""
 
@@ -19,14 +19,14 @@ class CallModel:
     temperature: float | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CallTools:
     """Invoke these tool calls (in parallel) and append their results to the transcript."""
 
     calls: list[ToolUseBlock]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Finish:
     """End the current goal. ``answer`` is the failure reason when ``status`` is "failed"."""
 
@@ -34,7 +34,7 @@ class Finish:
     status: GoalStatus = "completed"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SpawnSubtask:
     """Run a child agent on ``goal`` and append its answer as a tool result for ``call_id``."""
 

@@ -57,7 +57,7 @@ from noeta.protocols.statuses import CallOutcome, GoalStatus, Verdict
 Actor = str  # "engine", "provider:<name>", "tool:<name>", "guard:<name>", "human"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TaskCreated:
     goal: str
     model: str | None
@@ -69,7 +69,7 @@ class TaskCreated:
     """The task's usage limits (docs/budgets.md)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ScopeEquipped:
     levels: list[ScopeLevel]
     """What each task on the chain equipped, the root first (this task last when it equips any)."""
@@ -77,7 +77,7 @@ class ScopeEquipped:
     """The merged scope this task reads (nearest level wins)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ResourcesEquipped:
     owned: list[str]
     """Task-scoped resources created for this task (keys: the objects stay in the worker)."""
@@ -87,13 +87,13 @@ class ResourcesEquipped:
     """Resources parents expose to it: key -> the parent task that owns it."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ResourcesReleased:
     released: list[str]
     errors: list[str] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ResourceCallObserved:
     call_id: str
     """The tool call that made it."""
@@ -107,14 +107,14 @@ class ResourceCallObserved:
     fields: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ContextChannel:
     name: str
     stable: bool
     chars: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ContextPlanComposed:
     system_prompt_chars: int
     """The system prompt alone."""
@@ -126,17 +126,17 @@ class ContextPlanComposed:
     """Volatile channels, sent after the transcript (outside the cache)."""
     channels: list[ContextChannel] = field(default_factory=list)
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class GoalReceived:
     goal: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class MessagesAppended:
     messages: list[Message]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ProviderCallStarted:
     provider: str
     model: str | None
@@ -144,7 +144,7 @@ class ProviderCallStarted:
     messages_appended: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ProviderCallCompleted:
     provider: str
     stop_reason: str
@@ -152,7 +152,7 @@ class ProviderCallCompleted:
     attempt: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ProviderCallRetried:
     provider: str
     attempt: int
@@ -162,7 +162,7 @@ class ProviderCallRetried:
     retry_after: float | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ProviderCallFailed:
     provider: str
     error: str
@@ -170,14 +170,14 @@ class ProviderCallFailed:
     attempt: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolCallProposed:
     call_id: str
     tool_name: str
     arguments: dict[str, Any]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class GuardVerdict:
     call_id: str
     """The action's id: a tool call id, a subtask's call id, or ``finish:<goal>:<n>``."""
@@ -186,21 +186,21 @@ class GuardVerdict:
     reason: str | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ApprovalRequested:
     call_id: str
     guard: str
     reason: str | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ApprovalGranted:
     call_id: str
     approver: str | None
     reason: str | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ApprovalDenied:
     call_id: str
     approver: str | None
@@ -208,7 +208,7 @@ class ApprovalDenied:
     reason: str | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolCallRefused:
     call_id: str
     tool_name: str
@@ -217,14 +217,14 @@ class ToolCallRefused:
     """What the model is told, e.g. ``Denied by guard 'refunds': over the limit``."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolCallStarted:
     call_id: str
     tool_name: str
     arguments: dict[str, Any]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolCallCompleted:
     call_id: str
     tool_name: str
@@ -235,7 +235,7 @@ class ToolCallCompleted:
     """Calls of instrumented resources beyond those recorded (ResourceCallObserved)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolCallRetried:
     call_id: str
     tool_name: str
@@ -244,7 +244,7 @@ class ToolCallRetried:
     error_type: str | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolCallFailed:
     call_id: str
     tool_name: str
@@ -253,7 +253,7 @@ class ToolCallFailed:
     attempt: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SubtaskSpawned:
     call_id: str
     goal: str
@@ -262,7 +262,7 @@ class SubtaskSpawned:
     """The declared sub-agent it runs, if any."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SubtaskCompleted:
     call_id: str
     child_task_id: str
@@ -274,7 +274,7 @@ class SubtaskCompleted:
     """The child's structured output, when its options have an output schema."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ValidationFailed:
     attempt: int
     """1 for the first answer checked in this goal."""
@@ -282,14 +282,14 @@ class ValidationFailed:
     issue: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class AttemptsExhausted:
     attempts: int
     issues: list[str]
     last_failure_type: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class BudgetWarning:
     limit: str
     """The UsageLimits field, e.g. ``max_cost_usd`` or ``max_tool_calls_per_tool[search]``."""
@@ -297,7 +297,7 @@ class BudgetWarning:
     used: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class BudgetExceeded:
     limit: str
     allowed: float
@@ -309,7 +309,7 @@ class BudgetExceeded:
     tool_calls: int = 0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TaskCompleted:
     answer: str
     status: GoalStatus
@@ -319,18 +319,18 @@ class TaskCompleted:
     """The validated structured output, when the task has an output schema."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TaskFailed:
     reason: str
     error_type: str | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TaskCancelled:
     reason: str = "cancelled"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TaskContinuedAsNew:
     new_run_id: str | None
 
@@ -409,7 +409,7 @@ EVENT_TYPES: dict[str, type] = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class EventEnvelope:
     """One record of a task's stream."""
 

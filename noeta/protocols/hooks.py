@@ -16,7 +16,7 @@ from noeta.protocols.statuses import GoalStatus, Verdict
 from noeta.protocols.tool import RiskLevel
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ProposedToolCall:
     call_id: str
     tool_name: str
@@ -25,14 +25,14 @@ class ProposedToolCall:
     type: Literal["tool_call"] = field(default="tool_call", kw_only=True)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ProposedSpawnSubtask:
     call_id: str
     goal: str
     type: Literal["spawn_subtask"] = field(default="spawn_subtask", kw_only=True)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ProposedFinish:
     answer: str
     status: GoalStatus = "completed"
@@ -46,7 +46,7 @@ ProposedAction = Annotated[
 ]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class GuardContext:
     task_id: str
     trace_id: str
@@ -59,7 +59,7 @@ class GuardContext:
     """The task's merged scope, read-only (validate it with ``expect_scope(Model)``)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class VerdictResult:
     """``allow`` lets the action run, ``deny`` turns it into a failed result with ``reason``,
     ``ask`` holds it for human approval."""
@@ -80,7 +80,7 @@ class Guard(Protocol):
     def check(self, action: ProposedAction, ctx: GuardContext) -> VerdictResult | Awaitable[VerdictResult]: ...
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class GuardDecision:
     """One guard's verdict on one action, as recorded in history."""
 

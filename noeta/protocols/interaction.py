@@ -11,7 +11,7 @@ from noeta.protocols.hooks import ProposedAction
 from noeta.protocols.messages import ImageBlock, Usage
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class InjectInput:
     """Host context for the model (a reminder, recalled memory); never a user's words."""
 
@@ -19,7 +19,7 @@ class InjectInput:
     origin: Literal["system", "memory"] = "system"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class GoalInput:
     goal: str
     images: list[ImageBlock] = field(default_factory=list)
@@ -27,7 +27,7 @@ class GoalInput:
     """Chosen by the client, so it can ask for the goal's result again in a later run."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TaskResult:
     """The outcome of one goal (and, for the workflow, of the last goal)."""
 
@@ -42,7 +42,7 @@ class TaskResult:
     """Model and tool calls of the whole task so far (sub-agents included)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ApprovalInput:
     call_id: str
     approved: bool
@@ -50,7 +50,7 @@ class ApprovalInput:
     approver: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ApprovalRequest:
     call_id: str
     action: ProposedAction

@@ -21,7 +21,7 @@ MAX_TOOL_NAME = 64
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class McpServerConfig:
     """One remote MCP server: a command the worker starts (``stdio``) or a URL it connects to
     (``http``, the streamable HTTP transport)."""
@@ -39,7 +39,7 @@ class McpServerConfig:
     """http: request headers (values may hold ``${NAME}`` references)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class McpTarget:
     """Where one MCP tool call goes: the server (as configured) and the tool's own name there."""
 

@@ -17,7 +17,7 @@ Origin = Literal["human", "system", "memory"]
 StopReason = Literal["tool_use", "end_turn", "max_tokens", "error"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ContentRef:
     """A reference to a body kept in a ContentStore. Lookups use ``hash`` only."""
 
@@ -30,7 +30,7 @@ class ContentRef:
     type: Literal["ref"] = field(default="ref", kw_only=True)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TextBlock:
     """Plain assistant or user text."""
 
@@ -38,7 +38,7 @@ class TextBlock:
     type: Literal["text"] = field(default="text", kw_only=True)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ImageBlock:
     """An image input for ``start`` / ``send_goal`` / ``query(images=...)`` (``noeta.sdk.image``
     stores the bytes and makes one). History keeps only the reference."""
@@ -49,7 +49,7 @@ class ImageBlock:
     type: Literal["image"] = field(default="image", kw_only=True)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolUseBlock:
     """The model asks for a tool call."""
 
@@ -59,7 +59,7 @@ class ToolUseBlock:
     type: Literal["tool_use"] = field(default="tool_use", kw_only=True)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolResultBlock:
     """The answer to a :class:`ToolUseBlock`.
 
@@ -75,7 +75,7 @@ class ToolResultBlock:
     type: Literal["tool_result"] = field(default="tool_result", kw_only=True)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ThinkingBlock:
     """The model's reasoning before its answer (extended thinking), kept in the transcript because
     a provider may need it back: Anthropic wants the thinking blocks of an assistant turn, signed,
@@ -94,7 +94,7 @@ Block = Annotated[
 ]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Message:
     """One message of a transcript.
 
@@ -116,7 +116,7 @@ class Message:
         return [b for b in self.content if isinstance(b, ToolUseBlock)]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Usage:
     """Token counters folded over a task. Cached and uncached input are counted apart so that a
     stable-prefix cache is measurable."""
@@ -155,7 +155,7 @@ class Usage:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LLMRequest:
     """What a provider receives. ``tools`` are provider-shaped schema dicts."""
 
@@ -174,7 +174,7 @@ class LLMRequest:
     (``Options.model_timeout_seconds``); HTTP providers use it instead of their own timeout."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LLMResponse:
     """What a provider returns. ``raw`` is the vendor payload, unchanged."""
 
@@ -205,7 +205,7 @@ def registry_name(provider: LLMProvider) -> str:
     return name if isinstance(name, str) and name else type(provider).__name__
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class StreamDelta:
     """A piece of a streamed response, delivered to ``HostConfig.delta_sink``.
 

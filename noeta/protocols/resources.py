@@ -29,7 +29,7 @@ Lifetime = Literal["task", "worker"]
 MAX_RECORDED_RESOURCE_CALLS = 50
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ResourceSpec:
     """How the worker makes a resource; see :func:`equip_resource`."""
 
@@ -73,7 +73,7 @@ def equip_resource(
     return ResourceSpec(key, create, destroy, tuple(deps), bool(expose), lifetime)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class EquippedResource:
     """A task-scoped resource a task owns, as recorded in history (the key, never the object)."""
 
@@ -81,7 +81,7 @@ class EquippedResource:
     expose: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RunEnv:
     """What user code in an activity (tool, guard, validator) may read besides its arguments:
     the task's merged scope and where its task-scoped resources live. Absent when the task has
@@ -94,7 +94,7 @@ class RunEnv:
     """Resources exposed by parents: key -> the id of the nearest parent task that owns it."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ResourceCall:
     """One observed call of an ``instrument``-ed client (recorded with the tool call's result)."""
 

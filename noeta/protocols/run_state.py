@@ -13,7 +13,7 @@ from noeta.protocols.resources import EquippedResource
 from noeta.protocols.tool import ToolSpec
 
 
-@dataclass
+@dataclass(slots=True)
 class Carry:
     """A task's run state: what the workflow keeps between steps and takes into its next run
     (continue-as-new). History-sized, not transcript-sized. Declared once, here: the workflow
@@ -64,7 +64,7 @@ class Carry:
     """The model the provider used when the task named none (its default), once a call reported it."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolRefusal:
     """A tool call the workflow refused without running it (recorded in the memo under
     REFUSED_MEMO_KEY): a guard denied it, a human refused it or let it time out, or no such tool."""
@@ -76,7 +76,7 @@ class ToolRefusal:
     """Exactly what the model is told (the failed tool result's text)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class BudgetWarningRecord:
     """A limit reached its warning fraction (recorded once per limit, projected as BudgetWarning)."""
 

@@ -28,7 +28,7 @@ MAX_SCOPE_BYTES = 16 * 1024
 M = TypeVar("M", bound=BaseModel)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ScopeLevel:
     """The scope one task equipped (``task_id`` is the task that equipped it)."""
 

@@ -14,7 +14,7 @@ from noeta.protocols.tool import ToolSpec
 M = TypeVar("M", bound=BaseModel)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class StepContext:
     task_id: str
     trace_id: str

@@ -74,7 +74,7 @@ CONFIGURATION_ERRORS = ("ResourceNotFoundError", "ScopeError")
 TASK_FATAL_TOOL_ERRORS = ("ToolIdentityMismatchError", "ToolNotRegisteredError", *CONFIGURATION_ERRORS)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PolicyRef:
     """A policy class by import path (``module:QualName``) and its constructor arguments."""
 
@@ -82,7 +82,7 @@ class PolicyRef:
     params: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TaskInput:
     goal: str
     provider: str
@@ -161,7 +161,7 @@ class TaskInput:
     validator_activity: ActivityOptions = field(default_factory=ActivityOptions)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SubAgentSpec:
     """A sub-agent declared in Options: the model sees a tool ``name`` taking a ``goal``."""
 

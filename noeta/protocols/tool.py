@@ -13,7 +13,7 @@ from noeta.protocols.messages import ContentRef, ImageBlock
 RiskLevel = Literal["low", "medium", "high"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolResult:
     """What a tool returns.
 
@@ -34,7 +34,7 @@ class ToolResult:
     """Paths (relative to the workspace) the tool created, modified or deleted."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolContext:
     """What a tool invocation knows about where it runs."""
 
@@ -90,7 +90,7 @@ def tool_fingerprint(name: str, version: str, input_schema: dict[str, Any]) -> s
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolSpec:
     """A tool as a task sees it: recorded in history when the task starts."""
 

@@ -24,7 +24,7 @@ DEFAULT_FAILURE_MESSAGE = "Validation failed"
 D = TypeVar("D")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class OutputSchema:
     """The structured output a task must produce."""
 
@@ -33,7 +33,7 @@ class OutputSchema:
     """``module:QualName`` of a pydantic model; workers that have it validate with it."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Validator:
     fn: ValidatorFunction = field(repr=False)
     name: str

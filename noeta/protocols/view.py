@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from noeta.protocols.messages import Message, Usage
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class View:
     transcript: tuple[Message, ...]
     """Every message of the task so far (large tool outputs appear as ContentRefs)."""
