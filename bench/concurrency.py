@@ -16,9 +16,9 @@ workflow with a "model" and a "tool" activity per step, same output bytes, pydan
 
 Figures per system and scenario: steps/s (N*K over the wall time from the first start to the last
 result), worker CPU ms per step (user+sys of the worker process over that window), the worker's
-peak RSS (reset after a warm-up), p50/p99 task latency, history events and bytes per step (from a
-sample of histories), server CPU ms per step, failures; then Noeta/floor ratios. Linux only
-(/proc). Timings depend on the machine and its load: compare the two systems within one run.
+peak RSS (reset after a warm-up), p50/p99 task latency, history events and bytes per step,
+workflow tasks timed out and search-attribute/memo upserts per task (from a sample of histories),
+server CPU ms per step, failures; then Noeta/floor ratios. Linux only (/proc). Timings depend on the machine and its load: compare the two systems within one run.
 """
 
 from __future__ import annotations
