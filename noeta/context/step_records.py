@@ -35,11 +35,14 @@ import zlib
 from collections.abc import Collection, Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from noeta.context.atomic_files import write_new
 from noeta.context.content_store import ContentStore, LocalContentStore, open_body
 from noeta.protocols.messages import ContentRef
+
+if TYPE_CHECKING:
+    from noeta.security.sealed_bodies import BodyCipher
 
 logger = logging.getLogger(__name__)
 
@@ -173,9 +176,12 @@ class LocalStepRecords:
     def _task_dir(self, task_id: str) -> Path:
         return self.root / _sha256(task_id)[:40]
 
+    def _task_log(self, task_id: str) -> Path:
+        return self.root / f"{_sha256(task_id)[:40]}.log"
+
     def _log(self, key: str) -> Path:
         """The log a key's output goes to: its task's (a key not made by step_key: its own)."""
-        return self.root / f"{_sha256(task_of(key) or key)[:40]}.log"
+        return self._task_log(task_of(key) or key)
 
     def _path(self, key: str) -> Path:
         task_id = task_of(key)
@@ -228,18 +234,21 @@ class LocalStepRecords:
         if written != len(entry):  # a full disk: the torn entry is skipped by readers
             raise OSError(f"step record for {key!r} written in part ({written} of {len(entry)} bytes)")
 
+    @property
+    def _cipher(self) -> BodyCipher | None:
+        return self.store.cipher if self.store is not None else None
+
     def _seal(self, key_digest: str, data: bytes) -> bytes:
-        cipher = self.store.cipher if self.store is not None else None
+        cipher = self._cipher
         return cipher.seal(data, key_digest) if cipher is not None else data
 
     def _open(self, key_digest: str, body: bytes) -> bytes:
-        cipher = self.store.cipher if self.store is not None else None
-        return open_body(cipher, body, key_digest)
+        return open_body(self._cipher, body, key_digest)
 
     def release(self, task_ids: Collection[str], stored_before: datetime) -> int:
         deleted = 0
         for task_id in task_ids:
-            log = self.root / f"{_sha256(task_id)[:40]}.log"
+            log = self._task_log(task_id)
             try:
                 deleted += sum(1 for _ in _log_entries(log.read_bytes()))
                 log.unlink()
