@@ -18,13 +18,15 @@ Figures per system and scenario: steps/s (N*K over the wall time from the first 
 result), worker CPU ms per step (user+sys of the worker process over that window), the worker's
 peak RSS (reset after a warm-up), p50/p99 task latency, history events and bytes per step,
 workflow tasks timed out and search-attribute/memo upserts per task (from a sample of histories),
-server CPU ms per step, failures; then Noeta/floor ratios. Linux only (/proc). Timings depend on the machine and its load: compare the two systems within one run.
+server CPU ms per step, failures; then Noeta/floor ratios. Linux only (/proc). Timings depend on
+the machine and its load: compare the two systems within one run.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import contextlib
 import dataclasses
 import datetime
@@ -372,16 +374,16 @@ async def sample_histories(system: System, task_ids: list[str]) -> HistoryFigure
     events, sizes, activities, wf_tasks, wf_timeouts, upserts = [], [], [], [], [], []
     for task_id in sample:
         history = await system.temporal.get_workflow_handle(task_id).fetch_history()
+        kinds = collections.Counter(e.WhichOneof("attributes") for e in history.events)
         events.append(len(history.events))
         sizes.append(sum(e.ByteSize() for e in history.events))
-        activities.append(sum(1 for e in history.events if e.HasField("activity_task_scheduled_event_attributes")))
-        wf_tasks.append(sum(1 for e in history.events if e.HasField("workflow_task_completed_event_attributes")))
-        wf_timeouts.append(sum(1 for e in history.events if e.HasField("workflow_task_timed_out_event_attributes")))
-        upserts.append(sum(
-            1 for e in history.events
-            if e.HasField("upsert_workflow_search_attributes_event_attributes")
-            or e.HasField("workflow_properties_modified_event_attributes")
-        ))
+        activities.append(kinds["activity_task_scheduled_event_attributes"])
+        wf_tasks.append(kinds["workflow_task_completed_event_attributes"])
+        wf_timeouts.append(kinds["workflow_task_timed_out_event_attributes"])
+        upserts.append(
+            kinds["upsert_workflow_search_attributes_event_attributes"]
+            + kinds["workflow_properties_modified_event_attributes"]
+        )
     return HistoryFigures(
         sampled=len(sample), events=statistics.mean(events), bytes=statistics.mean(sizes),
         activities=statistics.mean(activities), workflow_tasks=statistics.mean(wf_tasks),
