@@ -64,6 +64,22 @@ def test_a_tools_module_importing_the_sdk_does_not_load_the_client_side():
     assert loaded_by("from noeta.sdk import query", "noeta.sdk.query") == ["noeta.sdk.query"]  # the probe sees
 
 
+def test_a_worker_without_tracing_or_keys_loads_neither_opentelemetry_nor_cryptography():
+    # Each costs a worker megabytes of memory it has no use for while tracing is off and no
+    # encryption key is set; both load when configured.
+    worker_side = (
+        "import noeta.worker, noeta.activities.model_call, noeta.activities.tool_call; "
+        "from noeta.security.codec import codec_from_env; from noeta.telemetry.interceptors import interceptors; "
+        "from noeta.telemetry.instrument import start_resource_span; "
+        "codec_from_env(); interceptors(); start_resource_span('db', 'get')"
+    )
+    assert loaded_by(worker_side, "opentelemetry", "opentelemetry.sdk", "cryptography") == []
+    with_key = "import os; os.environ['NOETA_ENCRYPTION_KEYS'] = 'k1:' + 'A' * 43 + '='; " + worker_side
+    assert loaded_by(with_key, "cryptography") == ["cryptography"]
+    with_tracing = "import os; os.environ['OTEL_TRACES_EXPORTER'] = 'console'; " + worker_side
+    assert loaded_by(with_tracing, "opentelemetry.sdk") == ["opentelemetry.sdk"]
+
+
 def test_the_cli_loads_each_side_only_for_the_commands_that_need_it():
     # `noeta tasks` need not load the worker's activities, nor `noeta worker` the client side.
     assert loaded_by("import noeta.cli", "noeta.client.client", "noeta.worker", "noeta.activities") == []

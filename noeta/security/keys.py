@@ -22,10 +22,12 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from typing import TYPE_CHECKING
 
 from noeta.errors import EncryptionKeyError
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 KEYS_ENV = "NOETA_ENCRYPTION_KEYS"
 KEYS_FILE_ENV = "NOETA_ENCRYPTION_KEYS_FILE"
@@ -48,6 +50,7 @@ class KeyRing:
                 raise EncryptionKeyError(f"key id {key_id!r} must be 1-64 of A-Z a-z 0-9 . _ -")
             if len(key) not in (16, 24, 32):
                 raise EncryptionKeyError(f"key {key_id!r} has {len(key)} bytes; AES keys have 16, 24 or 32")
+        _aead(self.keys[self.active_id])  # loads the cipher now rather than on the first payload
 
     def __repr__(self) -> str:  # never print key material
         return f"KeyRing(active_id={self.active_id!r}, ids={list(self.keys)!r})"
@@ -55,7 +58,7 @@ class KeyRing:
     def encrypt(self, plaintext: bytes, aad: bytes) -> tuple[str, bytes]:
         """``(key id, nonce + ciphertext)`` under the active key."""
         nonce = os.urandom(NONCE_BYTES)
-        return self.active_id, nonce + AESGCM(self.keys[self.active_id]).encrypt(nonce, plaintext, aad)
+        return self.active_id, nonce + _aead(self.keys[self.active_id]).encrypt(nonce, plaintext, aad)
 
     def decrypt(self, key_id: str, sealed: bytes, aad: bytes) -> bytes:
         key = self.keys.get(key_id)
@@ -65,9 +68,16 @@ class KeyRing:
                 f"{', '.join(self.keys)}); keep old keys in {KEYS_ENV} after the active one"
             )
         try:
-            return AESGCM(key).decrypt(sealed[:NONCE_BYTES], sealed[NONCE_BYTES:], aad)
+            return _aead(key).decrypt(sealed[:NONCE_BYTES], sealed[NONCE_BYTES:], aad)
         except Exception as err:  # InvalidTag: wrong key material or tampered data
             raise EncryptionKeyError(f"data under key {key_id!r} failed authentication (wrong key or altered data)") from err
+
+
+def _aead(key: bytes) -> AESGCM:
+    # Imported here: a process without keys (most workers) never loads cryptography.
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    return AESGCM(key)
 
 
 def parse_keys(entries: Iterable[str]) -> KeyRing | None:

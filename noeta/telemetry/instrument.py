@@ -19,12 +19,7 @@ from noeta.protocols.tool import ToolResult
 from noeta.security.scrub import scrub
 from noeta.telemetry import metrics
 from noeta.telemetry.logs import log_context
-
-try:
-    from opentelemetry import trace
-    from opentelemetry.trace import SpanKind, Status, StatusCode
-except ImportError:  # the [otel] extra is not installed: no spans
-    trace = None  # type: ignore[assignment]
+from noeta.telemetry.tracing import active_tracer
 
 
 class _NoSpan:
@@ -37,10 +32,12 @@ class _NoSpan:
 
 @contextlib.contextmanager
 def _span(name: str, kind: str, attributes: dict[str, Any]) -> Iterator[Any]:
-    if trace is None:
+    tracer = active_tracer()
+    if tracer is None:
         yield _NoSpan()
         return
-    tracer = trace.get_tracer("noeta")
+    from opentelemetry.trace import SpanKind
+
     span_kind = SpanKind.CLIENT if kind == "client" else SpanKind.INTERNAL
     # Exceptions are recorded below, scrubbed: the raw ones may quote a provider's error body.
     with tracer.start_as_current_span(
@@ -55,7 +52,9 @@ def _failed(span: Any, exc: BaseException) -> str:
         span.set_attribute("error.type", "cancelled")
         return "cancelled"
     span.set_attribute("error.type", type(exc).__name__)
-    if trace is not None:
+    if not isinstance(span, _NoSpan):
+        from opentelemetry.trace import Status, StatusCode
+
         span.set_status(Status(StatusCode.ERROR, scrub(str(exc))[:500]))
     return "error"
 
@@ -167,10 +166,13 @@ def approvals_requested(count: int) -> None:
 
 def start_resource_span(resource: str, op: str) -> Any:
     """A span for one call of an instrumented resource (``instrument(...)``), ended by
-    :func:`end_resource_span`; None when the [otel] extra is missing."""
-    if trace is None:
+    :func:`end_resource_span`; None while tracing is off."""
+    tracer = active_tracer()
+    if tracer is None:
         return None
-    return trace.get_tracer("noeta").start_span(
+    from opentelemetry.trace import SpanKind
+
+    return tracer.start_span(
         f"{resource}.{op}", kind=SpanKind.CLIENT, attributes={"noeta.resource": resource, "noeta.resource.op": op}
     )
 
@@ -183,6 +185,8 @@ def end_resource_span(span: Any, call: Any) -> None:
         if isinstance(value, (str, bool, int, float)):
             span.set_attribute(f"noeta.resource.{key}", value)
     if call.outcome == "error":
+        from opentelemetry.trace import Status, StatusCode
+
         span.set_attribute("error.type", call.error_type or "error")
         span.set_status(Status(StatusCode.ERROR))
     span.end()

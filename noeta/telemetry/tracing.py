@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -36,12 +37,24 @@ def _otel_env(env: Mapping[str, str]) -> bool:
 
 
 def _sdk_provider_installed() -> bool:
-    try:
-        from opentelemetry import trace
-        from opentelemetry.sdk.trace import TracerProvider
-    except ImportError:
+    # A program that installed an SDK provider has imported the SDK: without it loaded, nothing is
+    # imported here (the OpenTelemetry SDK costs a worker ~5 MB it does not need when tracing is off).
+    sdk = sys.modules.get("opentelemetry.sdk.trace")
+    if sdk is None:
         return False
-    return isinstance(trace.get_tracer_provider(), TracerProvider)
+    from opentelemetry import trace
+
+    return isinstance(trace.get_tracer_provider(), sdk.TracerProvider)
+
+
+def active_tracer() -> Any | None:
+    """Noeta's tracer while an SDK tracer provider is installed, else None: spans are then not
+    made at all, not even non-recording ones. Checked per call, so a provider installed later counts."""
+    if not _sdk_provider_installed():
+        return None
+    from opentelemetry import trace
+
+    return trace.get_tracer(TRACER_NAME)
 
 
 def tracing_enabled(env: Mapping[str, str] | None = None) -> bool:
