@@ -61,6 +61,10 @@ async def serve(args: argparse.Namespace) -> None:
         worker_kwargs["max_cached_workflows"] = args.max_cached_workflows
     if args.sticky_queue_timeout is not None:
         worker_kwargs["sticky_queue_schedule_to_start_timeout"] = timedelta(seconds=args.sticky_queue_timeout)
+    if args.workflow_pollers is not None:
+        worker_kwargs["workflow_task_poller_behavior"] = poller_behavior(args.workflow_pollers)
+    if args.activity_pollers is not None:
+        worker_kwargs["activity_task_poller_behavior"] = poller_behavior(args.activity_pollers)
     build = {
         "noeta": noeta_worker,
         "noeta-sandboxed": noeta_worker,  # the same worker; its tasks carry a policy of their own
@@ -84,6 +88,12 @@ async def serve(args: argparse.Namespace) -> None:
     await running
 
 
+def poller_behavior(value: str) -> Any:
+    from temporalio.worker import PollerBehaviorAutoscaling, PollerBehaviorSimpleMaximum
+
+    return PollerBehaviorAutoscaling() if value == "auto" else PollerBehaviorSimpleMaximum(int(value))
+
+
 def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -95,6 +105,8 @@ def main() -> None:
     parser.add_argument("--max-workflow-tasks", type=int)
     parser.add_argument("--max-cached-workflows", type=int)
     parser.add_argument("--sticky-queue-timeout", type=int, help="seconds")
+    parser.add_argument("--workflow-pollers", help="workflow-task pollers: a number, or 'auto' (autoscaling)")
+    parser.add_argument("--activity-pollers", help="activity-task pollers: a number, or 'auto' (autoscaling)")
     asyncio.run(serve(parser.parse_args()))
 
 

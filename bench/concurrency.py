@@ -146,6 +146,9 @@ class WorkerProcess:
             cmd += ["--max-cached-workflows", str(args.max_cached_workflows)]
         if args.sticky_queue_timeout is not None:
             cmd += ["--sticky-queue-timeout", str(args.sticky_queue_timeout)]
+        for flag, value in (("--workflow-pollers", args.workflow_pollers), ("--activity-pollers", args.activity_pollers)):
+            if value is not None:
+                cmd += [flag, value]
         with open(log, "wb") as out:
             process = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         worker = cls(system, queue, process, log)
@@ -660,6 +663,7 @@ def settings_line(args: argparse.Namespace) -> str:
         f"max_concurrent_workflow_tasks={args.max_workflow_tasks or 'temporalio default'}, "
         f"max_cached_workflows={args.max_cached_workflows or 'temporalio default'}, "
         f"sticky-queue timeout {str(args.sticky_queue_timeout) + ' s' if args.sticky_queue_timeout else 'each default (Noeta 5 s, temporalio 10 s)'}; "
+        f"pollers: workflow tasks {args.workflow_pollers or 'each default'}, activities {args.activity_pollers or 'each default'}; "
         f"tool output {args.tool_output_bytes} bytes; warm-up {WARMUP_TASKS} tasks × {WARMUP_STEPS} steps per worker; "
         f"{'median of ' + str(args.repeat) + ' runs' if args.repeat > 1 else 'one run'} per row"
     )
@@ -770,6 +774,11 @@ def main() -> None:
         "--sticky-queue-timeout", type=int, metavar="S",
         help="sticky_queue_schedule_to_start_timeout of both workers, in seconds (default: each system's own)",
     )
+    parser.add_argument(
+        "--workflow-pollers", metavar="N|auto",
+        help="workflow-task pollers of both workers: at most N, or 'auto' (temporalio's autoscaling; default: each system's own)",
+    )
+    parser.add_argument("--activity-pollers", metavar="N|auto", help="activity-task pollers of both workers, as --workflow-pollers")
     parser.add_argument("--timeout", type=float, help="seconds per scenario and system (default 120 + N*K/4)")
     parser.add_argument("--keep", metavar="DIR", help="keep the server's data and the worker logs in DIR")
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON ('-' for stdout only)")
