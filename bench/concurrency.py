@@ -137,7 +137,7 @@ class WorkerProcess:
         log = home / f"worker-{queue}.log"
         cmd = [
             sys.executable, str(BENCH_DIR / "bench_worker.py"), system,
-            "--address", address, "--queue", queue, "--home", str(home),
+            "--address", address, "--queue", queue, "--home", str(args.store_dir or home),
             "--max-activities", str(args.max_activities),
         ]
         if args.max_workflow_tasks is not None:
@@ -664,6 +664,7 @@ def settings_line(args: argparse.Namespace) -> str:
         f"max_cached_workflows={args.max_cached_workflows or 'temporalio default'}, "
         f"sticky-queue timeout {str(args.sticky_queue_timeout) + ' s' if args.sticky_queue_timeout else 'each default (Noeta 5 s, temporalio 10 s)'}; "
         f"pollers: workflow tasks {args.workflow_pollers or 'each default'}, activities {args.activity_pollers or 'each default'}; "
+        f"Noeta's store {'in ' + args.store_dir if args.store_dir else 'beside the server database'}; "
         f"tool output {args.tool_output_bytes} bytes; warm-up {WARMUP_TASKS} tasks × {WARMUP_STEPS} steps per worker; "
         f"{'median of ' + str(args.repeat) + ' runs' if args.repeat > 1 else 'one run'} per row"
     )
@@ -704,7 +705,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         try:
             assert server.process is not None
             clients = {
-                name: await (noeta_system(server.address, home, name) if name.startswith("noeta")
+                name: await (noeta_system(server.address, Path(args.store_dir) if args.store_dir else home, name)
+                             if name.startswith("noeta")
                              else baseline_system(server.address, name))
                 for name in systems
             }
@@ -779,6 +781,11 @@ def main() -> None:
         help="workflow-task pollers of both workers: at most N, or 'auto' (temporalio's autoscaling; default: each system's own)",
     )
     parser.add_argument("--activity-pollers", metavar="N|auto", help="activity-task pollers of both workers, as --workflow-pollers")
+    parser.add_argument(
+        "--store-dir", metavar="DIR",
+        help="Noeta's data directory (content store, step records); default: the run's own, on the disk of the "
+             "server's database",
+    )
     parser.add_argument("--timeout", type=float, help="seconds per scenario and system (default 120 + N*K/4)")
     parser.add_argument("--keep", metavar="DIR", help="keep the server's data and the worker logs in DIR")
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON ('-' for stdout only)")
