@@ -701,7 +701,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="noeta-bench-") as tmp:
         home = Path(args.keep) if args.keep else Path(tmp)
         home.mkdir(parents=True, exist_ok=True)
-        server = EmbeddedServer(home / "temporal", headless=True).start()
+        server = EmbeddedServer(home / "temporal", headless=True, extra_args=tuple(args.server_arg or ())).start()
         try:
             assert server.process is not None
             clients = {
@@ -785,6 +785,11 @@ def main() -> None:
         "--store-dir", metavar="DIR",
         help="Noeta's data directory (content store, step records); default: the run's own, on the disk of the "
              "server's database",
+    )
+    parser.add_argument(
+        "--server-arg", action="append", metavar="ARG",
+        help="an extra argument for `temporal server start-dev` (repeatable), e.g. --server-arg=--sqlite-pragma "
+             "--server-arg=synchronous=OFF",
     )
     parser.add_argument("--timeout", type=float, help="seconds per scenario and system (default 120 + N*K/4)")
     parser.add_argument("--keep", metavar="DIR", help="keep the server's data and the worker logs in DIR")
