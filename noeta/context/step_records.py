@@ -177,7 +177,7 @@ class LocalStepRecords:
         return self.root / _sha256(task_id)[:40]
 
     def _task_log(self, task_id: str) -> Path:
-        return self.root / f"{_sha256(task_id)[:40]}.log"
+        return self._task_dir(task_id).with_suffix(".log")
 
     def _log(self, key: str) -> Path:
         """The log a key's output goes to: its task's (a key not made by step_key: its own)."""
