@@ -137,18 +137,17 @@ class WorkerProcess:
         log = home / f"worker-{queue}.log"
         cmd = [
             sys.executable, str(BENCH_DIR / "bench_worker.py"), system,
-            "--address", address, "--queue", queue, "--home", str(args.store_dir or home),
+            "--address", address, "--queue", queue, "--home", str(store_home(args, home)),
             "--max-activities", str(args.max_activities),
         ]
-        if args.max_workflow_tasks is not None:
-            cmd += ["--max-workflow-tasks", str(args.max_workflow_tasks)]
-        if args.max_cached_workflows is not None:
-            cmd += ["--max-cached-workflows", str(args.max_cached_workflows)]
-        if args.sticky_queue_timeout is not None:
-            cmd += ["--sticky-queue-timeout", str(args.sticky_queue_timeout)]
-        for flag, value in (("--workflow-pollers", args.workflow_pollers), ("--activity-pollers", args.activity_pollers)):
+        optional = {
+            "--max-workflow-tasks": args.max_workflow_tasks, "--max-cached-workflows": args.max_cached_workflows,
+            "--sticky-queue-timeout": args.sticky_queue_timeout, "--workflow-pollers": args.workflow_pollers,
+            "--activity-pollers": args.activity_pollers,
+        }
+        for flag, value in optional.items():
             if value is not None:
-                cmd += [flag, value]
+                cmd += [flag, str(value)]
         with open(log, "wb") as out:
             process = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         worker = cls(system, queue, process, log)
@@ -657,6 +656,11 @@ def machine() -> dict[str, Any]:
     }
 
 
+def store_home(args: argparse.Namespace, run_dir: Path) -> Path:
+    """Noeta's data directory (worker and driver): --store-dir, else the run's own directory."""
+    return Path(args.store_dir) if args.store_dir else run_dir
+
+
 def settings_line(args: argparse.Namespace) -> str:
     return (
         f"worker settings (both systems): max_concurrent_activities={args.max_activities}, "
@@ -690,7 +694,6 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     from noeta.client.embedded import EmbeddedServer
 
     systems = [args.only] if args.only else [*SYSTEMS, *(SANDBOX_VARIANTS if args.with_sandbox_variants else ())]
-    results: list[Figures] = []  # one row per system and scenario: the median over --repeat runs
     runs_by_key: dict[tuple[str, int, int], list[Figures]] = {}
     info = machine()
     print(f"# {info['date']} · {info['nproc']} × {info['cpu']} · {info['memory_gb']} GB · Python {info['python']} · "
@@ -705,8 +708,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         try:
             assert server.process is not None
             clients = {
-                name: await (noeta_system(server.address, Path(args.store_dir) if args.store_dir else home, name)
-                             if name.startswith("noeta")
+                name: await (noeta_system(server.address, store_home(args, home), name) if name.startswith("noeta")
                              else baseline_system(server.address, name))
                 for name in systems
             }
@@ -735,10 +737,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                         await asyncio.sleep(2)  # let the server settle before the next system
                 for name in systems:
                     runs_by_key[(name, agents, steps)] = runs[name]
-                    results.append(median_of(runs[name]))
         finally:
             server.stop()
     load_after = os.getloadavg()
+    results = [median_of(runs) for runs in runs_by_key.values()]  # a row per system and scenario
     report = {
         "machine": info,
         "settings": settings_line(args),
