@@ -60,6 +60,16 @@ class Pages:
         return paths
 
 
+async def task_list_loaded(page) -> None:
+    """The task list has answered: rows, or the note that none match (an empty list's body has no
+    height, so waiting for it to be visible fails whenever the namespace holds no tasks)."""
+    await page.wait_for_function(
+        "() => document.querySelector('[data-testid=task-rows] tr')"
+        " || document.body.innerText.includes('No tasks match.')",
+        timeout=WAIT_MS,
+    )
+
+
 @pytest.fixture
 async def browser() -> AsyncIterator[object]:
     assert CHROMIUM is not None, "NOETA_REQUIRE_BROWSER=1 but no chromium on PATH"
@@ -168,10 +178,57 @@ async def test_console_uses_the_api_key_it_is_given(client: AsyncClient, browser
         await page.fill("#key-input", KEY)
         await page.click("#key-save")
         await page.wait_for_selector("#key-dialog", state="hidden", timeout=WAIT_MS)
-        await page.wait_for_selector("[data-testid=task-rows]", timeout=WAIT_MS)
+        await task_list_loaded(page)
         # What the page sent is what any API client sends.
         async with httpx.AsyncClient(base_url=base_url) as http:
             assert (await http.get("/tasks", headers={"authorization": f"Bearer {KEY}"})).status_code == 200
         stored = await page.evaluate("() => sessionStorage.getItem('noeta.apiKey')")
         assert stored == KEY
         assert await page.evaluate("() => localStorage.getItem('noeta.apiKey')") is None  # not remembered
+
+
+
+@pytest.mark.parametrize("released", ["while the right key is typed", "after the right key is in"])
+async def test_a_late_refusal_of_the_wrong_key_does_not_undo_the_right_one(
+    client: AsyncClient, browser, released: str
+):
+    """A wrong key is refused by every request that carried it (the page sends two at once). The
+    test holds one of those refusals and lets it arrive at a chosen moment, so the order is forced
+    rather than left to the machine's speed: while the user is typing the right key (it must not
+    overwrite the input), or after the right key was given (it is about the old key and must not
+    reopen the dialog)."""
+    wrong = "wrong-key-" + "0" * 16
+    held: list[object] = []
+    app = create_app(client, guard=GuardConfig(api_keys=(KEY,)))
+    async with serving(app) as base_url:
+        page = await browser.new_page()
+
+        async def hold_the_wrong_keys_approvals(route) -> None:
+            if route.request.headers.get("authorization") == f"Bearer {wrong}":
+                held.append(route)
+            else:
+                await route.continue_()
+
+        async def release_the_refusal() -> None:
+            assert len(held) == 1
+            async with page.expect_response(lambda r: r.url.endswith("/approvals") and r.status == 401):
+                await held[0].continue_()  # type: ignore[attr-defined]
+            await page.evaluate("() => new Promise((done) => setTimeout(done, 100))")  # let the page handle it
+
+        await page.route("**/approvals", hold_the_wrong_keys_approvals)
+        await page.goto(base_url + "/")
+        await page.wait_for_selector("#key-dialog[open]", timeout=WAIT_MS)
+        await page.fill("#key-input", wrong)
+        await page.click("#key-save")
+        await page.wait_for_selector("#key-error:has-text('refused')", timeout=WAIT_MS)
+        await page.fill("#key-input", KEY)
+        if released == "while the right key is typed":
+            await release_the_refusal()
+            assert await page.input_value("#key-input") == KEY
+        await page.click("#key-save")
+        await page.wait_for_selector("#key-dialog", state="hidden", timeout=WAIT_MS)
+        await task_list_loaded(page)
+        if released == "after the right key is in":
+            await release_the_refusal()
+        assert not await page.evaluate("() => document.getElementById('key-dialog').open")
+        assert await page.evaluate("() => sessionStorage.getItem('noeta.apiKey')") == KEY

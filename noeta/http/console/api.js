@@ -39,7 +39,14 @@ export function whenUnauthorized(callback) {
   onUnauthorized = callback;
 }
 
+// A 401 answers the key the request carried. If the user has given another key since (a slow
+// request still in flight), the refusal is about the old key and must not reopen the dialog.
+function refused(sentKey) {
+  if (sentKey === apiKey()) onUnauthorized();
+}
+
 export async function request(method, path, body) {
+  const sentKey = apiKey();
   const init = { method, headers: headers(body === undefined ? {} : { "Content-Type": "application/json" }) };
   if (body !== undefined) init.body = JSON.stringify(body);
   const response = await fetch(path, init);
@@ -48,7 +55,7 @@ export async function request(method, path, body) {
   if (text) {
     try { data = JSON.parse(text); } catch { data = { error: "BadResponse", message: text.slice(0, 200) }; }
   }
-  if (response.status === 401) onUnauthorized();
+  if (response.status === 401) refused(sentKey);
   if (!response.ok) throw new ApiError(response.status, data);
   return data;
 }
@@ -76,11 +83,12 @@ export function follow(path, onEvent, { onError = () => {}, resume = true } = {}
   async function once() {
     const extra = { Accept: "text/event-stream" };
     if (resume && lastId !== null) extra["Last-Event-ID"] = String(lastId);
+    const sentKey = apiKey();
     const response = await fetch(path, { headers: headers(extra), signal: controller.signal });
     if (!response.ok) {
       let body = null;
       try { body = await response.json(); } catch { /* not JSON */ }
-      if (response.status === 401) onUnauthorized();
+      if (response.status === 401) refused(sentKey);
       throw new ApiError(response.status, body);
     }
     const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();

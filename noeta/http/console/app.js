@@ -74,8 +74,11 @@ function askForKey(message) {
   const error = document.getElementById("key-error");
   error.hidden = !message;
   error.textContent = message || "";
+  // Several requests are refused at once; only the first opens the dialog. The later ones must
+  // not overwrite what the user may already be typing.
+  if (dialog.open) return;
   document.getElementById("key-input").value = apiKey();
-  if (!dialog.open) dialog.showModal();
+  dialog.showModal();
 }
 whenUnauthorized(() => askForKey(apiKey() ? "That key was refused." : "This server needs an API key."));
 document.getElementById("key-button").addEventListener("click", () => askForKey(""));
