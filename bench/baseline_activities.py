@@ -30,6 +30,8 @@ ATTEMPT_TIMEOUT = timedelta(seconds=300)
 class LoopInput:
     steps: int
     output_bytes: int
+    heartbeat_seconds: float | None = None
+    """The activities' heartbeat timeout (the bench's --heartbeat-seconds); None: none."""
 
 
 @dataclass(frozen=True)

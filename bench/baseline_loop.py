@@ -8,6 +8,8 @@ that (transcript, content store, events, search attributes) is what the comparis
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
@@ -29,15 +31,17 @@ class BaselineLoop:
     @workflow.run
     async def run(self, inp: LoopInput) -> LoopResult:
         task_id = workflow.info().workflow_id
+        heartbeat = timedelta(seconds=inp.heartbeat_seconds) if inp.heartbeat_seconds else None
         done = 0
         while True:
             reply = await workflow.execute_activity(
                 model, ModelInput(task_id, inp.steps, done, inp.output_bytes),
-                start_to_close_timeout=ATTEMPT_TIMEOUT, retry_policy=RETRY,
+                start_to_close_timeout=ATTEMPT_TIMEOUT, heartbeat_timeout=heartbeat, retry_policy=RETRY,
             )
             if reply.tool_call is None:
                 return LoopResult(answer=reply.text or "", steps=done)
             await workflow.execute_activity(
-                tool, ToolInput(task_id, reply.tool_call), start_to_close_timeout=ATTEMPT_TIMEOUT, retry_policy=RETRY
+                tool, ToolInput(task_id, reply.tool_call),
+                start_to_close_timeout=ATTEMPT_TIMEOUT, heartbeat_timeout=heartbeat, retry_policy=RETRY,
             )
             done += 1

@@ -233,7 +233,7 @@ class System:
     """None when the task completed as expected, else what went wrong."""
 
 
-async def noeta_system(address: str, home: Path, name: str = "noeta") -> System:
+async def noeta_system(address: str, home: Path, heartbeat_seconds: float | None, name: str = "noeta") -> System:
     """Noeta on the built-in policy (AgentWorkflow.builtin, no sandbox), or with ``name``
     "noeta-sandboxed" the same tasks with a policy of their own (AgentWorkflow, in the sandbox)."""
     from scripted_agent import OwnPolicy, bench_output
@@ -241,13 +241,18 @@ async def noeta_system(address: str, home: Path, name: str = "noeta") -> System:
     from noeta.client.client import AsyncClient
     from noeta.client.config import Settings
     from noeta.client.options import HostConfig, Options
+    from noeta.protocols.activity_options import ActivityOptions
 
     client = await AsyncClient.connect(HostConfig(settings=Settings(temporal_address=address, home=home)))
+    activity = {} if heartbeat_seconds is None else {
+        "model_activity": ActivityOptions(heartbeat_seconds=heartbeat_seconds),
+        "tool_activity": ActivityOptions(heartbeat_seconds=heartbeat_seconds),
+    }
 
     async def start(task_id: str, steps: int, output_bytes: int, queue: str) -> None:
         options = Options(
             provider=PROVIDER_NAME, allowed_tools=[bench_output], max_turns=steps + 1,
-            policy=OwnPolicy() if name == "noeta-sandboxed" else None,
+            policy=OwnPolicy() if name == "noeta-sandboxed" else None, **activity,
         )
         await client.start(goal_for(steps, output_bytes), options, task_id=task_id, task_queue=queue)
 
@@ -260,14 +265,14 @@ async def noeta_system(address: str, home: Path, name: str = "noeta") -> System:
     return System(name, client.temporal, start, check)
 
 
-async def baseline_system(address: str, name: str = "baseline") -> System:
+async def baseline_system(address: str, heartbeat_seconds: float | None, name: str = "baseline") -> System:
     from temporalio.client import Client
     from temporalio.contrib.pydantic import pydantic_data_converter
 
     temporal = await Client.connect(address, data_converter=pydantic_data_converter)
 
     async def start(task_id: str, steps: int, output_bytes: int, queue: str) -> None:
-        await temporal.start_workflow(BASELINE_WORKFLOW, LoopInput(steps, output_bytes), id=task_id, task_queue=queue)
+        await temporal.start_workflow(BASELINE_WORKFLOW, LoopInput(steps, output_bytes, heartbeat_seconds), id=task_id, task_queue=queue)
 
     async def check(task_id: str, steps: int) -> str | None:
         result = await temporal.get_workflow_handle(task_id, result_type=LoopResult).result()
@@ -667,6 +672,7 @@ def settings_line(args: argparse.Namespace) -> str:
         f"max_concurrent_workflow_tasks={args.max_workflow_tasks or 'temporalio default'}, "
         f"max_cached_workflows={args.max_cached_workflows or 'temporalio default'}, "
         f"sticky-queue timeout {str(args.sticky_queue_timeout) + ' s' if args.sticky_queue_timeout else 'each default (Noeta 5 s, temporalio 10 s)'}; "
+        f"activity heartbeat timeout {str(args.heartbeat_seconds) + ' s' if args.heartbeat_seconds else 'each default (Noeta 10 s, the floor none)'}; "
         f"pollers: workflow tasks {args.workflow_pollers or 'each default'}, activities {args.activity_pollers or 'each default'}; "
         f"Noeta's store {'in ' + args.store_dir if args.store_dir else 'beside the server database'}; "
         f"tool output {args.tool_output_bytes} bytes; warm-up {WARMUP_TASKS} tasks × {WARMUP_STEPS} steps per worker; "
@@ -708,8 +714,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         try:
             assert server.process is not None
             clients = {
-                name: await (noeta_system(server.address, store_home(args, home), name) if name.startswith("noeta")
-                             else baseline_system(server.address, name))
+                name: await (noeta_system(server.address, store_home(args, home), args.heartbeat_seconds, name)
+                             if name.startswith("noeta") else baseline_system(server.address, args.heartbeat_seconds, name))
                 for name in systems
             }
             for agents, steps in scenarios(args):
@@ -777,6 +783,11 @@ def main() -> None:
     parser.add_argument(
         "--sticky-queue-timeout", type=int, metavar="S",
         help="sticky_queue_schedule_to_start_timeout of both workers, in seconds (default: each system's own)",
+    )
+    parser.add_argument(
+        "--heartbeat-seconds", type=float, metavar="S",
+        help="heartbeat timeout of both systems' model and tool activities (default: each system's own: Noeta "
+             "10 s, the floor none). The server fires a timer that long after each activity starts",
     )
     parser.add_argument(
         "--workflow-pollers", metavar="N|auto",
