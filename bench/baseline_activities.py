@@ -32,6 +32,9 @@ class LoopInput:
     output_bytes: int
     heartbeat_seconds: float | None = None
     """The activities' heartbeat timeout (the bench's --heartbeat-seconds); None: none."""
+    padding: int = 0
+    """Bytes of filler in each activity's input and output (the bench's --floor-padding): a
+    calibration, to see what a step's extra history bytes cost the server."""
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,7 @@ class ModelInput:
     steps: int
     done: int
     output_bytes: int
+    padding: str = ""
 
 
 @dataclass(frozen=True)
@@ -52,12 +56,14 @@ class ToolCall:
 class ModelReply:
     tool_call: ToolCall | None = None
     text: str | None = None
+    padding: str = ""
 
 
 @dataclass(frozen=True)
 class ToolInput:
     task_id: str
     call: ToolCall
+    padding: str = ""
 
 
 @dataclass(frozen=True)
@@ -70,10 +76,11 @@ class LoopResult:
 async def model(inp: ModelInput) -> ModelReply:
     """The "model": a tool call while fewer than ``steps`` tools have run, then a final answer."""
     if inp.done < inp.steps:
-        return ModelReply(tool_call=ToolCall(f"call-{inp.done}", {"bytes": inp.output_bytes, "step": inp.done}))
-    return ModelReply(text=final_answer(inp.done))
+        call = ToolCall(f"call-{inp.done}", {"bytes": inp.output_bytes, "step": inp.done})
+        return ModelReply(tool_call=call, padding=inp.padding)
+    return ModelReply(text=final_answer(inp.done), padding=inp.padding)
 
 
 @activity.defn(name="bench.tool")
 async def tool(inp: ToolInput) -> str:
-    return tool_output(f"{inp.task_id}/{inp.call.call_id}", inp.call.arguments["bytes"])
+    return tool_output(f"{inp.task_id}/{inp.call.call_id}", inp.call.arguments["bytes"]) + inp.padding

@@ -32,16 +32,17 @@ class BaselineLoop:
     async def run(self, inp: LoopInput) -> LoopResult:
         task_id = workflow.info().workflow_id
         heartbeat = timedelta(seconds=inp.heartbeat_seconds) if inp.heartbeat_seconds else None
+        padding = "p" * inp.padding
         done = 0
         while True:
             reply = await workflow.execute_activity(
-                model, ModelInput(task_id, inp.steps, done, inp.output_bytes),
+                model, ModelInput(task_id, inp.steps, done, inp.output_bytes, padding),
                 start_to_close_timeout=ATTEMPT_TIMEOUT, heartbeat_timeout=heartbeat, retry_policy=RETRY,
             )
             if reply.tool_call is None:
                 return LoopResult(answer=reply.text or "", steps=done)
             await workflow.execute_activity(
-                tool, ToolInput(task_id, reply.tool_call),
+                tool, ToolInput(task_id, reply.tool_call, padding),
                 start_to_close_timeout=ATTEMPT_TIMEOUT, heartbeat_timeout=heartbeat, retry_policy=RETRY,
             )
             done += 1

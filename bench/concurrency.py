@@ -265,14 +265,16 @@ async def noeta_system(address: str, home: Path, heartbeat_seconds: float | None
     return System(name, client.temporal, start, check)
 
 
-async def baseline_system(address: str, heartbeat_seconds: float | None, name: str = "baseline") -> System:
+async def baseline_system(
+    address: str, heartbeat_seconds: float | None, padding: int, name: str = "baseline"
+) -> System:
     from temporalio.client import Client
     from temporalio.contrib.pydantic import pydantic_data_converter
 
     temporal = await Client.connect(address, data_converter=pydantic_data_converter)
 
     async def start(task_id: str, steps: int, output_bytes: int, queue: str) -> None:
-        await temporal.start_workflow(BASELINE_WORKFLOW, LoopInput(steps, output_bytes, heartbeat_seconds), id=task_id, task_queue=queue)
+        await temporal.start_workflow(BASELINE_WORKFLOW, LoopInput(steps, output_bytes, heartbeat_seconds, padding), id=task_id, task_queue=queue)
 
     async def check(task_id: str, steps: int) -> str | None:
         result = await temporal.get_workflow_handle(task_id, result_type=LoopResult).result()
@@ -673,6 +675,7 @@ def settings_line(args: argparse.Namespace) -> str:
         f"max_cached_workflows={args.max_cached_workflows or 'temporalio default'}, "
         f"sticky-queue timeout {str(args.sticky_queue_timeout) + ' s' if args.sticky_queue_timeout else 'each default (Noeta 5 s, temporalio 10 s)'}; "
         f"activity heartbeat timeout {str(args.heartbeat_seconds) + ' s' if args.heartbeat_seconds else 'each default (Noeta 10 s, the floor none)'}; "
+        f"{'the floor padded by ' + str(args.floor_padding) + ' bytes per activity input and output; ' if args.floor_padding else ''}"
         f"pollers: workflow tasks {args.workflow_pollers or 'each default'}, activities {args.activity_pollers or 'each default'}; "
         f"Noeta's store {'in ' + args.store_dir if args.store_dir else 'beside the server database'}; "
         f"tool output {args.tool_output_bytes} bytes; warm-up {WARMUP_TASKS} tasks × {WARMUP_STEPS} steps per worker; "
@@ -715,7 +718,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             assert server.process is not None
             clients = {
                 name: await (noeta_system(server.address, store_home(args, home), args.heartbeat_seconds, name)
-                             if name.startswith("noeta") else baseline_system(server.address, args.heartbeat_seconds, name))
+                             if name.startswith("noeta") else baseline_system(server.address, args.heartbeat_seconds, args.floor_padding, name))
                 for name in systems
             }
             for agents, steps in scenarios(args):
@@ -788,6 +791,11 @@ def main() -> None:
         "--heartbeat-seconds", type=float, metavar="S",
         help="heartbeat timeout of both systems' model and tool activities (default: each system's own: Noeta "
              "10 s, the floor none). The server fires a timer that long after each activity starts",
+    )
+    parser.add_argument(
+        "--floor-padding", type=int, default=0, metavar="BYTES",
+        help="a calibration: filler bytes in each of the floor's activity inputs and outputs (4 per step), to "
+             "measure what history bytes alone cost the server (default 0)",
     )
     parser.add_argument(
         "--workflow-pollers", metavar="N|auto",
