@@ -233,7 +233,7 @@ class System:
     """None when the task completed as expected, else what went wrong."""
 
 
-async def noeta_system(address: str, home: Path, heartbeat_seconds: float | None, name: str = "noeta") -> System:
+async def noeta_system(address: str, home: Path, args: argparse.Namespace, name: str = "noeta") -> System:
     """Noeta on the built-in policy (AgentWorkflow.builtin, no sandbox), or with ``name``
     "noeta-sandboxed" the same tasks with a policy of their own (AgentWorkflow, in the sandbox)."""
     from scripted_agent import OwnPolicy, bench_output
@@ -244,15 +244,16 @@ async def noeta_system(address: str, home: Path, heartbeat_seconds: float | None
     from noeta.protocols.activity_options import ActivityOptions
 
     client = await AsyncClient.connect(HostConfig(settings=Settings(temporal_address=address, home=home)))
-    activity = {} if heartbeat_seconds is None else {
-        "model_activity": ActivityOptions(heartbeat_seconds=heartbeat_seconds),
-        "tool_activity": ActivityOptions(heartbeat_seconds=heartbeat_seconds),
-    }
+    chosen: dict[str, Any] = {}
+    if args.heartbeat_seconds is not None:
+        chosen["model_activity"] = chosen["tool_activity"] = ActivityOptions(heartbeat_seconds=args.heartbeat_seconds)
+    if args.noeta_index_interval is not None:
+        chosen["index_interval_seconds"] = None if args.noeta_index_interval == "none" else float(args.noeta_index_interval)
 
     async def start(task_id: str, steps: int, output_bytes: int, queue: str) -> None:
         options = Options(
             provider=PROVIDER_NAME, allowed_tools=[bench_output], max_turns=steps + 1,
-            policy=OwnPolicy() if name == "noeta-sandboxed" else None, **activity,
+            policy=OwnPolicy() if name == "noeta-sandboxed" else None, **chosen,
         )
         await client.start(goal_for(steps, output_bytes), options, task_id=task_id, task_queue=queue)
 
@@ -675,6 +676,7 @@ def settings_line(args: argparse.Namespace) -> str:
         f"max_cached_workflows={args.max_cached_workflows or 'temporalio default'}, "
         f"sticky-queue timeout {str(args.sticky_queue_timeout) + ' s' if args.sticky_queue_timeout else 'each default (Noeta 5 s, temporalio 10 s)'}; "
         f"activity heartbeat timeout {str(args.heartbeat_seconds) + ' s' if args.heartbeat_seconds else 'each default (Noeta 10 s, the floor none)'}; "
+        f"{'Noeta index interval ' + args.noeta_index_interval + '; ' if args.noeta_index_interval else ''}"
         f"{'the floor padded by ' + str(args.floor_padding) + ' bytes per activity input and output; ' if args.floor_padding else ''}"
         f"pollers: workflow tasks {args.workflow_pollers or 'each default'}, activities {args.activity_pollers or 'each default'}; "
         f"Noeta's store {'in ' + args.store_dir if args.store_dir else 'beside the server database'}; "
@@ -717,7 +719,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         try:
             assert server.process is not None
             clients = {
-                name: await (noeta_system(server.address, store_home(args, home), args.heartbeat_seconds, name)
+                name: await (noeta_system(server.address, store_home(args, home), args, name)
                              if name.startswith("noeta") else baseline_system(server.address, args.heartbeat_seconds, args.floor_padding, name))
                 for name in systems
             }
@@ -791,6 +793,11 @@ def main() -> None:
         "--heartbeat-seconds", type=float, metavar="S",
         help="heartbeat timeout of both systems' model and tool activities (default: each system's own: Noeta "
              "10 s, the floor none). The server fires a timer that long after each activity starts",
+    )
+    parser.add_argument(
+        "--noeta-index-interval", metavar="S|none",
+        help="Noeta's Options.index_interval_seconds: how often a running task refreshes its turn and token "
+             "search attributes between status changes (default: Noeta's, 60 s; 'none': only with status changes)",
     )
     parser.add_argument(
         "--floor-padding", type=int, default=0, metavar="BYTES",
