@@ -60,6 +60,9 @@ if str(BENCH_DIR) not in sys.path:
 from baseline_activities import WORKFLOW_NAME as BASELINE_WORKFLOW
 from baseline_activities import LoopInput, LoopResult
 from bench_worker import READY, exit_now
+from server_metrics import free_port
+from server_metrics import per_step as operations_per_step
+from server_metrics import scrape as scrape_server
 from stack_summary import summarize
 from workload import PROVIDER_NAME, final_answer, goal_for
 
@@ -439,7 +442,13 @@ class Figures:
     """Workflow task completions the server no longer accepted (timed out meanwhile)."""
     driver_rpc_retries: int = 0
     """The driver's start/result calls retried after a transient RPC error (an overloaded machine)."""
+    server_operations_per_step: dict[str, float] = field(default_factory=dict)
+    """With --server-metrics: what the server did during the run, per step (bench/server_metrics.py)."""
     errors: list[str] = field(default_factory=list)
+
+
+#: Longer than the dev server's metrics reporting interval (about a second).
+METRICS_SETTLE_SECONDS = 2.5
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -448,6 +457,15 @@ def percentile(values: list[float], q: float) -> float | None:
     ordered = sorted(values)
     index = min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))  # nearest rank
     return ordered[index]
+
+
+async def server_operations(port: int | None) -> dict[str, float] | None:
+    """The server's operation counters (--server-metrics), once it has published what came before:
+    its metrics reach /metrics on a reporting interval, not at once."""
+    if port is None:
+        return None
+    await asyncio.sleep(METRICS_SETTLE_SECONDS)
+    return await scrape_server(port)
 
 
 async def measure(
@@ -466,6 +484,7 @@ async def measure(
     log_offset = worker.log_size()
     profiler = Profiler(worker.pid, profile_out, args.profile_rate) if profile_out else None
     me = os.getpid()
+    operations0 = await server_operations(args.server_metrics_port)
     worker_cpu0, server_cpu0, driver_cpu0 = cpu_seconds(worker.pid), cpu_seconds(server_pid, True), cpu_seconds(me)
     timeout = args.timeout or 120 + agents * steps * 0.25
     batch = await run_batch(
@@ -474,6 +493,7 @@ async def measure(
     worker_cpu = cpu_seconds(worker.pid) - worker_cpu0
     server_cpu = cpu_seconds(server_pid, True) - server_cpu0
     driver_cpu = cpu_seconds(me) - driver_cpu0
+    operations1 = await server_operations(args.server_metrics_port)
     peak = peak_rss_mb(worker.pid)
     warnings = worker.core_warnings(log_offset)
     if profiler:
@@ -508,6 +528,9 @@ async def measure(
         slow_workflow_tasks=warnings["slow_workflow_tasks"],
         lost_workflow_tasks=warnings["lost_workflow_tasks"],
         driver_rpc_retries=batch.rpc_retries,
+        server_operations_per_step=(
+            operations_per_step(operations0, operations1, done_steps) if operations0 and operations1 else {}
+        ),
         errors=batch.errors[:5],
     )
 
@@ -537,6 +560,9 @@ def median_of(runs: list[Figures]) -> Figures:
             merged[f.name] = sum(values)
         elif f.name == "errors":
             merged[f.name] = [e for r in runs for e in r.errors][:5]
+        elif f.name == "server_operations_per_step":
+            keys = {k for r in runs for k in r.server_operations_per_step}
+            merged[f.name] = {k: statistics.median(r.server_operations_per_step.get(k, 0.0) for r in runs) for k in keys}
         elif f.name == "steps_per_s" and any(v is None for v in values):
             merged[f.name] = None
         elif any(isinstance(v, float) for v in values):
@@ -605,6 +631,35 @@ def ratios(results: list[Figures], runs: dict[tuple[str, int, int], list[Figures
                 row["per_pair"][key] = [ratio(getattr(a, key), getattr(b, key)) for a, b in pairs_of_runs]
         out.append(row)
     return out
+
+
+def operations_table(results: list[Figures], at_least: float = 0.05) -> str:
+    """The server's operations per step, one column per system and scenario, with Noeta/floor;
+    rows where either system did at least ``at_least`` per step, the largest difference first."""
+    columns = [f for f in results if f.server_operations_per_step]
+    if not columns:
+        return ""
+    keys = {k for f in columns for k, v in f.server_operations_per_step.items() if v >= at_least}
+    by_key = {(f.system, f.agents, f.steps): f for f in columns}
+
+    def noeta_minus_floor(key: str) -> float:
+        return max(
+            (abs(f.server_operations_per_step.get(key, 0.0)
+                 - by_key[("baseline", f.agents, f.steps)].server_operations_per_step.get(key, 0.0))
+             for f in columns if f.system == "noeta" and ("baseline", f.agents, f.steps) in by_key),
+            default=0.0,
+        )
+
+    head = ["operation", *(f"{f.system} {f.agents}×{f.steps}" for f in columns), "noeta / floor"]
+    lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
+    for key in sorted(keys, key=lambda k: (-noeta_minus_floor(k), k)):
+        pairs = [ratio(f.server_operations_per_step.get(key), by_key[("baseline", f.agents, f.steps)].server_operations_per_step.get(key))
+                 for f in columns if f.system == "noeta" and ("baseline", f.agents, f.steps) in by_key]
+        lines.append("| " + " | ".join([
+            key, *(cell("{:.2f}", f.server_operations_per_step.get(key, 0.0)) for f in columns),
+            " ".join(cell("{:.2f}×", p) for p in pairs) or "–",
+        ]) + " |")
+    return "\n".join(lines)
 
 
 def ratio(a: float | None, b: float | None) -> float | None:
@@ -715,7 +770,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="noeta-bench-") as tmp:
         home = Path(args.keep) if args.keep else Path(tmp)
         home.mkdir(parents=True, exist_ok=True)
-        server = EmbeddedServer(home / "temporal", headless=True, extra_args=tuple(args.server_arg or ())).start()
+        server_args = list(args.server_arg or ())
+        if args.server_metrics:
+            args.server_metrics_port = free_port()
+            server_args += ["--metrics-port", str(args.server_metrics_port)]
+        server = EmbeddedServer(home / "temporal", headless=True, extra_args=tuple(server_args)).start()
         try:
             assert server.process is not None
             clients = {
@@ -767,6 +826,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         print()
         print("Noeta / hand-written loop:")
         print(ratio_table(report["ratios_noeta_over_baseline"]))
+    operations = operations_table(results)
+    if operations:
+        print()
+        print("The server's operations per step (its /metrics, medians of the runs):")
+        print(operations)
     print(f"\n1-min load average before/after: {load_before[0]:.2f} / {load_after[0]:.2f}")
     return report
 
@@ -818,6 +882,12 @@ def main() -> None:
         "--server-arg", action="append", metavar="ARG",
         help="an extra argument for `temporal server start-dev` (repeatable), e.g. --server-arg=--sqlite-pragma "
              "--server-arg=synchronous=OFF",
+    )
+    parser.set_defaults(server_metrics_port=None)  # chosen when the server starts, with --server-metrics
+    parser.add_argument(
+        "--server-metrics", action="store_true",
+        help="read the dev server's Prometheus metrics before and after each run and print its operations per "
+             "step (history and visibility writes, timer and transfer tasks) for both systems",
     )
     parser.add_argument("--timeout", type=float, help="seconds per scenario and system (default 120 + N*K/4)")
     parser.add_argument("--keep", metavar="DIR", help="keep the server's data and the worker logs in DIR")
