@@ -19,8 +19,11 @@ result), worker CPU ms per step (user+sys of the worker process over that window
 peak RSS (reset after a warm-up), p50/p99 task latency, history events and bytes per step,
 workflow tasks timed out and search-attribute/memo upserts per task (from a sample of histories),
 server CPU ms per step, failures; then Noeta/floor ratios, and with --repeat each interleaved
-pair's ratio too (median, min–max; the systems' order alternates between repetitions). Linux
-only (/proc). Timings depend on the machine and its load: compare the two systems within one run.
+pair's ratio too (median, min–max; the systems' order alternates between repetitions). With
+--server-metrics also the dev server's own operation counts per step (history writes, timer,
+transfer and visibility tasks; bench/server_metrics.py), so a difference in server CPU can be traced
+to the operations behind it. Linux only (/proc). Timings depend on the machine and its load:
+compare the two systems within one run.
 """
 
 from __future__ import annotations
