@@ -250,6 +250,10 @@ async def noeta_system(address: str, home: Path, args: argparse.Namespace, name:
     from noeta.protocols.activity_options import ActivityOptions
 
     client = await AsyncClient.connect(HostConfig(settings=Settings(temporal_address=address, home=home)))
+    if args.noeta_unindexed:
+        # A diagnostic, not a product setting: the client then starts tasks as on a cluster without
+        # Noeta's search attributes (no initial attributes, no upserts).
+        client._registered = set()
     chosen: dict[str, Any] = {}
     if args.heartbeat_seconds is not None:
         chosen["model_activity"] = chosen["tool_activity"] = ActivityOptions(heartbeat_seconds=args.heartbeat_seconds)
@@ -735,6 +739,7 @@ def settings_line(args: argparse.Namespace) -> str:
         f"sticky-queue timeout {str(args.sticky_queue_timeout) + ' s' if args.sticky_queue_timeout else 'each default (Noeta 5 s, temporalio 10 s)'}; "
         f"activity heartbeat timeout {str(args.heartbeat_seconds) + ' s' if args.heartbeat_seconds else 'each default (Noeta 10 s, the floor none)'}; "
         f"{'Noeta index interval ' + args.noeta_index_interval + '; ' if args.noeta_index_interval else ''}"
+        f"{'Noeta without search attributes; ' if args.noeta_unindexed else ''}"
         f"{'the floor padded by ' + str(args.floor_padding) + ' bytes per activity input and output; ' if args.floor_padding else ''}"
         f"pollers: workflow tasks {args.workflow_pollers or 'each default'}, activities {args.activity_pollers or 'each default'}; "
         f"Noeta's store {'in ' + args.store_dir if args.store_dir else 'beside the server database'}; "
@@ -865,6 +870,11 @@ def main() -> None:
         "--noeta-index-interval", metavar="S|none",
         help="Noeta's Options.index_interval_seconds: how often a running task refreshes its turn and token "
              "search attributes between status changes (default: Noeta's, 60 s; 'none': only with status changes)",
+    )
+    parser.add_argument(
+        "--noeta-unindexed", action="store_true",
+        help="a diagnostic: start Noeta's tasks as on a cluster without its search attributes (none at the "
+             "start, no upserts), to measure what they cost the server",
     )
     parser.add_argument(
         "--floor-padding", type=int, default=0, metavar="BYTES",
