@@ -27,9 +27,8 @@ export function forgetApiKey() {
   localStorage.removeItem(KEY);
 }
 
-function headers(extra) {
+function headers(key, extra) {
   const h = { Accept: "application/json", ...extra };
-  const key = apiKey();
   if (key) h.Authorization = `Bearer ${key}`;
   return h;
 }
@@ -47,7 +46,7 @@ function refused(sentKey) {
 
 export async function request(method, path, body) {
   const sentKey = apiKey();
-  const init = { method, headers: headers(body === undefined ? {} : { "Content-Type": "application/json" }) };
+  const init = { method, headers: headers(sentKey, body === undefined ? {} : { "Content-Type": "application/json" }) };
   if (body !== undefined) init.body = JSON.stringify(body);
   const response = await fetch(path, init);
   let data = null;
@@ -84,7 +83,7 @@ export function follow(path, onEvent, { onError = () => {}, resume = true } = {}
     const extra = { Accept: "text/event-stream" };
     if (resume && lastId !== null) extra["Last-Event-ID"] = String(lastId);
     const sentKey = apiKey();
-    const response = await fetch(path, { headers: headers(extra), signal: controller.signal });
+    const response = await fetch(path, { headers: headers(sentKey, extra), signal: controller.signal });
     if (!response.ok) {
       let body = null;
       try { body = await response.json(); } catch { /* not JSON */ }
