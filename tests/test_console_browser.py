@@ -22,6 +22,7 @@ from tests.support.scripts import call, say
 from tests.test_guards import AmountGuard, runs, wire_money
 
 KEY = "browser-key-" + "e5" * 16
+WRONG_KEY = "wrong-key-" + "0" * 16
 CHROMIUM = os.environ.get("NOETA_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
 if os.environ.get("NOETA_REQUIRE_BROWSER") == "1":  # CI: a missing browser is a failure, not a skip
     import playwright.async_api as playwright_api
@@ -68,6 +69,16 @@ async def task_list_loaded(page) -> None:
         " || document.body.innerText.includes('No tasks match.')",
         timeout=WAIT_MS,
     )
+
+
+async def type_the_right_key_after_a_wrong_one(page, base_url: str) -> None:
+    """Open the console, give it WRONG_KEY (refused), then type KEY into the dialog, unsent."""
+    await page.goto(base_url + "/")
+    await page.wait_for_selector("#key-dialog[open]", timeout=WAIT_MS)
+    await page.fill("#key-input", WRONG_KEY)
+    await page.click("#key-save")
+    await page.wait_for_selector("#key-error:has-text('refused')", timeout=WAIT_MS)
+    await page.fill("#key-input", KEY)
 
 
 @pytest.fixture
@@ -170,12 +181,7 @@ async def test_console_uses_the_api_key_it_is_given(client: AsyncClient, browser
     app = create_app(client, guard=GuardConfig(api_keys=(KEY,)))
     async with serving(app) as base_url:
         page = await browser.new_page()
-        await page.goto(base_url + "/")
-        await page.wait_for_selector("#key-dialog[open]", timeout=WAIT_MS)
-        await page.fill("#key-input", "wrong-key-" + "0" * 16)
-        await page.click("#key-save")
-        await page.wait_for_selector("#key-error:has-text('refused')", timeout=WAIT_MS)
-        await page.fill("#key-input", KEY)
+        await type_the_right_key_after_a_wrong_one(page, base_url)
         await page.click("#key-save")
         await page.wait_for_selector("#key-dialog", state="hidden", timeout=WAIT_MS)
         await task_list_loaded(page)
@@ -187,7 +193,6 @@ async def test_console_uses_the_api_key_it_is_given(client: AsyncClient, browser
         assert await page.evaluate("() => localStorage.getItem('noeta.apiKey')") is None  # not remembered
 
 
-
 @pytest.mark.parametrize("released", ["while the right key is typed", "after the right key is in"])
 async def test_a_late_refusal_of_the_wrong_key_does_not_undo_the_right_one(
     client: AsyncClient, browser, released: str
@@ -197,14 +202,13 @@ async def test_a_late_refusal_of_the_wrong_key_does_not_undo_the_right_one(
     rather than left to the machine's speed: while the user is typing the right key (it must not
     overwrite the input), or after the right key was given (it is about the old key and must not
     reopen the dialog)."""
-    wrong = "wrong-key-" + "0" * 16
     held: list[object] = []
     app = create_app(client, guard=GuardConfig(api_keys=(KEY,)))
     async with serving(app) as base_url:
         page = await browser.new_page()
 
         async def hold_the_wrong_keys_approvals(route) -> None:
-            if route.request.headers.get("authorization") == f"Bearer {wrong}":
+            if route.request.headers.get("authorization") == f"Bearer {WRONG_KEY}":
                 held.append(route)
             else:
                 await route.continue_()
@@ -216,12 +220,7 @@ async def test_a_late_refusal_of_the_wrong_key_does_not_undo_the_right_one(
             await page.evaluate("() => new Promise((done) => setTimeout(done, 100))")  # let the page handle it
 
         await page.route("**/approvals", hold_the_wrong_keys_approvals)
-        await page.goto(base_url + "/")
-        await page.wait_for_selector("#key-dialog[open]", timeout=WAIT_MS)
-        await page.fill("#key-input", wrong)
-        await page.click("#key-save")
-        await page.wait_for_selector("#key-error:has-text('refused')", timeout=WAIT_MS)
-        await page.fill("#key-input", KEY)
+        await type_the_right_key_after_a_wrong_one(page, base_url)
         if released == "while the right key is typed":
             await release_the_refusal()
             assert await page.input_value("#key-input") == KEY
