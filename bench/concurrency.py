@@ -648,23 +648,19 @@ def operations_table(results: list[Figures], at_least: float = 0.05) -> str:
         return ""
     keys = {k for f in columns for k, v in f.server_operations_per_step.items() if v >= at_least}
     by_key = {(f.system, f.agents, f.steps): f for f in columns}
+    # (Noeta's ops, the floor's ops) per scenario measured for both.
+    pairs = [(f.server_operations_per_step, by_key[("baseline", f.agents, f.steps)].server_operations_per_step)
+             for f in columns if f.system == "noeta" and ("baseline", f.agents, f.steps) in by_key]
 
     def noeta_minus_floor(key: str) -> float:
-        return max(
-            (abs(f.server_operations_per_step.get(key, 0.0)
-                 - by_key[("baseline", f.agents, f.steps)].server_operations_per_step.get(key, 0.0))
-             for f in columns if f.system == "noeta" and ("baseline", f.agents, f.steps) in by_key),
-            default=0.0,
-        )
+        return max((abs(noeta.get(key, 0.0) - floor.get(key, 0.0)) for noeta, floor in pairs), default=0.0)
 
     head = ["operation", *(f"{f.system} {f.agents}×{f.steps}" for f in columns), "noeta / floor"]
     lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
     for key in sorted(keys, key=lambda k: (-noeta_minus_floor(k), k)):
-        pairs = [ratio(f.server_operations_per_step.get(key), by_key[("baseline", f.agents, f.steps)].server_operations_per_step.get(key))
-                 for f in columns if f.system == "noeta" and ("baseline", f.agents, f.steps) in by_key]
         lines.append("| " + " | ".join([
             key, *(cell("{:.2f}", f.server_operations_per_step.get(key, 0.0)) for f in columns),
-            " ".join(cell("{:.2f}×", p) for p in pairs) or "–",
+            " ".join(cell("{:.2f}×", ratio(noeta.get(key), floor.get(key))) for noeta, floor in pairs) or "–",
         ]) + " |")
     return "\n".join(lines)
 
