@@ -1,18 +1,27 @@
 """The embedded dev server: a task survives a server restart (database file under the data dir),
-and a second process adopts a running server instead of opening the same database."""
+a second process adopts a running server instead of opening the same database, and the server
+caches its search attributes once its database holds them all."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
-from noeta.client.client import AsyncClient
+import httpx
+from temporalio.client import Client as TemporalClient
+from temporalio.common import SearchAttributePair, TypedSearchAttributes
+
+from noeta.client.client import AsyncClient, registered_search_attributes
 from noeta.client.config import Settings
-from noeta.client.embedded import EmbeddedServer
+from noeta.client.connect import connect_temporal
+from noeta.client.embedded import DATABASE_FILE, EmbeddedServer, free_port, temporal_binary
 from noeta.client.options import HostConfig, Options
+from noeta.protocols.names import BASE_SEARCH_ATTRIBUTES, SEARCH_ATTRIBUTES
 from noeta.sdk.testing import FakeLLMProvider
+from noeta.search_attributes import STATUS, TURNS
 from noeta.worker import Registry, build_worker
 from tests.support.scripts import say
 from tests.support.waiting import eventually
@@ -61,3 +70,80 @@ def test_second_process_adopts_the_running_server(tmp_path: Path):
     finally:
         server.stop()
     assert not (tmp_path / "temporal" / "server.json").exists()
+
+
+def server_counts(metrics_port: int) -> dict[str, float]:
+    """The server's persistence operations so far (its /metrics), by operation."""
+    counts: dict[str, float] = {}
+    for line in httpx.get(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10).text.splitlines():
+        if line.startswith(("persistence_requests{", "visibility_persistence_requests{")) and 'operation="' in line:
+            operation = line.split('operation="', 1)[1].split('"', 1)[0]
+            counts[operation] = counts.get(operation, 0.0) + float(line.rsplit(" ", 1)[1])
+    return counts
+
+
+async def reads_per_indexed_start(server: EmbeddedServer, metrics_port: int, starts: int = 10) -> float:
+    """Cluster-metadata reads (where search attributes are kept) per workflow start that carries
+    Noeta's search attributes, counted once the server has written the starts' visibility records
+    (the last reads happen there, and the server reports its counters about once a second)."""
+    temporal = await TemporalClient.connect(server.address)
+    before = server_counts(metrics_port)
+    for _ in range(starts):
+        await temporal.start_workflow(
+            "NobodyRunsThis", id=f"indexed-{uuid.uuid4().hex}", task_queue="nobody-polls-this",
+            search_attributes=TypedSearchAttributes([SearchAttributePair(STATUS, "running"), SearchAttributePair(TURNS, 0)]),
+        )
+
+    def increase(operation: str) -> float:
+        return server_counts(metrics_port).get(operation, 0.0) - before.get(operation, 0.0)
+
+    await eventually(lambda: increase("RecordWorkflowExecutionStarted") >= starts)
+    return increase("GetCurrentClusterMetadata") / starts
+
+
+async def test_a_new_database_lets_the_server_cache_its_search_attributes(tmp_path: Path):
+    """The dev server re-reads search attributes on every request unless told not to; the
+    embedded server registers all of Noeta's at creation, so it turns that off."""
+    port = free_port()
+    server = EmbeddedServer(tmp_path / "temporal", headless=True, extra_args=("--metrics-port", str(port))).start()
+    try:
+        assert server.holds_search_attributes()
+        assert await reads_per_indexed_start(server, port) < 0.5
+    finally:
+        server.stop()
+
+
+async def test_an_older_database_is_re_read_until_its_attributes_are_complete(tmp_path: Path):
+    """A database made before the marker file existed (or lacking later attributes) keeps the dev
+    server's re-reading, so attributes the client adds are usable at once; once the client has
+    added them, the next start caches."""
+    data = tmp_path / "temporal"
+    data.mkdir()
+    port, metrics_port = free_port(), free_port()
+    old = subprocess.Popen(
+        [temporal_binary(), "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", str(port),
+         "--db-filename", str(data / DATABASE_FILE), "--log-level", "error",
+         *[arg for name in BASE_SEARCH_ATTRIBUTES for arg in ("--search-attribute", f"{name}={SEARCH_ATTRIBUTES[name]}")]],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:  # serving: its namespace and attributes are in the database
+        await connect_temporal(Settings(temporal_address=f"127.0.0.1:{port}", home=tmp_path))
+    finally:
+        old.terminate()
+        old.wait(30)
+
+    server = EmbeddedServer(data, headless=True, extra_args=("--metrics-port", str(metrics_port))).start()
+    try:
+        assert not server.holds_search_attributes()
+        assert await reads_per_indexed_start(server, metrics_port) >= 1
+        temporal, _ = await connect_temporal(Settings(temporal_address=None, home=tmp_path))
+        assert await registered_search_attributes(temporal) == set(SEARCH_ATTRIBUTES)
+        assert server.holds_search_attributes()
+    finally:
+        server.stop()
+
+    server = EmbeddedServer(data, headless=True, extra_args=("--metrics-port", str(metrics_port))).start()
+    try:
+        assert await reads_per_indexed_start(server, metrics_port) < 0.5
+    finally:
+        server.stop()

@@ -50,6 +50,8 @@ async def connect_temporal(
                     await register_search_attributes(client)
                 except RPCError:
                     pass  # tasks run without the missing ones (see AsyncClient.indexed)
+                else:
+                    server.record_search_attributes()
             return client, server
         except RuntimeError as err:
             # A freshly started server (ours, or a cluster starting beside us) accepts TCP a moment
