@@ -13,6 +13,9 @@ driver starts all N tasks at once and waits for every result.
 Noeta: ``build_worker`` with a scripted provider (a tool call while the transcript holds fewer than
 K tool results, then an answer) and one tool. Floor: bench/baseline_loop.py, a hand-written
 workflow with a "model" and a "tool" activity per step, same output bytes, pydantic converter.
+Both systems' activities get Noeta's heartbeat timeout (10 s; ``--heartbeat-seconds``): the server
+fires one timer per activity either way, but without one the floor's fires 300 s later (its
+start-to-close), after its own run and inside the next system's, which charged that system for it.
 
 Figures per system and scenario: steps/s (N*K over the wall time from the first start to the last
 result), worker CPU ms per step (user+sys of the worker process over that window), the worker's
@@ -55,6 +58,8 @@ from typing import Any, TypeVar
 import psutil
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
+
+from noeta.protocols.activity_options import DEFAULT_HEARTBEAT_SECONDS
 
 BENCH_DIR = Path(__file__).resolve().parent
 if str(BENCH_DIR) not in sys.path:
@@ -747,6 +752,11 @@ def settings_line(args: argparse.Namespace) -> str:
 # -- main -------------------------------------------------------------------------------------------
 
 
+def heartbeat_seconds(value: str) -> float | None:
+    """``--heartbeat-seconds``: seconds, or 'none' for each system's own default."""
+    return None if value == "none" else float(value)
+
+
 def scenarios(args: argparse.Namespace) -> list[tuple[int, int]]:
     agents, steps = args.agents or [], args.steps or []
     if not agents and not steps:
@@ -858,9 +868,11 @@ def main() -> None:
         help="sticky_queue_schedule_to_start_timeout of both workers, in seconds (default: each system's own)",
     )
     parser.add_argument(
-        "--heartbeat-seconds", type=float, metavar="S",
-        help="heartbeat timeout of both systems' model and tool activities (default: each system's own: Noeta "
-             "10 s, the floor none). The server fires a timer that long after each activity starts",
+        "--heartbeat-seconds", type=heartbeat_seconds, metavar="S|none", default=DEFAULT_HEARTBEAT_SECONDS,
+        help="heartbeat timeout of both systems' model and tool activities (default: Noeta's, 10 s; 'none': "
+             "each system's own, Noeta 10 s and the floor none). The server fires one timer per activity, that "
+             "long after it starts; without a heartbeat timeout the floor's fires after its 300 s start-to-close, "
+             "past its run and inside the next system's",
     )
     parser.add_argument(
         "--noeta-index-interval", metavar="S|none",
