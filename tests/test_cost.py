@@ -13,7 +13,6 @@ import pytest
 
 from noeta.client.client import AsyncClient, connect_temporal, registered_search_attributes
 from noeta.client.config import Settings
-from noeta.client.embedded import free_port, temporal_binary
 from noeta.client.options import HostConfig, Options
 from noeta.errors import ConfigurationError
 from noeta.pricing import ModelPrice, PriceTable, parse_prices
@@ -21,6 +20,7 @@ from noeta.protocols.messages import Usage
 from noeta.protocols.names import BASE_SEARCH_ATTRIBUTES, SEARCH_ATTRIBUTES
 from noeta.sdk.query import aquery
 from noeta.sdk.testing import FakeLLMProvider
+from tests.support.dev_server import make_older_release_database
 from tests.support.scripts import call, say
 from tests.support.tools import add
 from tests.support.waiting import eventually
@@ -179,21 +179,7 @@ def test_noeta_run_prints_the_cost_priced_by_noeta_prices(settings, data_dir, ta
 async def test_an_older_embedded_data_directory_gets_the_cost_attribute(tmp_path: Path):
     """The dev server registers its --search-attribute flags only in a new database: a data
     directory from before NoetaCostUSD gets it from the client that starts the server."""
-    data = tmp_path / "temporal"
-    data.mkdir()
-    port = free_port()
-    old = subprocess.Popen(
-        [temporal_binary(), "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", str(port),
-         "--db-filename", str(data / "temporal.db"), "--log-level", "error",
-         *[arg for name in BASE_SEARCH_ATTRIBUTES for arg in ("--search-attribute", f"{name}={SEARCH_ATTRIBUTES[name]}")]],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    try:
-        temporal, _ = await connect_temporal(Settings(temporal_address=f"127.0.0.1:{port}", home=tmp_path))
-        assert await registered_search_attributes(temporal) == set(BASE_SEARCH_ATTRIBUTES)
-    finally:
-        old.terminate()
-        old.wait(30)
+    assert await make_older_release_database(tmp_path) == set(BASE_SEARCH_ATTRIBUTES)
     temporal, server = await connect_temporal(Settings(temporal_address=None, home=tmp_path))
     try:
         assert await registered_search_attributes(temporal) == set(SEARCH_ATTRIBUTES)

@@ -17,12 +17,13 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from noeta.client.client import AsyncClient, registered_search_attributes
 from noeta.client.config import Settings
 from noeta.client.connect import connect_temporal
-from noeta.client.embedded import DATABASE_FILE, EmbeddedServer, free_port, temporal_binary
+from noeta.client.embedded import EmbeddedServer, free_port
 from noeta.client.options import HostConfig, Options
-from noeta.protocols.names import BASE_SEARCH_ATTRIBUTES, SEARCH_ATTRIBUTES
+from noeta.protocols.names import SEARCH_ATTRIBUTES
 from noeta.sdk.testing import FakeLLMProvider
 from noeta.search_attributes import STATUS, TURNS
 from noeta.worker import Registry, build_worker
+from tests.support.dev_server import make_older_release_database
 from tests.support.scripts import say
 from tests.support.waiting import eventually
 
@@ -117,21 +118,8 @@ async def test_an_older_database_is_re_read_until_its_attributes_are_complete(tm
     """A database made before the marker file existed (or lacking later attributes) keeps the dev
     server's re-reading, so attributes the client adds are usable at once; once the client has
     added them, the next start caches."""
-    data = tmp_path / "temporal"
-    data.mkdir()
-    port, metrics_port = free_port(), free_port()
-    old = subprocess.Popen(
-        [temporal_binary(), "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", str(port),
-         "--db-filename", str(data / DATABASE_FILE), "--log-level", "error",
-         *[arg for name in BASE_SEARCH_ATTRIBUTES for arg in ("--search-attribute", f"{name}={SEARCH_ATTRIBUTES[name]}")]],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    try:  # serving: its namespace and attributes are in the database
-        await connect_temporal(Settings(temporal_address=f"127.0.0.1:{port}", home=tmp_path))
-    finally:
-        old.terminate()
-        old.wait(30)
-
+    await make_older_release_database(tmp_path)
+    data, metrics_port = tmp_path / "temporal", free_port()
     server = EmbeddedServer(data, headless=True, extra_args=("--metrics-port", str(metrics_port))).start()
     try:
         assert not server.holds_search_attributes()
