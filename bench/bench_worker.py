@@ -104,7 +104,7 @@ def main() -> None:
     parser.add_argument("--max-activities", type=int, required=True)
     parser.add_argument("--max-workflow-tasks", type=int)
     parser.add_argument("--max-cached-workflows", type=int)
-    parser.add_argument("--sticky-queue-timeout", type=int, help="seconds")
+    parser.add_argument("--sticky-queue-timeout", type=float, help="seconds")
     parser.add_argument("--workflow-pollers", help="workflow-task pollers: a number, or 'auto' (autoscaling)")
     parser.add_argument("--activity-pollers", help="activity-task pollers: a number, or 'auto' (autoscaling)")
     asyncio.run(serve(parser.parse_args()))

@@ -13,9 +13,11 @@ driver starts all N tasks at once and waits for every result.
 Noeta: ``build_worker`` with a scripted provider (a tool call while the transcript holds fewer than
 K tool results, then an answer) and one tool. Floor: bench/baseline_loop.py, a hand-written
 workflow with a "model" and a "tool" activity per step, same output bytes, pydantic converter.
-Both systems' activities get Noeta's heartbeat timeout (10 s; ``--heartbeat-seconds``): the server
-fires one timer per activity either way, but without one the floor's fires 300 s later (its
-start-to-close), after its own run and inside the next system's, which charged that system for it.
+Both systems' activities get Noeta's heartbeat timeout (10 s; ``--heartbeat-seconds``) and both
+workers Noeta's sticky-queue timeout (5 s; ``--sticky-queue-timeout``): the server fires one timer
+per activity and per workflow task either way, but with temporalio's defaults the floor's fire later
+(300 s, its start-to-close; 10 s), after its own run and inside the next system's, which was charged
+for them.
 
 Figures per system and scenario: steps/s (N*K over the wall time from the first start to the last
 result), worker CPU ms per step (user+sys of the worker process over that window), the worker's
@@ -60,6 +62,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from noeta.protocols.activity_options import DEFAULT_HEARTBEAT_SECONDS
+from noeta.tuning import SETTINGS
 
 BENCH_DIR = Path(__file__).resolve().parent
 if str(BENCH_DIR) not in sys.path:
@@ -752,8 +755,8 @@ def settings_line(args: argparse.Namespace) -> str:
 # -- main -------------------------------------------------------------------------------------------
 
 
-def heartbeat_seconds(value: str) -> float | None:
-    """``--heartbeat-seconds``: seconds, or 'none' for each system's own default."""
+def optional_seconds(value: str) -> float | None:
+    """``--heartbeat-seconds`` and ``--sticky-queue-timeout``: seconds, or 'none' for each system's own default."""
     return None if value == "none" else float(value)
 
 
@@ -864,11 +867,14 @@ def main() -> None:
     parser.add_argument("--max-workflow-tasks", type=int, help="max_concurrent_workflow_tasks of both workers")
     parser.add_argument("--max-cached-workflows", type=int, help="max_cached_workflows of both workers")
     parser.add_argument(
-        "--sticky-queue-timeout", type=int, metavar="S",
-        help="sticky_queue_schedule_to_start_timeout of both workers, in seconds (default: each system's own)",
+        "--sticky-queue-timeout", type=optional_seconds, metavar="S|none",
+        default=SETTINGS["sticky_queue_timeout_seconds"].default,
+        help="sticky_queue_schedule_to_start_timeout of both workers, in seconds (default: Noeta's, 5 s; 'none': "
+             "each system's own, Noeta 5 s and temporalio 10 s). The server fires a timer that long after each "
+             "workflow task is queued; the floor's later ones would fire inside the next system's run",
     )
     parser.add_argument(
-        "--heartbeat-seconds", type=heartbeat_seconds, metavar="S|none", default=DEFAULT_HEARTBEAT_SECONDS,
+        "--heartbeat-seconds", type=optional_seconds, metavar="S|none", default=DEFAULT_HEARTBEAT_SECONDS,
         help="heartbeat timeout of both systems' model and tool activities (default: Noeta's, 10 s; 'none': "
              "each system's own, Noeta 10 s and the floor none). The server fires one timer per activity, that "
              "long after it starts; without a heartbeat timeout the floor's fires after its 300 s start-to-close, "
