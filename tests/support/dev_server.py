@@ -5,6 +5,11 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from noeta.client.client import connect_temporal, registered_search_attributes
+from noeta.client.config import Settings
+from noeta.client.embedded import DATABASE_FILE, free_port, temporal_binary
+from noeta.protocols.names import BASE_SEARCH_ATTRIBUTES, SEARCH_ATTRIBUTES
+
 #: A test server's SQLite file is scratch: without an fsync per write the server needs about a
 #: third less CPU and half the wall time per task. Writes still reach the file when the server
 #: stops or is killed (only a machine crash could lose them), so restarts keep their tasks.
@@ -15,11 +20,6 @@ async def make_older_release_database(home: Path) -> set[str]:
     """The embedded server's database under ``home`` as a release before NoetaCostUSD left it:
     made by a dev server given only the first release's search attributes, with no record of
     them in the data directory. Returns the search attributes that server had."""
-    from noeta.client.client import connect_temporal, registered_search_attributes
-    from noeta.client.config import Settings
-    from noeta.client.embedded import DATABASE_FILE, free_port, temporal_binary
-    from noeta.protocols.names import BASE_SEARCH_ATTRIBUTES, SEARCH_ATTRIBUTES
-
     data = home / "temporal"
     data.mkdir(parents=True, exist_ok=True)
     port = free_port()
