@@ -26,7 +26,7 @@ workflow tasks timed out and search-attribute/memo upserts per task (from a samp
 server CPU ms per step, failures; then Noeta/floor ratios, and with --repeat each interleaved
 pair's ratio too (median, min–max; the systems' order alternates between repetitions). With
 --server-metrics also the dev server's own operation counts per step (history writes, timer,
-transfer and visibility tasks; bench/server_metrics.py), so a difference in server CPU can be traced
+transfer and visibility tasks; tests/support/server_metrics.py), so a difference in server CPU can be traced
 to the operations behind it. Linux only (/proc). Timings depend on the machine and its load:
 compare the two systems within one run.
 """
@@ -65,17 +65,19 @@ from noeta.protocols.activity_options import DEFAULT_HEARTBEAT_SECONDS
 from noeta.tuning import SETTINGS
 
 BENCH_DIR = Path(__file__).resolve().parent
-if str(BENCH_DIR) not in sys.path:
-    sys.path.insert(0, str(BENCH_DIR))
+for path in (BENCH_DIR, BENCH_DIR.parent):  # bench's modules, and tests.support
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
 
 from baseline_activities import WORKFLOW_NAME as BASELINE_WORKFLOW
 from baseline_activities import LoopInput, LoopResult
 from bench_worker import READY, exit_now
-from server_metrics import free_port
-from server_metrics import per_step as operations_per_step
-from server_metrics import scrape as scrape_server
 from stack_summary import summarize
 from workload import PROVIDER_NAME, final_answer, goal_for
+
+from noeta.client.embedded import free_port
+from tests.support.server_metrics import per_step as operations_per_step
+from tests.support.server_metrics import scrape as scrape_server
 
 T = TypeVar("T")
 
@@ -458,7 +460,7 @@ class Figures:
     driver_rpc_retries: int = 0
     """The driver's start/result calls retried after a transient RPC error (an overloaded machine)."""
     server_operations_per_step: dict[str, float] = field(default_factory=dict)
-    """With --server-metrics: what the server did during the run, per step (bench/server_metrics.py)."""
+    """With --server-metrics: what the server did during the run, per step (tests/support/server_metrics.py)."""
     errors: list[str] = field(default_factory=list)
 
 

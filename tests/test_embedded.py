@@ -10,7 +10,6 @@ import sys
 import uuid
 from pathlib import Path
 
-import httpx
 from temporalio.client import Client as TemporalClient
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
@@ -25,6 +24,7 @@ from noeta.search_attributes import STATUS, TURNS
 from noeta.worker import Registry, build_worker
 from tests.support.dev_server import make_older_release_database
 from tests.support.scripts import say
+from tests.support.server_metrics import scrape
 from tests.support.waiting import eventually
 
 
@@ -73,33 +73,26 @@ def test_second_process_adopts_the_running_server(tmp_path: Path):
     assert not (tmp_path / "temporal" / "server.json").exists()
 
 
-def server_counts(metrics_port: int) -> dict[str, float]:
-    """The server's persistence operations so far (its /metrics), by operation."""
-    counts: dict[str, float] = {}
-    for line in httpx.get(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10).text.splitlines():
-        if line.startswith(("persistence_requests{", "visibility_persistence_requests{")) and 'operation="' in line:
-            operation = line.split('operation="', 1)[1].split('"', 1)[0]
-            counts[operation] = counts.get(operation, 0.0) + float(line.rsplit(" ", 1)[1])
-    return counts
-
-
 async def reads_per_indexed_start(server: EmbeddedServer, metrics_port: int, starts: int = 10) -> float:
     """Cluster-metadata reads (where search attributes are kept) per workflow start that carries
     Noeta's search attributes, counted once the server has written the starts' visibility records
     (the last reads happen there, and the server reports its counters about once a second)."""
     temporal = await TemporalClient.connect(server.address)
-    before = server_counts(metrics_port)
+    before = await scrape(metrics_port)
     for _ in range(starts):
         await temporal.start_workflow(
             "NobodyRunsThis", id=f"indexed-{uuid.uuid4().hex}", task_queue="nobody-polls-this",
             search_attributes=TypedSearchAttributes([SearchAttributePair(STATUS, "running"), SearchAttributePair(TURNS, 0)]),
         )
 
-    def increase(operation: str) -> float:
-        return server_counts(metrics_port).get(operation, 0.0) - before.get(operation, 0.0)
+    async def increase(operation: str) -> float:
+        return (await scrape(metrics_port)).get(operation, 0.0) - before.get(operation, 0.0)
 
-    await eventually(lambda: increase("RecordWorkflowExecutionStarted") >= starts)
-    return increase("GetCurrentClusterMetadata") / starts
+    async def recorded() -> bool:
+        return await increase("visibility_persistence_requests:RecordWorkflowExecutionStarted") >= starts
+
+    await eventually(recorded)
+    return await increase("persistence_requests:GetCurrentClusterMetadata") / starts
 
 
 async def test_a_new_database_lets_the_server_cache_its_search_attributes(tmp_path: Path):

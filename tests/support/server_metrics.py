@@ -1,15 +1,13 @@
-"""What the dev server did, counted: its Prometheus ``/metrics`` (``--metrics-port``) read before
-and after a measured run, as operations per step.
+"""What a dev server did, counted: its Prometheus ``/metrics`` (``--metrics-port``), by operation.
 
-Server CPU per step says how much the server worked; these counts say on what (history writes,
-timer and transfer tasks, visibility writes, cache misses), so a difference between two systems
-can be traced to the operations behind it.
+bench/concurrency.py reads it before and after a measured run, as operations per step: server CPU
+per step says how much the server worked, these counts say on what (history writes, timer and
+transfer tasks, visibility writes, cache misses). Tests read it to prove what the server did not do.
 """
 
 from __future__ import annotations
 
 import re
-import socket
 from collections import defaultdict
 
 import httpx
@@ -18,12 +16,6 @@ import httpx
 FAMILIES = ("persistence_requests", "task_requests", "visibility_persistence_requests", "service_requests")
 _SAMPLE = re.compile(r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(?P<labels>[^}]*)\})?\s+(?P<value>\S+)$")
 _OPERATION = re.compile(r'operation="([^"]*)"')
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 Counts = dict[str, float]
