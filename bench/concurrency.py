@@ -44,6 +44,7 @@ import itertools
 import json
 import os
 import platform
+import re
 import shlex
 import signal
 import statistics
@@ -110,6 +111,22 @@ def cpu_seconds(pid: int, with_children: bool = False) -> float:
         except psutil.NoSuchProcess:
             pass
     return total
+
+
+def thread_cpu_seconds(pid: int) -> dict[str, float]:
+    """user+system CPU of a process's live threads, by thread name (/proc/PID/task/*/stat): the
+    SDK's Rust core names its threads, Python's threads (event loop, pools) are all "python"."""
+    totals: dict[str, float] = collections.defaultdict(float)
+    tick = os.sysconf("SC_CLK_TCK")
+    for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        name = text[text.index("(") + 1:text.rindex(")")]
+        fields = text[text.rindex(")") + 2:].split()
+        totals[re.sub(r"[-_ ]?\d+$", "", name)] += (int(fields[11]) + int(fields[12])) / tick
+    return dict(totals)
 
 
 def reset_peak_rss(pid: int) -> bool:
@@ -459,6 +476,9 @@ class Figures:
     """Workflow task completions the server no longer accepted (timed out meanwhile)."""
     driver_rpc_retries: int = 0
     """The driver's start/result calls retried after a transient RPC error (an overloaded machine)."""
+    worker_threads_ms_per_step: dict[str, float] = field(default_factory=dict)
+    """The worker's CPU per step by thread name: the SDK core's Rust threads by their names, all of
+    Python's threads (event loop, pools) as "python"."""
     server_operations_per_step: dict[str, float] = field(default_factory=dict)
     """With --server-metrics: what the server did during the run, per step (tests/support/server_metrics.py)."""
     errors: list[str] = field(default_factory=list)
@@ -503,11 +523,13 @@ async def measure(
     me = os.getpid()
     operations0 = await server_operations(args.server_metrics_port)
     worker_cpu0, server_cpu0, driver_cpu0 = cpu_seconds(worker.pid), cpu_seconds(server_pid, True), cpu_seconds(me)
+    threads0 = thread_cpu_seconds(worker.pid)
     timeout = args.timeout or 120 + agents * steps * 0.25
     batch = await run_batch(
         system, queue, f"{queue}-run", agents, steps, args.tool_output_bytes, timeout, worker.alive
     )
     worker_cpu = cpu_seconds(worker.pid) - worker_cpu0
+    threads1 = thread_cpu_seconds(worker.pid)
     server_cpu = cpu_seconds(server_pid, True) - server_cpu0
     driver_cpu = cpu_seconds(me) - driver_cpu0
     operations1 = await server_operations(args.server_metrics_port)
@@ -545,6 +567,9 @@ async def measure(
         slow_workflow_tasks=warnings["slow_workflow_tasks"],
         lost_workflow_tasks=warnings["lost_workflow_tasks"],
         driver_rpc_retries=batch.rpc_retries,
+        worker_threads_ms_per_step={
+            name: 1000 * (seconds - threads0.get(name, 0.0)) / done_steps for name, seconds in threads1.items()
+        } if done_steps else {},
         server_operations_per_step=(
             operations_per_step(operations0, operations1, done_steps) if operations0 and operations1 else {}
         ),
@@ -577,15 +602,21 @@ def median_of(runs: list[Figures]) -> Figures:
             merged[f.name] = sum(values)
         elif f.name == "errors":
             merged[f.name] = [e for r in runs for e in r.errors][:5]
-        elif f.name == "server_operations_per_step":
-            keys = {k for r in runs for k in r.server_operations_per_step}
-            merged[f.name] = {k: statistics.median(r.server_operations_per_step.get(k, 0.0) for r in runs) for k in keys}
+        elif f.name in ("server_operations_per_step", "worker_threads_ms_per_step"):
+            keys = {k for r in runs for k in getattr(r, f.name)}
+            merged[f.name] = {k: statistics.median(getattr(r, f.name).get(k, 0.0) for r in runs) for k in keys}
         elif f.name == "steps_per_s" and any(v is None for v in values):
             merged[f.name] = None
         elif any(isinstance(v, float) for v in values):
             present = [v for v in values if v is not None]
             merged[f.name] = statistics.median(present) if present else None
     return Figures(**merged)
+
+
+def threads_text(by_thread: dict[str, float]) -> str:
+    """The worker's CPU per step by thread name, the busiest first (threads under 0.05 ms left out)."""
+    busy = sorted(((ms, name) for name, ms in by_thread.items() if ms >= 0.05), reverse=True)
+    return ", ".join(f"{name} {ms:.2f}" for ms, name in busy) or "–"
 
 
 def ms(seconds: float | None) -> float | None:
@@ -815,6 +846,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                         print(f"  {agents}×{steps} {name}: {cell('{:.1f}', figures.steps_per_s)} steps/s, "
                               f"worker {cell('{:.2f}', figures.worker_cpu_ms_per_step)} ms CPU/step, "
                               f"{figures.failed} failed, wall {figures.wall_s:.1f} s"
+                              + f" (by thread: {threads_text(figures.worker_threads_ms_per_step)})"
                               + (f", {figures.driver_rpc_retries} driver RPC retries" if figures.driver_rpc_retries else ""),
                               flush=True)
                         for error in figures.errors:
