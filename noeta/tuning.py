@@ -1,4 +1,5 @@
-"""Worker tuning an operator can set: concurrency, workflow cache, thread pools, sticky-queue timeout.
+"""Worker tuning an operator can set: concurrency, workflow cache, thread pools, transcript cache,
+sticky-queue timeout.
 
 ========================================  =========  ==============================================================
 variable (``noeta worker`` flag)          default    meaning
@@ -13,6 +14,10 @@ variable (``noeta worker`` flag)          default    meaning
 (``--sync-tool-threads``)                            hung sync tool holds one of these, never the content-store I/O
 ``NOETA_IO_THREADS``                      8          threads for content-store reads and writes
 (``--io-threads``)
+``NOETA_TRANSCRIPT_CACHE_MB``             64         transcripts kept decoded between a task's model calls, in MB
+(``--transcript-cache-mb``)                          of their stored (JSON) size (decoded, 1-2x that in memory); a
+                                                     task whose transcript is not kept has it read back from the
+                                                     content store at its next call
 ``NOETA_STICKY_QUEUE_TIMEOUT_SECONDS``    5          seconds a task's next step waits on the queue of the worker
 (``--sticky-queue-timeout-seconds``)                 that ran its last step before any worker may take it
                                                      (Temporal's sticky queue)
@@ -37,6 +42,7 @@ from dataclasses import dataclass, field, fields
 from datetime import timedelta
 from typing import Any
 
+from noeta.context.transcript import DEFAULT_CACHE_MB as DEFAULT_TRANSCRIPT_CACHE_MB
 from noeta.errors import ConfigurationError
 
 
@@ -47,7 +53,7 @@ class Setting:
     largest: int
     help: str
     unit: str = "N"
-    """The flag's metavar: N a count, S seconds."""
+    """The flag's metavar: N a count, S seconds, MB megabytes."""
 
 
 #: One entry per WorkerTuning field.
@@ -61,6 +67,11 @@ SETTINGS: dict[str, Setting] = {
         "NOETA_SYNC_TOOL_THREADS", 32, 4096, "threads for synchronous tools, guards and validators"
     ),
     "io_threads": Setting("NOETA_IO_THREADS", 8, 1024, "threads for content-store reads and writes"),
+    "transcript_cache_mb": Setting(
+        "NOETA_TRANSCRIPT_CACHE_MB", DEFAULT_TRANSCRIPT_CACHE_MB, 1_048_576,
+        "megabytes of transcripts kept decoded between a task's model calls, counted at their stored size",
+        unit="MB",
+    ),
     "sticky_queue_timeout_seconds": Setting(
         "NOETA_STICKY_QUEUE_TIMEOUT_SECONDS", 5, 600,
         "seconds a task's next step waits for the worker that ran the last one (a dead worker's tasks wait this long)",
@@ -89,6 +100,7 @@ class WorkerTuning:
     max_cached_workflows: int = field(default_factory=lambda: _from_env("max_cached_workflows"))
     sync_tool_threads: int = field(default_factory=lambda: _from_env("sync_tool_threads"))
     io_threads: int = field(default_factory=lambda: _from_env("io_threads"))
+    transcript_cache_mb: int = field(default_factory=lambda: _from_env("transcript_cache_mb"))
     sticky_queue_timeout_seconds: int = field(default_factory=lambda: _from_env("sticky_queue_timeout_seconds"))
 
     def __post_init__(self) -> None:

@@ -205,12 +205,93 @@ def test_fresh_store_with_tiny_cache_loads_long_chain(store: LocalContentStore) 
         heads.append(head)
         expected.extend(step)
 
-    reader = TranscriptStore(store, cache_size=2)
+    reader = TranscriptStore(store, cache_mb=2 * (heads[1].size + 1) / 2**20)  # room for about two nodes
     assert reader.load(heads[9]) == tuple(expected[:20])
     # Walks back only to the cached ancestor, result must still be complete and ordered.
     assert reader.load(head) == tuple(expected)
     assert reader.load(heads[0]) == tuple(expected[:2])
     assert reader.load(heads[20]) == tuple(expected[:42])
+
+
+class CountingStore(LocalContentStore):
+    """Counts the bodies read back, to tell what the transcript cache spared."""
+
+    reads = 0
+
+    def get(self, ref: ContentRef | str) -> bytes:
+        self.reads += 1
+        return super().get(ref)
+
+
+def _tool_round(task: int, step: int) -> list[Message]:
+    return [_assistant(f"task {task} calls step {step}"), _user(f"task {task} result {step} " + "x" * 200)]
+
+
+def test_every_running_task_keeps_its_transcript_cached(tmp_path: Path) -> None:
+    """A worker running a thousand tasks at once reads no transcript back between their model calls
+    (a cache bounded by count, 256 chains, read every chain back from the store at every call)."""
+    store = CountingStore(tmp_path / "content")
+    transcripts = TranscriptStore(store)
+    heads: list[ContentRef | None] = [None] * 1000
+    expected: list[list[Message]] = [[] for _ in heads]
+    for step in range(3):
+        for task, head in enumerate(heads):  # round robin, as a busy worker serves them
+            assert transcripts.load(head) == tuple(expected[task])
+            heads[task] = transcripts.append(head, _tool_round(task, step))
+            expected[task].extend(_tool_round(task, step))
+    assert store.reads == 0
+
+
+def test_transcript_cache_is_bounded_by_stored_size(tmp_path: Path) -> None:
+    store = CountingStore(tmp_path / "content")
+    writer = TranscriptStore(store)
+    chains = []
+    for task in range(3):
+        head = None
+        for step in range(3):
+            head = writer.append(head, _tool_round(task, step))
+        chains.append(head)
+    one_chain = _chain_size(store, chains[0])
+    reader = TranscriptStore(store, cache_mb=2.5 * one_chain / 2**20)  # room for two of the three
+    for head in chains:
+        reader.load(head)
+    store.reads = 0
+    assert reader.load(chains[2]) == writer.load(chains[2]) and store.reads == 0  # the newest two stay
+    assert reader.load(chains[1]) and store.reads == 0
+    reader.load(chains[0])  # the oldest was evicted: read back, all of its nodes
+    assert store.reads == 3
+
+
+def test_transcript_larger_than_the_cache_is_read_back_and_evicts_nothing(tmp_path: Path) -> None:
+    store = CountingStore(tmp_path / "content")
+    small = TranscriptStore(store).append(None, [_user("short")])
+    big = TranscriptStore(store).append(None, [_user("y" * 5000)])
+    reader = TranscriptStore(store, cache_mb=1000 / 2**20)
+    reader.load(small)
+    reader.load(big)
+    store.reads = 0
+    assert reader.load(small) == (_user("short"),) and store.reads == 0
+    assert reader.load(big) == (_user("y" * 5000),) and store.reads == 1
+
+
+def test_new_head_replaces_its_parent_in_the_cache(tmp_path: Path) -> None:
+    """One entry per task: a retry of a call still finds its parent, read back from the store."""
+    store = CountingStore(tmp_path / "content")
+    transcripts = TranscriptStore(store)
+    parent = transcripts.append(None, [_user("goal")])
+    head = transcripts.append(parent, [_assistant("answer")])
+    store.reads = 0
+    assert transcripts.load(head) == (_user("goal"), _assistant("answer")) and store.reads == 0
+    assert transcripts.load(parent) == (_user("goal"),) and store.reads == 1
+
+
+def _chain_size(store: LocalContentStore, head: ContentRef) -> int:
+    size, digest = 0, head.hash
+    while digest:
+        data = store.get(digest)
+        size += len(data)
+        digest = json.loads(data)["parent"]
+    return size
 
 
 def test_same_parent_and_messages_give_same_head(store: LocalContentStore) -> None:

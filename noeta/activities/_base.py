@@ -69,7 +69,7 @@ class ActivityBase:
         if registry.content_store is None:  # build_worker refuses such a registry first
             raise ConfigurationError("the registry has no content_store; client and worker must share one")
         self.store: ContentStore = registry.content_store
-        self.transcripts = TranscriptStore(self.store)
+        self.transcripts = TranscriptStore(self.store, tuning.transcript_cache_mb)
         # Two pools: a hung synchronous tool holds a user-code thread, never one that content-store
         # reads and writes (every model call's) need.
         self.io_pool = ThreadPool(tuning.io_threads, "io", "NOETA_IO_THREADS")

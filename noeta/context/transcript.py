@@ -13,6 +13,7 @@ import base64
 import json
 import threading
 from collections import OrderedDict
+from dataclasses import dataclass
 
 from pydantic import TypeAdapter
 
@@ -29,40 +30,63 @@ NODE_MEDIA_TYPE = "application/vnd.noeta.transcript+json"
 _MESSAGES = TypeAdapter(list[Message])
 
 
-class TranscriptStore:
-    """Reads and extends transcript chains; caches decoded chains per head (bounded). Thread-safe:
-    activities call it from worker threads."""
+#: What a worker keeps decoded by default, counted at the chains' stored (JSON) size.
+DEFAULT_CACHE_MB = 64
 
-    def __init__(self, store: ContentStore, cache_size: int = 256) -> None:
+
+@dataclass(frozen=True)
+class _Chain:
+    messages: tuple[Message, ...]
+    size: int
+    """The stored bytes of every node of the chain: the cache's measure of it."""
+
+
+class TranscriptStore:
+    """Reads and extends transcript chains. Thread-safe: activities call it from worker threads.
+
+    Each task's chain is kept decoded at its newest head, so a model call reads nothing back: the
+    cache holds one entry per task (a new head replaces its parent) and is bounded by the chains'
+    stored size (``cache_mb``), not by a count, so that a worker running many tasks at once keeps
+    them all while a few long transcripts cannot take its memory. A chain that is not cached is
+    read back from its newest cached ancestor."""
+
+    def __init__(self, store: ContentStore, cache_mb: float = DEFAULT_CACHE_MB) -> None:
         self.store = store
-        self._cache: OrderedDict[str, tuple[Message, ...]] = OrderedDict()
-        self._cache_size = cache_size
+        self._cache: OrderedDict[str, _Chain] = OrderedDict()
+        self._cache_limit = int(cache_mb * 2**20)
+        self._cache_size = 0
         self._lock = threading.Lock()  # guards the cache only; store I/O runs outside it
 
     def load(self, head: ContentRef | None) -> tuple[Message, ...]:
+        return self._chain(head).messages
+
+    def _chain(self, head: ContentRef | None) -> _Chain:
         if head is None:
-            return ()
+            return _Chain((), 0)
         cached = self._cached(head.hash)
         if cached is not None:
             return cached
         # Walk back to the newest cached ancestor, then decode forward.
         nodes: list[list[Message]] = []
         digest: str | None = head.hash
-        prefix: tuple[Message, ...] = ()
+        prefix = _Chain((), 0)
+        size = 0
         while digest is not None:
             known = self._cached(digest)
             if known is not None:
                 prefix = known
                 break
-            node = json.loads(self.store.get(digest))
+            data = self.store.get(digest)
+            size += len(data)
+            node = json.loads(data)
             nodes.append(_MESSAGES.validate_python(node["messages"]))
             digest = node["parent"]
-        messages = list(prefix)
+        messages = list(prefix.messages)
         for chunk in reversed(nodes):
             messages.extend(chunk)
-        result = tuple(messages)
-        self._remember(head.hash, result)
-        return result
+        chain = _Chain(tuple(messages), prefix.size + size)
+        self._remember(head.hash, chain)
+        return chain
 
     def append(self, head: ContentRef | None, messages: list[Message]) -> ContentRef:
         body = {
@@ -74,22 +98,35 @@ class TranscriptStore:
         referenced = _referenced(messages)
         if referenced and isinstance(self.store, RetainingStore):
             self.store.claim(referenced)  # e.g. images a client stored: they belong to this task too
-        self._remember(ref.hash, self.load(head) + tuple(messages))
+        parent = self._chain(head)
+        # The task has moved on: its next call starts from the new head. A retry of this call reads
+        # the parent back (it usually finds the call's recorded output first).
+        self._remember(ref.hash, _Chain(parent.messages + tuple(messages), parent.size + len(data)), replaces=head)
         return ref
 
-    def _cached(self, digest: str) -> tuple[Message, ...] | None:
+    def _cached(self, digest: str) -> _Chain | None:
         with self._lock:
             found = self._cache.get(digest)
             if found is not None:
                 self._cache.move_to_end(digest)
             return found
 
-    def _remember(self, digest: str, messages: tuple[Message, ...]) -> None:
+    def _remember(self, digest: str, chain: _Chain, replaces: ContentRef | None = None) -> None:
         with self._lock:
-            self._cache[digest] = messages
-            self._cache.move_to_end(digest)
-            while len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
+            if replaces is not None and replaces.hash != digest:
+                self._drop(replaces.hash)
+            self._drop(digest)
+            if chain.size > self._cache_limit:
+                return  # larger than the whole cache: read back each time rather than evict every other
+            while self._cache and self._cache_size + chain.size > self._cache_limit:
+                self._drop(next(iter(self._cache)))
+            self._cache[digest] = chain
+            self._cache_size += chain.size
+
+    def _drop(self, digest: str) -> None:
+        dropped = self._cache.pop(digest, None)
+        if dropped is not None:
+            self._cache_size -= dropped.size
 
     def resolve(self, messages: tuple[Message, ...] | list[Message]) -> list[Message]:
         """The same messages with every stored body filled in: tool outputs held as references
