@@ -10,7 +10,6 @@ import sys
 import uuid
 from pathlib import Path
 
-from temporalio.client import Client as TemporalClient
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
 from noeta.client.client import AsyncClient, registered_search_attributes
@@ -77,7 +76,9 @@ async def reads_per_indexed_start(server: EmbeddedServer, metrics_port: int, sta
     """Cluster-metadata reads (where search attributes are kept) per workflow start that carries
     Noeta's search attributes, counted once the server has written the starts' visibility records
     (the last reads happen there, and the server reports its counters about once a second)."""
-    temporal = await TemporalClient.connect(server.address)
+    # By address, so nothing registers attributes; connect_temporal retries while the new server's
+    # frontend is still starting (it listens a moment before it serves).
+    temporal, _ = await connect_temporal(Settings(temporal_address=server.address, home=server.data_dir.parent))
     before = await scrape(metrics_port)
     for _ in range(starts):
         await temporal.start_workflow(
