@@ -86,7 +86,7 @@ async def test_without_an_interval_counters_are_indexed_only_with_status_changes
 def test_the_interval_is_bounded_and_older_tasks_keep_theirs():
     with pytest.raises(ConfigurationError, match="index_interval_seconds"):
         Options(index_interval_seconds=0.5)
-    assert Options().index_interval_seconds == DEFAULT_INDEX_INTERVAL_SECONDS == 60.0
+    assert Options().index_interval_seconds == DEFAULT_INDEX_INTERVAL_SECONDS == 300.0
     # A TaskInput recorded before the field existed decodes to the interval those tasks used.
     legacy = NoetaPayloadConverter().from_payloads(
         NoetaPayloadConverter().to_payloads([{"goal": "g", "provider": "p", "tools": []}]), [TaskInput]

@@ -15,6 +15,7 @@ from noeta.client.options import Options
 from noeta.client.visibility import TaskInfo, TaskSummary
 from noeta.protocols.activity_options import ACTIVITY_KINDS, ActivityOptions
 from noeta.protocols.budget import UsageLimits
+from noeta.protocols.names import DEFAULT_INDEX_INTERVAL_SECONDS
 from noeta.protocols.statuses import TASK_STATUSES, TaskStatus
 from noeta.protocols.task import ApprovalRequest, TaskResult
 
@@ -73,7 +74,7 @@ class TaskOptions(Request):
         description="most time one call may wait on rate limits in all (default 600; not counted as retries)",
     )
     index_interval_seconds: Number | None = Field(
-        default=None, description="refresh the turn and token search attributes at most this often (default 60)"
+        default=None, description=f"refresh the turn and token search attributes at most this often (default {DEFAULT_INDEX_INTERVAL_SECONDS:g})"
     )
     metadata: dict[str, Any] | None = Field(
         default=None, description="free-form; keys in NOETA_INDEXED_METADATA are searchable"

@@ -108,9 +108,11 @@ fraction. Called only on that path: tasks without limits never record this patch
 INDEX_INTERVAL_SECONDS = 10.0
 """The refresh interval of tasks started before ``index_interval_seconds`` was an option (their
 TaskInput lacks it): they replay with this value."""
-DEFAULT_INDEX_INTERVAL_SECONDS = 60.0
+DEFAULT_INDEX_INTERVAL_SECONDS = 300.0
 """``Options.index_interval_seconds``'s default: each refresh is a history event and a write to the
-cluster's visibility store, so a fleet of agents refreshes at most once a minute each."""
+cluster's visibility store (a whole row, with its indexes), so a fleet of agents refreshes at most
+once in five minutes each. At once a minute, 1,000 agents of a few minutes each cost the embedded
+server 10-15 % more CPU per step than the same loop without them (bench/RESULTS.md)."""
 PATCH_TASK_RESOURCES = "task-resources"
 """A task that owns task-scoped resources ends with a release_resources local activity (also when
 it fails or is cancelled). Asked only by such tasks, so others pay nothing."""
