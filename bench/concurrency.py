@@ -20,7 +20,8 @@ per activity and per workflow task either way, but with temporalio's defaults th
 for them.
 
 Figures per system and scenario: steps/s (N*K over the wall time from the first start to the last
-result), worker CPU ms per step (user+sys of the worker process over that window), the worker's
+result), worker CPU ms per step (user+sys of the worker process over that window; each run's line
+also splits it by thread: the SDK core's Rust threads, Python's), the worker's
 peak RSS (reset after a warm-up), p50/p99 task latency, history events and bytes per step,
 workflow tasks timed out and search-attribute/memo upserts per task (from a sample of histories),
 server CPU ms per step, failures; then Noeta/floor ratios, and with --repeat each interleaved
@@ -63,6 +64,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from noeta.protocols.activity_options import DEFAULT_HEARTBEAT_SECONDS
+from noeta.protocols.names import DEFAULT_INDEX_INTERVAL_SECONDS
 from noeta.tuning import SETTINGS
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -917,7 +919,8 @@ def main() -> None:
     parser.add_argument(
         "--noeta-index-interval", metavar="S|none",
         help="Noeta's Options.index_interval_seconds: how often a running task refreshes its turn and token "
-             "search attributes between status changes (default: Noeta's, 60 s; 'none': only with status changes)",
+             f"search attributes between status changes (default: Noeta's, {DEFAULT_INDEX_INTERVAL_SECONDS:g} s; "
+             "'none': only with status changes)",
     )
     parser.add_argument(
         "--noeta-unindexed", action="store_true",

@@ -38,6 +38,16 @@ def test_tuning_reads_the_environment(clean_env: pytest.MonkeyPatch):
     assert tuning.worker_kwargs()["max_concurrent_activities"] == 7
 
 
+def test_the_transcript_cache_is_sized_from_the_tuning(clean_env: pytest.MonkeyPatch, tmp_path):
+    from noeta.activities.agent import AgentActivities
+    from noeta.context.content_store import LocalContentStore
+
+    clean_env.setenv("NOETA_TRANSCRIPT_CACHE_MB", "3")
+    registry = Registry.of(content_store=LocalContentStore(tmp_path))
+    assert AgentActivities(registry).transcripts._cache_limit == 3 * 2**20
+    assert AgentActivities(registry, WorkerTuning(transcript_cache_mb=5)).transcripts._cache_limit == 5 * 2**20
+
+
 @pytest.mark.parametrize(
     ("variable", "value", "match"),
     [
