@@ -42,7 +42,6 @@ from dataclasses import dataclass, field, fields
 from datetime import timedelta
 from typing import Any
 
-from noeta.context.transcript import DEFAULT_CACHE_MB as DEFAULT_TRANSCRIPT_CACHE_MB
 from noeta.errors import ConfigurationError
 
 
@@ -68,7 +67,7 @@ SETTINGS: dict[str, Setting] = {
     ),
     "io_threads": Setting("NOETA_IO_THREADS", 8, 1024, "threads for content-store reads and writes"),
     "transcript_cache_mb": Setting(
-        "NOETA_TRANSCRIPT_CACHE_MB", DEFAULT_TRANSCRIPT_CACHE_MB, 1_048_576,
+        "NOETA_TRANSCRIPT_CACHE_MB", 64, 1_048_576,
         "megabytes of transcripts kept decoded between a task's model calls, counted at their stored size",
         unit="MB",
     ),

@@ -25,13 +25,10 @@ from noeta.protocols.messages import (
     Message,
     ToolResultBlock,
 )
+from noeta.tuning import SETTINGS
 
 NODE_MEDIA_TYPE = "application/vnd.noeta.transcript+json"
 _MESSAGES = TypeAdapter(list[Message])
-
-
-#: What a worker keeps decoded by default, counted at the chains' stored (JSON) size.
-DEFAULT_CACHE_MB = 64
 
 
 @dataclass(frozen=True)
@@ -50,7 +47,7 @@ class TranscriptStore:
     them all while a few long transcripts cannot take its memory. A chain that is not cached is
     read back from its newest cached ancestor."""
 
-    def __init__(self, store: ContentStore, cache_mb: float = DEFAULT_CACHE_MB) -> None:
+    def __init__(self, store: ContentStore, cache_mb: float = SETTINGS["transcript_cache_mb"].default) -> None:
         self.store = store
         self._cache: OrderedDict[str, _Chain] = OrderedDict()
         self._cache_limit = int(cache_mb * 2**20)
