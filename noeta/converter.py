@@ -1,4 +1,5 @@
-"""The data converter every Noeta client and worker uses: pydantic JSON with one shared schema cache.
+"""The data converter every Noeta client and worker uses: pydantic JSON with one shared schema cache,
+and Noeta's own dataclasses written without the fields that hold their defaults.
 
 temporalio's pydantic converter keeps its ``TypeAdapter`` cache on the converter instance, and the
 workflow sandbox builds a new payload converter for every workflow instance. Noeta's messages are
@@ -6,14 +7,26 @@ large dataclass unions whose schemas take milliseconds to build, so a per-instan
 new task rebuilds them. Here the cache lives at module level; because ``noeta`` is passed through
 the sandbox (see :mod:`noeta.plugin`), every workflow instance and every activity of a worker
 process shares it.
+
+Most fields of an activity's input and output sit at their defaults in most steps (no retries, no
+memories, no raw body...); written out they were a sixth of a step's history. A payload of one of
+Noeta's dataclasses therefore leaves out every field equal to its default, and decoding fills it
+back in. Two things keep that exact: single-value ``Literal`` fields (the ``type`` tags that
+discriminated unions decode by) are always written, and the defaults are a wire format — a
+recorded history leans on them, so they never change (tests/test_compact_payloads.py pins them).
+Values of other types (users' models, dicts) are written as before, every field included.
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import functools
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from pydantic import TypeAdapter
+from pydantic_core import SchemaSerializer, to_json
 from temporalio.api.common.v1 import Payload
 from temporalio.contrib.pydantic import PydanticJSONPlainPayloadConverter
 from temporalio.converter import (
@@ -36,8 +49,70 @@ def type_adapter(type_hint: Any) -> TypeAdapter[Any]:
     return TypeAdapter(type_hint)
 
 
+def is_noeta_type(cls: type) -> bool:
+    return cls.__module__ == "noeta" or cls.__module__.startswith("noeta.")
+
+
+def _equals(default: Any) -> Callable[[Any], bool]:
+    # The type check keeps False apart from 0 and 1 from 1.0: each decodes back as its own type only
+    # if it is written.
+    return lambda value: type(value) is type(default) and value == default
+
+
+def noeta_dataclass_schemas(schema: Any) -> Iterator[dict[str, Any]]:
+    """The schemas of Noeta's dataclasses inside pydantic core schema ``schema``."""
+    if isinstance(schema, list):
+        for item in schema:
+            yield from noeta_dataclass_schemas(item)
+    elif isinstance(schema, dict):
+        if schema.get("type") == "dataclass" and is_noeta_type(schema["cls"]):
+            yield schema
+        for value in schema.values():
+            yield from noeta_dataclass_schemas(value)
+
+
+def _omit_defaults(schema: Any) -> None:
+    """Mark, in a copied core schema, every defaulted field of Noeta's dataclasses to be left out
+    when it holds its default (tags excepted, see the module's docstring)."""
+    for dataclass_schema in list(noeta_dataclass_schemas(schema)):
+        # NaN and infinities stay as to_json writes them (a bad input must reach the workflow's
+        # checks as itself, not as null).
+        dataclass_schema["config"] = {**dataclass_schema.get("config", {}), "ser_json_inf_nan": "constants"}
+        for field in dataclass_schema["schema"]["fields"]:
+            inner = field["schema"]
+            if inner["type"] != "default":
+                continue
+            if inner["schema"]["type"] == "literal" and len(inner["schema"]["expected"]) == 1:
+                continue
+            if "default" in inner:
+                field["serialization_exclude_if"] = _equals(inner["default"])
+            elif not inner.get("default_factory_takes_data"):
+                field["serialization_exclude_if"] = _equals(inner["default_factory"]())
+
+
+@functools.lru_cache(maxsize=TYPE_ADAPTER_CACHE_SIZE)
+def compact_serializer(cls: type) -> SchemaSerializer:
+    """The serializer of Noeta dataclass ``cls`` that leaves out fields holding their defaults."""
+    schema = copy.deepcopy(type_adapter(cls).core_schema)
+    _omit_defaults(schema)
+    return SchemaSerializer(schema)
+
+
+def to_json_bytes(value: Any) -> bytes:
+    """What a ``json/plain`` payload of ``value`` holds (see the module's docstring)."""
+    cls = type(value)
+    if dataclasses.is_dataclass(cls) and is_noeta_type(cls):
+        # Like to_json, values that do not match a field's annotation are written as they are.
+        return compact_serializer(cls).to_json(value, warnings=False)
+    return to_json(value)
+
+
 class SharedCacheJSONConverter(PydanticJSONPlainPayloadConverter):
-    """``json/plain`` through pydantic, decoding with the process-wide :func:`type_adapter` cache."""
+    """``json/plain`` through pydantic: Noeta's dataclasses without their default fields, decoding
+    with the process-wide :func:`type_adapter` cache."""
+
+    def to_payload(self, value: Any) -> Payload | None:
+        return Payload(metadata={"encoding": self.encoding.encode()}, data=to_json_bytes(value))
 
     def from_payload(self, payload: Payload, type_hint: type | None = None) -> Any:
         hint = Any if type_hint is None else type_hint
@@ -77,4 +152,4 @@ def is_noeta_converter(converter: DataConverter) -> bool:
     return converter.payload_converter_class is NoetaPayloadConverter
 
 
-__all__ = ["NoetaPayloadConverter", "data_converter", "is_noeta_converter", "type_adapter"]
+__all__ = ["NoetaPayloadConverter", "compact_serializer", "data_converter", "is_noeta_converter", "noeta_dataclass_schemas", "to_json_bytes", "type_adapter"]

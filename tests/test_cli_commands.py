@@ -5,6 +5,7 @@ an unreachable cluster, signals, a terminal) runs ``python -m noeta.cli``."""
 
 from __future__ import annotations
 
+import dataclasses
 import asyncio
 import json
 import os
@@ -18,6 +19,8 @@ import pytest
 from noeta.cli import parser, run
 from noeta.client.client import AsyncClient
 from noeta.client.options import Options
+from noeta.converter import NoetaPayloadConverter
+from noeta.protocols.task import TaskInput
 from noeta.sdk.testing import FakeLLMProvider
 from tests.support.scripts import call, say
 from tests.support.tools import add
@@ -208,7 +211,8 @@ async def test_start_with_an_output_schema(cli_env, capsys, client: AsyncClient,
         assert (code, err) == (0, "")
         handle = client.temporal.get_workflow_handle(out.strip())
         started = (await client.history(out.strip()))[0].workflow_execution_started_event_attributes
-        assert json.loads(started.input.payloads[0].data)["output_schema"] == expected
+        [task] = NoetaPayloadConverter().from_payloads(started.input.payloads, [TaskInput])
+        assert dataclasses.asdict(task.output_schema) == expected
         await handle.terminate("test done")
     code, _, err = await noeta(capsys, "start", "x", "--output-schema", '{"type": 7}', "--queue", queue)
     assert code == 2 and "not valid JSON Schema" in one_error_line(err, "ConfigurationError")

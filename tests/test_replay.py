@@ -3,6 +3,7 @@ workflows fails here. (Record new ones with ``python -m tests.histories.record``
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
@@ -55,6 +56,16 @@ def test_refusal_histories_are_recorded():
     # The scenarios whose command sequence PATCH_REFUSALS_RECORDED changed (tasks without a refusal
     # are unchanged and covered above).
     assert {p.stem for p in (ROOT / PATCH_REFUSALS_RECORDED).glob("*.json")} >= {"refusals", "tool_loop", "guards"}
+
+
+def test_compact_payload_histories_are_recorded():
+    # Payloads written without their default fields (noeta.converter): every scenario, so a change
+    # to decoding or to a default that recorded tasks rely on fails here too.
+    shape = ROOT / "compact-payloads"
+    assert {p.stem for p in shape.glob("*.json")} >= SCENARIOS | {"refusals", "resources", "mcp_tools", "budget_cost.run2"}
+    started = json.loads((shape / "tool_loop.json").read_text())["events"][0]
+    task_input = base64.b64decode(started["workflowExecutionStartedEventAttributes"]["input"]["payloads"][0]["data"])
+    assert b'"max_retries"' not in task_input  # at its default, so left out
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=[str(p.relative_to(ROOT).with_suffix("")) for p in HISTORIES])
