@@ -39,7 +39,7 @@ THREADS = textwrap.dedent("""
 
     def at_exit():  # runs after Noeta's hook; a runtime's threads end a moment after it is dropped
         import time
-        for _ in range(50):
+        for _ in range(150):  # a loaded machine has taken over 5 s; a leaked runtime never ends
             if runtime_threads() == 0:
                 break
             time.sleep(0.1)
