@@ -9,7 +9,7 @@ the sandbox (see :mod:`noeta.plugin`), every workflow instance and every activit
 process shares it.
 
 Most fields of an activity's input and output sit at their defaults in most steps (no retries, no
-memories, no raw body...); written out they were a sixth of a step's history. A payload of one of
+memories, no raw body...); written out they were a fifth of a step's history. A payload of one of
 Noeta's dataclasses therefore leaves out every field equal to its default, and decoding fills it
 back in. Two things keep that exact: single-value ``Literal`` fields (the ``type`` tags that
 discriminated unions decode by) are always written, and the defaults are a wire format — a
@@ -56,6 +56,10 @@ def is_noeta_type(cls: type) -> bool:
 def _equals(default: Any) -> Callable[[Any], bool]:
     # The type check keeps False apart from 0 and 1 from 1.0: each decodes back as its own type only
     # if it is written.
+    if dataclasses.is_dataclass(default):
+        # == on dataclasses skips their compare=False fields; what is written does not.
+        written = to_json(default)
+        return lambda value: type(value) is type(default) and to_json(value) == written
     return lambda value: type(value) is type(default) and value == default
 
 
