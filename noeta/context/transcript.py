@@ -38,6 +38,9 @@ class _Chain:
     """The stored bytes of every node of the chain: the cache's measure of it."""
 
 
+_EMPTY = _Chain((), 0)
+
+
 class TranscriptStore:
     """Reads and extends transcript chains. Thread-safe: activities call it from worker threads.
 
@@ -55,35 +58,35 @@ class TranscriptStore:
         self._lock = threading.Lock()  # guards the cache only; store I/O runs outside it
 
     def load(self, head: ContentRef | None) -> tuple[Message, ...]:
-        return self._chain(head).messages
-
-    def _chain(self, head: ContentRef | None) -> _Chain:
         if head is None:
-            return _Chain((), 0)
-        cached = self._cached(head.hash)
-        if cached is not None:
-            return cached
-        # Walk back to the newest cached ancestor, then decode forward.
+            return ()
+        chain = self._cached(head.hash)
+        if chain is None:
+            chain = self._read_back(head.hash)
+            self._remember(head.hash, chain)
+        return chain.messages
+
+    def _read_back(self, digest: str) -> _Chain:
+        """The chain ending at node ``digest``: walked back to the newest cached ancestor, then
+        decoded forward."""
         nodes: list[list[Message]] = []
-        digest: str | None = head.hash
-        prefix = _Chain((), 0)
+        at: str | None = digest
+        prefix = _EMPTY
         size = 0
-        while digest is not None:
-            known = self._cached(digest)
+        while at is not None:
+            known = self._cached(at)
             if known is not None:
                 prefix = known
                 break
-            data = self.store.get(digest)
+            data = self.store.get(at)
             size += len(data)
             node = json.loads(data)
             nodes.append(_MESSAGES.validate_python(node["messages"]))
-            digest = node["parent"]
+            at = node["parent"]
         messages = list(prefix.messages)
         for chunk in reversed(nodes):
             messages.extend(chunk)
-        chain = _Chain(tuple(messages), prefix.size + size)
-        self._remember(head.hash, chain)
-        return chain
+        return _Chain(tuple(messages), prefix.size + size)
 
     def append(self, head: ContentRef | None, messages: list[Message]) -> ContentRef:
         body = {
@@ -95,7 +98,8 @@ class TranscriptStore:
         referenced = _referenced(messages)
         if referenced and isinstance(self.store, RetainingStore):
             self.store.claim(referenced)  # e.g. images a client stored: they belong to this task too
-        parent = self._chain(head)
+        # A parent read back is not cached on its way: the new head replaces it at once.
+        parent = _EMPTY if head is None else self._cached(head.hash) or self._read_back(head.hash)
         # The task has moved on: its next call starts from the new head. A retry of this call reads
         # the parent back (it usually finds the call's recorded output first).
         self._remember(ref.hash, _Chain(parent.messages + tuple(messages), parent.size + len(data)), replaces=head)
