@@ -234,13 +234,15 @@ class WorkerProcess:
 
 
 class Profiler:
-    """py-spy sampling every thread of a process (raw collapsed stacks)."""
+    """py-spy sampling every thread of a process (raw collapsed stacks); with ``gil_only`` only the
+    thread holding the GIL, so that threads waiting for it (on a busy loop: most of them) are not
+    counted as busy and the samples approximate where Python's CPU goes."""
 
-    def __init__(self, pid: int, out: Path, rate: int) -> None:
+    def __init__(self, pid: int, out: Path, rate: int, gil_only: bool = False) -> None:
         self.out = out
         self.process = subprocess.Popen(
             ["py-spy", "record", "--pid", str(pid), "--rate", str(rate), "--format", "raw", "--nonblocking",
-             "--output", str(out)],
+             *(["--gil"] if gil_only else []), "--output", str(out)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         time.sleep(1.0)  # let it attach before the measured window opens
@@ -521,7 +523,7 @@ async def measure(
     await asyncio.sleep(0.5)
     reset_peak_rss(worker.pid)
     log_offset = worker.log_size()
-    profiler = Profiler(worker.pid, profile_out, args.profile_rate) if profile_out else None
+    profiler = Profiler(worker.pid, profile_out, args.profile_rate, args.profile_gil) if profile_out else None
     me = os.getpid()
     operations0 = await server_operations(args.server_metrics_port)
     worker_cpu0, server_cpu0, driver_cpu0 = cpu_seconds(worker.pid), cpu_seconds(server_pid, True), cpu_seconds(me)
@@ -958,6 +960,8 @@ def main() -> None:
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON ('-' for stdout only)")
     parser.add_argument("--profile", metavar="PREFIX",
                         help="sample each measured worker with py-spy: PREFIX.SYSTEM.NxK.raw and .txt (a summary)")
+    parser.add_argument("--profile-gil", action="store_true",
+                        help="with --profile, sample only the thread holding the GIL (Python's CPU, not its waits)")
     parser.add_argument("--profile-rate", type=int, default=100, help="py-spy samples per second")
     parser.add_argument("--profile-top", type=int, default=30, help="rows of the profile summary")
     args = parser.parse_args()

@@ -16,6 +16,7 @@ from noeta.activities._attempts import AttemptLedger
 from noeta.activities._errors import to_application_error
 from noeta.activities._threads import ThreadPool
 from noeta.client.config import DELTA_BROKER_VARIABLE
+from noeta.context.blob_cache import BlobCache
 from noeta.context.content_store import ContentStore
 from noeta.context.step_records import StepOutputs, step_records_for
 from noeta.context.transcript import TranscriptStore
@@ -70,6 +71,7 @@ class ActivityBase:
             raise ConfigurationError("the registry has no content_store; client and worker must share one")
         self.store: ContentStore = registry.content_store
         self.transcripts = TranscriptStore(self.store, tuning.transcript_cache_mb)
+        self.blobs = BlobCache(self.store)
         # Two pools: a hung synchronous tool holds a user-code thread, never one that content-store
         # reads and writes (every model call's) need.
         self.io_pool = ThreadPool(tuning.io_threads, "io", "NOETA_IO_THREADS")

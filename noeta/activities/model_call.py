@@ -20,6 +20,7 @@ from noeta.activities._base import PREVIEW_CHARS, ActivityBase, call_maybe_async
 from noeta.activities._errors import to_application_error
 from noeta.activities._heartbeat import AttemptTimedOut, attempt_seconds, with_heartbeat
 from noeta.context.composer import compose_messages
+from noeta.context.transcript import has_refs
 from noeta.errors import (
     ProviderError,
     ProviderNotRegisteredError,
@@ -81,7 +82,11 @@ class ModelCallActivities(ActivityBase):
         # The provider's own timeout is the whole attempt: the worker's deadline (just before it)
         # cuts first and records the timeout, whatever timeout the adapter was built with.
         timeout = activity.info().start_to_close_timeout
-        request = await self._io(self._build_request, inp, timeout.total_seconds() if timeout else None)
+        seconds_left = timeout.total_seconds() if timeout else None
+        if self._request_in_memory(inp):  # the usual step: a trip to an I/O thread costs more than this
+            request = self._build_request(inp, seconds_left)
+        else:
+            request = await self._io(self._build_request, inp, seconds_left)
         with instrument.model_call(inp.provider, request, inp.task_id, f"turn-{inp.turn}") as observed:
             try:
                 work = self._limited(inp.provider, provider, request, inp)
@@ -149,6 +154,16 @@ class ModelCallActivities(ActivityBase):
             out.append(block)
         return out
 
+    def _request_in_memory(self, inp: CallModelInput) -> bool:
+        """Whether :meth:`_build_request` reads nothing from the content store for ``inp``: its
+        transcript and every body it names are in this worker's memory already."""
+        return (
+            self.transcripts.in_memory(inp.head)
+            and not any(has_refs(m) for m in inp.append)
+            and all(ref is None or self.blobs.cached(ref) for ref in (inp.system_ref, inp.volatile_ref, inp.output_schema_ref))
+            and all(ref is None or ref.hash in self._mcp_schemas for ref in (inp.agents_ref, inp.mcp_tools_ref))
+        )
+
     def _build_request(self, inp: CallModelInput, timeout_seconds: float | None = None) -> LLMRequest:
         transcript = self.transcripts.load(inp.head) + tuple(inp.append)
         # Tools not in this worker's registry: remote MCP servers' and the declared sub-agents'.
@@ -158,7 +173,7 @@ class ModelCallActivities(ActivityBase):
             for n in inp.tools
             if n in self.registry.tools or n in remote_tools
         ]
-        volatile = self.store.get(inp.volatile_ref).decode() if inp.volatile_ref else ""
+        volatile = self.blobs.get(inp.volatile_ref).decode() if inp.volatile_ref else ""
         messages, cache_breakpoint = compose_messages(self.transcripts.resolve(transcript), volatile)
         metadata: dict[str, Any] = {"task_id": inp.task_id, "turn": inp.turn}
         if cache_breakpoint is not None:
@@ -167,11 +182,11 @@ class ModelCallActivities(ActivityBase):
             model=inp.model,
             messages=messages,
             tools=tools,
-            system=self.store.get(inp.system_ref).decode() if inp.system_ref else None,
+            system=self.blobs.get(inp.system_ref).decode() if inp.system_ref else None,
             temperature=inp.temperature,
             max_tokens=inp.max_tokens,
             metadata=metadata,
-            output_schema=json.loads(self.store.get(inp.output_schema_ref)) if inp.output_schema_ref else None,
+            output_schema=json.loads(self.blobs.get(inp.output_schema_ref)) if inp.output_schema_ref else None,
             thinking=inp.thinking,
             effort=inp.effort,
             timeout_seconds=timeout_seconds,

@@ -36,6 +36,8 @@ class _Chain:
     messages: tuple[Message, ...]
     size: int
     """The stored bytes of every node of the chain: the cache's measure of it."""
+    refs: bool = False
+    """Whether a message holds a stored body (a large tool output, an image) that resolve() reads."""
 
 
 _EMPTY = _Chain((), 0)
@@ -66,6 +68,13 @@ class TranscriptStore:
             self._remember(head.hash, chain)
         return chain.messages
 
+    def in_memory(self, head: ContentRef | None) -> bool:
+        """Whether the chain at ``head`` is loaded and resolved without reading the store."""
+        if head is None:
+            return True
+        chain = self._cached(head.hash)
+        return chain is not None and not chain.refs
+
     def _read_back(self, digest: str) -> _Chain:
         """The chain ending at node ``digest``: walked back to the newest cached ancestor, then
         decoded forward."""
@@ -86,7 +95,8 @@ class TranscriptStore:
         messages = list(prefix.messages)
         for chunk in reversed(nodes):
             messages.extend(chunk)
-        return _Chain(tuple(messages), prefix.size + size)
+        refs = prefix.refs or any(has_refs(m) for chunk in nodes for m in chunk)
+        return _Chain(tuple(messages), prefix.size + size, refs)
 
     def append(self, head: ContentRef | None, messages: list[Message]) -> ContentRef:
         body = {
@@ -102,7 +112,8 @@ class TranscriptStore:
         parent = _EMPTY if head is None else self._cached(head.hash) or self._read_back(head.hash)
         # The task has moved on: its next call starts from the new head. A retry of this call reads
         # the parent back (it usually finds the call's recorded output first).
-        self._remember(ref.hash, _Chain(parent.messages + tuple(messages), parent.size + len(data)), replaces=head)
+        chain = _Chain(parent.messages + tuple(messages), parent.size + len(data), parent.refs or bool(referenced))
+        self._remember(ref.hash, chain, replaces=head)
         return ref
 
     def _cached(self, digest: str) -> _Chain | None:
@@ -132,7 +143,7 @@ class TranscriptStore:
     def resolve(self, messages: tuple[Message, ...] | list[Message]) -> list[Message]:
         """The same messages with every stored body filled in: tool outputs held as references
         become their text, images (in messages and tool results) carry their bytes as base64."""
-        return [self._resolve_message(m) if _has_refs(m) else m for m in messages]
+        return [self._resolve_message(m) if has_refs(m) else m for m in messages]
 
     def _resolve_message(self, message: Message) -> Message:
         content: list[Block] = []
@@ -170,7 +181,8 @@ def _referenced(messages: list[Message]) -> list[str]:
     return found
 
 
-def _has_refs(message: Message) -> bool:
+def has_refs(message: Message) -> bool:
+    """Whether ``message`` holds a stored body that resolving it reads."""
     return any(
         isinstance(b, ImageBlock)
         or (isinstance(b, ToolResultBlock) and (isinstance(b.output, ContentRef) or b.images))
