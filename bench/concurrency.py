@@ -418,7 +418,9 @@ class HistoryFigures:
     upserts: float
 
 
-async def sample_histories(system: System, task_ids: list[str]) -> HistoryFigures | None:
+async def sample_histories(system: System, task_ids: list[str], dump_to: Path | None = None) -> HistoryFigures | None:
+    """Figures of a sample of the run's histories; ``dump_to``: also write the first one there as
+    SYSTEM.json (bench/step_cost.py replays it)."""
     if not task_ids:
         return None
     stride = max(1, len(task_ids) // HISTORY_SAMPLE)
@@ -426,6 +428,9 @@ async def sample_histories(system: System, task_ids: list[str]) -> HistoryFigure
     events, sizes, activities, wf_tasks, wf_timeouts, upserts = [], [], [], [], [], []
     for task_id in sample:
         history = await system.temporal.get_workflow_handle(task_id).fetch_history()
+        if dump_to is not None and task_id == sample[0]:
+            dump_to.mkdir(parents=True, exist_ok=True)
+            (dump_to / f"{system.name}.json").write_text(history.to_json())
         kinds = collections.Counter(e.WhichOneof("attributes") for e in history.events)
         events.append(len(history.events))
         sizes.append(sum(e.ByteSize() for e in history.events))
@@ -545,7 +550,7 @@ async def measure(
         batch.errors.insert(0, f"the worker exited with {worker.process.returncode}; its log:\n{worker.tail()}")
     elif batch.timed_out:
         batch.errors.insert(0, f"{batch.timed_out} tasks unfinished after {timeout:.0f} s; worker log:\n{worker.tail()}")
-    history = await sample_histories(system, batch.completed)
+    history = await sample_histories(system, batch.completed, Path(args.dump_histories) if args.dump_histories else None)
     done_steps = len(batch.completed) * steps
     all_steps = agents * steps
     ok = not batch.errors and not batch.timed_out
@@ -960,6 +965,8 @@ def main() -> None:
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON ('-' for stdout only)")
     parser.add_argument("--profile", metavar="PREFIX",
                         help="sample each measured worker with py-spy: PREFIX.SYSTEM.NxK.raw and .txt (a summary)")
+    parser.add_argument("--dump-histories", metavar="DIR",
+                        help="write one completed task's history per system to DIR/SYSTEM.json (bench/step_cost.py replay DIR)")
     parser.add_argument("--profile-gil", action="store_true",
                         help="with --profile, sample only the thread holding the GIL (Python's CPU, not its waits)")
     parser.add_argument("--profile-rate", type=int, default=100, help="py-spy samples per second")
