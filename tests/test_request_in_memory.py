@@ -108,30 +108,31 @@ def test_transcript_in_memory_only_when_cached_and_free_of_stored_bodies(tmp_pat
     store = LocalContentStore(tmp_path)
     transcripts = TranscriptStore(store)
     plain = transcripts.append(None, [Message(role="user", content=[TextBlock(text="hi")], origin="human")])
-    assert transcripts.in_memory(None) and transcripts.in_memory(plain)
-    assert not TranscriptStore(store).in_memory(plain)  # another worker: not read yet
+    assert transcripts.in_memory(None) == ()
+    assert transcripts.in_memory(plain) == (Message(role="user", content=[TextBlock(text="hi")], origin="human"),)
+    assert TranscriptStore(store).in_memory(plain) is None  # another worker: not read yet
 
     ref = store.put(b"stored body")
     with_ref = transcripts.append(plain, [Message(role="tool", content=[ToolResultBlock("c1", ref, True)])])
     later = transcripts.append(with_ref, [Message(role="assistant", content=[TextBlock(text="ok")])])
-    assert not transcripts.in_memory(later)  # the reference is still in the chain
+    assert transcripts.in_memory(later) is None  # the reference is still in the chain
     reader = TranscriptStore(store)
     reader.load(later)  # read back: it finds the reference on the way
-    assert not reader.in_memory(later)
+    assert reader.in_memory(later) is None
     reader.load(plain)
-    assert reader.in_memory(plain)
+    assert reader.in_memory(plain) is not None
 
 
 def test_blob_cache_reads_each_small_body_once(tmp_path: Path) -> None:
     store = CountingStore(tmp_path)
     small, large = store.put(b"prompt"), store.put(b"x" * (MAX_BODY_BYTES + 1))
     cache = BlobCache(store)
-    assert not cache.cached(small)
+    assert cache.cached(small) is None
     assert cache.get(small) == b"prompt" and cache.get(small) == b"prompt"
-    assert cache.cached(small) and store.reads == 1
+    assert cache.cached(small) == b"prompt" and store.reads == 1
     cache.get(large)
     cache.get(large)
-    assert not cache.cached(large) and store.reads == 3  # too large to keep: read each time
+    assert cache.cached(large) is None and store.reads == 3  # too large to keep: read each time
 
 
 def test_blob_cache_drops_the_least_recently_used_past_its_limit(tmp_path: Path) -> None:
@@ -142,5 +143,5 @@ def test_blob_cache_drops_the_least_recently_used_past_its_limit(tmp_path: Path)
     cache.get(refs[1])
     cache.get(refs[0])  # used again: refs[1] is now the oldest
     cache.get(refs[2])
-    assert [cache.cached(r) for r in refs] == [True, False, True]
+    assert [cache.cached(r) is not None for r in refs] == [True, False, True]
 

@@ -55,6 +55,10 @@ logger = logging.getLogger(__name__)
 INLINE_ANSWER_LIMIT = 256 * 1024
 
 
+class _NotInMemory(Exception):
+    """Building a request needs the content store: it is built on an I/O thread instead."""
+
+
 def tool_schema(spec: ToolSpec) -> dict[str, Any]:
     """The provider-neutral tool shape put in ``LLMRequest.tools``."""
     return {"name": spec.name, "description": spec.description, "input_schema": spec.input_schema}
@@ -83,9 +87,9 @@ class ModelCallActivities(ActivityBase):
         # cuts first and records the timeout, whatever timeout the adapter was built with.
         timeout = activity.info().start_to_close_timeout
         seconds_left = timeout.total_seconds() if timeout else None
-        if self._request_in_memory(inp):  # the usual step: a trip to an I/O thread costs more than this
-            request = self._build_request(inp, seconds_left)
-        else:
+        try:  # the usual step: building it here costs less than a trip to an I/O thread
+            request = self._build_request(inp, seconds_left, memory_only=True)
+        except _NotInMemory:  # a worker new to the task, a stored output or image in the transcript
             request = await self._io(self._build_request, inp, seconds_left)
         with instrument.model_call(inp.provider, request, inp.task_id, f"turn-{inp.turn}") as observed:
             try:
@@ -154,26 +158,29 @@ class ModelCallActivities(ActivityBase):
             out.append(block)
         return out
 
-    def _request_in_memory(self, inp: CallModelInput) -> bool:
-        """Whether :meth:`_build_request` reads nothing from the content store for ``inp``: its
-        transcript and every body it names are in this worker's memory already."""
-        return (
-            self.transcripts.in_memory(inp.head)
-            and not any(has_refs(m) for m in inp.append)
-            and all(ref is None or self.blobs.cached(ref) for ref in (inp.system_ref, inp.volatile_ref, inp.output_schema_ref))
-            and all(ref is None or ref.hash in self._mcp_schemas for ref in (inp.agents_ref, inp.mcp_tools_ref))
-        )
-
-    def _build_request(self, inp: CallModelInput, timeout_seconds: float | None = None) -> LLMRequest:
-        transcript = self.transcripts.load(inp.head) + tuple(inp.append)
+    def _build_request(
+        self, inp: CallModelInput, timeout_seconds: float | None = None, *, memory_only: bool = False
+    ) -> LLMRequest:
+        """The provider request for ``inp``. ``memory_only``: from what this worker holds in memory,
+        raising :class:`_NotInMemory` rather than reading the content store (so it may run on the
+        event loop)."""
+        if memory_only:
+            loaded = self.transcripts.in_memory(inp.head)
+            if loaded is None or any(has_refs(m) for m in inp.append):
+                raise _NotInMemory
+            transcript = loaded + tuple(inp.append)  # nothing in it for resolve() to read
+        else:
+            transcript = self.transcripts.load(inp.head) + tuple(inp.append)
         # Tools not in this worker's registry: remote MCP servers' and the declared sub-agents'.
-        remote_tools = {**self._remote_schemas(inp.agents_ref), **self._remote_schemas(inp.mcp_tools_ref)}
+        remote_tools = {
+            **self._remote_schemas(inp.agents_ref, memory_only), **self._remote_schemas(inp.mcp_tools_ref, memory_only)
+        }
         tools = [
             tool_schema(self.registry.tool_spec(n)) if n in self.registry.tools else remote_tools[n]
             for n in inp.tools
             if n in self.registry.tools or n in remote_tools
         ]
-        volatile = self.blobs.get(inp.volatile_ref).decode() if inp.volatile_ref else ""
+        volatile = self._body(inp.volatile_ref, memory_only).decode() if inp.volatile_ref else ""
         messages, cache_breakpoint = compose_messages(self.transcripts.resolve(transcript), volatile)
         metadata: dict[str, Any] = {"task_id": inp.task_id, "turn": inp.turn}
         if cache_breakpoint is not None:
@@ -182,22 +189,33 @@ class ModelCallActivities(ActivityBase):
             model=inp.model,
             messages=messages,
             tools=tools,
-            system=self.blobs.get(inp.system_ref).decode() if inp.system_ref else None,
+            system=self._body(inp.system_ref, memory_only).decode() if inp.system_ref else None,
             temperature=inp.temperature,
             max_tokens=inp.max_tokens,
             metadata=metadata,
-            output_schema=json.loads(self.blobs.get(inp.output_schema_ref)) if inp.output_schema_ref else None,
+            output_schema=json.loads(self._body(inp.output_schema_ref, memory_only)) if inp.output_schema_ref else None,
             thinking=inp.thinking,
             effort=inp.effort,
             timeout_seconds=timeout_seconds,
         )
 
-    def _remote_schemas(self, ref: ContentRef | None) -> dict[str, dict[str, Any]]:
+    def _body(self, ref: ContentRef, memory_only: bool) -> bytes:
+        """A small stored body every call of a task reads (system prompt, schema, volatile context)."""
+        if not memory_only:
+            return self.blobs.get(ref)
+        body = self.blobs.cached(ref)
+        if body is None:
+            raise _NotInMemory
+        return body
+
+    def _remote_schemas(self, ref: ContentRef | None, memory_only: bool = False) -> dict[str, dict[str, Any]]:
         """Tool shapes prepare stored (MCP tools, sub-agents) by name (read once per list, then kept)."""
         if ref is None:
             return {}
         cached = self._mcp_schemas.get(ref.hash)
         if cached is None:
+            if memory_only:
+                raise _NotInMemory
             cached = {t["name"]: t for t in json.loads(self.store.get(ref))}
             if len(self._mcp_schemas) > 256:
                 self._mcp_schemas.clear()

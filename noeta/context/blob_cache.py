@@ -31,17 +31,18 @@ class BlobCache:
         self._bodies: OrderedDict[str, bytes] = OrderedDict()
         self._lock = threading.Lock()
 
-    def cached(self, ref: ContentRef) -> bool:
-        """Whether :meth:`get` returns ``ref``'s body without reading the store."""
-        with self._lock:
-            return ref.hash in self._bodies
-
-    def get(self, ref: ContentRef) -> bytes:
+    def cached(self, ref: ContentRef) -> bytes | None:
+        """``ref``'s body if it is in memory (the store is not read), else None."""
         with self._lock:
             body = self._bodies.get(ref.hash)
             if body is not None:
                 self._bodies.move_to_end(ref.hash)
-                return body
+            return body
+
+    def get(self, ref: ContentRef) -> bytes:
+        body = self.cached(ref)
+        if body is not None:
+            return body
         body = self.store.get(ref)  # outside the lock: other readers are not held up by the store
         if len(body) <= MAX_BODY_BYTES:
             with self._lock:

@@ -68,12 +68,13 @@ class TranscriptStore:
             self._remember(head.hash, chain)
         return chain.messages
 
-    def in_memory(self, head: ContentRef | None) -> bool:
-        """Whether the chain at ``head`` is loaded and resolved without reading the store."""
+    def in_memory(self, head: ContentRef | None) -> tuple[Message, ...] | None:
+        """The chain at ``head`` when this store holds it and resolving it reads nothing (it has
+        no stored bodies in it), else None: what :meth:`load` gives without touching the store."""
         if head is None:
-            return True
+            return ()
         chain = self._cached(head.hash)
-        return chain is not None and not chain.refs
+        return chain.messages if chain is not None and not chain.refs else None
 
     def _read_back(self, digest: str) -> _Chain:
         """The chain ending at node ``digest``: walked back to the newest cached ancestor, then
