@@ -966,7 +966,8 @@ def main() -> None:
     parser.add_argument("--profile", metavar="PREFIX",
                         help="sample each measured worker with py-spy: PREFIX.SYSTEM.NxK.raw and .txt (a summary)")
     parser.add_argument("--dump-histories", metavar="DIR",
-                        help="write one completed task's history per system to DIR/SYSTEM.json (bench/step_cost.py replay DIR)")
+                        help="write one completed task's history per system to DIR/SYSTEM.json, the last run's "
+                             "(bench/step_cost.py replay DIR)")
     parser.add_argument("--profile-gil", action="store_true",
                         help="with --profile, sample only the thread holding the GIL (Python's CPU, not its waits)")
     parser.add_argument("--profile-rate", type=int, default=100, help="py-spy samples per second")

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import os
 import sys
 import tempfile
@@ -57,7 +58,7 @@ async def per_unit(run_one: Callable[[int], Awaitable[None]], count: int, warm_u
 
 def environment() -> ActivityEnvironment:
     env = ActivityEnvironment()
-    env.info = env.info.__class__(**{**env.info.__dict__, "start_to_close_timeout": timedelta(seconds=300)})
+    env.info = dataclasses.replace(env.info, start_to_close_timeout=timedelta(seconds=300))
     return env
 
 
