@@ -181,7 +181,9 @@ class ModelCallActivities(ActivityBase):
             if n in self.registry.tools or n in remote_tools
         ]
         volatile = self._body(inp.volatile_ref, memory_only).decode() if inp.volatile_ref else ""
-        messages, cache_breakpoint = compose_messages(self.transcripts.resolve(transcript), volatile)
+        # From memory, nothing in the transcript refers to a stored body: there is nothing to resolve.
+        resolved = transcript if memory_only else self.transcripts.resolve(transcript)
+        messages, cache_breakpoint = compose_messages(resolved, volatile)
         metadata: dict[str, Any] = {"task_id": inp.task_id, "turn": inp.turn}
         if cache_breakpoint is not None:
             metadata["cache_breakpoint_message"] = cache_breakpoint

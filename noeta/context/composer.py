@@ -14,6 +14,8 @@ recorded (``ContextPlanComposed``) so a cache hit rate is measurable against ``U
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from noeta.protocols.messages import Message, TextBlock
 from noeta.protocols.task import ChannelContent, ChannelUse, ContextPlan
 
@@ -36,7 +38,7 @@ def compose_system(system_prompt: str | None, channels: list[ChannelContent]) ->
     return system, volatile_text, plan
 
 
-def compose_messages(transcript: list[Message], volatile_text: str) -> tuple[list[Message], int | None]:
+def compose_messages(transcript: Sequence[Message], volatile_text: str) -> tuple[list[Message], int | None]:
     """The request's messages and the index of the last cacheable one (the transcript's end)."""
     messages = list(transcript)
     breakpoint_index = len(messages) - 1 if messages else None
