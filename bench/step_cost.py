@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import functools
 import os
 import sys
 import tempfile
@@ -56,6 +57,11 @@ async def per_unit(run_one: Callable[[int], Awaitable[None]], count: int, warm_u
     return (cpu_seconds() - start) / count
 
 
+def round_trip(converter: Any, value: Any, kind: type) -> Any:
+    """``value`` encoded and decoded as ``kind`` by ``converter``, as between a workflow and an activity."""
+    return converter.from_payloads(converter.to_payloads([value]), [kind])[0]
+
+
 def environment() -> ActivityEnvironment:
     env = ActivityEnvironment()
     env.info = dataclasses.replace(env.info, start_to_close_timeout=timedelta(seconds=300))
@@ -87,8 +93,7 @@ def noeta_task(store_dir: str, inline_io: bool) -> Callable[[int], Awaitable[Non
     env = environment()
     fingerprint = registry.tool_spec(bench_output.name).fingerprint
 
-    def through_temporal(value: Any, kind: type) -> Any:
-        return converter.from_payloads(converter.to_payloads([value]), [kind])[0]
+    through_temporal = functools.partial(round_trip, converter)
 
     async def run_task(n: int) -> None:
         task_id = f"bench-{n}"
@@ -127,8 +132,7 @@ def floor_task() -> Callable[[int], Awaitable[None]]:
     converter = pydantic_data_converter.payload_converter
     env = environment()
 
-    def through_temporal(value: Any, kind: type) -> Any:
-        return converter.from_payloads(converter.to_payloads([value]), [kind])[0]
+    through_temporal = functools.partial(round_trip, converter)
 
     async def run_task(n: int) -> None:
         done = 0
