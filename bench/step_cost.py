@@ -11,9 +11,12 @@ Two halves of a step, each for Noeta and for the floor (bench/baseline_*.py):
   system's workflow (the floor's in the sandbox, as its worker runs it): the workflow side of a
   task, SDK core included.
 
-Prints CPU (user + system) per step or per task; nothing here is a timed test::
+- ``trips``: a trip to a thread and back, Noeta's pool against the stdlib's executor.
+
+Prints CPU (user + system) per step, per task or per trip; nothing here is a timed test::
 
     python bench/step_cost.py activities --tasks 300
+    python bench/step_cost.py trips
     python bench/concurrency.py --agents 1 --steps 50 --dump-histories /tmp/h && python bench/step_cost.py replay /tmp/h
 """
 
@@ -188,6 +191,35 @@ async def replay(args: argparse.Namespace) -> None:
         print(f"  {name}: {seconds * 1e3:.1f} ms CPU per replayed task ({len(history.events)} events, {path.name})")
 
 
+async def trips(args: argparse.Namespace) -> None:
+    """A trip to a thread and back with nothing to do there: Noeta's pool against the stdlib's
+    executor (what ``loop.run_in_executor`` uses), one call at a time and ``--at-once`` together."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from noeta.activities._threads import ThreadPool
+
+    print(f"# python bench/step_cost.py trips --calls {args.calls} --at-once {args.at_once}: 8 threads each")
+    loop = asyncio.get_running_loop()
+    executor, pool = ThreadPoolExecutor(8), ThreadPool(8, "io")
+    systems: list[tuple[str, Callable[[], Awaitable[Any]]]] = [
+        ("ThreadPoolExecutor", lambda: loop.run_in_executor(executor, int)),
+        ("noeta ThreadPool", lambda: pool.run(int)),
+    ]
+    for _ in range(2):  # twice, alternated: this machine's speed moves between runs
+        for name, trip in systems:
+            async def one(_: int) -> None:
+                await trip()
+
+            async def together(_: int) -> None:
+                await asyncio.gather(*(trip() for _ in range(args.at_once)))
+
+            alone = await per_unit(one, args.calls, warm_up=200)
+            batch = await per_unit(together, max(1, args.calls // args.at_once), warm_up=5) / args.at_once
+            print(f"  {name}: {alone * 1e6:.0f} µs CPU per trip one at a time, {batch * 1e6:.0f} µs {args.at_once} at once")
+    executor.shutdown()
+    pool.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="mode", required=True)
@@ -196,8 +228,11 @@ def main() -> None:
     rep = sub.add_parser("replay", help="a task's workflow side, replayed from recorded histories")
     rep.add_argument("histories", help="a directory written by bench/concurrency.py --dump-histories")
     rep.add_argument("--times", type=int, default=40)
+    tr = sub.add_parser("trips", help="a trip to an I/O thread and back")
+    tr.add_argument("--calls", type=int, default=3000)
+    tr.add_argument("--at-once", type=int, default=32)
     args = parser.parse_args()
-    asyncio.run(activities(args) if args.mode == "activities" else replay(args))
+    asyncio.run({"activities": activities, "replay": replay, "trips": trips}[args.mode](args))
 
 
 if __name__ == "__main__":

@@ -18,14 +18,11 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import itertools
 import logging
 import queue
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
-from dataclasses import dataclass
 from typing import Any
 
 from noeta.errors import WorkerBusyError
@@ -36,64 +33,95 @@ logger = logging.getLogger("noeta.worker.threads")
 _POLL_SECONDS = 0.02
 
 
-@dataclass
 class _Job:
-    fn: Callable[[], Any]
-    future: Future[Any]
-    label: str
-    started: float = 0.0
-    abandoned: bool = False
+    """One call: what a thread runs, and the caller's future its outcome goes to."""
+
+    __slots__ = ("fn", "args", "context", "loop", "future", "label", "started", "abandoned", "finished")
+
+    def __init__(
+        self,
+        fn: Callable[..., Any] | None,
+        args: tuple[Any, ...],
+        context: contextvars.Context | None,
+        loop: asyncio.AbstractEventLoop | None,
+        future: asyncio.Future[Any] | None,
+        label: str,
+    ) -> None:
+        self.fn, self.args, self.context = fn, args, context
+        self.loop, self.future, self.label = loop, future, label
+        self.started = 0.0
+        self.abandoned = False
+        self.finished = False
 
 
 #: Tells an idle thread to exit (see ThreadPool.close).
-_STOP = _Job(lambda: None, Future(), "stop")
+_STOP = _Job(None, (), None, None, None, "stop")
+
+
+def _deliver(future: asyncio.Future[Any], value: Any, error: BaseException | None) -> None:
+    """On the caller's loop: the call's outcome, unless the caller stopped waiting (cancelled)."""
+    if future.done():
+        return
+    if error is None:
+        future.set_result(value)
+    else:
+        future.set_exception(error)
 
 
 class ThreadPool:
-    """At most ``size`` daemon threads, started on demand and reused."""
+    """At most ``size`` daemon threads, started on demand and reused.
+
+    A call is a trip to a thread and back, which activities make on every step, so the trip is kept
+    to one queue put, one lock per side and one ``call_soon_threadsafe``: no ``concurrent.futures``
+    future (its condition variable), no ``threading.Semaphore`` (another), and calls that may wait
+    as long as it takes queue in order instead of polling for a free thread."""
 
     def __init__(self, size: int, name: str, setting: str = "") -> None:
         self.size, self.name, self.setting = size, name, setting
-        self._slots = threading.BoundedSemaphore(size)
         self._queue: queue.SimpleQueue[_Job] = queue.SimpleQueue()
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # guards the counts below
+        self._busy = 0  # calls holding a slot: queued or running
+        self._abandoned = 0
         self._threads = 0
         self._idle = 0
-        self._running: dict[int, _Job] = {}
-        self._ids = itertools.count(1)
+        self._backlog = 0  # calls queued while every thread was busy
         self._closed = False
 
     # -- counts -----------------------------------------------------------------------------------
 
     def stats(self) -> dict[str, int]:
         with self._lock:
-            busy = len(self._running)
-            abandoned = sum(1 for job in self._running.values() if job.abandoned)
-        return {"size": self.size, "busy": busy, "abandoned": abandoned}
+            return {"size": self.size, "busy": self._busy, "abandoned": self._abandoned}
 
     # -- running work -------------------------------------------------------------------------------
 
     async def run(self, fn: Callable[..., Any], *args: Any, label: str = "", wait_seconds: float | None = None) -> Any:
-        """``fn(*args)`` on a thread of this pool. Waits for a free thread up to ``wait_seconds``
-        (None: as long as it takes), then raises WorkerBusyError."""
-        await self._acquire(wait_seconds)
+        """``fn(*args)`` on a thread of this pool. With ``wait_seconds``, waits that long at most
+        for a free thread, then raises WorkerBusyError; without, queues behind the calls before it."""
+        loop = asyncio.get_running_loop()
+        if not self._take_slot(bounded=wait_seconds is not None):
+            await self._wait_for_slot(loop, wait_seconds)
         # With the caller's context, as asyncio.to_thread does: activity.heartbeat and the content
         # store's owner (noeta.context.ownership) need the activity's.
-        context = contextvars.copy_context()
-        job = self._start(lambda: context.run(fn, *args), label)
+        future = loop.create_future()
+        job = _Job(fn, args, contextvars.copy_context(), loop, future, label)
+        self._start(job)
         try:
-            return await asyncio.shield(asyncio.wrap_future(job.future))
+            return await future
         except asyncio.CancelledError:
-            if not job.future.done():
-                self._abandon(job)
+            self._abandon(job)  # the call itself runs on: a thread cannot be stopped
             raise
 
-    async def _acquire(self, wait_seconds: float | None) -> None:
-        if self._slots.acquire(blocking=False):
-            return
-        loop = asyncio.get_running_loop()
+    def _take_slot(self, bounded: bool = True) -> bool:
+        with self._lock:
+            if bounded and self._busy >= self.size:
+                return False
+            self._busy += 1
+            return True
+
+    async def _wait_for_slot(self, loop: asyncio.AbstractEventLoop, wait_seconds: float | None) -> None:
         deadline = None if wait_seconds is None else loop.time() + wait_seconds
-        while not self._slots.acquire(blocking=False):
+        while not self._take_slot():
             if deadline is not None and loop.time() >= deadline:
                 stats = self.stats()
                 raise WorkerBusyError(
@@ -103,18 +131,19 @@ class ThreadPool:
                 )
             await asyncio.sleep(_POLL_SECONDS)
 
-    def _start(self, fn: Callable[[], Any], label: str) -> _Job:
-        job = _Job(fn, Future(), label)
+    def _start(self, job: _Job) -> None:
         with self._lock:
-            spawn = self._idle == 0 and self._threads < self.size
-            if spawn:
+            spawn = False
+            if self._idle:
+                self._idle -= 1  # an idle thread takes it
+            elif self._threads < self.size:
                 self._threads += 1
+                spawn = True
             else:
-                self._idle -= 1
+                self._backlog += 1  # the next thread to finish its call takes it
         self._queue.put(job)
         if spawn:
             threading.Thread(target=self._serve, name=f"noeta-{self.name}-{self._threads}", daemon=True).start()
-        return job
 
     def close(self) -> None:
         """Let the threads go: idle ones exit now, busy ones when their call returns. A call
@@ -131,37 +160,42 @@ class ThreadPool:
             job = self._queue.get()
             if job is _STOP:
                 return
-            key = next(self._ids)
             job.started = time.monotonic()
-            with self._lock:
-                self._running[key] = job
-            fn, future, label, started = job.fn, job.future, job.label, job.started
-            del job
+            fn, args, context = job.fn, job.args, job.context
             value: Any = None
             error: BaseException | None = None
-            if future.set_running_or_notify_cancel():
-                try:
-                    value = fn()
-                except BaseException as exc:  # handed to the awaiting caller
-                    error = exc
-            del fn
-            with self._lock:
-                abandoned = self._running.pop(key).abandoned
-                leave = self._closed
-                if leave:
-                    self._threads -= 1
-                else:
-                    self._idle += 1
-            self._slots.release()
+            try:
+                assert fn is not None and context is not None
+                value = context.run(fn, *args)
+            except BaseException as exc:  # handed to the awaiting caller
+                error = exc
             # The caller is woken once this thread holds nothing of the call: its context holds the
             # activity, and through it the worker and the Temporal runtime that the worker's owner
             # frees as soon as the worker stops (noeta.client.runtime).
-            if not future.done():
-                if error is None:
-                    future.set_result(value)
+            del fn, args, context
+            job.fn, job.args, job.context = None, (), None
+            loop, future, label, started = job.loop, job.future, job.label, job.started
+            with self._lock:
+                job.finished = True
+                abandoned = job.abandoned
+                if abandoned:
+                    self._abandoned -= 1
+                self._busy -= 1
+                leave = False
+                if self._backlog:
+                    self._backlog -= 1  # a queued call: this thread takes it next
+                elif self._closed:
+                    self._threads -= 1
+                    leave = True
                 else:
-                    future.set_exception(error)
-            del value, error, future
+                    self._idle += 1
+            del job
+            if not abandoned and loop is not None and future is not None:
+                try:
+                    loop.call_soon_threadsafe(_deliver, future, value, error)
+                except RuntimeError:  # the loop is closed: nobody waits for this call any more
+                    pass
+            del value, error, future, loop
             if abandoned:
                 logger.warning(
                     "%s call %s returned after %.1f s, long after its attempt ended; its thread is free again",
@@ -171,7 +205,11 @@ class ThreadPool:
                 return
 
     def _abandon(self, job: _Job) -> None:
-        job.abandoned = True
+        with self._lock:
+            if job.finished:
+                return  # it returned meanwhile; its outcome just has no one to go to
+            job.abandoned = True
+            self._abandoned += 1
         stats = self.stats()
         logger.warning(
             "%s call %s is still running after its attempt ended; it keeps its thread until it returns "
