@@ -79,10 +79,9 @@ def noeta_task(store_dir: str, inline_io: bool) -> Callable[[int], Awaitable[Non
     from noeta.context.content_store import LocalContentStore
     from noeta.converter import data_converter
     from noeta.protocols.activity_io import CallModelInput, CallModelOutput, InvokeToolInput, InvokeToolOutput
-    from noeta.protocols.appends import tool_round_message
+    from noeta.protocols.appends import tool_result_block, tool_round_message
     from noeta.protocols.messages import Message, TextBlock, ToolUseBlock
     from noeta.protocols.task import AttemptBudget
-    from noeta.workflows.actions import tool_result_block
     from noeta.worker import Registry
 
     registry = Registry.of(tools=[bench_output], providers=[ScriptedProvider()], content_store=LocalContentStore(store_dir))
