@@ -34,28 +34,22 @@ _POLL_SECONDS = 0.02
 
 
 class _Job:
-    """One call: what a thread runs, and the caller's future its outcome goes to."""
+    """One call's bookkeeping, shared by its caller and its thread; what the thread runs travels
+    beside it on the queue, so the caller's job holds nothing of the call once the thread is done."""
 
-    __slots__ = ("fn", "args", "context", "loop", "future", "label", "started", "abandoned", "finished")
+    __slots__ = ("loop", "future", "label", "started", "abandoned", "finished")
 
-    def __init__(
-        self,
-        fn: Callable[..., Any] | None,
-        args: tuple[Any, ...],
-        context: contextvars.Context | None,
-        loop: asyncio.AbstractEventLoop | None,
-        future: asyncio.Future[Any] | None,
-        label: str,
-    ) -> None:
-        self.fn, self.args, self.context = fn, args, context
+    def __init__(self, loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], label: str) -> None:
         self.loop, self.future, self.label = loop, future, label
         self.started = 0.0
         self.abandoned = False
         self.finished = False
 
 
-#: Tells an idle thread to exit (see ThreadPool.close).
-_STOP = _Job(None, (), None, None, None, "stop")
+#: What a thread takes from the queue: the job, and the function, arguments and context it runs;
+#: None tells an idle thread to exit (see ThreadPool.close).
+_Call = tuple[_Job, Callable[..., Any], tuple[Any, ...], contextvars.Context]
+_STOP = None
 
 
 def _deliver(future: asyncio.Future[Any], value: Any, error: BaseException | None) -> None:
@@ -78,7 +72,7 @@ class ThreadPool:
 
     def __init__(self, size: int, name: str, setting: str = "") -> None:
         self.size, self.name, self.setting = size, name, setting
-        self._queue: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[_Call | None] = queue.SimpleQueue()
         self._lock = threading.Lock()  # guards the counts below
         self._busy = 0  # calls holding a slot: queued or running
         self._abandoned = 0
@@ -103,11 +97,10 @@ class ThreadPool:
             await self._wait_for_slot(loop, wait_seconds)
         # With the caller's context, as asyncio.to_thread does: activity.heartbeat and the content
         # store's owner (noeta.context.ownership) need the activity's.
-        future = loop.create_future()
-        job = _Job(fn, args, contextvars.copy_context(), loop, future, label)
-        self._start(job)
+        job = _Job(loop, loop.create_future(), label)
+        self._start((job, fn, args, contextvars.copy_context()))
         try:
-            return await future
+            return await job.future
         except asyncio.CancelledError:
             self._abandon(job)  # the call itself runs on: a thread cannot be stopped
             raise
@@ -131,7 +124,7 @@ class ThreadPool:
                 )
             await asyncio.sleep(_POLL_SECONDS)
 
-    def _start(self, job: _Job) -> None:
+    def _start(self, call: _Call) -> None:
         with self._lock:
             spawn = False
             if self._idle:
@@ -141,7 +134,7 @@ class ThreadPool:
                 spawn = True
             else:
                 self._backlog += 1  # the next thread to finish its call takes it
-        self._queue.put(job)
+        self._queue.put(call)
         if spawn:
             threading.Thread(target=self._serve, name=f"noeta-{self.name}-{self._threads}", daemon=True).start()
 
@@ -157,15 +150,15 @@ class ThreadPool:
 
     def _serve(self) -> None:
         while True:
-            job = self._queue.get()
-            if job is _STOP:
+            call = self._queue.get()
+            if call is _STOP:
                 return
+            job, fn, args, context = call
+            del call
             job.started = time.monotonic()
-            fn, args, context = job.fn, job.args, job.context
             value: Any = None
             error: BaseException | None = None
             try:
-                assert fn is not None and context is not None
                 value = context.run(fn, *args)
             except BaseException as exc:  # handed to the awaiting caller
                 error = exc
@@ -173,8 +166,6 @@ class ThreadPool:
             # activity, and through it the worker and the Temporal runtime that the worker's owner
             # frees as soon as the worker stops (noeta.client.runtime).
             del fn, args, context
-            job.fn, job.args, job.context = None, (), None
-            loop, future, label, started = job.loop, job.future, job.label, job.started
             with self._lock:
                 job.finished = True
                 abandoned = job.abandoned
@@ -189,8 +180,9 @@ class ThreadPool:
                     leave = True
                 else:
                     self._idle += 1
+            loop, future, label, started = job.loop, job.future, job.label, job.started
             del job
-            if not abandoned and loop is not None and future is not None:
+            if not abandoned:
                 try:
                     loop.call_soon_threadsafe(_deliver, future, value, error)
                 except RuntimeError:  # the loop is closed: nobody waits for this call any more
