@@ -4,13 +4,20 @@ the process, "Fatal Python error: PyGILState_Release ... finalizing", see noeta.
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
 import textwrap
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from noeta.client import runtime as runtime_module
+from noeta.client.runtime import private_runtime, release
 from tests.support.processes import ROOT
 
 #: What the stress runs do: a query() whose task fails in prepare is the last thing the script does.
@@ -110,3 +117,42 @@ def test_scripts_ending_with_a_failed_query_never_abort_at_exit(temporal_server,
     failures = [(code, err[-600:]) for code, _, err in results if code != 0]
     assert failures == [], f"{len(failures)} of {runs} runs failed: {failures[:2]}"
     assert {out for _, out, _ in results} == {"ResourceNotFoundError database\n"}
+
+
+class _HeldElsewhere:
+    """A runtime inside a cycle (as a worker and its client hold theirs) that a timer thread holds
+    for ``seconds``, as a runtime thread holds the worker's last poll a moment after the worker
+    has returned."""
+
+    def __init__(self, runtime: Any, seconds: float) -> None:
+        self.held: list[Any] = [{"runtime": runtime}]
+        self.held[0]["cycle"] = self.held[0]
+        self.timer = threading.Timer(seconds, self.let_go)
+        self.timer.start()
+
+    def let_go(self) -> None:
+        self.timer.cancel()
+        self.held.clear()
+
+
+def test_release_waits_for_a_reference_held_a_moment_longer() -> None:
+    runtime, alive = private_runtime()
+    holder = _HeldElsewhere(runtime, 0.3)
+    del runtime
+    release(alive)  # one collection alone leaves it alive: the cycle is still reachable then
+    assert alive() is None
+    holder.timer.join()
+
+
+def test_release_gives_up_with_a_warning(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setattr(runtime_module, "RELEASE_SECONDS", 0.2)
+    runtime, alive = private_runtime()
+    holder = _HeldElsewhere(runtime, 60)
+    del runtime
+    with caplog.at_level(logging.WARNING, logger="noeta.client.runtime"):
+        release(alive)
+    assert alive() is not None
+    assert "still referenced" in caplog.text
+    holder.let_go()
+    release(alive)
+    assert alive() is None

@@ -14,13 +14,21 @@ So ``query()`` and the synchronous ``Client`` run on a runtime of their own and 
 reference to it when they are done: ``query()`` before it returns (or raises), ``Client`` at
 ``close()``; an exit hook closes a ``Client`` left open. Afterwards none of its threads is left to
 call into a finalizing interpreter. A runtime passed in ``HostConfig.runtime`` is the caller's.
+
+Dropping is not always done at the first collection: a runtime thread finishing its last call
+into Python (the worker's final poll, answered "shut down") can still hold a reference to the
+awaiting future, and through it the worker, its client and the runtime, a moment after the
+awaiting side has returned. So the owner keeps a weak reference and :func:`release` collects
+again until the runtime is gone.
 """
 
 from __future__ import annotations
 
 import atexit
 import gc
+import logging
 import threading
+import time
 import traceback
 import weakref
 from typing import Protocol
@@ -32,15 +40,23 @@ class Closable(Protocol):
     def close(self) -> None: ...
 
 
+logger = logging.getLogger("noeta.client.runtime")
+
+#: How long release() waits for a runtime thread to let go of its last reference.
+RELEASE_SECONDS = 10.0
+_RELEASE_POLL_SECONDS = 0.005
+
 _open: weakref.WeakSet[Closable] = weakref.WeakSet()
 _hook_lock = threading.Lock()
 _hook_registered = False
 
 
-def private_runtime() -> Runtime:
-    """A runtime configured like temporalio's default, for one owner to drop when done."""
+def private_runtime() -> tuple[Runtime, weakref.ref[Runtime]]:
+    """A runtime configured like temporalio's default, for one owner to drop when done, and the
+    weak reference the owner keeps to hand to :func:`release`."""
     _register_exit_hook()
-    return Runtime(telemetry=TelemetryConfig())
+    runtime = Runtime(telemetry=TelemetryConfig())
+    return runtime, weakref.ref(runtime)
 
 
 def close_at_exit(owner: Closable) -> None:
@@ -53,8 +69,9 @@ def closed(owner: Closable) -> None:
     _open.discard(owner)
 
 
-def release(error: BaseException | None = None) -> None:
-    """Free the runtime whose owner has just dropped its references to it.
+def release(runtime: weakref.ref[Runtime], error: BaseException | None = None) -> None:
+    """Free ``runtime``, whose owner has just dropped its references to it; returns once it is
+    gone (its threads joined), or after RELEASE_SECONDS with a warning.
 
     Clients and workers hold their runtime in reference cycles, so a collection is what drops
     the last reference (and stops the runtime, joining its threads). ``error``, on its way out to
@@ -64,7 +81,15 @@ def release(error: BaseException | None = None) -> None:
     """
     if error is not None:
         _clear_locals(error)
+    deadline = time.monotonic() + RELEASE_SECONDS
     gc.collect()
+    while runtime() is not None:  # a runtime thread still held a way to it (see the module's doc)
+        if time.monotonic() >= deadline:
+            logger.warning("a Temporal runtime of Noeta's is still referenced %.0f s after its owner "
+                           "let it go; its threads stay until the next collection", RELEASE_SECONDS)
+            return
+        time.sleep(_RELEASE_POLL_SECONDS)
+        gc.collect()
 
 
 def _clear_locals(error: BaseException) -> None:

@@ -7,8 +7,11 @@ import asyncio
 import dataclasses
 import threading
 import warnings
+import weakref
 from collections.abc import Coroutine, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
+
+from temporalio.runtime import Runtime
 
 from noeta.client.host import HostConfig
 from noeta.client.messages import ViewItem
@@ -33,9 +36,11 @@ class Client:
         host = host or HostConfig()
         # A Temporal runtime of its own unless given one, stopped at close() while the interpreter
         # is alive: the default one would still run when it finalizes (noeta.client.runtime).
-        self._owns_runtime = host.runtime is None
-        if self._owns_runtime:
-            host = dataclasses.replace(host, runtime=private_runtime())
+        self._own_runtime: weakref.ref[Runtime] | None = None
+        if host.runtime is None:
+            runtime, self._own_runtime = private_runtime()
+            host = dataclasses.replace(host, runtime=runtime)
+            del runtime
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="noeta-client", daemon=True)
         self._thread.start()
@@ -146,8 +151,8 @@ class Client:
         self._loop.close()
         closed(self)
         self._async = None
-        if self._owns_runtime:
-            release(error)
+        if self._own_runtime is not None:
+            release(self._own_runtime, error)
 
 
 async def _finish_loop() -> None:

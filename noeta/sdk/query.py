@@ -11,12 +11,14 @@ import asyncio
 import concurrent.futures
 import dataclasses
 import uuid
+import weakref
 from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
+from temporalio.runtime import Runtime
 
 from noeta.builtins.memory.tool import add_memory
 from noeta.client.client import AsyncClient
@@ -184,9 +186,11 @@ def query(
     host = host or HostConfig()
     # A runtime of this call's own, stopped before returning: the default one would still be
     # running when the interpreter finalizes (noeta.client.runtime says why that can abort).
-    owned = host.runtime is None
-    if owned:
-        host = dataclasses.replace(host, runtime=private_runtime())
+    owned: weakref.ref[Runtime] | None = None
+    if host.runtime is None:
+        runtime, owned = private_runtime()
+        host = dataclasses.replace(host, runtime=runtime)
+        del runtime
     coro = aquery(
         options, goal=goal, provider=provider, workspace_dir=workspace_dir, images=images, host=host,
         task_id=task_id, resources=resources,
@@ -200,8 +204,8 @@ def query(
         raise
     finally:
         del coro
-        if owned:
-            release(failure)
+        if owned is not None:
+            release(owned, failure)
         del failure
 
 
