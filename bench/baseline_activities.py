@@ -12,6 +12,7 @@ from datetime import timedelta
 
 from temporalio import activity
 from temporalio.common import RetryPolicy
+from temporalio.exceptions import ApplicationError
 from workload import final_answer, tool_output
 
 WORKFLOW_NAME = "BenchBaselineLoop"
@@ -35,6 +36,9 @@ class LoopInput:
     padding: int = 0
     """Bytes of filler in each activity's input and output (the bench's --floor-padding): a
     calibration, to see what a step's extra history bytes cost the server."""
+    model_reads_results: bool = False
+    """Each model call gets the output of the tool call before it, as any agent's model must see
+    its tool results (the bench's "baseline-reads-results" floor); False: the model counts steps."""
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,8 @@ class ModelInput:
     done: int
     output_bytes: int
     padding: str = ""
+    tool_result: str | None = None
+    """The previous tool call's output, when the loop gives the model its tool results."""
 
 
 @dataclass(frozen=True)
@@ -74,7 +80,10 @@ class LoopResult:
 
 @activity.defn(name="bench.model")
 async def model(inp: ModelInput) -> ModelReply:
-    """The "model": a tool call while fewer than ``steps`` tools have run, then a final answer."""
+    """The "model": a tool call while fewer than ``steps`` tools have run, then a final answer.
+    Given tool results, it reads each: the one of the call it made last."""
+    if inp.tool_result is not None and not inp.tool_result.startswith(f"{inp.task_id}/call-{inp.done - 1}\n"):
+        raise ApplicationError(f"not the output of call-{inp.done - 1}: {inp.tool_result[:80]!r}", non_retryable=True)
     if inp.done < inp.steps:
         call = ToolCall(f"call-{inp.done}", {"bytes": inp.output_bytes, "step": inp.done})
         return ModelReply(tool_call=call, padding=inp.padding)

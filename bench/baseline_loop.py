@@ -4,6 +4,9 @@ Per step one "model" activity (a tool call while fewer than ``steps`` tools have
 answer) and one "tool" activity returning the same number of bytes as Noeta's tool. The model
 decides by step count, so this loop carries no transcript at all: everything Noeta does beyond
 that (transcript, content store, events, search attributes) is what the comparison measures.
+With ``model_reads_results`` each model call also gets the previous tool call's output, the least
+any agent loop carries (its model has to see what its tools returned); the conversation before
+it is the model's to keep, as a provider's stored conversation would.
 """
 
 from __future__ import annotations
@@ -34,15 +37,17 @@ class BaselineLoop:
         heartbeat = timedelta(seconds=inp.heartbeat_seconds) if inp.heartbeat_seconds else None
         padding = "p" * inp.padding
         done = 0
+        last_output: str | None = None
         while True:
             reply = await workflow.execute_activity(
-                model, ModelInput(task_id, inp.steps, done, inp.output_bytes, padding),
+                model, ModelInput(task_id, inp.steps, done, inp.output_bytes, padding, last_output),
                 start_to_close_timeout=ATTEMPT_TIMEOUT, heartbeat_timeout=heartbeat, retry_policy=RETRY,
             )
             if reply.tool_call is None:
                 return LoopResult(answer=reply.text or "", steps=done)
-            await workflow.execute_activity(
+            output = await workflow.execute_activity(
                 tool, ToolInput(task_id, reply.tool_call, padding),
                 start_to_close_timeout=ATTEMPT_TIMEOUT, heartbeat_timeout=heartbeat, retry_policy=RETRY,
             )
+            last_output = output if inp.model_reads_results else None
             done += 1

@@ -70,6 +70,7 @@ async def serve(args: argparse.Namespace) -> None:
         "noeta-sandboxed": noeta_worker,  # the same worker; its tasks carry a policy of their own
         "baseline": baseline_worker,
         "baseline-unsandboxed": baseline_unsandboxed_worker,
+        "baseline-reads-results": baseline_worker,  # the same worker; its tasks give the model tool results
     }[args.system]
     worker = await build(args, worker_kwargs)
     stop = asyncio.Event()
@@ -97,7 +98,7 @@ def poller_behavior(value: str) -> Any:
 def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("system", choices=["noeta", "noeta-sandboxed", "baseline", "baseline-unsandboxed"])
+    parser.add_argument("system", choices=["noeta", "noeta-sandboxed", "baseline", "baseline-unsandboxed", "baseline-reads-results"])
     parser.add_argument("--address", required=True)
     parser.add_argument("--queue", required=True)
     parser.add_argument("--home", required=True, help="Noeta's data directory (its content store)")

@@ -12,7 +12,10 @@ driver starts all N tasks at once and waits for every result.
 
 Noeta: ``build_worker`` with a scripted provider (a tool call while the transcript holds fewer than
 K tool results, then an answer) and one tool. Floor: bench/baseline_loop.py, a hand-written
-workflow with a "model" and a "tool" activity per step, same output bytes, pydantic converter.
+workflow with a "model" and a "tool" activity per step, same output bytes, pydantic converter; its
+model counts steps and never sees a tool result. With --with-floor-reading-results also that loop
+with each tool output passed on to the next model call ("baseline-reads-results"), the least an
+agent loop whose model reads its tool results carries in history.
 Both systems' activities get Noeta's heartbeat timeout (10 s; ``--heartbeat-seconds``) and both
 workers Noeta's sticky-queue timeout (5 s; ``--sticky-queue-timeout``): the server fires one timer
 per activity and per workflow task either way, but with temporalio's defaults the floor's fire later
@@ -40,6 +43,7 @@ import collections
 import contextlib
 import dataclasses
 import datetime
+import functools
 import importlib.metadata
 import itertools
 import json
@@ -88,6 +92,8 @@ SYSTEMS = ("baseline", "noeta")
 #: Measured on request (--with-sandbox-variants), to tell the workflow sandbox's share apart: the
 #: floor outside the sandbox, and Noeta tasks with a policy of their own (AgentWorkflow, sandboxed).
 SANDBOX_VARIANTS = ("baseline-unsandboxed", "noeta-sandboxed")
+#: Measured on request (--with-floor-reading-results): the floor whose model gets each tool output.
+READS_RESULTS_FLOOR = "baseline-reads-results"
 TRANSIENT_RPC = (
     RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED, RPCStatusCode.UNAVAILABLE,
     RPCStatusCode.RESOURCE_EXHAUSTED,
@@ -310,13 +316,15 @@ async def noeta_system(address: str, home: Path, args: argparse.Namespace, name:
 async def baseline_system(
     address: str, heartbeat_seconds: float | None, padding: int, name: str = "baseline"
 ) -> System:
+    loop_input = functools.partial(LoopInput, heartbeat_seconds=heartbeat_seconds, padding=padding,
+                                   model_reads_results=name == READS_RESULTS_FLOOR)
     from temporalio.client import Client
     from temporalio.contrib.pydantic import pydantic_data_converter
 
     temporal = await Client.connect(address, data_converter=pydantic_data_converter)
 
     async def start(task_id: str, steps: int, output_bytes: int, queue: str) -> None:
-        await temporal.start_workflow(BASELINE_WORKFLOW, LoopInput(steps, output_bytes, heartbeat_seconds, padding), id=task_id, task_queue=queue)
+        await temporal.start_workflow(BASELINE_WORKFLOW, loop_input(steps, output_bytes), id=task_id, task_queue=queue)
 
     async def check(task_id: str, steps: int) -> str | None:
         result = await temporal.get_workflow_handle(task_id, result_type=LoopResult).result()
@@ -675,7 +683,8 @@ def ratios(results: list[Figures], runs: dict[tuple[str, int, int], list[Figures
     # Noeta against the floor; with the variants measured, each also against its like.
     pairs = [("noeta / floor", "noeta", "baseline"),
              ("noeta / floor without sandbox", "noeta", "baseline-unsandboxed"),
-             ("noeta with own policy / floor", "noeta-sandboxed", "baseline")]
+             ("noeta with own policy / floor", "noeta-sandboxed", "baseline"),
+             ("noeta / floor whose model reads tool results", "noeta", READS_RESULTS_FLOOR)]
     for (label, system, baseline), (agents, steps) in itertools.product(pairs, sorted({(r.agents, r.steps) for r in results})):
         f, base = by_key.get((system, agents, steps)), by_key.get((baseline, agents, steps))
         if f is None or base is None:
@@ -818,7 +827,10 @@ def scenarios(args: argparse.Namespace) -> list[tuple[int, int]]:
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     from noeta.client.embedded import EmbeddedServer
 
-    systems = [args.only] if args.only else [*SYSTEMS, *(SANDBOX_VARIANTS if args.with_sandbox_variants else ())]
+    systems = [args.only] if args.only else [
+        *SYSTEMS, *(SANDBOX_VARIANTS if args.with_sandbox_variants else ()),
+        *((READS_RESULTS_FLOOR,) if args.with_floor_reading_results else ()),
+    ]
     runs_by_key: dict[tuple[str, int, int], list[Figures]] = {}
     info = machine()
     print(f"# {info['date']} · {info['nproc']} × {info['cpu']} · {info['memory_gb']} GB · Python {info['python']} · "
@@ -900,9 +912,11 @@ def main() -> None:
                                      epilog="\n".join(__doc__.splitlines()[1:6]))
     parser.add_argument("--agents", type=int, action="append", help="tasks started at once (repeatable)")
     parser.add_argument("--steps", type=int, action="append", help="tool steps per task (one per --agents)")
-    parser.add_argument("--only", choices=[*SYSTEMS, *SANDBOX_VARIANTS])
+    parser.add_argument("--only", choices=[*SYSTEMS, *SANDBOX_VARIANTS, READS_RESULTS_FLOOR])
     parser.add_argument("--with-sandbox-variants", action="store_true",
                         help="also measure the floor outside the sandbox and Noeta tasks with a policy of their own")
+    parser.add_argument("--with-floor-reading-results", action="store_true",
+                        help="also measure the floor whose model gets each tool call's output (as Noeta's does)")
     parser.add_argument("--repeat", type=int, default=1,
                         help="measure each scenario R times per system, interleaved; report medians (default 1)")
     parser.add_argument("--tool-output-bytes", type=int, default=200, help="bytes each tool call returns (default 200)")
