@@ -13,6 +13,7 @@ import pytest
 
 from noeta.activities._threads import ThreadPool
 from noeta.errors import WorkerBusyError
+from tests.support.waiting import eventually
 
 REQUEST = contextvars.ContextVar("REQUEST", default="none")
 
@@ -95,10 +96,7 @@ async def test_a_cancelled_call_is_counted_abandoned_until_its_thread_returns(ca
     assert await pool.run(str, 5) == "5"  # the other thread still serves
     release.set()
     await asyncio.to_thread(finished.wait, 5)
-    for _ in range(100):
-        if pool.stats()["busy"] == 0:
-            break
-        await asyncio.sleep(0.01)
+    await eventually(lambda: pool.stats()["busy"] == 0, timeout=1, interval=0.01)
     assert pool.stats() == {"size": 2, "busy": 0, "abandoned": 0}
     messages = [r.getMessage() for r in caplog.records]
     assert any("hung_tool is still running after its attempt ended" in m and "1 held by such calls" in m for m in messages)
@@ -111,17 +109,9 @@ async def test_close_lets_idle_threads_go_and_a_later_call_still_runs() -> None:
     await asyncio.gather(pool.run(int, "1"), pool.run(int, "2"))
     assert len(_pool_threads("closing")) >= 1
     pool.close()
-    for _ in range(100):
-        if not _pool_threads("closing"):
-            break
-        await asyncio.sleep(0.01)
-    assert not _pool_threads("closing")
+    await eventually(lambda: not _pool_threads("closing"), timeout=1, interval=0.01)
     assert await pool.run(int, "3") == 3  # a new thread, which leaves once its call returns
-    for _ in range(100):
-        if not _pool_threads("closing"):
-            break
-        await asyncio.sleep(0.01)
-    assert not _pool_threads("closing")
+    await eventually(lambda: not _pool_threads("closing"), timeout=1, interval=0.01)
 
 
 async def test_calls_queued_behind_busy_threads_still_run_after_close() -> None:
@@ -134,8 +124,4 @@ async def test_calls_queued_behind_busy_threads_still_run_after_close() -> None:
     gate.set()
     assert await asyncio.wait_for(first, 10) is True
     assert await asyncio.wait_for(asyncio.gather(*queued), 10) == [0, 1, 2]
-    for _ in range(100):
-        if not _pool_threads("draining"):
-            break
-        await asyncio.sleep(0.01)
-    assert not _pool_threads("draining")
+    await eventually(lambda: not _pool_threads("draining"), timeout=1, interval=0.01)

@@ -25,6 +25,7 @@ again until the runtime is gone.
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import gc
 import logging
 import threading
@@ -34,6 +35,8 @@ import weakref
 from typing import Protocol
 
 from temporalio.runtime import Runtime, TelemetryConfig
+
+from noeta.client.host import HostConfig
 
 
 class Closable(Protocol):
@@ -57,6 +60,15 @@ def private_runtime() -> tuple[Runtime, weakref.ref[Runtime]]:
     _register_exit_hook()
     runtime = Runtime(telemetry=TelemetryConfig())
     return runtime, weakref.ref(runtime)
+
+
+def with_own_runtime(host: HostConfig) -> tuple[HostConfig, weakref.ref[Runtime] | None]:
+    """``host`` with a private runtime unless it names one, and the weak reference its owner
+    hands to :func:`release` (None: the runtime is the caller's to drop)."""
+    if host.runtime is not None:
+        return host, None
+    runtime, alive = private_runtime()
+    return dataclasses.replace(host, runtime=runtime), alive
 
 
 def close_at_exit(owner: Closable) -> None:
@@ -123,4 +135,4 @@ def _close_open_owners() -> None:
     gc.collect()
 
 
-__all__ = ["close_at_exit", "closed", "private_runtime", "release"]
+__all__ = ["close_at_exit", "closed", "private_runtime", "release", "with_own_runtime"]

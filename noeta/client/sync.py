@@ -4,19 +4,15 @@ AsyncClient on a private event-loop thread)."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import threading
 import warnings
-import weakref
 from collections.abc import Coroutine, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
-
-from temporalio.runtime import Runtime
 
 from noeta.client.host import HostConfig
 from noeta.client.messages import ViewItem
 from noeta.client.options import Options
-from noeta.client.runtime import close_at_exit, closed, private_runtime, release
+from noeta.client.runtime import close_at_exit, closed, release, with_own_runtime
 from noeta.client.visibility import TaskSummary
 from noeta.context.content_store import ContentStore
 from noeta.protocols.event_log import EventEnvelope, Observer
@@ -36,11 +32,7 @@ class Client:
         host = host or HostConfig()
         # A Temporal runtime of its own unless given one, stopped at close() while the interpreter
         # is alive: the default one would still run when it finalizes (noeta.client.runtime).
-        self._own_runtime: weakref.ref[Runtime] | None = None
-        if host.runtime is None:
-            runtime, self._own_runtime = private_runtime()
-            host = dataclasses.replace(host, runtime=runtime)
-            del runtime
+        host, self._own_runtime = with_own_runtime(host)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="noeta-client", daemon=True)
         self._thread.start()

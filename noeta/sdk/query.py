@@ -11,21 +11,19 @@ import asyncio
 import concurrent.futures
 import dataclasses
 import uuid
-import weakref
 from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
-from temporalio.runtime import Runtime
 
 from noeta.builtins.memory.tool import add_memory
 from noeta.client.client import AsyncClient
 from noeta.client.config import Settings
 from noeta.client.messages import ViewItem, as_messages
 from noeta.client.options import HostConfig, Options
-from noeta.client.runtime import private_runtime, release
+from noeta.client.runtime import release, with_own_runtime
 from noeta.context.content_store import ContentStore
 from noeta.errors import ConfigurationError
 from noeta.protocols.budget import CallCounts
@@ -186,11 +184,7 @@ def query(
     host = host or HostConfig()
     # A runtime of this call's own, stopped before returning: the default one would still be
     # running when the interpreter finalizes (noeta.client.runtime says why that can abort).
-    owned: weakref.ref[Runtime] | None = None
-    if host.runtime is None:
-        runtime, owned = private_runtime()
-        host = dataclasses.replace(host, runtime=runtime)
-        del runtime
+    host, owned = with_own_runtime(host)
     coro = aquery(
         options, goal=goal, provider=provider, workspace_dir=workspace_dir, images=images, host=host,
         task_id=task_id, resources=resources,
