@@ -11,7 +11,7 @@ from noeta.errors import ConfigurationError
 from noeta.protocols.messages import Message, TextBlock
 from noeta.protocols.task import ChannelContent
 from noeta.providers.anthropic import AnthropicProvider
-from noeta.sdk.query import aquery
+from noeta.sdk._query import aquery
 from noeta.sdk.testing import FakeLLMProvider
 from tests.support.messages_server import (
     message,

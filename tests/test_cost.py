@@ -18,7 +18,7 @@ from noeta.errors import ConfigurationError
 from noeta.pricing import ModelPrice, PriceTable, parse_prices
 from noeta.protocols.messages import Usage
 from noeta.protocols.names import BASE_SEARCH_ATTRIBUTES, SEARCH_ATTRIBUTES
-from noeta.sdk.query import aquery
+from noeta.sdk._query import aquery
 from noeta.sdk.testing import FakeLLMProvider
 from tests.support.dev_server import make_older_release_database
 from tests.support.scripts import call, say

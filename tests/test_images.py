@@ -13,7 +13,7 @@ from noeta.protocols.tool import ToolResult
 from noeta.providers.anthropic import AnthropicProvider
 from noeta.providers.openai import OpenAIProvider
 from noeta.sdk.images import image
-from noeta.sdk.query import aquery
+from noeta.sdk._query import aquery
 from noeta.sdk.tools import tool
 from tests.support.chat_server import completion, running_chat_server
 from tests.support.messages_server import (

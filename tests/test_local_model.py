@@ -148,7 +148,7 @@ async def test_a_real_agent_turn_through_each_adapter(base_url: str, host, adapt
     """A durable task on the test server whose model is the local llama.cpp server, reached through
     the OpenAI and the Anthropic adapter: the generated text is what history records."""
     from noeta.client.options import Options
-    from noeta.sdk.query import aquery
+    from noeta.sdk._query import aquery
 
     if adapter == "openai":
         provider = OpenAIProvider(base_url=f"{base_url}/v1", api_key="", model=MODEL_ALIAS, name="local-openai")
@@ -258,7 +258,7 @@ async def test_a_durable_run_of_the_local_default_calls_a_builtin_tool(host) -> 
     from noeta.client.messages import ToolResultView
     from noeta.client.options import Options
     from noeta.providers.local import mentions
-    from noeta.sdk.query import aquery
+    from noeta.sdk._query import aquery
 
     provider = LocalModelProvider(name="local-e2e")
     try:

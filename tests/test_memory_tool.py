@@ -16,7 +16,7 @@ from noeta.client.options import HostConfig, Options
 from noeta.protocols.messages import LLMRequest, LLMResponse, Message, ToolResultBlock
 from noeta.protocols.names import MEMORY_RESOURCE
 from noeta.protocols.tool import ToolContext, ToolResult
-from noeta.sdk.query import aquery
+from noeta.sdk._query import aquery
 from noeta.sdk.testing import FakeLLMProvider
 from noeta.sdk.tools import tool
 from tests.support.scripts import call, say

@@ -9,7 +9,7 @@ from noeta.client.client import AsyncClient
 from noeta.client.options import HostConfig, Options
 from noeta.client.wire import envelope_to_dict
 from noeta.protocols.tool import ToolResult
-from noeta.sdk.query import aquery
+from noeta.sdk._query import aquery
 from noeta.sdk.testing import FakeLLMProvider
 from noeta.sdk.tools import tool
 from tests.support.scripts import call, say

@@ -15,6 +15,30 @@ def test_every_public_name_is_importable_from_the_sdk():
     assert {"Client", "AsyncClient", "Options", "query", "tool", "project"} <= set(noeta.sdk.__all__)
 
 
+#: Orders a user may import the API in: a name whose implementation module shares it (``query`` in
+#: a module ``query``) was bound to the module once that module loaded first.
+IMPORT_ORDERS = [
+    "from noeta.sdk import aquery, query",
+    "from noeta.sdk import QueryResult; from noeta.sdk import query",
+    "import noeta.sdk.testing; from noeta.sdk import query, tool, image",
+    "from noeta.sdk import *",
+]
+
+
+@pytest.mark.parametrize("statement", IMPORT_ORDERS)
+def test_every_exported_name_is_the_object_not_a_module_in_any_import_order(statement: str):
+    import subprocess
+    import sys
+
+    probe = (
+        f"import types; {statement}; import noeta.sdk as sdk; from noeta.sdk import *; "
+        "bad = [n for n in sdk.__all__ if isinstance(getattr(sdk, n), types.ModuleType)]; "
+        "print(','.join(bad) or 'ok', callable(query), callable(aquery))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["ok", "True", "True"]
+
+
 def test_the_client_package_no_longer_re_exports_the_api_but_old_imports_still_work():
     client = importlib.import_module("noeta.client")
     with pytest.warns(DeprecationWarning, match="import it from noeta.sdk"):
@@ -60,8 +84,8 @@ def test_a_tools_module_importing_the_sdk_does_not_load_the_client_side():
     # A worker process whose tools do `from noeta.sdk import tool` stays without the client side
     # (task operations, projection, query): the facade imports those names on first use.
     statement = "from noeta.sdk import tool, ToolResult; import noeta.worker"
-    assert loaded_by(statement, "noeta.client.client", "noeta.client.projection", "noeta.sdk.query") == []
-    assert loaded_by("from noeta.sdk import query", "noeta.sdk.query") == ["noeta.sdk.query"]  # the probe sees
+    assert loaded_by(statement, "noeta.client.client", "noeta.client.projection", "noeta.sdk._query") == []
+    assert loaded_by("from noeta.sdk import query", "noeta.sdk._query") == ["noeta.sdk._query"]  # the probe sees
 
 
 def test_a_worker_without_tracing_or_keys_loads_neither_opentelemetry_nor_cryptography():

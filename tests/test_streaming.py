@@ -11,7 +11,7 @@ from noeta.client.client import AsyncClient
 from noeta.client.options import HostConfig, Options
 from noeta.errors import TaskCancelledError
 from noeta.protocols.messages import StreamDelta
-from noeta.sdk.query import aquery
+from noeta.sdk._query import aquery
 from tests.support.chat_server import (
     FakeChatServer,
     Pause,

@@ -16,7 +16,7 @@ from noeta.errors import (
     ValidatorNotRegisteredError,
 )
 from noeta.protocols.validation import expect_validator
-from noeta.sdk.query import aquery
+from noeta.sdk._query import aquery
 from noeta.sdk.testing import FakeLLMProvider
 from tests.support.scripts import say
 

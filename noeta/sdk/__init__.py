@@ -69,9 +69,9 @@ _LAZY: dict[str, str] = {
     "ObservedCall": "noeta.resources.instrument",
     "instrument": "noeta.resources.instrument",
     "image": "noeta.sdk.images",
-    "QueryResult": "noeta.sdk.query",
-    "aquery": "noeta.sdk.query",
-    "query": "noeta.sdk.query",
+    "QueryResult": "noeta.sdk._query",
+    "aquery": "noeta.sdk._query",
+    "query": "noeta.sdk._query",
     "DecoratedTool": "noeta.sdk.tools",
     "SdkMcpServer": "noeta.sdk.tools",
     "create_sdk_mcp_server": "noeta.sdk.tools",
@@ -128,7 +128,7 @@ if TYPE_CHECKING:
     from noeta.resources.context import expect_resource, expect_scope, run_with
     from noeta.resources.instrument import ObservedCall, instrument
     from noeta.sdk.images import image
-    from noeta.sdk.query import QueryResult, aquery, query
+    from noeta.sdk._query import QueryResult, aquery, query
     from noeta.sdk.tools import DecoratedTool, SdkMcpServer, create_sdk_mcp_server, tool
     from noeta.worker import Registry
 

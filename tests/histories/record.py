@@ -30,7 +30,7 @@ from noeta.protocols.budget import UsageLimits
 from noeta.protocols.tool import ToolContext, ToolResult
 from noeta.protocols.validation import expect_validator
 from noeta.sdk.images import image
-from noeta.sdk.query import registry_for
+from noeta.sdk._query import registry_for
 from noeta.sdk.testing import FakeLLMProvider
 from noeta.sdk.tools import tool
 from noeta.worker import Registry, build_worker

@@ -18,7 +18,7 @@ from noeta.protocols.messages import LLMProvider
 from noeta.protocols.resources import equip_resource
 from noeta.protocols.tool import ToolResult
 from noeta.resources.context import expect_resource
-from noeta.sdk.query import registry_for
+from noeta.sdk._query import registry_for
 from noeta.sdk.tools import tool
 from noeta.worker import Registry, build_worker
 from tests.support.postgres import DSN as PG_DSN
