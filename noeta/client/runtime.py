@@ -1,4 +1,5 @@
-"""Temporal runtimes that Noeta owns, shut down while the interpreter is still fully alive.
+"""The Temporal runtime that Noeta's synchronous entry points share, stopped by an exit hook
+while the interpreter is still fully alive.
 
 Every temporalio client and worker runs on a Runtime: a pool of native (Tokio) threads that call
 into Python to complete each awaited call, including calls whose Python side was cancelled or
@@ -10,16 +11,15 @@ finish first, then the pool's threads are joined) when its last reference goes a
 interpreter; its default runtime, though, is a module global that only goes away during
 finalization, where that safe path is skipped.
 
-So ``query()`` and the synchronous ``Client`` run on a runtime of their own and drop every
-reference to it when they are done: ``query()`` before it returns (or raises), ``Client`` at
-``close()``; an exit hook closes a ``Client`` left open. Afterwards none of its threads is left to
-call into a finalizing interpreter. A runtime passed in ``HostConfig.runtime`` is the caller's.
-
-Dropping is not always done at the first collection: a runtime thread finishing its last call
-into Python (the worker's final poll, answered "shut down") can still hold a reference to the
-awaiting future, and through it the worker, its client and the runtime, a moment after the
-awaiting side has returned. So the owner keeps a weak reference and :func:`release` collects
-again until the runtime is gone.
+So ``query()`` and the synchronous ``Client`` run on one runtime per process (:func:`shared_runtime`),
+never on temporalio's default, and stop it in one place: an exit hook, which runs before
+finalization, closes every ``Client`` left open and then drops the runtime (:func:`release`).
+Stopping a runtime after each call instead (as Noeta once did) made every call's end race the
+runtime's own threads: a thread finishing the worker's last poll holds the awaiting future, and
+through it the worker, its client and the runtime, a moment after the awaiting side returned, and
+on a loaded machine one release in a few hundred waited its full bound and left the threads
+running. One runtime per process has one release, after the script's work, and no call pays for a
+runtime's start and a full collection. A runtime passed in ``HostConfig.runtime`` is the caller's.
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ import atexit
 import dataclasses
 import gc
 import logging
+import os
 import threading
 import time
-import traceback
 import weakref
 from typing import Protocol
 
@@ -50,25 +50,27 @@ RELEASE_SECONDS = 10.0
 _RELEASE_POLL_SECONDS = 0.005
 
 _open: weakref.WeakSet[Closable] = weakref.WeakSet()
-_hook_lock = threading.Lock()
+_lock = threading.Lock()
 _hook_registered = False
+#: The process's shared runtime and the pid that made it (a forked child makes its own: a runtime
+#: cannot be used across a fork).
+_shared: tuple[Runtime, int] | None = None
 
 
-def private_runtime() -> tuple[Runtime, weakref.ref[Runtime]]:
-    """A runtime configured like temporalio's default, for one owner to drop when done, and the
-    weak reference the owner keeps to hand to :func:`release`."""
+def shared_runtime() -> Runtime:
+    """This process's runtime for ``query()`` and the synchronous ``Client``, made on first use and
+    stopped by the exit hook (after it has closed the clients still open)."""
+    global _shared
     _register_exit_hook()
-    runtime = Runtime(telemetry=TelemetryConfig())
-    return runtime, weakref.ref(runtime)
+    with _lock:
+        if _shared is None or _shared[1] != os.getpid():
+            _shared = (Runtime(telemetry=TelemetryConfig()), os.getpid())
+        return _shared[0]
 
 
-def with_own_runtime(host: HostConfig) -> tuple[HostConfig, weakref.ref[Runtime] | None]:
-    """``host`` with a private runtime unless it names one, and the weak reference its owner
-    hands to :func:`release` (None: the runtime is the caller's to drop)."""
-    if host.runtime is not None:
-        return host, None
-    runtime, alive = private_runtime()
-    return dataclasses.replace(host, runtime=runtime), alive
+def with_shared_runtime(host: HostConfig) -> HostConfig:
+    """``host`` on the process's shared runtime unless it names a runtime of its own."""
+    return host if host.runtime is not None else dataclasses.replace(host, runtime=shared_runtime())
 
 
 def close_at_exit(owner: Closable) -> None:
@@ -81,58 +83,50 @@ def closed(owner: Closable) -> None:
     _open.discard(owner)
 
 
-def release(runtime: weakref.ref[Runtime], error: BaseException | None = None) -> None:
-    """Free ``runtime``, whose owner has just dropped its references to it; returns once it is
-    gone (its threads joined), or after RELEASE_SECONDS with a warning.
+def release(runtime: weakref.ref[Runtime]) -> bool:
+    """Free ``runtime``, whose owner has just dropped its references to it; returns True once it
+    is gone (its threads joined), or False after RELEASE_SECONDS with a warning.
 
     Clients and workers hold their runtime in reference cycles, so a collection is what drops
-    the last reference (and stops the runtime, joining its threads). ``error``, on its way out to
-    the caller, would keep the runtime alive through the locals of the finished frames in its
-    traceback (a workflow handle holds the client): those locals are cleared, file and line
-    entries stay.
+    the last reference (and stops the runtime, joining its threads); a runtime thread finishing
+    its last call into Python can still hold a way to it for a moment, so collect until gone.
     """
-    if error is not None:
-        _clear_locals(error)
     deadline = time.monotonic() + RELEASE_SECONDS
     gc.collect()
-    while runtime() is not None:  # a runtime thread still held a way to it (see the module's doc)
+    while runtime() is not None:
         if time.monotonic() >= deadline:
             logger.warning("a Temporal runtime of Noeta's is still referenced %.0f s after its owner "
                            "let it go; its threads stay until the next collection", RELEASE_SECONDS)
-            return
+            return False
         time.sleep(_RELEASE_POLL_SECONDS)
         gc.collect()
-
-
-def _clear_locals(error: BaseException) -> None:
-    seen: set[int] = set()
-    pending: list[BaseException | None] = [error]
-    while pending:
-        err = pending.pop()
-        if err is None or id(err) in seen:
-            continue
-        seen.add(id(err))
-        if err.__traceback__ is not None:
-            traceback.clear_frames(err.__traceback__)  # skips frames still executing
-        pending += [err.__cause__, err.__context__]
+    return True
 
 
 def _register_exit_hook() -> None:
     global _hook_registered
-    with _hook_lock:
+    with _lock:
         if not _hook_registered:
-            atexit.register(_close_open_owners)
+            atexit.register(_stop_at_exit)
             _hook_registered = True
 
 
-def _close_open_owners() -> None:
-    # Exit hooks run before finalization starts: the last moment a runtime can stop safely.
+def _stop_at_exit() -> None:
+    """Exit hooks run before finalization starts: the last moment a runtime can stop safely."""
+    global _shared
     for owner in list(_open):
         try:
             owner.close()
         except Exception:  # noqa: BLE001  (leaving anyway: one owner's failure must not keep the rest open)
             pass
-    gc.collect()
+    with _lock:
+        shared, _shared = _shared, None
+    if shared is not None:
+        alive = weakref.ref(shared[0])
+        del shared
+        release(alive)
+    else:
+        gc.collect()
 
 
-__all__ = ["close_at_exit", "closed", "private_runtime", "release", "with_own_runtime"]
+__all__ = ["close_at_exit", "closed", "release", "shared_runtime", "with_shared_runtime"]

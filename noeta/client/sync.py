@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from noeta.client.host import HostConfig
 from noeta.client.messages import ViewItem
 from noeta.client.options import Options
-from noeta.client.runtime import close_at_exit, closed, release, with_own_runtime
+from noeta.client.runtime import close_at_exit, closed, with_shared_runtime
 from noeta.client.visibility import TaskSummary
 from noeta.context.content_store import ContentStore
 from noeta.protocols.event_log import EventEnvelope, Observer
@@ -29,10 +29,9 @@ class Client:
     """The synchronous twin of :class:`AsyncClient` (same methods, blocking)."""
 
     def __init__(self, host: HostConfig | None = None, observers: Sequence[Observer] = ()) -> None:
-        host = host or HostConfig()
-        # A Temporal runtime of its own unless given one, stopped at close() while the interpreter
-        # is alive: the default one would still run when it finalizes (noeta.client.runtime).
-        host, self._own_runtime = with_own_runtime(host)
+        # The process's shared runtime unless given one, never temporalio's default: that one would
+        # still run when the interpreter finalizes (noeta.client.runtime).
+        host = with_shared_runtime(host or HostConfig())
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="noeta-client", daemon=True)
         self._thread.start()
@@ -41,9 +40,8 @@ class Client:
         self._async: AsyncClient | None = None
         try:
             self._async = self._run(AsyncClient.connect(host, observers))
-        except BaseException as err:
-            del host
-            self._stop(err)
+        except BaseException:
+            self._stop()
             raise
         self.content_store: ContentStore = self._async.content_store
         self.memory: Any = self._async.memory
@@ -128,11 +126,11 @@ class Client:
         return self._run(self.aio.messages(task_id))
 
     def shutdown(self) -> None:
-        """Stop the event-loop thread (``close()`` does, after closing the client) and, when this
-        client created its Temporal runtime, that runtime and its threads."""
+        """Stop the event-loop thread (``close()`` does, after closing the client). The Temporal
+        runtime is the process's, stopped at exit (noeta.client.runtime), or the caller's."""
         self._stop()
 
-    def _stop(self, error: BaseException | None = None) -> None:
+    def _stop(self) -> None:
         if self._thread.is_alive():
             # As asyncio.run ends: nothing left awaiting a call into the runtime.
             asyncio.run_coroutine_threadsafe(_finish_loop(), self._loop).result(timeout=30)
@@ -143,8 +141,6 @@ class Client:
         self._loop.close()
         closed(self)
         self._async = None
-        if self._own_runtime is not None:
-            release(self._own_runtime, error)
 
 
 async def _finish_loop() -> None:

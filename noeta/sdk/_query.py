@@ -23,7 +23,7 @@ from noeta.client.client import AsyncClient
 from noeta.client.config import Settings
 from noeta.client.messages import ViewItem, as_messages
 from noeta.client.options import HostConfig, Options
-from noeta.client.runtime import release, with_own_runtime
+from noeta.client.runtime import with_shared_runtime
 from noeta.context.content_store import ContentStore
 from noeta.errors import ConfigurationError
 from noeta.protocols.budget import CallCounts
@@ -181,26 +181,13 @@ def query(
         raise ConfigurationError(f"query() takes Options as its first argument, got {options!r}")
     # Read here: the helper thread below does not inherit this context.
     resources = {**ambient_resources(), **(resources or {})}
-    host = host or HostConfig()
-    # A runtime of this call's own, stopped before returning: the default one would still be
-    # running when the interpreter finalizes (noeta.client.runtime says why that can abort).
-    host, owned = with_own_runtime(host)
-    coro = aquery(
+    # The process's shared runtime, never temporalio's default: that one would still be running
+    # when the interpreter finalizes (noeta.client.runtime says why that can abort).
+    host = with_shared_runtime(host or HostConfig())
+    return _run_to_end(aquery(
         options, goal=goal, provider=provider, workspace_dir=workspace_dir, images=images, host=host,
         task_id=task_id, resources=resources,
-    )
-    del host  # no reference to the runtime may outlive the call
-    failure: BaseException | None = None
-    try:
-        return _run_to_end(coro)
-    except BaseException as err:
-        failure = err
-        raise
-    finally:
-        del coro
-        if owned is not None:
-            release(owned, failure)
-        del failure
+    ))
 
 
 def _run_to_end(coro: Coroutine[Any, Any, QueryResult]) -> QueryResult:
