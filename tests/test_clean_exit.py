@@ -43,8 +43,8 @@ AT_EXIT_CHECK = textwrap.dedent("""
     atexit.register(at_exit)
 """)
 
-#: What the stress runs do: a query() whose task fails in prepare is the last thing the script does.
-FAILING_QUERY = AT_EXIT_CHECK + textwrap.dedent("""
+#: A query() whose task fails in prepare_task (its tool needs a resource nobody provides).
+FAILING_QUERY_CALL = textwrap.dedent("""
     from noeta.sdk import LLMResponse, Options, ResourceNotFoundError, TextBlock, ToolResult, query, tool
     from noeta.sdk.testing import FakeLLMProvider
 
@@ -52,12 +52,22 @@ FAILING_QUERY = AT_EXIT_CHECK + textwrap.dedent("""
     def list_users(arguments, ctx):
         return ToolResult(success=True, output="never")
 
-    provider = FakeLLMProvider(responses=[LLMResponse(stop_reason="end_turn", content=[TextBlock("no")])])
-    try:
+    def failing_query():
+        provider = FakeLLMProvider(responses=[LLMResponse(stop_reason="end_turn", content=[TextBlock("no")])])
         query(Options(allowed_tools=[list_users]), goal="Who are the users?", provider=provider)
+""")
+
+#: What the stress runs do: that query() is the last thing the script does.
+FAILING_QUERY = AT_EXIT_CHECK + FAILING_QUERY_CALL + textwrap.dedent("""
+    try:
+        failing_query()
     except ResourceNotFoundError as err:
         print(type(err).__name__, err.key)
 """)
+
+#: The same query() with its error left uncaught: the interpreter keeps that error (and through its
+#: traceback the call's client and runtime) until it finalizes.
+UNCAUGHT_QUERY = AT_EXIT_CHECK + FAILING_QUERY_CALL + "failing_query()\n"
 
 #: Each way of using Noeta synchronously, one after the other, all on the process's one runtime.
 THREADS = AT_EXIT_CHECK + textwrap.dedent("""
@@ -133,6 +143,12 @@ def test_scripts_ending_with_a_failed_query_never_abort_at_exit(temporal_server,
     failures = [(code, err[-600:]) for code, _, err in results if code != 0]
     assert failures == [], f"{len(failures)} of {runs} runs failed: {failures[:2]}"
     assert {out for _, out, _ in results} == {"ResourceNotFoundError database\nat exit 0\n"}
+
+
+def test_a_script_whose_query_error_is_not_caught_still_stops_the_runtime(temporal_server, tmp_path: Path):
+    proc = run_script(UNCAUGHT_QUERY, temporal_server.address, tmp_path / "home")
+    assert proc.returncode == 1 and "ResourceNotFoundError" in proc.stderr
+    assert proc.stdout == "at exit 0\n", proc.stderr
 
 
 class _HeldElsewhere:

@@ -29,8 +29,10 @@ import dataclasses
 import gc
 import logging
 import os
+import sys
 import threading
 import time
+import traceback
 import weakref
 from typing import Protocol
 
@@ -103,6 +105,25 @@ def release(runtime: weakref.ref[Runtime]) -> bool:
     return True
 
 
+def clear_finished_frames(error: BaseException | None) -> None:
+    """Clear the locals of the finished frames in ``error``'s traceback (and its causes'), keeping
+    their file and line entries: an error on its way out of ``query()`` or a ``Client`` call would
+    otherwise keep the call's worker, client and runtime alive for as long as it is kept; the
+    interpreter keeps the last uncaught one (``sys.last_value``) until it finalizes."""
+    seen: set[int] = set()
+    pending: list[BaseException | None] = [error]
+    while pending:
+        err = pending.pop()
+        if err is None or id(err) in seen:
+            continue
+        seen.add(id(err))
+        if err.__traceback__ is not None:
+            traceback.clear_frames(err.__traceback__)  # skips frames still executing
+        pending += [err.__cause__, err.__context__]
+        if isinstance(err, BaseExceptionGroup):
+            pending += list(err.exceptions)
+
+
 def _register_exit_hook() -> None:
     global _hook_registered
     with _lock:
@@ -114,6 +135,8 @@ def _register_exit_hook() -> None:
 def _stop_at_exit() -> None:
     """Exit hooks run before finalization starts: the last moment a runtime can stop safely."""
     global _shared
+    # An uncaught error's traceback was printed; its frames would hold a client to the runtime.
+    clear_finished_frames(getattr(sys, "last_value", None))
     for owner in list(_open):
         try:
             owner.close()
@@ -129,4 +152,4 @@ def _stop_at_exit() -> None:
         gc.collect()
 
 
-__all__ = ["close_at_exit", "closed", "release", "shared_runtime", "with_shared_runtime"]
+__all__ = ["clear_finished_frames", "close_at_exit", "closed", "release", "shared_runtime", "with_shared_runtime"]

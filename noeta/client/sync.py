@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from noeta.client.host import HostConfig
 from noeta.client.messages import ViewItem
 from noeta.client.options import Options
-from noeta.client.runtime import close_at_exit, closed, with_shared_runtime
+from noeta.client.runtime import clear_finished_frames, close_at_exit, closed, with_shared_runtime
 from noeta.client.visibility import TaskSummary
 from noeta.context.content_store import ContentStore
 from noeta.protocols.event_log import EventEnvelope, Observer
@@ -52,7 +52,11 @@ class Client:
         if self._loop.is_closed():
             coro.close()
             raise RuntimeError("this Client is closed")
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+        try:
+            return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+        except BaseException as err:
+            clear_finished_frames(err)  # the caller gets the error, not the client's call frames
+            raise
 
     @property
     def aio(self) -> AsyncClient:

@@ -23,7 +23,7 @@ from noeta.client.client import AsyncClient
 from noeta.client.config import Settings
 from noeta.client.messages import ViewItem, as_messages
 from noeta.client.options import HostConfig, Options
-from noeta.client.runtime import with_shared_runtime
+from noeta.client.runtime import clear_finished_frames, with_shared_runtime
 from noeta.context.content_store import ContentStore
 from noeta.errors import ConfigurationError
 from noeta.protocols.budget import CallCounts
@@ -183,11 +183,14 @@ def query(
     resources = {**ambient_resources(), **(resources or {})}
     # The process's shared runtime, never temporalio's default: that one would still be running
     # when the interpreter finalizes (noeta.client.runtime says why that can abort).
-    host = with_shared_runtime(host or HostConfig())
-    return _run_to_end(aquery(
-        options, goal=goal, provider=provider, workspace_dir=workspace_dir, images=images, host=host,
-        task_id=task_id, resources=resources,
-    ))
+    try:  # (no local of this frame holds the runtime: the error's traceback keeps this frame)
+        return _run_to_end(aquery(
+            options, goal=goal, provider=provider, workspace_dir=workspace_dir, images=images,
+            host=with_shared_runtime(host or HostConfig()), task_id=task_id, resources=resources,
+        ))
+    except BaseException as err:
+        clear_finished_frames(err)  # the caller gets the error, not this call's worker and client
+        raise
 
 
 def _run_to_end(coro: Coroutine[Any, Any, QueryResult]) -> QueryResult:
