@@ -203,11 +203,51 @@ async def test_chit_chat_gets_text_not_a_tool_call() -> None:
 
 async def test_a_gate_no_call_can_pass_leaves_the_answer_to_the_text_model() -> None:
     provider = LocalModelProvider(min_confidence=1.01)  # confidence is at most 1
-    try:
-        response = await provider.complete(ask("What is 37 * 91?", builtin_schemas()))
+    try:  # "wait" has no argument rule: the router alone decides it
+        response = await provider.complete(ask("Wait for 2 seconds.", builtin_schemas()))
     finally:
         stop()
     assert response.stop_reason in ("end_turn", "max_tokens") and response.text.strip()
+
+
+async def test_the_rules_keep_whole_expressions_and_call_when_the_router_is_unsure() -> None:
+    from noeta.protocols.messages import ToolUseBlock
+
+    provider = LocalModelProvider()
+    whole = await provider.complete(ask("What is 345 + 678 - 123?", builtin_schemas()))
+    assert whole.content == [ToolUseBlock("local-1-1", "calculator", {"expression": "345 + 678 - 123"})]
+    assert whole.raw is not None and whole.raw["rules"] == ["calculator"]
+    unsure = LocalModelProvider(min_confidence=1.01)  # the router's own call can never pass
+    words = await unsure.complete(ask("What is 100 divided by 8?", builtin_schemas()))
+    assert words.content == [ToolUseBlock("local-1-1", "calculator", {"expression": "100 / 8"})]
+
+
+async def test_a_question_whose_tool_is_missing_says_so_instead_of_making_up_a_result() -> None:
+    provider = LocalModelProvider()
+    deltas = Deltas()
+    response = await provider.stream(ask("Read the file notes.txt", builtin_schemas(("calculator",))), deltas)
+    assert response.raw == {"no_tool_result": True, "needs": ["read_file"]}
+    assert "read_file" in response.text and "no result" in response.text
+    assert deltas.joined() == response.text
+    without_tools = await provider.complete(ask("What is 2 + 2?", []))
+    assert without_tools.raw is not None and without_tools.raw["needs"] == ["calculator"]
+    unreadable = await provider.complete(ask("How many words are in my essay?", builtin_schemas()))
+    assert unreadable.raw is not None and unreadable.raw["no_tool_result"] and "quotes" in unreadable.text
+
+
+async def test_the_same_prompt_writes_the_same_text_whatever_the_process_served_before() -> None:
+    provider = LocalModelProvider()
+    prompts = ["Write one sentence about rivers.", "Say hello to Ana.", "Describe a quiet morning."]
+    try:
+        first = [(await provider.complete(hello_to(p))).text for p in prompts]
+        again = [(await provider.complete(hello_to(p))).text for p in reversed(prompts)]
+    finally:
+        stop()
+    assert again[::-1] == first
+
+
+def hello_to(text: str) -> LLMRequest:
+    return LLMRequest(model=None, messages=[Message("user", [TextBlock(text)])], max_tokens=24)
 
 
 def test_arguments_failing_the_schema_are_not_valid() -> None:

@@ -7,16 +7,23 @@ Two local models, each doing what it is good at:
   newest message is the user's text and the request has tools, it picks tools and fills their
   arguments from that text. Calls are kept only if the tool exists, the arguments pass its
   ``input_schema`` and the router is confident enough; then the response is ``tool_use``.
+- :mod:`noeta.providers.local_intents` reads the built-in tools' arguments from the text by rules
+  (whole expressions, quoted text, file names, time questions): where a rule fires, its call
+  replaces the router's for that tool, and is made even when the router was unsure.
 - :mod:`noeta.providers.local_text` (SmolLM2-135M-Instruct on llama.cpp) writes the text: after
   tool results it answers the question from them; with no tool call it just chats.
 
 A 135M model can drift away from the facts it is given, so an answer written after tool results is
 kept only if it states every result; otherwise the provider answers with the results themselves
-(``raw["writer"]`` keeps what the model wrote, ``raw["fallback"]`` says it happened). Every
-decision is recorded in the response's ``raw`` (router confidence, dropped calls).
+(``raw["writer"]`` keeps what the model wrote, ``raw["fallback"]`` says it happened). Nor does it
+answer a question that needs a tool's result it does not have (a sum, a count of words, a file, the
+time, with that tool missing or its argument unreadable): it says which tool it would need
+(``raw["no_tool_result"]``) instead of letting the text model make the result up. Every decision
+is recorded in the response's ``raw`` (router confidence, dropped calls, the rules' calls).
 
 Deterministic: greedy decoding in both models, no date in the router's prompt, call ids derived
-from the transcript. Concurrency-safe: the router serialises its engine with a lock; the text
+from the transcript, and the text server reuses nothing of an earlier request (no prompt cache), so
+the same request gives the same text whatever the process served before. Concurrency-safe: the router serialises its engine with a lock; the text
 server has one slot, so concurrent requests queue.
 """
 
@@ -37,12 +44,12 @@ from noeta.protocols.messages import (
     ToolUseBlock,
     Usage,
 )
-from noeta.providers import local_text, needle_router
+from noeta.providers import local_intents, local_text, needle_router
 from noeta.providers._sse import OnDelta
 from noeta.providers.local_text import MODEL_ALIAS, ensure_server, model_path, stop
 from noeta.providers.openai import OpenAIProvider
 
-__all__ = ["LocalModelProvider", "MODEL_ALIAS", "ensure_server", "model_path", "stop", "mentions"]
+__all__ = ["MODEL_ALIAS", "LocalModelProvider", "ensure_server", "mentions", "model_path", "stop"]
 
 ROUTER_MODEL = "needle3"
 #: A chat answer without ``max_tokens`` stops here: the small model otherwise rambles.
@@ -119,6 +126,23 @@ def _text_only(messages: list[Message]) -> list[Message]:
     return kept
 
 
+def _without_result(needed: list[str], tools: list[dict[str, Any]]) -> LLMResponse:
+    """The answer to a question that needs a tool's result the provider did not get: which tool,
+    and why it was not called, instead of a result made up by the text model."""
+    served = {t.get("name") for t in tools}
+    missing = [name for name in needed if name not in served]
+    if missing:
+        text = (f"I cannot answer that without the {' and '.join(missing)} tool"
+                f"{'s' if len(missing) > 1 else ''}, which this task does not have, so I have no result to give.")
+    else:
+        hints = {local_intents.WORD_COUNT: "put the text in quotes", local_intents.CALCULATOR: "write the expression "
+                 "with numbers and operators", local_intents.READ_FILE: "name the file, e.g. notes.txt"}
+        text = (f"I could not tell what to give the {' and '.join(needed)} tool from that, so I have no result "
+                f"to give; {'; '.join(hints.get(name, 'say it again') for name in needed)}.")
+    return LLMResponse(stop_reason="end_turn", content=[TextBlock(text)], usage=Usage(),
+                       raw={"no_tool_result": True, "needs": needed})
+
+
 class LocalModelProvider:
     """The embedded default: Needle decides tool calls, SmolLM2 writes. See the module docstring."""
 
@@ -164,26 +188,44 @@ class LocalModelProvider:
                 if asyncio.iscoroutine(outcome):
                     await outcome
             return response
-        if request.tools and last is not None and last.role == "user" and last.text.strip():
-            routed = await self._route(request, last.text)
-            if routed is not None:
-                return routed
+        if last is not None and last.role == "user" and last.text.strip():
+            if request.tools:
+                routed = await self._route(request, last.text)
+                if routed is not None:
+                    return routed
+            needed = local_intents.needs(last.text)
+            if needed:
+                response = _without_result(needed, request.tools)
+                if on_delta is not None:
+                    outcome = on_delta("text", response.text)
+                    if asyncio.iscoroutine(outcome):
+                        await outcome
+                return response
         return await self._chat(request, on_delta)
 
     async def _route(self, request: LLMRequest, text: str) -> LLMResponse | None:
         decision = await asyncio.to_thread(needle_router.route, text, request.tools, self.min_confidence)
+        ruled = [i for i in local_intents.intents(text) if local_intents.served(i, request.tools)]
         raw: dict[str, Any] = {
             "router": ROUTER_MODEL,
             "confidence": decision.confidence,
             "dropped": [{"name": c.name, "arguments": c.arguments} for c in decision.dropped],
         }
-        if not decision.calls:
+        calls = [(c.name, c.arguments) for c in decision.calls]
+        if ruled:
+            # The rules read the built-in tools' arguments whole; the router keeps the other tools.
+            raw["router_calls"] = [{"name": name, "arguments": arguments} for name, arguments in calls]
+            raw["rules"] = [i.tool for i in ruled]
+            calls = [(i.tool, i.arguments) for i in ruled] + [
+                (name, arguments) for name, arguments in calls if name not in local_intents.ARGUMENT
+            ]
+        if not calls:
             return None
         # Unique within the task and reproducible: the turn (or transcript length) and the position.
         turn = request.metadata.get("turn", len(request.messages))
         blocks = [
-            ToolUseBlock(call_id=f"local-{turn}-{i}", tool_name=c.name, arguments=c.arguments)
-            for i, c in enumerate(decision.calls, start=1)
+            ToolUseBlock(call_id=f"local-{turn}-{i}", tool_name=name, arguments=arguments)
+            for i, (name, arguments) in enumerate(calls, start=1)
         ]
         return LLMResponse(stop_reason="tool_use", content=list(blocks), usage=Usage(), raw=raw)
 

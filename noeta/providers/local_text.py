@@ -14,7 +14,8 @@ Completions and Anthropic's ``/v1/messages`` (plain and streamed), so both adapt
 
 SmolLM2-135M's chat template has no tool support: llama.cpp accepts ``tools`` but renders the
 prompt without them, so this model never calls a tool by itself. Sampling defaults to greedy
-(temperature 0, fixed seed): the same request gives the same text.
+(temperature 0, fixed seed) and no prompt is cached between requests: the same request gives the
+same text, whatever came before it.
 """
 
 from __future__ import annotations
@@ -103,6 +104,10 @@ def ensure_server() -> str:
         params.cpuparams_batch.n_threads = _threads()
         params.sampling.temp = 0.0  # greedy unless a request sets a temperature: reproducible text
         params.sampling.seed = 0
+        # No prompt cache: a request that reuses an earlier one's cached prefix is evaluated in other
+        # batches, and greedy decoding then picked other tokens (the same prompt wrote other prose
+        # depending on what the process had served before). The writer's prompts are short.
+        params.cache_prompt = False
         params.offline = True  # no Hugging Face look-ups, ever
         params.ui = False
         params.verbosity = -1  # llama.cpp otherwise logs every request to stderr
