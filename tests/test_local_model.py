@@ -236,11 +236,24 @@ async def test_a_question_whose_tool_is_missing_says_so_instead_of_making_up_a_r
 
 
 async def test_the_same_prompt_writes_the_same_text_whatever_the_process_served_before() -> None:
+    from noeta.protocols.messages import ToolResultBlock, ToolUseBlock
+
+    def answer_from(question: str, tool: str, output: str) -> LLMRequest:
+        return LLMRequest(model=None, messages=[
+            Message("user", [TextBlock(question)]),
+            Message("assistant", [ToolUseBlock("c1", tool, {})]),
+            Message("tool", [ToolResultBlock("c1", output, True)]),
+        ])
+
     provider = LocalModelProvider()
-    prompts = ["Write one sentence about rivers.", "Say hello to Ana.", "Describe a quiet morning."]
+    requests = [
+        hello_to("Write one sentence about rivers."), hello_to("Say hello to Ana."),
+        answer_from("What is 9 * 9?", "calculator", "81"), hello_to("Describe a quiet morning."),
+        answer_from("Read plan.md", "read_file", "Ship on Friday."), answer_from("What time is it?", "current_time", "noon"),
+    ]
     try:
-        first = [(await provider.complete(hello_to(p))).text for p in prompts]
-        again = [(await provider.complete(hello_to(p))).text for p in reversed(prompts)]
+        first = [(await provider.complete(r)).text for r in requests]
+        again = [(await provider.complete(r)).text for r in reversed(requests)]
     finally:
         stop()
     assert again[::-1] == first

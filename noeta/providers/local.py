@@ -22,8 +22,7 @@ time, with that tool missing or its argument unreadable): it says which tool it 
 is recorded in the response's ``raw`` (router confidence, dropped calls, the rules' calls).
 
 Deterministic: greedy decoding in both models, no date in the router's prompt, call ids derived
-from the transcript, and the text server reuses nothing of an earlier request (no prompt cache), so
-the same request gives the same text whatever the process served before. Concurrency-safe: the router serialises its engine with a lock; the text
+from the transcript, argument rules that are pure functions of the text. Concurrency-safe: the router serialises its engine with a lock; the text
 server has one slot, so concurrent requests queue.
 """
 

@@ -14,8 +14,9 @@ Completions and Anthropic's ``/v1/messages`` (plain and streamed), so both adapt
 
 SmolLM2-135M's chat template has no tool support: llama.cpp accepts ``tools`` but renders the
 prompt without them, so this model never calls a tool by itself. Sampling defaults to greedy
-(temperature 0, fixed seed) and no prompt is cached between requests: the same request gives the
-same text, whatever came before it.
+(temperature 0, fixed seed): the same request gives the same text, whatever came before it
+(llama.cpp reuses the cached prefix of the previous request; tests/test_local_model.py checks
+that the order of requests changes no text).
 """
 
 from __future__ import annotations
@@ -104,10 +105,6 @@ def ensure_server() -> str:
         params.cpuparams_batch.n_threads = _threads()
         params.sampling.temp = 0.0  # greedy unless a request sets a temperature: reproducible text
         params.sampling.seed = 0
-        # No prompt cache: a request that reuses an earlier one's cached prefix is evaluated in other
-        # batches, and greedy decoding then picked other tokens (the same prompt wrote other prose
-        # depending on what the process had served before). The writer's prompts are short.
-        params.cache_prompt = False
         params.offline = True  # no Hugging Face look-ups, ever
         params.ui = False
         params.verbosity = -1  # llama.cpp otherwise logs every request to stderr
