@@ -204,7 +204,11 @@ class LocalModelProvider:
 
     async def _route(self, request: LLMRequest, text: str) -> LLMResponse | None:
         decision = await asyncio.to_thread(needle_router.route, text, request.tools, self.min_confidence)
-        ruled = [i for i in local_intents.intents(text) if local_intents.served(i, request.tools)]
+        by_name = {t["name"]: t for t in request.tools}
+        ruled = [
+            i for i in local_intents.intents(text)
+            if local_intents.served(i, request.tools) and needle_router.valid_arguments(i.arguments, by_name[i.tool])
+        ]
         raw: dict[str, Any] = {
             "router": ROUTER_MODEL,
             "confidence": decision.confidence,
