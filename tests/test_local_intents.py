@@ -80,8 +80,9 @@ def test_prompts_that_ask_no_built_in_tool_give_no_call(prompt: str):
 
 def test_a_question_that_needs_a_tool_is_known_even_without_its_argument():
     assert needs("How many words are in my essay?") == ["word_count"]
-    assert needs("Calculate my taxes") == ["calculator"]
+    assert needs("Calculate the total of the 3 invoices") == ["calculator"]
     assert needs("What is 2 + 2?") == ["calculator"]
+    assert needs("Let's work out a plan for the launch.") == []  # no number: nothing to compute
 
 
 def test_a_rule_applies_only_to_the_built_in_tool_it_knows():

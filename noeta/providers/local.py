@@ -22,8 +22,9 @@ time, with that tool missing or its argument unreadable): it says which tool it 
 is recorded in the response's ``raw`` (router confidence, dropped calls, the rules' calls).
 
 Deterministic: greedy decoding in both models, no date in the router's prompt, call ids derived
-from the transcript, argument rules that are pure functions of the text. Concurrency-safe: the router serialises its engine with a lock; the text
-server has one slot, so concurrent requests queue.
+from the transcript, argument rules that are pure functions of the text. Concurrency-safe: the
+router serialises its engine with a lock; the text server has one slot, so concurrent requests
+queue.
 """
 
 from __future__ import annotations
@@ -125,6 +126,15 @@ def _text_only(messages: list[Message]) -> list[Message]:
     return kept
 
 
+async def _in_one_piece(response: LLMResponse, on_delta: OnDelta | None) -> LLMResponse:
+    """A response decided before it is shown, streamed as one piece."""
+    if on_delta is not None:
+        outcome = on_delta("text", response.text)
+        if asyncio.iscoroutine(outcome):
+            await outcome
+    return response
+
+
 def _without_result(needed: list[str], tools: list[dict[str, Any]]) -> LLMResponse:
     """The answer to a question that needs a tool's result the provider did not get: which tool,
     and why it was not called, instead of a result made up by the text model."""
@@ -181,12 +191,7 @@ class LocalModelProvider:
         last = request.messages[-1] if request.messages else None
         results = [b for b in last.content if isinstance(b, ToolResultBlock)] if last else []
         if results:
-            response = await self._answer_from_results(request, results)
-            if on_delta is not None:
-                outcome = on_delta("text", response.text)
-                if asyncio.iscoroutine(outcome):
-                    await outcome
-            return response
+            return await _in_one_piece(await self._answer_from_results(request, results), on_delta)
         if last is not None and last.role == "user" and last.text.strip():
             if request.tools:
                 routed = await self._route(request, last.text)
@@ -194,12 +199,7 @@ class LocalModelProvider:
                     return routed
             needed = local_intents.needs(last.text)
             if needed:
-                response = _without_result(needed, request.tools)
-                if on_delta is not None:
-                    outcome = on_delta("text", response.text)
-                    if asyncio.iscoroutine(outcome):
-                        await outcome
-                return response
+                return await _in_one_piece(_without_result(needed, request.tools), on_delta)
         return await self._chat(request, on_delta)
 
     async def _route(self, request: LLMRequest, text: str) -> LLMResponse | None:

@@ -161,11 +161,12 @@ _ASKS_CALCULATION = re.compile(r"\b(?:calculate|compute|evaluate|work out)\b", r
 
 def needs(text: str) -> list[str]:
     """The built-in tools ``text`` needs an answer from, even where no argument could be read
-    (a count of words with nothing quoted, "calculate" with no expression): a model that answers
-    such a question without the tool's result would make the result up."""
+    (a count of words with nothing quoted, "calculate" with numbers but no expression): a model
+    that answers such a question without the tool's result would make the result up."""
     tools = [intent.tool for intent in intents(text)]
-    for tool, asks in ((WORD_COUNT, _ASKS_WORDS.search(text)), (CALCULATOR, _ASKS_CALCULATION.search(text)),
-                       (READ_FILE, _ASKS_READ.search(text) and _FILE_NAME.search(text))):
+    # "Work out a plan" asks for no sum: a calculation with no number in sight is the text model's.
+    asks_sum = _ASKS_CALCULATION.search(text) is not None and re.search(r"\d", text) is not None
+    for tool, asks in ((WORD_COUNT, _ASKS_WORDS.search(text) is not None), (CALCULATOR, asks_sum)):
         if asks and tool not in tools:
             tools.append(tool)
     return tools
