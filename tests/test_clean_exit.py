@@ -197,6 +197,7 @@ def test_release_gives_up_with_a_warning(monkeypatch: pytest.MonkeyPatch, caplog
         assert release(alive) is False
     assert alive() is not None
     assert "still referenced" in caplog.text
+    assert "held by: dict" in caplog.text and "list" in caplog.text  # the holder's chain, by type
     holder.let_go()
     release(alive)
     assert alive() is None

@@ -98,11 +98,33 @@ def release(runtime: weakref.ref[Runtime]) -> bool:
     while runtime() is not None:
         if time.monotonic() >= deadline:
             logger.warning("a Temporal runtime of Noeta's is still referenced %.0f s after its owner "
-                           "let it go; its threads stay until the next collection", RELEASE_SECONDS)
+                           "let it go; its threads stay until the next collection (held by: %s)",
+                           RELEASE_SECONDS, holders(runtime()))
             return False
         time.sleep(_RELEASE_POLL_SECONDS)
         gc.collect()
     return True
+
+
+def holders(target: object, depth: int = 4, width: int = 6) -> str:
+    """What refers to ``target``, a few levels out (type names, frames by function and line), for
+    the warning of a release that timed out: the one clue to what still holds a runtime."""
+    found: list[str] = []
+    seen = {id(found), id(target)}
+    level: list[object] = [target]
+    for _ in range(depth):
+        nxt: list[object] = []
+        for obj in level:
+            for ref in gc.get_referrers(obj)[:width]:
+                if id(ref) in seen or ref is level or ref is nxt:
+                    continue
+                seen.add(id(ref))
+                code = getattr(ref, "f_code", None)
+                found.append(f"{code.co_name}:{getattr(ref, 'f_lineno', '?')}" if code else type(ref).__name__)
+                nxt.append(ref)
+        level = nxt
+        found.append("|")
+    return " ".join(found).strip(" |")
 
 
 def clear_finished_frames(error: BaseException | None) -> None:
@@ -152,4 +174,4 @@ def _stop_at_exit() -> None:
         gc.collect()
 
 
-__all__ = ["clear_finished_frames", "close_at_exit", "closed", "release", "shared_runtime", "with_shared_runtime"]
+__all__ = ["clear_finished_frames", "close_at_exit", "closed", "holders", "release", "shared_runtime", "with_shared_runtime"]
