@@ -142,7 +142,8 @@ def test_scripts_ending_with_a_failed_query_never_abort_at_exit(temporal_server,
         results = list(pool.map(one, range(runs)))
     failures = [(code, err[-600:]) for code, _, err in results if code != 0]
     assert failures == [], f"{len(failures)} of {runs} runs failed: {failures[:2]}"
-    assert {out for _, out, _ in results} == {"ResourceNotFoundError database\nat exit 0\n"}
+    left = [(out, err[-1500:]) for _, out, err in results if out != "ResourceNotFoundError database\nat exit 0\n"]
+    assert left == [], f"{len(left)} of {runs} runs left runtime threads: {left[:1]}"
 
 
 def test_a_script_whose_query_error_is_not_caught_still_stops_the_runtime(temporal_server, tmp_path: Path):
