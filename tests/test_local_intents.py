@@ -85,6 +85,21 @@ def test_a_question_that_needs_a_tool_is_known_even_without_its_argument():
     assert needs("Let's work out a plan for the launch.") == []  # no number: nothing to compute
 
 
+def test_an_expression_longer_than_the_calculator_takes_is_passed_whole_for_it_to_refuse():
+    import time
+
+    from noeta.builtins.tools import MAX_EXPRESSION_CHARS
+    from noeta.errors import ToolInputError
+
+    started = time.perf_counter()
+    found = intents("What is " + " + ".join(["1"] * 5000) + "?")
+    assert time.perf_counter() - started < 2  # no search among its pieces
+    [call] = found
+    assert call.tool == "calculator" and len(call.arguments["expression"]) > MAX_EXPRESSION_CHARS
+    with pytest.raises(ToolInputError, match="longer than"):
+        evaluate(call.arguments["expression"])
+
+
 def test_a_rule_applies_only_to_the_built_in_tool_it_knows():
     calc = Intent("calculator", {"expression": "1 + 1"})
     assert served(calc, SCHEMAS)

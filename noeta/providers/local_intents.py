@@ -24,6 +24,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from noeta.builtins.tools import MAX_EXPRESSION_CHARS
+
 CALCULATOR, WORD_COUNT, READ_FILE, CURRENT_TIME = "calculator", "word_count", "read_file", "current_time"
 #: The argument each rule fills, by tool: a tool of that name whose schema lacks it is not ours.
 ARGUMENT = {CALCULATOR: "expression", WORD_COUNT: "text", READ_FILE: "path", CURRENT_TIME: None}
@@ -94,6 +96,14 @@ def arithmetic(text: str) -> str | None:
         j = i
         while j + 1 < len(tokens) and not symbolic[tokens[j][1]:tokens[j + 1][0]].strip():
             j += 1
+        whole = " ".join(symbolic[tokens[i][0]:tokens[j][1]].split())
+        if len(whole) > MAX_EXPRESSION_CHARS:
+            # Longer than the calculator takes: passed whole, for it to refuse in words, rather
+            # than a piece of it computed as if it were the question (and no search of its pieces).
+            if _OPERATOR.search(whole) and (best is None or len(whole) > len(best)):
+                best = whole
+            i = j + 1
+            continue
         for start in range(i, j + 1):  # the longest sub-run that parses (unbalanced edges trimmed)
             for end in range(j, start - 1, -1):
                 candidate = " ".join(symbolic[tokens[start][0]:tokens[end][1]].split())
