@@ -38,13 +38,18 @@ _BINARY: dict[type, Callable[[Any, Any], Any]] = {
 _UNARY: dict[type, Callable[[Any], Any]] = {ast.UAdd: operator.pos, ast.USub: operator.neg}
 
 
+def as_python_operators(expression: str) -> str:
+    """``expression`` with the operators people write (``×``, ``÷``, ``^``) as Python's."""
+    return expression.replace("×", "*").replace("÷", "/").replace("^", "**")
+
+
 def evaluate(expression: str) -> int | float:
     """The value of an arithmetic expression: numbers, ``+ - * / // % **`` and parentheses.
 
     Parsed with :mod:`ast` and walked node by node; anything else (names, calls, attributes...)
     raises :class:`ToolInputError`, as do huge powers and results (they would hang the worker).
     """
-    text = expression.replace("×", "*").replace("÷", "/").replace("^", "**").strip()
+    text = as_python_operators(expression).strip()
     if not text:
         raise ToolInputError("empty expression")
     if len(text) > MAX_EXPRESSION_CHARS:

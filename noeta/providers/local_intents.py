@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from noeta.builtins.tools import MAX_EXPRESSION_CHARS
+from noeta.builtins.tools import MAX_EXPRESSION_CHARS, as_python_operators
 
 CALCULATOR, WORD_COUNT, READ_FILE, CURRENT_TIME = "calculator", "word_count", "read_file", "current_time"
 #: The argument each rule fills, by tool: a tool of that name whose schema lacks it is not ours.
@@ -77,8 +77,10 @@ def _symbolic(text: str) -> str:
 
 
 def _parses(expression: str) -> bool:
+    """Whether the calculator would parse ``expression`` as a binary operation (it may still refuse
+    to compute it, e.g. a division by zero, and says so in its result)."""
     try:
-        tree = ast.parse(expression.replace("^", "**").replace("×", "*").replace("÷", "/"), mode="eval")
+        tree = ast.parse(as_python_operators(expression), mode="eval")
     except SyntaxError:
         return False
     return isinstance(tree.body, ast.BinOp)
