@@ -1,0 +1,97 @@
+"""Errors of one step's attempt (a model call, a tool call, a resource or an MCP server) and
+whether the worker retries it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from noeta.errors._base import NoetaError
+
+
+@dataclass(eq=False)
+class ProviderError(NoetaError):
+    """An LLM provider answered with an error or could not be reached.
+
+    ``retryable`` follows the classification in :mod:`noeta.providers.errors`: 408, 409, 429 and 5xx,
+    connection errors and timeouts are retried; 400, 401, 403, 404 and 422 are not.
+    """
+
+    provider: str
+    message: str
+    status: int | None = None
+    retryable: bool = False
+    #: Seconds the provider asked us to wait (``retry-after`` / ``retry-after-ms``).
+    retry_after: float | None = None
+
+    def __post_init__(self) -> None:
+        status = f" (HTTP {self.status})" if self.status is not None else ""
+        super().__init__(f"provider {self.provider!r}{status}: {self.message}")
+
+    def to_details(self) -> dict[str, Any]:
+        return {
+            "provider": self.provider,
+            "message": self.message,
+            "status": self.status,
+            "retryable": self.retryable,
+            "retry_after": self.retry_after,
+        }
+
+    @classmethod
+    def from_details(cls, message: str, details: dict[str, Any]) -> "ProviderError":
+        return cls(
+            provider=details.get("provider", "?"),
+            message=details.get("message", message),
+            status=details.get("status"),
+            retryable=bool(details.get("retryable", False)),
+            retry_after=details.get("retry_after"),
+        )
+
+
+class ContextLengthError(ProviderError):
+    """The request does not fit the model's context window; never retried."""
+
+
+class ProviderResponseError(ProviderError):
+    """A provider answered 2xx with a body that does not have its API's shape (no choices, a null
+    message, tool calls that are not a list...). Retried: such bodies are usually a server's or
+    proxy's passing fault, and the attempt budget bounds it."""
+
+
+class ToolTimeoutError(NoetaError):
+    """A tool call's attempt did not finish within its timeout; retried per the tool's retries."""
+
+    non_retryable = False
+
+
+class WorkerBusyError(NoetaError):
+    """Every thread this worker has for synchronous tools is busy (some may be held by hung calls);
+    the call waits and is retried, on this worker or another, without using up its retries."""
+
+    non_retryable = False
+
+
+class ToolRetryableError(NoetaError):
+    """Raise from a tool to have the worker retry the call (per the tool's retry settings)
+    instead of returning the failure to the model."""
+
+    non_retryable = False
+
+
+class ToolInputError(NoetaError, ValueError):
+    """A built-in tool refused its arguments (an expression it cannot evaluate, a path outside the
+    workspace); the model gets the message back as a failed tool result."""
+
+
+class ResourceError(NoetaError):
+    """A resource's ``create`` failed (retried like any step: a database may be restarting), or
+    resources depend on each other in a cycle."""
+
+    non_retryable = False
+
+
+class McpServerError(NoetaError):
+    """A remote MCP server could not be started, reached or asked (it crashed, the connection
+    broke, it timed out); the worker retries, reconnecting or restarting the server."""
+
+    non_retryable = False

@@ -1,0 +1,33 @@
+"""Errors a client meets reaching a task: the cluster, the task itself and how it ended."""
+
+from __future__ import annotations
+
+from noeta.errors._base import NoetaError
+
+
+class ApprovalNotPendingError(NoetaError):
+    """An approval names an action that is not waiting for one (unknown, or already decided)."""
+
+
+class TaskNotFoundError(NoetaError):
+    """No task with that id exists on the Temporal cluster."""
+
+
+class TaskNotOpenError(NoetaError):
+    """A goal was sent to a task that has ended or was not started with ``keep_open=True``."""
+
+
+class TaskCancelledError(NoetaError):
+    """The task was cancelled before it produced a result."""
+
+
+class TaskFailedError(NoetaError):
+    """The task's workflow failed for a reason without a more specific Noeta error type."""
+
+
+class TemporalUnavailableError(NoetaError):
+    """The configured Temporal cluster (TEMPORAL_ADDRESS) cannot be reached."""
+
+
+class ServerStartError(NoetaError):
+    """The embedded Temporal dev server could not be started."""
