@@ -1,8 +1,10 @@
 """The event log: typed envelopes projected from a task's Temporal workflow history.
 
 There is no second event store: :func:`noeta.client.projection.project` derives these from history.
-Each envelope type has one payload dataclass; ``EVENT_TYPES`` maps the type name to it. One
-module on purpose, longer than most: the catalogue of every envelope is read as a whole.
+Each envelope type has one payload dataclass; ``EVENT_TYPES`` maps the type name to it. The table
+below is the whole catalogue; the payloads live by family in ``events_task`` (the task's life),
+``events_calls`` (model, tool and sub-agent calls) and ``events_oversight`` (guards, approvals,
+refusals, validation, attempts, budgets), and are all importable from here.
 
 ===========================  ===========================================================
 type                         meaning
@@ -49,290 +51,49 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Callable, Literal
 
-from noeta.protocols.budget import UsageLimits
-from noeta.protocols.messages import Message, Usage
-from noeta.protocols.scope import ScopeLevel
-from noeta.protocols.statuses import CallOutcome, GoalStatus, Verdict
+from noeta.protocols.events_calls import (
+    ProviderCallCompleted,
+    ProviderCallFailed,
+    ProviderCallRetried,
+    ProviderCallStarted,
+    ResourceCallObserved,
+    SubtaskCompleted,
+    SubtaskSpawned,
+    ToolCallCompleted,
+    ToolCallFailed,
+    ToolCallProposed,
+    ToolCallRetried,
+    ToolCallStarted,
+)
+from noeta.protocols.events_oversight import (
+    ApprovalDenied,
+    ApprovalGranted,
+    ApprovalRequested,
+    AttemptsExhausted,
+    BudgetExceeded,
+    BudgetWarning,
+    GuardVerdict,
+    ToolCallRefused,
+    ValidationFailed,
+)
+from noeta.protocols.events_task import (
+    WORKFLOW_TERMINATED,
+    WORKFLOW_TIMED_OUT,
+    ContextChannel,
+    ContextPlanComposed,
+    GoalReceived,
+    MessagesAppended,
+    ResourcesEquipped,
+    ResourcesReleased,
+    ScopeEquipped,
+    TaskCancelled,
+    TaskCompleted,
+    TaskContinuedAsNew,
+    TaskCreated,
+    TaskFailed,
+)
 
 Actor = str  # "engine", "provider:<name>", "tool:<name>", "guard:<name>", "human"
-
-
-@dataclass(frozen=True, slots=True)
-class TaskCreated:
-    goal: str
-    model: str | None
-    provider: str
-    tools: list[str]
-    max_turns: int
-    max_retries: int
-    limits: UsageLimits | None = None
-    """The task's usage limits (docs/budgets.md)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ScopeEquipped:
-    levels: list[ScopeLevel]
-    """What each task on the chain equipped, the root first (this task last when it equips any)."""
-    scope: dict[str, Any]
-    """The merged scope this task reads (nearest level wins)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ResourcesEquipped:
-    owned: list[str]
-    """Task-scoped resources created for this task (keys: the objects stay in the worker)."""
-    exposed: list[str]
-    """Those of them its sub-agents see."""
-    inherited: dict[str, str] = field(default_factory=dict)
-    """Resources parents expose to it: key -> the parent task that owns it."""
-
-
-@dataclass(frozen=True, slots=True)
-class ResourcesReleased:
-    released: list[str]
-    errors: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True, slots=True)
-class ResourceCallObserved:
-    call_id: str
-    """The tool call that made it."""
-    tool_name: str
-    resource: str
-    """The ``name`` given to ``instrument``."""
-    op: str
-    duration_ms: float
-    outcome: CallOutcome
-    error_type: str | None = None
-    fields: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class ContextChannel:
-    name: str
-    stable: bool
-    chars: int
-
-
-@dataclass(frozen=True, slots=True)
-class ContextPlanComposed:
-    system_prompt_chars: int
-    """The system prompt alone."""
-    tools: list[str]
-    tool_fingerprints: dict[str, str]
-    cached_prefix_chars: int = 0
-    """Tools aside, what sits before the first cache boundary: system prompt + stable channels."""
-    volatile_chars: int = 0
-    """Volatile channels, sent after the transcript (outside the cache)."""
-    channels: list[ContextChannel] = field(default_factory=list)
-
-@dataclass(frozen=True, slots=True)
-class GoalReceived:
-    goal: str
-
-
-@dataclass(frozen=True, slots=True)
-class MessagesAppended:
-    messages: list[Message]
-
-
-@dataclass(frozen=True, slots=True)
-class ProviderCallStarted:
-    provider: str
-    model: str | None
-    turn: int
-    messages_appended: int
-
-
-@dataclass(frozen=True, slots=True)
-class ProviderCallCompleted:
-    provider: str
-    stop_reason: str
-    usage: Usage
-    attempt: int
-
-
-@dataclass(frozen=True, slots=True)
-class ProviderCallRetried:
-    provider: str
-    attempt: int
-    """The attempt that failed."""
-    error: str
-    error_type: str | None
-    retry_after: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ProviderCallFailed:
-    provider: str
-    error: str
-    error_type: str | None
-    attempt: int
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCallProposed:
-    call_id: str
-    tool_name: str
-    arguments: dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class GuardVerdict:
-    call_id: str
-    """The action's id: a tool call id, a subtask's call id, or ``finish:<goal>:<n>``."""
-    guard: str
-    verdict: Verdict
-    reason: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class ApprovalRequested:
-    call_id: str
-    guard: str
-    reason: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class ApprovalGranted:
-    call_id: str
-    approver: str | None
-    reason: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class ApprovalDenied:
-    call_id: str
-    approver: str | None
-    """``timeout`` when nobody answered in time."""
-    reason: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCallRefused:
-    call_id: str
-    tool_name: str
-    arguments: dict[str, Any]
-    reason: str
-    """What the model is told, e.g. ``Denied by guard 'refunds': over the limit``."""
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCallStarted:
-    call_id: str
-    tool_name: str
-    arguments: dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCallCompleted:
-    call_id: str
-    tool_name: str
-    success: bool
-    attempt: int
-    summary: str | None = None
-    resource_calls_dropped: int = 0
-    """Calls of instrumented resources beyond those recorded (ResourceCallObserved)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCallRetried:
-    call_id: str
-    tool_name: str
-    attempt: int
-    error: str
-    error_type: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCallFailed:
-    call_id: str
-    tool_name: str
-    error: str
-    error_type: str | None
-    attempt: int
-
-
-@dataclass(frozen=True, slots=True)
-class SubtaskSpawned:
-    call_id: str
-    goal: str
-    child_task_id: str
-    agent: str | None = None
-    """The declared sub-agent it runs, if any."""
-
-
-@dataclass(frozen=True, slots=True)
-class SubtaskCompleted:
-    call_id: str
-    child_task_id: str
-    success: bool
-    answer: str
-    usage: Usage | None = None
-    """Tokens the child used (rolled up into the parent's usage); None when it failed."""
-    data: Any = None
-    """The child's structured output, when its options have an output schema."""
-
-
-@dataclass(frozen=True, slots=True)
-class ValidationFailed:
-    attempt: int
-    """1 for the first answer checked in this goal."""
-    failure_type: Literal["schema", "validator"]
-    issue: str
-
-
-@dataclass(frozen=True, slots=True)
-class AttemptsExhausted:
-    attempts: int
-    issues: list[str]
-    last_failure_type: str
-
-
-@dataclass(frozen=True, slots=True)
-class BudgetWarning:
-    limit: str
-    """The UsageLimits field, e.g. ``max_cost_usd`` or ``max_tool_calls_per_tool[search]``."""
-    allowed: float
-    used: float
-
-
-@dataclass(frozen=True, slots=True)
-class BudgetExceeded:
-    limit: str
-    allowed: float
-    used: float
-    """The task's total when it stopped (the call that would pass the limit was never made)."""
-    usage: Usage
-    """Tokens and cost of the task then, sub-agents included."""
-    model_calls: int = 0
-    tool_calls: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class TaskCompleted:
-    answer: str
-    status: GoalStatus
-    usage: Usage
-    turns: int
-    data: Any = None
-    """The validated structured output, when the task has an output schema."""
-
-
-@dataclass(frozen=True, slots=True)
-class TaskFailed:
-    reason: str
-    error_type: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class TaskCancelled:
-    reason: str = "cancelled"
-
-
-@dataclass(frozen=True, slots=True)
-class TaskContinuedAsNew:
-    new_run_id: str | None
 
 
 EventPayload = (
@@ -435,3 +196,48 @@ class EventEnvelope:
 
 Subscriber = Callable[[EventEnvelope], None]
 Observer = Subscriber
+
+
+__all__ = [
+    "Actor",
+    "ApprovalDenied",
+    "ApprovalGranted",
+    "ApprovalRequested",
+    "AttemptsExhausted",
+    "BudgetExceeded",
+    "BudgetWarning",
+    "ContextChannel",
+    "ContextPlanComposed",
+    "EVENT_TYPES",
+    "EventEnvelope",
+    "EventPayload",
+    "GoalReceived",
+    "GuardVerdict",
+    "MessagesAppended",
+    "Observer",
+    "ProviderCallCompleted",
+    "ProviderCallFailed",
+    "ProviderCallRetried",
+    "ProviderCallStarted",
+    "ResourceCallObserved",
+    "ResourcesEquipped",
+    "ResourcesReleased",
+    "ScopeEquipped",
+    "Subscriber",
+    "SubtaskCompleted",
+    "SubtaskSpawned",
+    "TaskCancelled",
+    "TaskCompleted",
+    "TaskContinuedAsNew",
+    "TaskCreated",
+    "TaskFailed",
+    "ToolCallCompleted",
+    "ToolCallFailed",
+    "ToolCallProposed",
+    "ToolCallRefused",
+    "ToolCallRetried",
+    "ToolCallStarted",
+    "ValidationFailed",
+    "WORKFLOW_TERMINATED",
+    "WORKFLOW_TIMED_OUT",
+]

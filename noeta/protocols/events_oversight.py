@@ -1,0 +1,98 @@
+"""Event-log payloads of what checks and limits a task: guards' verdicts, human approvals, refused
+calls, rejected answers, attempts and budgets. Catalogue: :mod:`noeta.protocols.event_log`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from noeta.protocols.messages import Usage
+from noeta.protocols.statuses import Verdict
+
+
+@dataclass(frozen=True, slots=True)
+class GuardVerdict:
+    call_id: str
+    """The action's id: a tool call id, a subtask's call id, or ``finish:<goal>:<n>``."""
+    guard: str
+    verdict: Verdict
+    reason: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequested:
+    call_id: str
+    guard: str
+    reason: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalGranted:
+    call_id: str
+    approver: str | None
+    reason: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalDenied:
+    call_id: str
+    approver: str | None
+    """``timeout`` when nobody answered in time."""
+    reason: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallRefused:
+    call_id: str
+    tool_name: str
+    arguments: dict[str, Any]
+    reason: str
+    """What the model is told, e.g. ``Denied by guard 'refunds': over the limit``."""
+
+
+@dataclass(frozen=True, slots=True)
+class ValidationFailed:
+    attempt: int
+    """1 for the first answer checked in this goal."""
+    failure_type: Literal["schema", "validator"]
+    issue: str
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptsExhausted:
+    attempts: int
+    issues: list[str]
+    last_failure_type: str
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetWarning:
+    limit: str
+    """The UsageLimits field, e.g. ``max_cost_usd`` or ``max_tool_calls_per_tool[search]``."""
+    allowed: float
+    used: float
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetExceeded:
+    limit: str
+    allowed: float
+    used: float
+    """The task's total when it stopped (the call that would pass the limit was never made)."""
+    usage: Usage
+    """Tokens and cost of the task then, sub-agents included."""
+    model_calls: int = 0
+    tool_calls: int = 0
+
+
+__all__ = [
+    "ApprovalDenied",
+    "ApprovalGranted",
+    "ApprovalRequested",
+    "AttemptsExhausted",
+    "BudgetExceeded",
+    "BudgetWarning",
+    "GuardVerdict",
+    "ToolCallRefused",
+    "ValidationFailed",
+]
