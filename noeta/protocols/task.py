@@ -1,7 +1,7 @@
 """A task's input: what it is configured with when it starts, checked before its first step. This
 module also re-exports the types that cross the workflow boundary (they live in
-noeta.protocols.activity_io, attempts, channels, interaction, run_state and feedback), so older
-imports from here keep working.
+noeta.protocols.activity_io, attempts, channels, interaction, run_state, feedback and
+step_failures), so older imports from here keep working.
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ from noeta.protocols.attempts import (
     AttemptKind,
     attempts_cap,
 )
-from noeta.protocols.budget import UsageLimits
 from noeta.protocols.channels import ChannelContent, ChannelUse, ContextPlan
 from noeta.protocols.feedback import (
     approval_timed_out,
@@ -52,6 +51,8 @@ from noeta.protocols.messages import ImageBlock
 from noeta.protocols.names import INDEX_INTERVAL_SECONDS
 from noeta.protocols.run_state import BudgetWarningRecord, Carry, ToolRefusal
 from noeta.protocols.scope import ScopeLevel
+from noeta.protocols.task_settings import TaskSettings
+from noeta.protocols.step_failures import CONFIGURATION_ERRORS, TASK_FATAL_TOOL_ERRORS
 from noeta.protocols.validation import OutputSchema
 
 #: Size bounds that keep every activity input far below Temporal's 2 MiB payload limit.
@@ -67,12 +68,6 @@ MAX_INJECTED_CHARS_PER_STEP = 256 * 1024
 MAX_CONTEXT_BYTES = 512 * 1024
 """All content-channel text of a task (UTF-8)."""
 
-#: Configuration errors no model can fix (a missing resource, a scope that fails its schema):
-#: raised by a tool or by a sub-agent, they end the task.
-CONFIGURATION_ERRORS = ("ResourceNotFoundError", "ScopeError")
-#: Tool errors that end the task instead of going back to the model as a failed tool result.
-TASK_FATAL_TOOL_ERRORS = ("ToolIdentityMismatchError", "ToolNotRegisteredError", *CONFIGURATION_ERRORS)
-
 
 @dataclass(frozen=True, slots=True)
 class PolicyRef:
@@ -83,28 +78,22 @@ class PolicyRef:
 
 
 @dataclass(frozen=True, slots=True)
-class TaskInput:
+class TaskInput(TaskSettings):
+    """The workflow's input: the task's settings (TaskSettings, declared once with Options) and
+    the serializable forms of what Options holds as objects (tools, policy, schemas, sub-agents)."""
+
     goal: str
     provider: str
     """Name of the provider in the worker's registry."""
-    model: str | None = None
-    system_prompt: str | None = None
     images: list[ImageBlock] = field(default_factory=list)
     tools: list[str] = field(default_factory=list)
     tool_fingerprints: dict[str, str] = field(default_factory=dict)
     """Fingerprints the starter expects; the worker's tools must match them."""
-    max_turns: int = 50
-    max_retries: int = 3
     policy: PolicyRef | None = None
     keep_open: bool = False
     """Stay open after the first goal and take further goals through ``send_goal``."""
     trace_id: str | None = None
-    temperature: float | None = None
-    max_tokens: int | None = None
-    model_timeout_seconds: float = 300.0
-    tool_timeout_seconds: float = 300.0
     workspace_dir: str | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)
     output_schema: OutputSchema | None = None
     validators: list[str] = field(default_factory=list)
     """Names of validators in the worker's registry, run in order on the final answer."""
@@ -112,19 +101,7 @@ class TaskInput:
     """Keep the SEARCH_ATTRIBUTES up to date (only when the cluster has them registered)."""
     guards: list[str] = field(default_factory=list)
     """Names of guards in the worker's registry, consulted before every tool call, subtask and finish."""
-    approval_timeout_seconds: float = 86400.0
-    """How long an action a guard sent for approval waits for a human before it is denied."""
-    max_history_events: int | None = None
-    """Continue as new once a run's history has this many events (None: when Temporal suggests)."""
     channels: list[ChannelContent] = field(default_factory=list)
-    validate_tool_input: bool = False
-    """Check every tool call's arguments against the tool's input_schema (off: the seed's default)."""
-    thinking: dict[str, Any] | None = None
-    effort: str | None = None
-    provider_retries: int | None = None
-    """Retries of a model call (None: ``max_retries``)."""
-    tool_retries: int | None = None
-    """Retries of a tool call (None: ``max_retries``; a tool's own ``max_retries`` wins)."""
     mcp_servers: dict[str, McpServerConfig] = field(default_factory=dict)
     """Remote MCP servers by alias; their tools are listed when the task starts."""
     resources: list[str] = field(default_factory=list)
@@ -138,27 +115,13 @@ class TaskInput:
     """The scope the task requires, checked before its first model call."""
     subagents: list["SubAgentSpec"] = field(default_factory=list)
     """Sub-agents the model may call as tools; each runs as a child task."""
-    limits: UsageLimits | None = None
-    """Checked before every model call, tool round and subtask (noeta.workflows.budget); a sub-agent
-    gets what is left of its parent's."""
     index_cost: bool = False
     """Also keep NoetaCostUSD up to date (the cluster has it registered)."""
-    index_interval_seconds: float | None = INDEX_INTERVAL_SECONDS
-    """Refresh the turn, token and cost attributes at most this often between status changes
-    (None: only with status changes). The default is what tasks started before this field was
-    recorded used; new tasks carry ``Options.index_interval_seconds``."""
-    rate_limit_wait_seconds: float = 600.0
-    """Most time one model or tool call may wait on rate limits in all (not counted as retries)."""
+    index_interval_seconds: float | None = field(default=INDEX_INTERVAL_SECONDS, kw_only=True)
+    """As TaskSettings', but a payload without it decodes to what tasks started before the field
+    was recorded used: the wire default differs from the one new tasks get from Options."""
     carry: "Carry | None" = None
     """Set on runs after the first: where the previous run left off."""
-    model_activity: ActivityOptions = field(default_factory=ActivityOptions)
-    """Timeouts, heartbeat and retry backoff of model calls (noeta.protocols.activity_options)."""
-    tool_activity: ActivityOptions = field(default_factory=ActivityOptions)
-    """The same for the worker's own tools (a tool's own timeout and heartbeat win)."""
-    mcp_activity: ActivityOptions = field(default_factory=ActivityOptions)
-    """The same for remote MCP servers' tools."""
-    guard_activity: ActivityOptions = field(default_factory=ActivityOptions)
-    validator_activity: ActivityOptions = field(default_factory=ActivityOptions)
 
 
 @dataclass(frozen=True, slots=True)
