@@ -3,6 +3,7 @@ validation and sub-agents, each turning its activity's outcome into transcript m
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 
 from temporalio import workflow
@@ -11,12 +12,14 @@ from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflow
 from noeta.protocols.appends import (
     SUBTASK_DID_NOT_COMPLETE,
     engine_feedback,
+    recalled_messages,
     subtask_failed_block,
     subtask_result_block,
     tool_result_block,
+    tool_round_message,
 )
-from noeta.protocols.decisions import CallModel, SpawnSubtask
-from noeta.protocols.hooks import GuardDecision, ProposedToolCall
+from noeta.protocols.decisions import CallModel, CallTools, SpawnSubtask
+from noeta.protocols.hooks import GuardDecision, ProposedSpawnSubtask
 from noeta.protocols.mcp import McpTarget
 from noeta.protocols.messages import Message, ToolResultBlock, ToolUseBlock
 from noeta.protocols.step_context import StepContext
@@ -32,30 +35,75 @@ from noeta.protocols.task import (
 )
 from noeta.protocols.tool import ToolResult, ToolSpec
 from noeta.workflows import details, refusals, steps
-from noeta.workflows.budget import add_failed_spend, count_model_call
+from noeta.workflows.budget import Budget, add_failed_spend, count_model_call, count_tool_calls
 from noeta.workflows.failures import (
     attempts_exhausted,
     failure_message,
     raise_if_cancelled,
     typed_task_error,
 )
-from noeta.workflows.gates import Gates
-from noeta.workflows.subagents import child_task, run_env
+from noeta.workflows.gates import Gate
+from noeta.workflows.run import RunState
+from noeta.workflows.status import RunStatus
+from noeta.workflows.subagents import child_task, spawn_problem
 
 
-class Actions(Gates):
+class StepRunner:
+    """Carries out the policy's decisions: schedules the model call, the tool calls a guard let
+    through, the output check and the sub-agent, and writes what came back into the run."""
+
+    def __init__(self, run: RunState, gate: Gate, status: RunStatus, budget: Budget | None) -> None:
+        self._run = run
+        self._gate = gate
+        self._status = status
+        self._budget = budget
+        self._tool_calls = 0
+        """Tool calls scheduled by this run: numbers their idempotency keys."""
+
+    async def run_tools(self, decision: CallTools) -> None:
+        """One tool round: the calls' guards, then every call in parallel; their results (and the
+        memories the memory tool recalled) join the transcript as one message."""
+        run, budget = self._run, self._budget
+        names = [c.tool_name for c in decision.calls]
+        if budget is not None:
+            budget.check(tools=names)
+        self._status.show(details.running_tools(decision.calls))
+        verdicts = await self._gate.verdicts([self._gate.proposed_call(c) for c in decision.calls])
+        count_tool_calls(run.state, names)
+        results = await asyncio.gather(*(self._guarded_tool(c, verdicts.get(c.call_id)) for c in decision.calls))
+        run.append(tool_round_message([block for block, _ in results]))
+        # recalled by the memory tool: the engine's context, after the results
+        for message in recalled_messages([text for _, memories in results for text in memories]):
+            run.append(message)
+        if budget is not None:
+            budget.warn()
+
+    async def spawn_subtask(self, ctx: StepContext, decision: SpawnSubtask) -> None:
+        """A sub-agent behind its guards; its answer, or why it did not run, is the call's result."""
+        refusal = spawn_problem(self._run.task, decision)
+        if refusal is None:
+            refusal = await self._gate.check(ProposedSpawnSubtask(decision.call_id, decision.goal))
+        if refusal is None:
+            if self._budget is not None:
+                self._budget.check()
+            block = await self._spawn(ctx, decision)
+        else:  # recorded like a rejected tool call named "subtask" (or the sub-agent's name)
+            block, _ = await self._invoke_tool(
+                ToolUseBlock(call_id=decision.call_id, tool_name=decision.agent or "subtask", arguments={"goal": decision.goal}),
+                reject=refusal,
+            )
+        self._run.append(tool_round_message([block]))
+
     async def _guarded_tool(self, call: ToolUseBlock, verdict: GuardDecision | None) -> tuple[ToolResultBlock, list[str]]:
-        refusal = await self._refusal(
-            ProposedToolCall(call.call_id, call.tool_name, call.arguments, self._risk(call.tool_name)), verdict
-        )
+        refusal = await self._gate.refusal(self._gate.proposed_call(call), verdict)
         if refusal is None and verdict is not None and self._budget is not None:
             self._budget.check()  # a human may have taken longer than the goal's time limit allows
         return await self._invoke_tool(call, reject=refusal)
 
-    async def _validate(self, answer: str) -> ValidateOutput:
+    async def validate(self, answer: str) -> ValidateOutput:
         """Check the final answer; on failure tell the model why, or give up after max_retries."""
-        task, state = self._task, self._state
-        self._show(details.validating(len(task.validators), task.output_schema is not None))
+        task, state = self._run.task, self._run.state
+        self._status.show(details.validating(len(task.validators), task.output_schema is not None))
         checked = await steps.validate_output(
             task,
             ValidateInput(
@@ -63,7 +111,7 @@ class Actions(Gates):
                 answer=answer,
                 output_schema=task.output_schema,
                 validators=task.validators,
-                env=run_env(task, state),
+                env=self._run.env(),
             ),
         )
         if checked.ok:
@@ -79,11 +127,12 @@ class Actions(Gates):
                 answer,
             )
         # The feedback is the engine's, not the user's: origin "system" (an InjectedMessage).
-        self._append(engine_feedback(validation_feedback(issue)))
+        self._run.append(engine_feedback(validation_feedback(issue)))
         return checked
 
-    async def _call_model(self, decision: CallModel) -> None:
-        task, state = self._task, self._state
+    async def call_model(self, decision: CallModel) -> None:
+        """Call the model (within the task's limits); its reply joins the transcript."""
+        task, state = self._run.task, self._run.state
         budget = self._budget
         max_tokens = decision.max_tokens or task.max_tokens
         if budget is not None:
@@ -98,7 +147,7 @@ class Actions(Gates):
             head=state.head,
             append=list(state.pending),
             system_ref=state.system_ref,
-            tools=decision.tools if decision.tools is not None else [*self._tools, *(a.name for a in task.subagents)],
+            tools=decision.tools if decision.tools is not None else [*self._run.tools, *(a.name for a in task.subagents)],
             turn=state.total_turns,
             temperature=decision.temperature if decision.temperature is not None else task.temperature,
             max_tokens=max_tokens,
@@ -110,25 +159,25 @@ class Actions(Gates):
             agents_ref=state.agents_ref,
             step_key=steps.step_key(f"model-{state.total_turns}"),
         )
-        self._show(details.calling_model(task.provider, task.model or state.model, state.turn, task.max_turns))
+        self._status.show(details.calling_model(task.provider, task.model or state.model, state.turn, task.max_turns))
         out = await steps.call_model(task, request)
         if out.model and task.model is None:
             state.model = out.model
         state.head = out.head
         state.pending.clear()
-        self._transcript.append(Message(role="assistant", content=out.response.content))
+        self._run.transcript.append(Message(role="assistant", content=out.response.content))
         state.usage = state.usage + out.response.usage
         count_model_call(state)
-        self._update_index()
+        self._status.update_index()
         if budget is not None:
             budget.warn()
 
     async def _invoke_tool(self, call: ToolUseBlock, reject: str | None = None) -> tuple[ToolResultBlock, list[str]]:
         """Run one tool call; with ``reject`` (or an unknown tool) the call is recorded as refused.
         Returns the result and the memories the call recalled (the memory tool's)."""
-        spec = None if reject else self._tools.get(call.tool_name)
+        spec = None if reject else self._run.tools.get(call.tool_name)
         if spec is None and reject is None:
-            available = ", ".join(sorted(self._tools)) or "none"
+            available = ", ".join(sorted(self._run.tools)) or "none"
             reject = f"Unknown tool {call.tool_name!r}. Available tools: {available}."
         if reject is not None and refusals.recorded():
             return refusals.record_refusal(call, reject), []
@@ -140,16 +189,16 @@ class Actions(Gates):
             arguments=call.arguments,
             expected_fingerprint=spec.fingerprint if spec else None,
             reject_reason=reject,
-            workspace_dir=self._task.workspace_dir,
-            validate_input=self._task.validate_tool_input,
+            workspace_dir=self._run.task.workspace_dir,
+            validate_input=self._run.task.validate_tool_input,
             mcp=self._mcp_target(spec),
-            env=None if reject else run_env(self._task, self._state),
+            env=None if reject else self._run.env(),
             # Engine-assigned: unique even when a model reuses call ids, the same on every attempt.
             idempotency_key=steps.step_key(str(self._tool_calls)),
         )
         memories: list[str] = []
         try:
-            out = await steps.invoke_tool(self._task, inp, spec)
+            out = await steps.invoke_tool(self._run.task, inp, spec)
             result, memories = out.result, out.memories
         except ActivityError as err:
             raise_if_cancelled(err)
@@ -163,21 +212,21 @@ class Actions(Gates):
         """Where a remote MCP server's tool is called (its server's configuration as recorded)."""
         if spec is None or spec.mcp_server is None or spec.mcp_tool is None:
             return None
-        server = self._task.mcp_servers.get(spec.mcp_server)
+        server = self._run.task.mcp_servers.get(spec.mcp_server)
         return McpTarget(spec.mcp_server, spec.mcp_tool, server) if server is not None else None
 
     async def _spawn(self, ctx: StepContext, spawn: SpawnSubtask) -> ToolResultBlock:
         child_id = f"{ctx.task_id}/sub/{spawn.call_id}"
-        child = child_task(self._task, self._state, ctx, spawn, child_id)
+        child = child_task(self._run.task, self._run.state, ctx, spawn, child_id)
         # What is left of this task's limits (within a declared agent's own); its spend comes back
         # with its result, or in its failure.
         given = self._budget.left() if self._budget is not None else None
         child = dataclasses.replace(
             child,
-            index_cost=self._task.index_cost,
+            index_cost=self._run.task.index_cost,
             limits=given.within(child.limits) if given is not None else child.limits,
         )
-        self._show(details.running_subtask(child_id, spawn.goal))
+        self._status.show(details.running_subtask(child_id, spawn.goal))
         try:
             result = await steps.run_subtask(child, child_id, spawn.goal)
         except ChildWorkflowError as err:
@@ -187,14 +236,15 @@ class Actions(Gates):
                 if self._budget is not None and given is not None:
                     self._budget.add_child_failure(cause.details[0], given)  # raises when ours ran out
                 else:  # a sub-agent with limits of its own reports its spend when it fails
-                    add_failed_spend(self._state, cause.details[0])
+                    add_failed_spend(self._run.state, cause.details[0])
             if isinstance(cause, ApplicationError) and cause.type in CONFIGURATION_ERRORS:
                 raise typed_task_error(cause) from err  # a missing resource, a bad scope: ours to fix
             # A child that failed says why; one terminated or timed out has nothing to say.
             reason = failure_message(err) if isinstance(cause, ApplicationError) else SUBTASK_DID_NOT_COMPLETE
             return subtask_failed_block(spawn.call_id, reason)
-        self._state.usage = self._state.usage + result.usage
-        self._state.counts = self._state.counts + result.counts
+        state = self._run.state
+        state.usage = state.usage + result.usage
+        state.counts = state.counts + result.counts
         if self._budget is not None:
             self._budget.warn()
         return subtask_result_block(spawn.call_id, result)

@@ -10,8 +10,10 @@ from noeta.protocols.hooks import (
     GuardDecision,
     ProposedAction,
     ProposedFinish,
+    ProposedToolCall,
     combine,
 )
+from noeta.protocols.messages import ToolUseBlock
 from noeta.protocols.task import (
     ApprovalInput,
     ApprovalRequest,
@@ -22,31 +24,55 @@ from noeta.protocols.task import (
 )
 from noeta.protocols.tool import RiskLevel
 from noeta.workflows import steps
-from noeta.workflows.run import AgentRun
-from noeta.workflows.subagents import run_env
+from noeta.workflows.approvals import Approvals
+from noeta.workflows.run import RunState
+from noeta.workflows.status import RunStatus
 
 
-class Gates(AgentRun):
-    def _risk(self, tool_name: str) -> RiskLevel:
-        spec = self._tools.get(tool_name)
+class Gate:
+    """Whether a proposed tool call, subtask or finish may go ahead: the task's guards decide
+    (their verdicts recorded, so replay never asks again), and a human when a guard defers.
+
+    Owns the approvals waiting for a human and the finishes refused in the current goal."""
+
+    def __init__(self, run: RunState, approvals: Approvals, status: RunStatus) -> None:
+        self._run = run
+        self.approvals = approvals
+        self._status = status
+        self.finish_refusals = 0
+        """Refused finishes in the current goal (and run)."""
+        self.last_refusal = ""
+        """Why the last finish was refused."""
+
+    def goal_started(self) -> None:
+        """A new goal: its finishes have not been refused yet."""
+        self.finish_refusals = 0
+
+    def risk(self, tool_name: str) -> RiskLevel:
+        """A tool's declared risk; an unknown tool counts as high."""
+        spec = self._run.tools.get(tool_name)
         return spec.risk_level if spec else "high"
 
-    async def _check_guards(self, actions: list[ProposedAction]) -> dict[str, GuardDecision]:
+    def proposed_call(self, call: ToolUseBlock) -> ProposedToolCall:
+        """A tool call as the guards see it."""
+        return ProposedToolCall(call.call_id, call.tool_name, call.arguments, self.risk(call.tool_name))
+
+    async def verdicts(self, actions: list[ProposedAction]) -> dict[str, GuardDecision]:
         """The deciding verdict per action id (absent: allowed). Recorded, so replay never re-asks."""
-        task = self._task
+        task, state = self._run.task, self._run.state
         if not task.guards or not actions:
             return {}
-        self._details.refresh(self._approvals.pending, task.approval_timeout_seconds)
+        self._status.refresh()
         out = await steps.check_guards(
             task,
             CheckGuardsInput(
                 task_id=workflow.info().workflow_id,
-                trace_id=self._ctx.trace_id if self._ctx else workflow.info().workflow_id,
-                turn=self._state.total_turns,
+                trace_id=state.trace_id,
+                turn=state.total_turns,
                 guards=task.guards,
                 actions=actions,
                 metadata=task.metadata,
-                env=run_env(task, self._state),
+                env=self._run.env(),
             ),
         )
         deciding = {}
@@ -56,7 +82,7 @@ class Gates(AgentRun):
                 deciding[action.call_id] = verdict
         return deciding
 
-    async def _refusal(self, action: ProposedAction, verdict: GuardDecision | None) -> str | None:
+    async def refusal(self, action: ProposedAction, verdict: GuardDecision | None) -> str | None:
         """None when the action may go ahead; else why not (a denial, or a human's refusal)."""
         if verdict is None:
             return None
@@ -65,28 +91,33 @@ class Gates(AgentRun):
         decision = await self._await_approval(ApprovalRequest(action.call_id, action, verdict.reason, verdict.guard))
         return None if decision.approved else not_approved(decision)
 
+    async def check(self, action: ProposedAction) -> str | None:
+        """Ask the guards (and a human, if one defers) about one action: ``refusal`` of its verdict."""
+        return await self.refusal(action, (await self.verdicts([action])).get(action.call_id))
+
     async def _await_approval(self, request: ApprovalRequest) -> ApprovalInput:
         """Wait durably for ``approve``; no answer within the timeout is a refusal."""
-        timeout = self._task.approval_timeout_seconds
-        self._approvals.open(request)
-        self._update_index("awaiting_approval")
-        self._details.refresh(self._approvals.pending, timeout)
-        decision = await self._approvals.wait(request, timeout)
-        if not self._approvals.pending:
-            self._update_index("running")
-        self._details.refresh(self._approvals.pending, timeout)
+        approvals = self.approvals
+        approvals.open(request)
+        self._status.update_index("awaiting_approval")
+        self._status.refresh()
+        decision = await approvals.wait(request, self._run.task.approval_timeout_seconds)
+        if not approvals.pending:
+            self._status.update_index("running")
+        self._status.refresh()
         return decision
 
-    async def _finish_allowed(self, decision: Finish, index: int) -> bool:
-        if not self._task.guards:
+    async def finish_allowed(self, decision: Finish, index: int) -> bool:
+        """Whether goal ``index`` may finish with ``decision``; if not, the model is told why."""
+        state = self._run.state
+        if not self._run.task.guards:
             return True
-        self._state.finish_attempts += 1
-        action = ProposedFinish(decision.answer, decision.status, call_id=f"finish:{index}:{self._state.finish_attempts}")
-        refusal = await self._refusal(action, (await self._check_guards([action])).get(action.call_id))
+        state.finish_attempts += 1
+        action = ProposedFinish(decision.answer, decision.status, call_id=f"finish:{index}:{state.finish_attempts}")
+        refusal = await self.check(action)
         if refusal is None:
             return True
-        self._finish_refusals += 1
-        self._last_refusal = refusal
-        self._append(engine_feedback(finish_denied_feedback(refusal)))
+        self.finish_refusals += 1
+        self.last_refusal = refusal
+        self._run.append(engine_feedback(finish_denied_feedback(refusal)))
         return False
-

@@ -1,0 +1,38 @@
+"""What the outside sees of a run while it works: its search attributes (each upsert is a command,
+recorded in history) and the "Current Details" of its Temporal UI page (not recorded)."""
+
+from __future__ import annotations
+
+from noeta.protocols.statuses import TaskStatus
+from noeta.workflows import details
+from noeta.workflows.approvals import Approvals
+from noeta.workflows.index import SearchIndex
+from noeta.workflows.run import RunState
+
+
+class RunStatus:
+    """The run's search attributes and Current Details, kept current from the run's state and the
+    approvals waiting for a human (shown on top: they are what a person can act on)."""
+
+    def __init__(self, run: RunState, approvals: Approvals) -> None:
+        task = run.task
+        self._run = run
+        self._approvals = approvals
+        self._index = SearchIndex(task.index, task.index_cost, task.index_interval_seconds)
+        self._details = details.CurrentDetails()
+
+    def update_index(self, status: TaskStatus | None = None) -> None:
+        """Refresh the search attributes; with ``status`` (the task's new status) always upserted,
+        without it only when the refresh interval allows (see SearchIndex)."""
+        run = self._run
+        # The resolved model rides on upserts that happen anyway (no extra history event).
+        model = run.state.model if run.task.model is None else None
+        self._index.update(run.state.total_turns, run.state.usage, status, model=model)
+
+    def show(self, text: str) -> None:
+        """What the run is doing now (a line of ``details``)."""
+        self._details.doing(text, self._approvals.pending, self._run.task.approval_timeout_seconds)
+
+    def refresh(self) -> None:
+        """Show the approvals waiting now above what the run is doing."""
+        self._details.refresh(self._approvals.pending, self._run.task.approval_timeout_seconds)
