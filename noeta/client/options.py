@@ -1,20 +1,24 @@
-"""Options: everything a task is configured with, and where each extension mounts.
+"""Options: everything a task is configured with, and where each extension mounts; and the
+workflow's input built from them (``build_task_input``).
 
-Validated when constructed, so bad input fails before any token is spent. (Longer than most
-modules on purpose: every field is documented where it is declared, in one class.)
+Validated when constructed, so bad input fails before any token is spent. The settings that reach
+the workflow as they are (model, max_turns, limits, the activity options...) are declared once, in
+noeta.protocols.task_settings; the fields here are the objects that need a serializable form first.
 """
 
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 from pydantic import BaseModel
 
 from noeta.client.host import HostConfig
-from noeta.client.task_input import build_task_input, check_goal, output_schema_spec, policy_ref, subagent_specs
+from noeta.client.task_input import check_goal, output_schema_spec, policy_ref, task_provider_name
 from noeta.context.content_channel import ContentKindSpec
 from noeta.errors import ConfigurationError, PayloadTooLargeError
 from noeta.mcp.config import is_remote, parse_server
@@ -25,13 +29,19 @@ from noeta.protocols.channels import ChannelContent
 from noeta.protocols.event_log import Observer
 from noeta.protocols.hooks import Guard
 from noeta.protocols.mcp import McpServerConfig
-from noeta.protocols.messages import LLMProvider
-from noeta.protocols.names import DEFAULT_INDEX_INTERVAL_SECONDS
+from noeta.protocols.messages import ImageBlock, LLMProvider
 from noeta.protocols.policy import Policy
 from noeta.protocols.resources import ResourceSpec
-from noeta.protocols.scope import check_scope
-from noeta.protocols.task import MAX_CONTEXT_BYTES, MAX_GOAL_BYTES, MAX_SYSTEM_PROMPT_BYTES
-from noeta.protocols.tool import Tool
+from noeta.protocols.scope import ScopeLevel, check_scope
+from noeta.protocols.task import (
+    MAX_CONTEXT_BYTES,
+    MAX_GOAL_BYTES,
+    MAX_SYSTEM_PROMPT_BYTES,
+    SubAgentSpec,
+    TaskInput,
+)
+from noeta.protocols.task_settings import MODEL_TIMEOUT_SECONDS, TaskSettings, settings_values
+from noeta.protocols.tool import Tool, tool_fingerprint
 from noeta.protocols.validation import Validator, as_validator
 
 #: Reasoning efforts a task may ask for (the union of OpenAI's and Anthropic's values).
@@ -51,13 +61,13 @@ def check_thinking(thinking: Any) -> None:
         raise ConfigurationError("thinking of type 'enabled' needs budget_tokens, an int >= 1024")
 
 
-@dataclass(frozen=True)
-class Options:
-    """How a task runs. Every field has a working default."""
+# Keyword-only, like the TaskSettings fields it inherits (model, max_turns, limits, the activity
+# options...: declared once there, shared with the workflow's input).
+@dataclass(frozen=True, kw_only=True)
+class Options(TaskSettings):
+    """How a task runs: the TaskSettings (noeta.protocols.task_settings) and where each extension
+    mounts. Every field has a working default."""
 
-    system_prompt: str | None = None
-    model: str | None = None
-    """Model name passed to the provider (None: the provider's default)."""
     provider: str | LLMProvider | None = None
     """A provider object (runs in the in-process worker) or the registry name of a worker's provider."""
     allowed_tools: Sequence[Tool | str] = ()
@@ -68,36 +78,8 @@ class Options:
     {...}}`` or ``{"type": "http", "url": ..., "headers": {...}}``, whose tools the model sees as
     ``mcp__{alias}__{tool}``; secrets in them are ``${MCP_*}`` references to the worker's
     environment (docs/mcp.md)."""
-    max_turns: int = 50
-    """Model calls allowed per goal; beyond it the goal ends with status "failed"."""
-    max_retries: int = 3
-    """The seed's ``maxRetries``: how often a final answer that fails its output schema or a
-    validator is sent back to the model before AttemptsExhaustedError. Also the retries of model
-    and tool calls unless ``provider_retries`` / ``tool_retries`` say otherwise."""
-    provider_retries: int | None = None
-    """Retries after the first attempt of each model call (None: ``max_retries``)."""
-    tool_retries: int | None = None
-    """Retries after the first attempt of each tool call (None: ``max_retries``; a tool's own
-    ``@tool(max_retries=)`` wins)."""
-    validate_tool_input: bool = False
-    """Check every tool call's arguments against the tool's input_schema and send a mismatch back
-    to the model as a failed result. Off by default: input_schema is metadata for the model, not a
-    runtime validator (``@tool(validate_input=True)`` turns it on for one tool)."""
-    thinking: Mapping[str, Any] | None = None
-    """Extended thinking, Anthropic-shaped: ``{"type": "enabled", "budget_tokens": N}``,
-    ``{"type": "adaptive"}`` or ``{"type": "disabled"}`` (docs/providers.md)."""
-    effort: str | None = None
-    """Reasoning effort: one of ``EFFORTS`` (OpenAI ``reasoning_effort``, Anthropic
-    ``output_config.effort``)."""
     policy: Policy | None = None
     """A custom Policy (an importable class); default: the LLM policy."""
-    temperature: float | None = None
-    max_tokens: int | None = None
-    model_timeout_seconds: float = 300.0
-    """Start-to-close timeout of one model-call attempt."""
-    tool_timeout_seconds: float = 300.0
-    """Default start-to-close timeout of one tool-call attempt (``@tool(timeout_seconds=)`` wins)."""
-    metadata: Mapping[str, Any] = field(default_factory=dict)
     output_schema: type[BaseModel] | dict[str, Any] | str | None = None
     """A pydantic model class or a JSON Schema dict; the final answer must be JSON matching it. A
     string names an output model registered on the worker (``module:QualName``)."""
@@ -109,16 +91,11 @@ class Options:
     guards: Sequence[Guard | str] = ()
     """Consulted before every tool call, subtask and finish: allow, deny, or ask a human. A string
     names a guard registered on the worker (how tasks started over HTTP or the CLI get one)."""
-    approval_timeout_seconds: float = 86400.0
-    """How long an action sent for approval waits before it is denied."""
     content_channels: Sequence[ContentKindSpec] = ()
     """Kinds of context the composer places: stable ones in the cached prefix, volatile ones after
     the transcript (see noeta.context.composer)."""
     context: Mapping[str, str] = field(default_factory=dict)
     """Text for each declared content channel, by channel name."""
-    max_history_events: int | None = None
-    """Continue the task in a new run once a run's history has this many events (default: when
-    Temporal suggests it, ~4,096 events or 4 MiB). The task id, transcript and event seq carry on."""
     resources: Sequence[ResourceSpec] | Mapping[str, Any] = ()
     """Resources the task equips: ``equip_resource(...)`` specs (created for the task, destroyed
     when it ends) or live objects by key. They stay in the worker: ``query()`` serves them from its
@@ -132,30 +109,6 @@ class Options:
     subagents: Sequence["SubAgent"] = ()
     """Sub-agents the model may call like tools; each call runs a child task with the sub-agent's
     own options, and its answer (or structured data) is the call's result."""
-    limits: UsageLimits | None = None
-    """Ceilings on tokens, calls, time and cost for the whole task (continued runs and sub-agents
-    included), checked before every model and tool call; reaching one fails the task with
-    BudgetExceededError (docs/budgets.md)."""
-    index_interval_seconds: float | None = DEFAULT_INDEX_INTERVAL_SECONDS
-    """How often a running task refreshes its turn, token and cost search attributes between status
-    changes (which are always indexed at once). Each refresh is a history event and a write to the
-    cluster's visibility store; None: only with status changes and at the end."""
-    rate_limit_wait_seconds: float = 600.0
-    """Most time one model or tool call may spend waiting on rate limits in all (a provider's 429
-    and its retry-after, this worker's provider limiter, a full sync-tool pool) before it fails
-    with AttemptsExhaustedError. These waits do not use up ``max_retries``."""
-    model_activity: ActivityOptions = field(default_factory=ActivityOptions)
-    """Timeouts, heartbeat and retry backoff of model calls; its start-to-close defaults to
-    ``model_timeout_seconds``. Each kind's defaults: noeta.protocols.activity_options, docs/retries.md."""
-    tool_activity: ActivityOptions = field(default_factory=ActivityOptions)
-    """The same for tool calls; start-to-close defaults to ``tool_timeout_seconds``. A tool's own
-    ``@tool(timeout_seconds=, heartbeat_seconds=)`` wins for that tool."""
-    mcp_activity: ActivityOptions = field(default_factory=ActivityOptions)
-    """The same for remote MCP servers' tools; start-to-close defaults to ``tool_timeout_seconds``."""
-    guard_activity: ActivityOptions = field(default_factory=ActivityOptions)
-    """The same for guard checks; start-to-close defaults to 60 s (raise it for guards that do slow I/O)."""
-    validator_activity: ActivityOptions = field(default_factory=ActivityOptions)
-    """The same for output validation; start-to-close defaults to ``tool_timeout_seconds``."""
 
     def __post_init__(self) -> None:
         # Every numeric setting against its range (noeta.protocols.bounds, shared with the workflow),
@@ -163,6 +116,14 @@ class Options:
         problem = settings_problem(self)
         if problem is not None:
             raise ConfigurationError(problem)
+        if self.model_timeout_seconds != MODEL_TIMEOUT_SECONDS:
+            warnings.warn(
+                "Options.model_timeout_seconds is deprecated: set "
+                "model_activity=ActivityOptions(start_to_close_seconds=...) (the value is still used "
+                "when model_activity sets no start-to-close timeout)",
+                DeprecationWarning,
+                stacklevel=3,  # the caller of Options(...), past the generated __init__
+            )
         check_thinking(self.thinking)
         if self.effort is not None and self.effort not in EFFORTS:
             raise ConfigurationError(f"effort must be one of {', '.join(EFFORTS)}, got {self.effort!r}")
@@ -350,6 +311,65 @@ class SubAgent:
         for agent in self.options.subagents:
             found.extend(agent.all_options())
         return found
+
+
+def build_task_input(
+    options: Options,
+    goal: str,
+    *,
+    provider_name: str,
+    keep_open: bool = False,
+    images: Sequence[ImageBlock] = (),
+    workspace_dir: str | Path | None = None,
+    trace_id: str | None = None,
+    task_id: str = "",
+    subagent_template: bool = False,
+) -> TaskInput:
+    """Validate a goal and turn Options into the workflow's input: the TaskSettings as they are,
+    the other fields in their serializable forms. ``subagent_template``: the input of a declared
+    sub-agent, whose goal (empty here) comes with each call."""
+    if not subagent_template:
+        check_goal(goal)
+    settings = settings_values(options)
+    limits = options.limits
+    settings["limits"] = limits if limits is not None and not limits.empty else None  # no limits: none recorded
+    return TaskInput(
+        **settings,
+        goal=goal,
+        provider=provider_name,
+        images=list(images),
+        tools=options.tool_names(),
+        tool_fingerprints={t.name: tool_fingerprint(t.name, t.version, t.input_schema) for t in options.tool_objects()},
+        policy=policy_ref(options.policy),
+        keep_open=keep_open,
+        trace_id=trace_id,
+        workspace_dir=str(Path(workspace_dir).resolve()) if workspace_dir is not None else None,
+        output_schema=output_schema_spec(options.output_schema),
+        validators=options.validator_names(),
+        guards=options.guard_names(),
+        channels=options.channel_contents(),
+        mcp_servers=options.remote_mcp_servers(),
+        resources=list(options.resource_entries()),
+        scope=[ScopeLevel(task_id, check_scope(options.scope))] if options.scope else [],
+        scope_schema=output_schema_spec(options.scope_schema, "scope_schema"),
+        subagents=subagent_specs(options),
+    )
+
+
+def subagent_specs(options: Options) -> list[SubAgentSpec]:
+    """The declared sub-agents as the workflow's input (their goal comes with each call; a
+    sub-agent without a provider of its own inherits its parent's)."""
+    return [
+        SubAgentSpec(
+            agent.name,
+            agent.description,
+            build_task_input(
+                agent.options, "", provider_name=task_provider_name(agent.options.provider, unset=""),
+                subagent_template=True,
+            ),
+        )
+        for agent in options.subagents
+    ]
 
 
 def _registered_name(name: str, what: str) -> str:

@@ -14,15 +14,14 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from noeta.client._base import ClientBase
 from noeta.client.failures import _run_ended_first, translate_failure
-from noeta.client.options import Options
-from noeta.client.task_input import build_task_input, check_goal
+from noeta.client.options import Options, build_task_input
+from noeta.client.task_input import check_goal, task_provider_name
 from noeta.client.visibility import initial_search_attributes
 from noeta.errors import ConfigurationError, NoetaError, PayloadTooLargeError, TaskFailedError, TaskNotFoundError
 from noeta.protocols.interaction import GoalInput, InjectInput, TaskResult
-from noeta.protocols.messages import ImageBlock, LLMProvider, registry_name
+from noeta.protocols.messages import ImageBlock
 from noeta.protocols.names import (
     BASE_SEARCH_ATTRIBUTES,
-    DEFAULT_PROVIDER,
     SA_API_KEY,
     SA_COST_USD,
     SIGNAL_CLOSE,
@@ -58,12 +57,7 @@ class TaskOperations(ClientBase):
         that starts it, indexed as NoetaApiKey so the key's spend can be summed."""
         options = options or Options()
         if provider_name is None:
-            if isinstance(options.provider, str):
-                provider_name = options.provider
-            elif isinstance(options.provider, LLMProvider):
-                provider_name = registry_name(options.provider)
-            else:
-                provider_name = DEFAULT_PROVIDER
+            provider_name = task_provider_name(options.provider)
         task_id = task_id or f"task-{uuid.uuid4().hex[:12]}"
         task_input = build_task_input(
             options,

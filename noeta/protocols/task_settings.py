@@ -1,0 +1,116 @@
+"""TaskSettings: the task settings that travel to the workflow as they are, declared once.
+
+``Options`` (what a caller writes) and ``TaskInput`` (what the workflow receives) both inherit these
+fields, so each has one declaration, one default and one description. A setting that needs a
+serializable form first (tools, the policy, output schemas, sub-agents...) stays on ``Options``
+and becomes its own ``TaskInput`` field when the task starts (noeta.client.options). The HTTP API's
+request body derives its fields from here too (noeta.client.settings_body).
+
+The defaults are part of the wire format: a recorded ``TaskInput`` leaves out fields at their
+defaults (noeta.converter), so a default never changes (tests/wire_defaults.json pins them). The
+allowed range of each numeric setting is in noeta.protocols.bounds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from noeta.protocols.activity_options import ActivityOptions
+from noeta.protocols.budget import UsageLimits
+from noeta.protocols.names import DEFAULT_INDEX_INTERVAL_SECONDS
+
+#: ``model_timeout_seconds``' default: a value other than it is a deprecated way to set
+#: ``model_activity.start_to_close_seconds``.
+MODEL_TIMEOUT_SECONDS = 300.0
+
+
+# Keyword-only: the fields of Options and TaskInput come after the ones declared here, and a
+# TaskInput's goal and provider stay its first positional arguments.
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskSettings:
+    """The settings a task's Options carry unchanged into its TaskInput. Every field has a working
+    default."""
+
+    system_prompt: str | None = None
+    """The system prompt (at most 256 KiB; reference material belongs in a stable content channel
+    or behind a tool)."""
+    model: str | None = None
+    """Model name passed to the provider (None: the provider's default)."""
+    max_turns: int = 50
+    """Model calls allowed per goal; beyond it the goal ends with status "failed"."""
+    max_retries: int = 3
+    """The seed's ``maxRetries``: how often a final answer that fails its output schema or a
+    validator is sent back to the model before AttemptsExhaustedError. Also the retries of model
+    and tool calls unless ``provider_retries`` / ``tool_retries`` say otherwise."""
+    provider_retries: int | None = None
+    """Retries after the first attempt of each model call (None: ``max_retries``)."""
+    tool_retries: int | None = None
+    """Retries after the first attempt of each tool call (None: ``max_retries``; a tool's own
+    ``@tool(max_retries=)`` wins)."""
+    validate_tool_input: bool = False
+    """Check every tool call's arguments against the tool's input_schema and send a mismatch back
+    to the model as a failed result. Off by default (the seed's): input_schema is metadata for the
+    model, not a runtime validator (``@tool(validate_input=True)`` turns it on for one tool)."""
+    thinking: dict[str, Any] | None = None
+    """Extended thinking, Anthropic-shaped: ``{"type": "enabled", "budget_tokens": N}``,
+    ``{"type": "adaptive"}`` or ``{"type": "disabled"}`` (docs/providers.md)."""
+    effort: str | None = None
+    """Reasoning effort: one of ``noeta.client.options.EFFORTS`` (OpenAI ``reasoning_effort``,
+    Anthropic ``output_config.effort``)."""
+    temperature: float | None = None
+    """Sampling temperature, 0 to 2 (None: the provider's default)."""
+    max_tokens: int | None = None
+    """Most output tokens of one model call (None: the provider's default)."""
+    model_timeout_seconds: float = MODEL_TIMEOUT_SECONDS
+    """Deprecated: set ``model_activity=ActivityOptions(start_to_close_seconds=...)``. Still
+    honoured: the start-to-close timeout of one model-call attempt when ``model_activity`` sets none."""
+    tool_timeout_seconds: float = 300.0
+    """Default start-to-close timeout of one tool-call attempt, also of remote MCP tools and output
+    validation when their activity options set none (``@tool(timeout_seconds=)`` wins)."""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    """Free-form JSON carried with the task; keys listed in NOETA_INDEXED_METADATA are searchable."""
+    approval_timeout_seconds: float = 86400.0
+    """How long an action a guard sent for approval waits for a human before it is denied."""
+    max_history_events: int | None = None
+    """Continue the task in a new run once a run's history has this many events (None: when
+    Temporal suggests it, ~4,096 events or 4 MiB). The task id, transcript and event seq carry on."""
+    limits: UsageLimits | None = None
+    """Ceilings on tokens, calls, time and cost for the whole task (continued runs and sub-agents
+    included), checked before every model call, tool round and subtask; reaching one fails the
+    task with BudgetExceededError (docs/budgets.md). A sub-agent gets what is left of its parent's."""
+    index_interval_seconds: float | None = DEFAULT_INDEX_INTERVAL_SECONDS
+    """How often a running task refreshes its turn, token and cost search attributes between status
+    changes (which are always indexed at once). Each refresh is a history event and a write to the
+    cluster's visibility store; None: only with status changes and at the end."""
+    rate_limit_wait_seconds: float = 600.0
+    """Most time one model or tool call may spend waiting on rate limits in all (a provider's 429
+    and its retry-after, the worker's provider limiter, a full sync-tool pool) before it fails
+    with AttemptsExhaustedError. These waits do not use up ``max_retries``."""
+    model_activity: ActivityOptions = field(default_factory=ActivityOptions)
+    """Timeouts, heartbeat and retry backoff of model calls; start-to-close defaults to 300 s. Each
+    kind's defaults: noeta.protocols.activity_options, docs/retries.md."""
+    tool_activity: ActivityOptions = field(default_factory=ActivityOptions)
+    """The same for tool calls; start-to-close defaults to ``tool_timeout_seconds``. A tool's own
+    ``@tool(timeout_seconds=, heartbeat_seconds=)`` wins for that tool."""
+    mcp_activity: ActivityOptions = field(default_factory=ActivityOptions)
+    """The same for remote MCP servers' tools; start-to-close defaults to ``tool_timeout_seconds``."""
+    guard_activity: ActivityOptions = field(default_factory=ActivityOptions)
+    """The same for guard checks; start-to-close defaults to 60 s (raise it for guards that do slow I/O)."""
+    validator_activity: ActivityOptions = field(default_factory=ActivityOptions)
+    """The same for output validation; start-to-close defaults to ``tool_timeout_seconds``."""
+
+
+def settings_values(settings: TaskSettings) -> dict[str, Any]:
+    """The TaskSettings fields of ``settings`` (an Options, a TaskInput) by name, as keyword
+    arguments for another of them. Mappings are copied into dicts: a caller's mapping may be of
+    any type, and the copy is not shared with it."""
+    values = {}
+    for item in fields(TaskSettings):
+        value = getattr(settings, item.name)
+        values[item.name] = dict(value) if isinstance(value, Mapping) else value
+    return values
+
+
+__all__ = ["MODEL_TIMEOUT_SECONDS", "TaskSettings", "settings_values"]
