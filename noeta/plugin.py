@@ -35,8 +35,8 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 from noeta.converter import data_converter
 
 if TYPE_CHECKING:
+    from noeta.activities.registry import Registry
     from noeta.tuning import WorkerTuning
-    from noeta.worker import Registry
 
 PLUGIN_NAME = "noeta.NoetaPlugin"
 WORKER_PLUGIN_NAME = "noeta.NoetaWorkerPlugin"

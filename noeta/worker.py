@@ -8,173 +8,17 @@ loads one by import path.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
-from pydantic import BaseModel
 from temporalio.client import Client as TemporalClient
 from temporalio.worker import Worker
 
-from noeta.context.content_store import ContentStore
-from noeta.context.step_records import StepRecords
+from noeta.activities.registry import Registry
 from noeta.converter import is_noeta_converter
 from noeta.errors import ConfigurationError
 from noeta.import_path import load_object
-from noeta.pricing import PriceTable
-from noeta.protocols.hooks import Guard
-from noeta.protocols.messages import LLMProvider, StreamDelta, registry_name
-from noeta.protocols.resources import ResourceSpec
-from noeta.protocols.tool import Tool, ToolSpec, tool_fingerprint
-from noeta.protocols.validation import Validator, as_validator
-from noeta.providers.limits import ProviderLimit
+from noeta.plugin import NoetaWorkerPlugin
 from noeta.tuning import WorkerTuning
-
-
-@dataclass
-class Registry:
-    """What a worker can run. Tools are keyed by name, providers by registry name."""
-
-    tools: dict[str, Tool] = field(default_factory=dict)
-    providers: dict[str, LLMProvider] = field(default_factory=dict)
-    resources: dict[str, Any] = field(default_factory=dict)
-    """The process-wide default resources: live objects, or ``equip_resource`` specs (see
-    :mod:`noeta.protocols.resources`). A task's own and its parents' exposed resources come first."""
-    content_store: ContentStore | None = None
-    validators: dict[str, Validator] = field(default_factory=dict)
-    guards: dict[str, Guard] = field(default_factory=dict)
-    output_models: dict[str, type[BaseModel]] = field(default_factory=dict)
-    """Pydantic models by ``module:QualName``; an output schema naming one is validated with it."""
-    delta_sink: Callable[[StreamDelta], Any] | None = None
-    """Receives streamed pieces of model responses; with it, streaming providers stream."""
-    delta_broker: Any = None
-    """Where the worker also publishes them, for clients in other processes
-    (:mod:`noeta.deltas`; None: ``NOETA_DELTA_BROKER``, else the in-process broker)."""
-    mcp_commands: Collection[str] | None = None
-    """The commands of stdio MCP servers that tasks may have this worker start (None: any; ``noeta
-    worker`` takes them from ``NOETA_MCP_COMMANDS``)."""
-    mcp_connections: Any = field(default=None, repr=False, compare=False)
-    """The worker's live MCP connections (:class:`noeta.mcp.connections.McpConnections`), opened
-    on first use and closed when the worker stops."""
-    prices: PriceTable | None = None
-    """How model calls are priced (None: ``NOETA_PRICES`` over the genai-prices catalogue)."""
-    provider_limits: dict[str, ProviderLimit] = field(default_factory=dict)
-    """This worker's own rate / concurrency limit per provider name (see noeta.providers.limits)."""
-    step_records: StepRecords | None = None
-    """Where finished steps are recorded (default: beside the content store; see
-    noeta.context.step_records)."""
-    _specs: dict[str, tuple[Tool, ToolSpec]] = field(default_factory=dict, init=False, repr=False, compare=False)
-
-    @classmethod
-    def of(
-        cls,
-        tools: Iterable[Tool] = (),
-        providers: Iterable[LLMProvider] | Mapping[str, LLMProvider] = (),
-        resources: Mapping[str, Any] | Iterable[ResourceSpec] | None = None,
-        content_store: ContentStore | None = None,
-        validators: Iterable[Validator | Callable[[Any], Any]] = (),
-        output_models: Iterable[type[BaseModel]] = (),
-        guards: Iterable[Guard] = (),
-        provider_limits: Mapping[str, ProviderLimit] | None = None,
-    ) -> Registry:
-        registry = cls(content_store=content_store, provider_limits=dict(provider_limits or {}))
-        entries = resources.items() if isinstance(resources, Mapping) else ((None, r) for r in resources or ())
-        for key, resource in entries:
-            registry.add_resource(resource, key=key)
-        for tool in tools:
-            registry.add_tool(tool)
-        for validator in validators:
-            registry.add_validator(validator)
-        for model in output_models:
-            registry.add_output_model(model)
-        for guard in guards:
-            registry.add_guard(guard)
-        items = providers.items() if isinstance(providers, Mapping) else ((None, p) for p in providers)
-        for name, provider in items:
-            registry.add_provider(provider, name=name)
-        return registry
-
-    def store(self) -> ContentStore:
-        """The content store, which a worker cannot run without (clients read what it writes).
-        Raises ConfigurationError when the registry has none."""
-        if self.content_store is None:
-            raise ConfigurationError("the registry has no content_store; client and worker must share one")
-        return self.content_store
-
-    def add_tool(self, tool: Tool) -> None:
-        if not isinstance(tool, Tool):
-            raise ConfigurationError(f"{tool!r} is not a Tool (decorate it with @tool)")
-        existing = self.tools.get(tool.name)
-        if existing is not None and existing is not tool:
-            raise ConfigurationError(f"two different tools are named {tool.name!r}")
-        self.tools[tool.name] = tool
-
-    def add_provider(self, provider: LLMProvider, name: str | None = None, limit: ProviderLimit | None = None) -> str:
-        if not isinstance(provider, LLMProvider):
-            raise ConfigurationError(f"{provider!r} is not an LLMProvider (it needs complete())")
-        key = name or registry_name(provider)
-        self.providers[key] = provider
-        if limit is not None:
-            self.provider_limits[key] = limit
-        return key
-
-    def add_resource(self, resource: Any, key: str | None = None) -> str:
-        """A live object under ``key``, or an ``equip_resource`` spec (under its own key)."""
-        if isinstance(resource, ResourceSpec):
-            if key is not None and key != resource.key:
-                raise ConfigurationError(f"resource {key!r} is given the spec of {resource.key!r}")
-            key = resource.key
-        if not isinstance(key, str) or not key:
-            raise ConfigurationError(f"resource {resource!r} needs a non-empty key (or use equip_resource)")
-        existing = self.resources.get(key, resource)
-        if existing is not resource:
-            raise ConfigurationError(f"two different resources are registered as {key!r}")
-        self.resources[key] = resource
-        return key
-
-    def add_validator(self, validator: Validator | Callable[[Any], Any]) -> str:
-        item = as_validator(validator)
-        existing = self.validators.get(item.name)
-        if existing is not None and existing.fn is not item.fn:
-            raise ConfigurationError(f"two different validators are named {item.name!r}")
-        self.validators[item.name] = item
-        return item.name
-
-    def add_guard(self, guard: Guard) -> str:
-        if not isinstance(guard, Guard):
-            raise ConfigurationError(f"{guard!r} is not a Guard (it needs a name and check(action, ctx))")
-        existing = self.guards.get(guard.name)
-        if existing is not None and existing is not guard:
-            raise ConfigurationError(f"two different guards are named {guard.name!r}")
-        self.guards[guard.name] = guard
-        return guard.name
-
-    def add_output_model(self, model: type[BaseModel]) -> str:
-        key = f"{model.__module__}:{model.__qualname__}"
-        self.output_models[key] = model
-        return key
-
-    def tool_spec(self, name: str) -> ToolSpec:
-        """The tool's spec and identity fingerprint, computed once per tool object (they are asked
-        for on every model and tool call)."""
-        tool = self.tools[name]
-        cached = self._specs.get(name)
-        if cached is not None and cached[0] is tool:
-            return cached[1]
-        spec = ToolSpec(
-            name=tool.name,
-            version=tool.version,
-            description=tool.description,
-            input_schema=tool.input_schema,
-            risk_level=tool.risk_level,
-            fingerprint=tool_fingerprint(tool.name, tool.version, tool.input_schema),
-            start_to_close_seconds=getattr(tool, "timeout_seconds", None),
-            heartbeat_seconds=getattr(tool, "heartbeat_seconds", None),
-            max_retries=getattr(tool, "max_retries", None),
-            resources=list(getattr(tool, "resources", ()) or ()),
-        )
-        self._specs[name] = (tool, spec)
-        return spec
 
 
 def _is_registry(value: object) -> TypeGuard[Registry]:
@@ -199,8 +43,6 @@ def build_worker(
     ``tuning`` (default: from the environment) sets concurrency, cache and thread pools; other
     ``temporalio.worker.Worker`` arguments pass through and win over it.
     """
-    from noeta.plugin import NoetaWorkerPlugin
-
     registry.store()  # refuse a registry without a content store before connecting anything
     if not is_noeta_converter(client.data_converter):
         raise ConfigurationError(

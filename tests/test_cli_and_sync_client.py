@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from noeta.client.client import AsyncClient, Client
+from noeta.client.client import AsyncClient
 from noeta.client.messages import AssistantMessage, Result, UserMessage
 from noeta.client.options import Options
+from noeta.client.sync import Client
 from noeta.sdk.testing import FakeLLMProvider
 from tests.support.scripts import say
 from tests.support.waiting import eventually

@@ -82,7 +82,7 @@ def test_sync_client_follows_events(host: HostConfig, client: AsyncClient, conte
     thread.start()
     try:
         assert ready.wait(30)
-        from noeta.client.client import Client
+        from noeta.client.sync import Client
 
         sync = Client(host)
         try:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import os
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import TypeAdapter
 
@@ -15,12 +15,12 @@ from noeta.activities import mcp as remote
 from noeta.activities._attempts import AttemptLedger
 from noeta.activities._errors import to_application_error
 from noeta.activities._threads import ThreadPool
-from noeta.client.config import DELTA_BROKER_VARIABLE
+from noeta.activities.registry import Registry
 from noeta.context.blob_cache import BlobCache
 from noeta.context.content_store import ContentStore
 from noeta.context.step_records import StepOutputs, step_records_for
 from noeta.context.transcript import TranscriptStore
-from noeta.deltas import broker_for
+from noeta.deltas import DELTA_BROKER_VARIABLE, broker_for
 from noeta.errors import (
     ConfigurationError,
     NoetaError,
@@ -36,10 +36,6 @@ from noeta.providers.limits import Limiter
 from noeta.resources.context import ActiveRun, CallRecorder
 from noeta.resources.pool import ResourcePool
 from noeta.tuning import WorkerTuning
-
-if TYPE_CHECKING:
-    from noeta.worker import Registry
-
 
 #: Characters of a large tool output or answer kept in history in front of its content-store reference.
 PREVIEW_CHARS = 512
@@ -64,7 +60,7 @@ async def call_maybe_async(fn: Any, *args: Any, pool: ThreadPool, label: str = "
 class ActivityBase:
     """A worker's state; the activity modules add their activities to it (see AgentActivities)."""
 
-    def __init__(self, registry: "Registry", tuning: WorkerTuning | None = None) -> None:
+    def __init__(self, registry: Registry, tuning: WorkerTuning | None = None) -> None:
         tuning = tuning or WorkerTuning()
         self.registry = registry
         if registry.content_store is None:  # build_worker refuses such a registry first

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from noeta.errors import ToolInputError
 from noeta.protocols.tool import ToolContext, ToolResult
-from noeta.sdk.tools import DecoratedTool, ToolDecorator, tool
+from noeta.protocols.tool_decorator import DecoratedTool, ToolDecorator, tool
 
 MAX_EXPRESSION_CHARS = 200
 MAX_EXPONENT = 1000

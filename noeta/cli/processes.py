@@ -46,7 +46,7 @@ def worker_registry(
         for builtin in BUILTIN_TOOLS:
             if builtin.name not in registry.tools:
                 registry.add_tool(builtin)
-        add_memory(registry, settings)  # its store: NOETA_MEMORY_DIR, shared with the host
+        add_memory(registry, settings.memory_store())  # NOETA_MEMORY_DIR, shared with the host
     if registry.content_store is None:
         registry.content_store = settings.content_store()
     if registry.mcp_commands is None:
@@ -190,7 +190,10 @@ async def cmd_codec_server(args: argparse.Namespace) -> int:
     except ImportError as err:  # starlette / uvicorn are the [serve] extra
         raise ConfigurationError(f"noeta codec-server needs the HTTP extra: pip install 'noeta[serve]' ({err})") from err
     print(f"Noeta codec server on http://{args.host}:{args.port} (/encode, /decode)", flush=True)
-    await serve_codec(args.host, args.port, ui_origins=tuple(args.ui_origin), expand_refs=args.expand_refs)
+    await serve_codec(
+        args.host, args.port, ui_origins=tuple(args.ui_origin), expand_refs=args.expand_refs,
+        open_store=Settings().content_store,
+    )
     return 0
 
 

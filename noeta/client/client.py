@@ -1,7 +1,8 @@
 """Client: start tasks, send goals, read events and messages, wait for results, cancel.
 
-:class:`AsyncClient` is the asyncio API; :class:`Client` is the same API for synchronous code (it
-runs an AsyncClient on a private event-loop thread). Both talk to the embedded dev server unless
+:class:`AsyncClient` is the asyncio API; :class:`~noeta.client.sync.Client` is the same API for
+synchronous code (it runs an AsyncClient on a private event-loop thread, so it imports this module,
+not the other way round). Both talk to the embedded dev server unless
 ``TEMPORAL_ADDRESS`` points at a cluster.
 """
 
@@ -15,7 +16,6 @@ from noeta.client._base import ClientBase
 from noeta.client.connect import connect_temporal
 from noeta.client.host import HostConfig
 from noeta.client.inspection import METADATA_QUERY, Inspection, PendingApproval
-from noeta.client.sync import Client
 from noeta.client.tasks import SERVER_OUTAGE_WAIT_SECONDS, SERVER_UNREACHABLE
 from noeta.client.visibility import (
     TaskInfo,
@@ -89,7 +89,6 @@ __all__ = [
     "SERVER_OUTAGE_WAIT_SECONDS",
     "SERVER_UNREACHABLE",
     "AsyncClient",
-    "Client",
     "ClientBase",
     "PendingApproval",
     "TaskInfo",

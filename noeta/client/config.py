@@ -45,11 +45,10 @@ from typing import Any
 from temporalio.envconfig import ClientConfigProfile, ClientConfigTLS
 
 from noeta.context.content_store import ContentStore, LocalContentStore
+from noeta.deltas.broker import DELTA_BROKER_VARIABLE
 from noeta.errors import ConfigurationError
 
 DEFAULT_TASK_QUEUE = "noeta"
-#: Where workers publish streamed deltas and clients receive them (unset: inside one process).
-DELTA_BROKER_VARIABLE = "NOETA_DELTA_BROKER"
 #: Fits the Kubernetes manifests: their terminationGracePeriodSeconds leaves a margin above it.
 DEFAULT_SHUTDOWN_GRACE_SECONDS = 60.0
 #: Long enough for a dev server or a cluster that is still starting to begin serving gRPC.

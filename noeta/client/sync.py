@@ -7,8 +7,9 @@ import asyncio
 import threading
 import warnings
 from collections.abc import Coroutine, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
+from noeta.client.client import AsyncClient
 from noeta.client.host import HostConfig
 from noeta.client.messages import ViewItem
 from noeta.client.options import Options
@@ -18,9 +19,6 @@ from noeta.context.content_store import ContentStore
 from noeta.protocols.event_log import EventEnvelope, Observer
 from noeta.protocols.interaction import ApprovalRequest, TaskResult
 from noeta.protocols.messages import ImageBlock
-
-if TYPE_CHECKING:
-    from noeta.client.client import AsyncClient
 
 T = TypeVar("T")
 
@@ -35,8 +33,6 @@ class Client:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="noeta-client", daemon=True)
         self._thread.start()
-        from noeta.client.client import AsyncClient  # imported here: that module re-exports this one
-
         self._async: AsyncClient | None = None
         try:
             self._async = self._run(AsyncClient.connect(host, observers))

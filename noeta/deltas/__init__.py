@@ -6,6 +6,13 @@ process receives what a ``noeta worker`` in another streams; unset, deltas stay 
 that runs the worker (the embedded case, ``query()``).
 """
 
-from noeta.deltas.broker import DeltaBroker, InProcessBroker, Subscription, broker_for, in_process_broker
+from noeta.deltas.broker import (
+    DELTA_BROKER_VARIABLE,
+    DeltaBroker,
+    InProcessBroker,
+    Subscription,
+    broker_for,
+    in_process_broker,
+)
 
-__all__ = ["DeltaBroker", "InProcessBroker", "Subscription", "broker_for", "in_process_broker"]
+__all__ = ["DELTA_BROKER_VARIABLE", "DeltaBroker", "InProcessBroker", "Subscription", "broker_for", "in_process_broker"]

@@ -1,59 +1,21 @@
-"""The delta broker interface, its wire form, and the in-process broker (the default)."""
+"""The in-process broker (the default), choosing a broker by URL, and a task's delta stream.
+
+The broker interface and the wire form are in :mod:`noeta.deltas.base`.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
-import logging
-from collections.abc import AsyncIterator, Callable
-from typing import Any, Protocol
+from collections.abc import AsyncIterator
 
+from noeta.deltas.base import DeltaBroker, DeltaSink, Subscription, deliver
+from noeta.deltas.redis import RedisBroker
 from noeta.errors import ConfigurationError
 from noeta.protocols.messages import StreamDelta
 
-logger = logging.getLogger(__name__)
-
-DeltaSink = Callable[[StreamDelta], Any]
-
-
-class Subscription(Protocol):
-    async def close(self) -> None: ...
-
-
-class DeltaBroker(Protocol):
-    """Carries deltas from the workers that stream them to the clients that listen."""
-
-    def wants_deltas(self) -> bool:
-        """Whether a worker should stream at all (someone may listen)."""
-        ...
-
-    def publish(self, namespace: str, delta: StreamDelta) -> None:
-        """Hand ``delta`` over without waiting; deltas of one process are delivered in the order
-        they were published, and a broker that fails never fails the model call."""
-        ...
-
-    async def subscribe(self, namespace: str, sink: DeltaSink, task_id: str | None = None) -> Subscription:
-        """Call ``sink`` with every delta of ``task_id`` (None: of every task in ``namespace``)."""
-        ...
-
-
-def delta_to_json(delta: StreamDelta) -> bytes:
-    return json.dumps(dataclasses.asdict(delta), separators=(",", ":")).encode()
-
-
-def delta_from_json(data: bytes | str) -> StreamDelta:
-    raw = json.loads(data)
-    names = {f.name for f in dataclasses.fields(StreamDelta)}
-    return StreamDelta(**{k: v for k, v in raw.items() if k in names})
-
-
-def deliver(sink: DeltaSink, delta: StreamDelta) -> Any:
-    try:
-        return sink(delta)
-    except Exception:  # a broken consumer must not stop the others
-        logger.exception("delta sink failed")
-        return None
+#: Where workers publish streamed deltas and clients receive them (unset: inside one process).
+DELTA_BROKER_VARIABLE = "NOETA_DELTA_BROKER"
 
 
 @dataclasses.dataclass(eq=False)
@@ -108,10 +70,8 @@ def broker_for(url: str | None) -> DeltaBroker:
     if not url:
         return _IN_PROCESS
     if not url.startswith(("redis://", "rediss://", "unix://")):
-        raise ConfigurationError(f"NOETA_DELTA_BROKER must be a redis:// URL, got {url.split(':')[0]}:…")
+        raise ConfigurationError(f"{DELTA_BROKER_VARIABLE} must be a redis:// URL, got {url.split(':')[0]}:…")
     if url not in _REDIS:
-        from noeta.deltas.redis import RedisBroker
-
         _REDIS[url] = RedisBroker(url)
     return _REDIS[url]
 
@@ -155,3 +115,10 @@ class DeltaStream:
 async def subscribe_stream(broker: DeltaBroker, namespace: str, task_id: str) -> DeltaStream:
     """A :class:`DeltaStream` of ``task_id``, subscribed when this returns."""
     return await DeltaStream()._open(broker, namespace, task_id)
+
+
+# DeltaBroker, DeltaSink and Subscription are re-exported: callers import them from here.
+__all__ = [
+    "DELTA_BROKER_VARIABLE", "DeltaBroker", "DeltaSink", "DeltaStream", "InProcessBroker", "Subscription",
+    "broker_for", "in_process_broker", "subscribe_stream",
+]

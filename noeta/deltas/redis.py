@@ -11,7 +11,7 @@ import asyncio
 import logging
 from typing import Any
 
-from noeta.deltas.broker import DeltaSink, Subscription, deliver, delta_from_json, delta_to_json
+from noeta.deltas.base import DeltaSink, Subscription, deliver, delta_from_json, delta_to_json
 from noeta.errors import ConfigurationError
 from noeta.protocols.messages import StreamDelta
 from noeta.protocols.names import DELTA_CHANNEL_PREFIX

@@ -16,7 +16,7 @@ from noeta.protocols import __all__ as _protocol_names
 #: Each lazily loaded public name and the module that defines it.
 _LAZY: dict[str, str] = {
     "AsyncClient": "noeta.client.client",
-    "Client": "noeta.client.client",
+    "Client": "noeta.client.sync",
     "AssistantMessage": "noeta.client.messages",
     "InjectedMessage": "noeta.client.messages",
     "Result": "noeta.client.messages",
@@ -82,7 +82,7 @@ _LAZY: dict[str, str] = {
 
 if TYPE_CHECKING:
     from noeta.builtins.memory.impl import MemoryStore
-    from noeta.client.client import AsyncClient, Client
+    from noeta.client.client import AsyncClient
     from noeta.client.messages import (
         AssistantMessage,
         InjectedMessage,
@@ -95,6 +95,7 @@ if TYPE_CHECKING:
     )
     from noeta.client.options import HostConfig, Options, SubAgent
     from noeta.client.projection import project
+    from noeta.client.sync import Client
     from noeta.client.wire import envelope_to_dict
     from noeta.context.content_channel import ContentKindSpec
     from noeta.context.content_store import ContentStore, LocalContentStore

@@ -90,7 +90,7 @@ def _registry_for(
 ) -> tuple[Registry, str]:
     registry = registry_for(options, store, resources)
     if "memory" in options.tool_names():  # the task opts in to the built-in memory tool by name
-        add_memory(registry, settings)
+        add_memory(registry, settings.memory_store())
     chosen = provider if provider is not None else options.provider
     if isinstance(chosen, LLMProvider):
         return registry, registry.add_provider(chosen)

@@ -17,8 +17,8 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
 from google.protobuf import json_format
 from starlette.applications import Starlette
@@ -29,7 +29,6 @@ from starlette.routing import Route
 from temporalio.api.common.v1 import Payload, Payloads
 from temporalio.converter import PayloadCodec
 
-from noeta.context.content_store import ContentStore
 from noeta.errors import ConfigurationError, NoetaError
 from noeta.security.http_guard import GuardConfig, RequestGuard, read_keys
 
@@ -37,6 +36,16 @@ logger = logging.getLogger(__name__)
 
 EXPAND_LIMIT = 1024 * 1024
 DEFAULT_PORT = 8089
+
+
+class BodyReader(Protocol):
+    """Where the codec server reads stored bodies from: a content store
+    (:class:`noeta.context.content_store.ContentStore` is one; that layer builds on this one, so it
+    is described here, not imported)."""
+
+    def get(self, ref: str, /) -> bytes:
+        """The body whose sha256 is ``ref``; a NoetaError (or KeyError) when there is none."""
+        ...
 
 
 def guard_from_env(bind_host: str, env: Mapping[str, str] | None = None) -> GuardConfig:
@@ -56,7 +65,7 @@ def guard_from_env(bind_host: str, env: Mapping[str, str] | None = None) -> Guar
 
 
 def create_codec_app(
-    codec: PayloadCodec, guard: GuardConfig, *, store: ContentStore | None = None, expand_refs: bool = False
+    codec: PayloadCodec, guard: GuardConfig, *, store: BodyReader | None = None, expand_refs: bool = False
 ) -> Starlette:
     """The codec server app; ``store`` is needed for ``expand_refs``."""
     if expand_refs and store is None:
@@ -111,7 +120,7 @@ def _error(status: int, name: str, message: str) -> Response:
     return JSONResponse({"error": name, "message": message}, status_code=status)
 
 
-def expand_payload(payload: Payload, store: ContentStore) -> Payload:
+def expand_payload(payload: Payload, store: BodyReader) -> Payload:
     """A JSON payload with every tool output preview replaced by the stored body."""
     if payload.metadata.get("encoding") != b"json/plain":
         return payload
@@ -125,7 +134,7 @@ def expand_payload(payload: Payload, store: ContentStore) -> Payload:
     return Payload(metadata=dict(payload.metadata), data=json.dumps(expanded, ensure_ascii=False).encode())
 
 
-def _expand(value: Any, store: ContentStore) -> tuple[Any, bool]:
+def _expand(value: Any, store: BodyReader) -> tuple[Any, bool]:
     if isinstance(value, list):
         items = [_expand(v, store) for v in value]
         return [v for v, _ in items], any(c for _, c in items)
@@ -143,7 +152,7 @@ def _expand(value: Any, store: ContentStore) -> tuple[Any, bool]:
     return out, changed
 
 
-def _body_text(ref: Mapping[str, Any], store: ContentStore) -> str | None:
+def _body_text(ref: Mapping[str, Any], store: BodyReader) -> str | None:
     size = ref.get("size")
     media_type = str(ref.get("media_type", "text/plain"))
     if not isinstance(size, int) or size > EXPAND_LIMIT or not (media_type.startswith("text/") or "json" in media_type):
@@ -161,15 +170,17 @@ async def serve_codec(
     *,
     ui_origins: tuple[str, ...] = (),
     expand_refs: bool = False,
+    open_store: Callable[[], BodyReader] | None = None,
     log_level: str = "info",
 ) -> None:
     """Run the codec server with uvicorn until stopped. The codec and keys come from the
-    environment (as for workers); ``ui_origins`` are added to ``NOETA_CODEC_CORS_ORIGINS``."""
+    environment (as for workers); ``ui_origins`` are added to ``NOETA_CODEC_CORS_ORIGINS``.
+    ``expand_refs`` needs ``open_store``, which opens the content store (the caller knows where
+    it is: ``noeta codec-server`` passes its settings' store)."""
     import dataclasses
 
     import uvicorn
 
-    from noeta.client.config import Settings
     from noeta.security.codec import codec_from_env
 
     codec = codec_from_env()
@@ -182,6 +193,6 @@ async def serve_codec(
     guard.check_bind(host, allow_unauthenticated=os.environ.get("NOETA_ALLOW_UNAUTHENTICATED") == "1")
     if not guard.api_keys:
         logger.warning("the codec server has no tokens (NOETA_CODEC_TOKENS): any local process can decode payloads")
-    store = Settings().content_store() if expand_refs else None
+    store = open_store() if expand_refs and open_store is not None else None  # none: create_codec_app refuses
     app = create_codec_app(codec, guard, store=store, expand_refs=expand_refs)
     await uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level=log_level)).serve()

@@ -35,7 +35,7 @@ async def decode_message(message: Message, codec: PayloadCodec) -> None:
                 if value_field.message_type.full_name == _PAYLOAD:
                     keys = list(value)
                     decoded = await codec.decode([value[k] for k in keys])
-                    for key, payload in zip(keys, decoded):
+                    for key, payload in zip(keys, decoded, strict=True):
                         value[key].CopyFrom(payload)
                 else:
                     for key in list(value):

@@ -14,16 +14,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 from noeta.builtins.memory.impl import Memory, MemoryStore, slugify
 from noeta.protocols.names import MEMORY_RESOURCE
-from noeta.protocols.tool import ToolContext, ToolResult
-from noeta.sdk.tools import tool
-
-if TYPE_CHECKING:
-    from noeta.client.config import Settings
-    from noeta.worker import Registry
+from noeta.protocols.tool import Tool, ToolContext, ToolResult
+from noeta.protocols.tool_decorator import tool
 
 #: At most this many memories come back from one recall, each cut to MAX_RECALLED_CHARS.
 MAX_RECALLED = 5
@@ -171,11 +168,25 @@ def memory_tool(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
         return _refused(str(err))
 
 
-def add_memory(registry: Registry, settings: Settings) -> None:
-    """The built-in memory tool and the host's memory store (``Settings.memory_store``)."""
+class ToolRegistry(Protocol):
+    """What :func:`add_memory` needs of a worker's registry (:class:`noeta.worker.Registry` is one;
+    the registry belongs to a higher layer, so it is described here, not imported)."""
+
+    @property
+    def tools(self) -> Mapping[str, Tool]: ...
+
+    @property
+    def resources(self) -> dict[str, Any]: ...
+
+    def add_tool(self, tool: Tool) -> None: ...
+
+
+def add_memory(registry: ToolRegistry, store: MemoryStore) -> None:
+    """Serve the built-in memory tool from ``registry``, with ``store`` as its pool unless the
+    registry has one already (a host passes its own: ``Settings.memory_store()``)."""
     if memory_tool.name not in registry.tools:
         registry.add_tool(memory_tool)
-    registry.resources.setdefault(MEMORY_RESOURCE, settings.memory_store())
+    registry.resources.setdefault(MEMORY_RESOURCE, store)
 
 
-__all__ = ["MAX_RECALLED", "RecallResult", "add_memory", "memory_tool", "recall"]
+__all__ = ["MAX_RECALLED", "RecallResult", "ToolRegistry", "add_memory", "memory_tool", "recall"]

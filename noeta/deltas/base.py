@@ -1,0 +1,67 @@
+"""What every delta broker shares: the broker interface and the wire form of a delta.
+
+The brokers (:mod:`noeta.deltas.broker`, :mod:`noeta.deltas.redis`) import this module and never
+each other's internals, so choosing a broker (``broker_for``) can import them all.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from noeta.protocols.messages import StreamDelta
+
+logger = logging.getLogger(__name__)
+
+DeltaSink = Callable[[StreamDelta], Any]
+"""Receives one delta; it may return an awaitable, which the broker schedules."""
+
+
+class Subscription(Protocol):
+    """A listening sink; ``close()`` stops its deliveries."""
+
+    async def close(self) -> None: ...
+
+
+class DeltaBroker(Protocol):
+    """Carries deltas from the workers that stream them to the clients that listen."""
+
+    def wants_deltas(self) -> bool:
+        """Whether a worker should stream at all (someone may listen)."""
+        ...
+
+    def publish(self, namespace: str, delta: StreamDelta) -> None:
+        """Hand ``delta`` over without waiting; deltas of one process are delivered in the order
+        they were published, and a broker that fails never fails the model call."""
+        ...
+
+    async def subscribe(self, namespace: str, sink: DeltaSink, task_id: str | None = None) -> Subscription:
+        """Call ``sink`` with every delta of ``task_id`` (None: of every task in ``namespace``)."""
+        ...
+
+
+def delta_to_json(delta: StreamDelta) -> bytes:
+    """The compact JSON a delta crosses processes as."""
+    return json.dumps(dataclasses.asdict(delta), separators=(",", ":")).encode()
+
+
+def delta_from_json(data: bytes | str) -> StreamDelta:
+    """A delta back from :func:`delta_to_json`; fields this version does not know are dropped."""
+    raw = json.loads(data)
+    names = {f.name for f in dataclasses.fields(StreamDelta)}
+    return StreamDelta(**{k: v for k, v in raw.items() if k in names})
+
+
+def deliver(sink: DeltaSink, delta: StreamDelta) -> Any:
+    """``sink(delta)``; a sink that raises is logged, so one broken consumer does not stop the others."""
+    try:
+        return sink(delta)
+    except Exception:
+        logger.exception("delta sink failed")
+        return None
+
+
+__all__ = ["DeltaBroker", "DeltaSink", "Subscription", "deliver", "delta_from_json", "delta_to_json"]
