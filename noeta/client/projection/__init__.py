@@ -1,8 +1,11 @@
 """Workflow history -> EventEnvelopes: :func:`project` and the incremental :class:`Projector`.
 
-Modules: ``payloads`` (decoding history payloads and failures), ``state`` (envelopes, messages, tool
-rounds), ``steps`` (activities: model and tool calls, guards, validation), ``lifecycle`` (start,
-goals, approvals, memos, sub-agents, end), ``projector`` (the event dispatch and ``project``).
+One object per module, each with its own state, wired together by the projector: ``log`` (the
+envelopes and their numbering), ``transcript`` (MessagesAppended and the tool calls they propose),
+``rounds`` (a tool round's results as one message), ``goals``, ``approvals``, ``subtasks``,
+``steps`` (activities: model and tool calls, guards, validation), ``lifecycle`` (start, memos,
+end) and ``projector`` (routing history events, and ``project``). ``payloads`` reads payloads and
+failures out of history events.
 """
 
 from noeta.client.projection.payloads import decode_first, failure_text, innermost_message

@@ -10,10 +10,13 @@ from temporalio.api.common.v1 import Payload, Payloads
 from temporalio.api.failure.v1 import Failure
 from temporalio.api.history.v1 import HistoryEvent
 
+from noeta.protocols.step_failures import failure_reason
+
 _ADAPTERS: dict[type, TypeAdapter[Any]] = {}
 
 
 def decode(payload: Payload, cls: type) -> Any:
+    """A Noeta payload (JSON, or null) as ``cls``."""
     if payload.metadata.get("encoding") == b"binary/null":
         return None
     adapter = _ADAPTERS.get(cls) or _ADAPTERS.setdefault(cls, TypeAdapter(cls))
@@ -21,6 +24,7 @@ def decode(payload: Payload, cls: type) -> Any:
 
 
 def decode_first(payloads: Payloads, cls: type) -> Any:
+    """The first of ``payloads`` as ``cls`` (None when there is none)."""
     return decode(payloads.payloads[0], cls) if payloads.payloads else None
 
 
@@ -41,21 +45,29 @@ def failure_details(failure: Failure) -> dict[str, Any]:
 
 
 def innermost_message(failure: Failure) -> str:
-    """The deepest cause's message (what AgentWorkflow's ``failure_message`` reports)."""
+    """The deepest cause's reason (what AgentWorkflow's ``failure_message`` reports)."""
     while failure.HasField("cause"):
         failure = failure.cause
-    return failure.message or "failed"
+    return failure_reason(failure.message, own_error_type(failure))
+
+
+def own_error_type(failure: Failure) -> str | None:
+    """The ApplicationError type of this failure itself (not of a cause), as the workflow sees the
+    ``cause`` of an ActivityError or ChildWorkflowError; None for a timeout, a cancellation..."""
+    if not failure.HasField("application_failure_info"):
+        return None
+    return failure.application_failure_info.type or None
 
 
 def failure_text(failure: Failure) -> tuple[str, str | None]:
     """(message, ApplicationError type) of that ApplicationError."""
     node = _application_failure(failure)
     error_type = node.application_failure_info.type if node.HasField("application_failure_info") else None
-    return node.message or "failed", error_type or None
-
+    return failure_reason(node.message), error_type or None
 
 
 def child_close_attrs(event: HistoryEvent) -> Any:
+    """The attributes of a child workflow's unsuccessful close event, whichever kind it is."""
     for name in (
         "child_workflow_execution_failed_event_attributes",
         "child_workflow_execution_canceled_event_attributes",

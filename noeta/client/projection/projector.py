@@ -7,74 +7,109 @@ continuing across the runs of one task.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 
-from noeta.client.projection.lifecycle import TaskEvents
+from noeta.client.projection.approvals import Approvals
+from noeta.client.projection.goals import Goals
+from noeta.client.projection.lifecycle import Lifecycle
+from noeta.client.projection.log import EnvelopeLog
+from noeta.client.projection.payloads import decode_first
+from noeta.client.projection.rounds import ToolRounds
+from noeta.client.projection.steps import Steps
+from noeta.client.projection.subtasks import Subtasks
+from noeta.client.projection.transcript import Transcript
 from noeta.protocols import event_log as ev
-from noeta.protocols.names import APPROVAL_TIMER_PREFIX
-from noeta.protocols.task import approval_timed_out
+from noeta.protocols.names import UPDATE_APPROVE, UPDATE_SEND_GOAL
+from noeta.protocols.task import ApprovalInput, GoalInput
+
+_CHILD_ENDED = (
+    EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_FAILED,
+    EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_CANCELED,
+    EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_TERMINATED,
+    EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_TIMED_OUT,
+)
 
 
-class Projector(TaskEvents):
-    """Incremental projection: feed history events in order, get the new envelopes back."""
+class Projector:
+    """Incremental projection: feed history events in order, get the new envelopes back.
+
+    Built from one object per idea, each holding its own state: the envelope log, the transcript,
+    tool rounds, goals, approvals, sub-agents, steps and the task's lifecycle. The projector only
+    routes each history event to the one that reads it.
+    """
+
+    def __init__(self, task_id: str = "") -> None:
+        self._log = EnvelopeLog(task_id)
+        transcript = Transcript(self._log)
+        rounds = ToolRounds(transcript)
+        self._goals = Goals(self._log, transcript)
+        self._approvals = Approvals(self._log, transcript)
+        self._subtasks = Subtasks(self._log, transcript)
+        self._steps = Steps(self._log, transcript, rounds, self._goals, self._approvals)
+        self._lifecycle = Lifecycle(self._log, transcript, rounds, self._goals)
+
+    @property
+    def envelopes(self) -> list[ev.EventEnvelope]:
+        """Every envelope projected so far."""
+        return self._log.envelopes
+
+    def begin_run(self) -> None:
+        """A new run of the task starts (continue-as-new): ids in its history start over."""
+        self._steps.begin_run()
+        self._subtasks.begin_run()
 
     def feed(self, event: HistoryEvent) -> list[ev.EventEnvelope]:
-        before = len(self.envelopes)
-        self._feed(event)
-        return self.envelopes[before:]
+        """Project one history event; returns the envelopes it added."""
+        before = len(self._log.envelopes)
+        self._route(event)
+        return self._log.envelopes[before:]
 
-    def _feed(self, event: HistoryEvent) -> None:
+    def _route(self, event: HistoryEvent) -> None:
         t = event.event_type
         E = EventType
         if t == E.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
-            self.on_started(event)
+            self._steps.run_started(self._lifecycle.started(event))
         elif t == E.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-            self.on_scheduled(event)
+            self._steps.scheduled(event)
         elif t == E.EVENT_TYPE_ACTIVITY_TASK_STARTED:
-            self.on_activity_started(event)
+            self._steps.attempt_started(event)
         elif t == E.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
-            self.on_completed(event)
+            self._steps.completed(event)
         elif t == E.EVENT_TYPE_ACTIVITY_TASK_FAILED:
-            a = event.activity_task_failed_event_attributes
-            self.on_activity_failed(event, a.failure, a.scheduled_event_id)
+            failed = event.activity_task_failed_event_attributes
+            self._steps.failed(event, failed.failure, failed.scheduled_event_id)
         elif t == E.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT:
-            a2 = event.activity_task_timed_out_event_attributes
-            self.on_activity_failed(event, a2.failure, a2.scheduled_event_id)
-        elif t == E.EVENT_TYPE_TIMER_STARTED:
-            summary = event.user_metadata.summary if event.HasField("user_metadata") else None
-            text = json.loads(summary.data) if summary is not None and summary.data else ""
-            if isinstance(text, str) and text.startswith(APPROVAL_TIMER_PREFIX):
-                attrs_t = event.timer_started_event_attributes
-                timeout = attrs_t.start_to_fire_timeout.ToTimedelta().total_seconds()
-                self.approval_timers[attrs_t.timer_id] = (text[len(APPROVAL_TIMER_PREFIX):], timeout)
-        elif t == E.EVENT_TYPE_TIMER_FIRED:
-            timer = self.approval_timers.pop(event.timer_fired_event_attributes.timer_id, None)
-            if timer is not None and timer[0] in self.approval_seq:
-                self.on_approval(approval_timed_out(*timer), event)
-        elif t == E.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
-            self.on_update_accepted(event)
-        elif t == E.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED:
-            self.on_memo(event)
+            timed_out = event.activity_task_timed_out_event_attributes
+            self._steps.failed(event, timed_out.failure, timed_out.scheduled_event_id)
         elif t == E.EVENT_TYPE_MARKER_RECORDED:
-            self.on_local_activity(event)
+            self._steps.local_activity(event)
+        elif t == E.EVENT_TYPE_TIMER_STARTED:
+            self._approvals.timer_started(event)
+        elif t == E.EVENT_TYPE_TIMER_FIRED:
+            self._approvals.timer_fired(event)
+        elif t == E.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
+            self._update_accepted(event)
+        elif t == E.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED:
+            self._lifecycle.memo(event)
         elif t == E.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED:
-            self.on_child_initiated(event)
+            self._subtasks.initiated(event)
         elif t == E.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED:
-            self.on_child_completed(event)
-        elif t in (
-            E.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_FAILED,
-            E.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_CANCELED,
-            E.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_TERMINATED,
-            E.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_TIMED_OUT,
-        ):
-            self.on_child_ended(event)
+            self._subtasks.completed(event)
+        elif t in _CHILD_ENDED:
+            self._subtasks.ended(event)
         else:
-            self.on_closed(event)
+            self._lifecycle.closed(event)
+
+    def _update_accepted(self, event: HistoryEvent) -> None:
+        request = event.workflow_execution_update_accepted_event_attributes.accepted_request.input
+        if request.name == UPDATE_APPROVE:
+            self._approvals.decided(decode_first(request.args, ApprovalInput), event)
+        elif request.name == UPDATE_SEND_GOAL:
+            self._goals.received(decode_first(request.args, GoalInput), event)
 
 
 def project(
@@ -90,4 +125,3 @@ def project(
         for event in run:
             projector.feed(event)
     return projector.envelopes
-

@@ -4,16 +4,28 @@ prepare and release, with their retries."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
+from typing import Any
 
 from temporalio.api.failure.v1 import Failure
 from temporalio.api.history.v1 import HistoryEvent
 
-from noeta.client.projection.payloads import decode_first, failure_details, failure_text, innermost_message
-from noeta.client.projection.state import LOCAL_ACTIVITY_MARKER, ProjectionState, _Scheduled, _ToolRound
+from noeta.client.projection.approvals import Approvals
+from noeta.client.projection.goals import Goals
+from noeta.client.projection.log import EnvelopeLog
+from noeta.client.projection.payloads import (
+    decode_first,
+    failure_details,
+    failure_text,
+    innermost_message,
+    own_error_type,
+)
+from noeta.client.projection.rounds import ToolRounds
+from noeta.client.projection.transcript import Transcript
 from noeta.protocols import event_log as ev
 from noeta.protocols.appends import goal_message, tool_result_block
 from noeta.protocols.hooks import GuardDecision, ProposedToolCall, combine
-from noeta.protocols.messages import Message, ToolResultBlock
+from noeta.protocols.messages import Message
 from noeta.protocols.names import (
     CALL_MODEL,
     CHECK_GUARDS,
@@ -22,8 +34,14 @@ from noeta.protocols.names import (
     RELEASE_RESOURCES,
     VALIDATE_OUTPUT,
 )
+from noeta.protocols.step_failures import (
+    failed_tool_result,
+    tool_failure_ends_task,
+    validation_failure_type,
+    validation_gives_up,
+    validation_issue,
+)
 from noeta.protocols.task import (
-    TASK_FATAL_TOOL_ERRORS,
     AttemptFailure,
     CallModelInput,
     CallModelOutput,
@@ -33,60 +51,167 @@ from noeta.protocols.task import (
     InvokeToolOutput,
     PrepareOutput,
     ReleaseOutput,
+    TaskInput,
     ValidateOutput,
     denied_by_guard,
     finish_denied_feedback,
-    tool_failed_text,
     validation_feedback,
 )
 
+#: The marker temporalio records for a completed local activity (details "data" and "result").
+LOCAL_ACTIVITY_MARKER = "core_local_activity"
 
-class StepEvents(ProjectionState):
-    """The steps AgentWorkflow schedules, as envelopes."""
 
-    def on_scheduled(self, event: HistoryEvent) -> None:
+@dataclass(frozen=True)
+class _Scheduled:
+    activity: str
+    input: Any
+    seq: int
+    """The envelope its outcome points at."""
+
+
+class Steps:
+    """The steps AgentWorkflow schedules, as envelopes: what it asked for when scheduled, what came
+    back (with the attempts that failed first) when done."""
+
+    def __init__(
+        self, log: EnvelopeLog, transcript: Transcript, rounds: ToolRounds, goals: Goals, approvals: Approvals
+    ) -> None:
+        self._log = log
+        self._transcript = transcript
+        self._rounds = rounds
+        self._goals = goals
+        self._approvals = approvals
+        self._task: TaskInput | None = None
+        self._scheduled: dict[int, _Scheduled] = {}  # by the id of the event that scheduled it
+        self._attempt: dict[int, int] = {}  # scheduled event id -> the attempt that started last
+
+    @property
+    def task(self) -> TaskInput:
+        """The input of the run being projected."""
+        assert self._task is not None, "a run's steps follow its start"
+        return self._task
+
+    def begin_run(self) -> None:
+        """A new run: event ids in its history start over."""
+        self._scheduled.clear()
+        self._attempt.clear()
+
+    def run_started(self, task: TaskInput) -> None:
+        """The run's input, which its steps are read against."""
+        self._task = task
+
+    def scheduled(self, event: HistoryEvent) -> None:
+        """An activity was scheduled: model and tool calls start here."""
         attrs = event.activity_task_scheduled_event_attributes
         name = attrs.activity_type.name
         inp: CallModelInput | InvokeToolInput | None = None
         if name == CALL_MODEL:
             model_call: CallModelInput = decode_first(attrs.input, CallModelInput)
             inp = model_call
-            seq = self.emit(
+            seq = self._log.emit(
                 ev.ProviderCallStarted(
                     provider=model_call.provider, model=model_call.model, turn=model_call.turn,
                     messages_appended=len(model_call.append),
                 ),
                 "engine",
                 event,
-                self.last_message_seq,
+                self._transcript.last_message_seq,
             )
         elif name == INVOKE_TOOL:
             tool_call: InvokeToolInput = decode_first(attrs.input, InvokeToolInput)
             inp = tool_call
-            self.join_round(tool_call.call_id, attrs.workflow_task_completed_event_id)
-            seq = self.emit(
+            self._rounds.join(tool_call.call_id, attrs.workflow_task_completed_event_id)
+            seq = self._log.emit(
                 ev.ToolCallStarted(call_id=tool_call.call_id, tool_name=tool_call.tool_name, arguments=tool_call.arguments),
                 "engine",
                 event,
-                self.call_seq.get(tool_call.call_id),
+                self._transcript.proposal(tool_call.call_id),
             )
         else:
-            seq = self.last_message_seq or 1
+            seq = self._transcript.last_message_seq or 1
             if name == CHECK_GUARDS:  # a guarded round: its calls may start in later workflow tasks
                 checked: CheckGuardsInput = decode_first(attrs.input, CheckGuardsInput)
-                calls = [a.call_id for a in checked.actions if isinstance(a, ProposedToolCall)]
-                self.round = _ToolRound(expected=calls, guarded=True) if calls else None
-        self.scheduled[event.event_id] = _Scheduled(name, inp, seq)
+                self._rounds.guarded([a.call_id for a in checked.actions if isinstance(a, ProposedToolCall)])
+        self._scheduled[event.event_id] = _Scheduled(name, inp, seq)
 
-    def on_prepared(self, plan: PrepareOutput, event: HistoryEvent) -> None:
+    def local_activity(self, event: HistoryEvent) -> None:
+        """A local activity's marker (prepare_task since PATCH_LEAN_STEPS); other markers are not ours."""
+        attrs = event.marker_recorded_event_attributes
+        if attrs.marker_name != LOCAL_ACTIVITY_MARKER or "result" not in attrs.details:
+            return
+        data = json.loads(attrs.details["data"].payloads[0].data)
+        if data.get("activity_type") == PREPARE_TASK:
+            self._prepared(decode_first(attrs.details["result"], PrepareOutput), event)
+        elif data.get("activity_type") == RELEASE_RESOURCES:
+            out: ReleaseOutput = decode_first(attrs.details["result"], ReleaseOutput)
+            self._log.emit(ev.ResourcesReleased(released=out.released, errors=out.errors), "engine", event, None)
+
+    def attempt_started(self, event: HistoryEvent) -> None:
+        attrs = event.activity_task_started_event_attributes
+        self._attempt[attrs.scheduled_event_id] = attrs.attempt
+
+    def completed(self, event: HistoryEvent) -> None:
+        """An activity returned."""
+        attrs = event.activity_task_completed_event_attributes
+        sched = self._scheduled.get(attrs.scheduled_event_id)
+        if sched is None:
+            return
+        if sched.activity == PREPARE_TASK:
+            self._prepared(decode_first(attrs.result, PrepareOutput), event)
+        elif sched.activity == CALL_MODEL:
+            self._model_answered(decode_first(attrs.result, CallModelOutput), sched, event)
+        elif sched.activity == INVOKE_TOOL:
+            self._tool_returned(sched.input, decode_first(attrs.result, InvokeToolOutput), sched, event)
+        elif sched.activity == VALIDATE_OUTPUT:
+            self._validated(decode_first(attrs.result, ValidateOutput), event)
+        elif sched.activity == CHECK_GUARDS:
+            self._guard_verdicts(decode_first(attrs.result, CheckGuardsOutput), event)
+
+    def failed(self, event: HistoryEvent, failure: Failure, scheduled_id: int) -> None:
+        """An activity failed for good (its last attempt failed, or it timed out)."""
+        sched = self._scheduled.get(scheduled_id)
+        if sched is None:
+            return
+        message, error_type = failure_text(failure)
+        attempt = self._attempt.get(scheduled_id, 1)
+        earlier = [AttemptFailure(**f) for f in failure_details(failure).get("attempt_failures", [])][:-1]
+        if sched.activity == CALL_MODEL:
+            provider = self.task.provider
+            for failed in earlier:
+                self._provider_retry(failed, event, sched.seq)
+            self._log.emit(
+                ev.ProviderCallFailed(provider=provider, error=message, error_type=error_type, attempt=attempt),
+                f"provider:{provider}",
+                event,
+                sched.seq,
+            )
+        elif sched.activity == INVOKE_TOOL:
+            inp: InvokeToolInput = sched.input
+            actor = f"tool:{inp.tool_name}"
+            for failed in earlier:
+                self._tool_retry(inp, failed, event, sched.seq)
+            seq = self._log.emit(
+                ev.ToolCallFailed(
+                    call_id=inp.call_id, tool_name=inp.tool_name, error=message, error_type=error_type, attempt=attempt
+                ),
+                actor,
+                event,
+                sched.seq,
+            )
+            if not tool_failure_ends_task(own_error_type(failure)):  # the model is told
+                result = failed_tool_result(inp.tool_name, innermost_message(failure))
+                self._rounds.result(tool_result_block(inp.call_id, result), actor, event, seq)
+
+    def _prepared(self, plan: PrepareOutput, event: HistoryEvent) -> None:
         """prepare_task's result: the context plan, then the goal as the first message."""
-        assert self.task is not None
-        seq = self.emit(
+        task = self.task
+        seq = self._log.emit(
             ev.ContextPlanComposed(
-                system_prompt_chars=len(self.task.system_prompt or ""),
+                system_prompt_chars=len(task.system_prompt or ""),
                 tools=[t.name for t in plan.tools],
                 tool_fingerprints={t.name: t.fingerprint for t in plan.tools},
-                cached_prefix_chars=plan.plan.system_chars if plan.plan else len(self.task.system_prompt or ""),
+                cached_prefix_chars=plan.plan.system_chars if plan.plan else len(task.system_prompt or ""),
                 volatile_chars=plan.plan.volatile_chars if plan.plan else 0,
                 channels=[ev.ContextChannel(c.name, c.stable, c.chars) for c in plan.plan.channels]
                 if plan.plan
@@ -96,152 +221,117 @@ class StepEvents(ProjectionState):
             event,
             1,
         )
-        if plan.resources or self.task.inherited_resources:
-            self.emit(
+        if plan.resources or task.inherited_resources:
+            self._log.emit(
                 ev.ResourcesEquipped(
                     owned=[r.key for r in plan.resources],
                     exposed=[r.key for r in plan.resources if r.expose],
-                    inherited=dict(self.task.inherited_resources),
+                    inherited=dict(task.inherited_resources),
                 ),
                 "engine",
                 event,
                 seq,
             )
-        self.messages([goal_message(self.task.goal, self.task.images)], "human", event, seq)
+        self._transcript.append([goal_message(task.goal, task.images)], "human", event, seq)
 
-    def on_local_activity(self, event: HistoryEvent) -> None:
-        """A local activity's marker (prepare_task since PATCH_LEAN_STEPS); other markers are not ours."""
-        attrs = event.marker_recorded_event_attributes
-        if attrs.marker_name != LOCAL_ACTIVITY_MARKER or "result" not in attrs.details:
-            return
-        data = json.loads(attrs.details["data"].payloads[0].data)
-        if data.get("activity_type") == PREPARE_TASK:
-            self.on_prepared(decode_first(attrs.details["result"], PrepareOutput), event)
-        elif data.get("activity_type") == RELEASE_RESOURCES:
-            out: ReleaseOutput = decode_first(attrs.details["result"], ReleaseOutput)
-            self.emit(ev.ResourcesReleased(released=out.released, errors=out.errors), "engine", event, None)
+    def _model_answered(self, out: CallModelOutput, sched: _Scheduled, event: HistoryEvent) -> None:
+        provider = self.task.provider
+        actor = f"provider:{provider}"
+        for failed in out.retried:
+            self._provider_retry(failed, event, sched.seq)
+        seq = self._log.emit(
+            ev.ProviderCallCompleted(
+                provider=provider, stop_reason=out.response.stop_reason, usage=out.response.usage, attempt=out.attempt
+            ),
+            actor,
+            event,
+            sched.seq,
+        )
+        self._transcript.append([Message(role="assistant", content=out.response.content)], actor, event, seq)
 
-    def on_activity_started(self, event: HistoryEvent) -> None:
-        attrs = event.activity_task_started_event_attributes
-        self.started_attempt[attrs.scheduled_event_id] = attrs.attempt
-
-    def on_completed(self, event: HistoryEvent) -> None:
-        attrs = event.activity_task_completed_event_attributes
-        sched = self.scheduled.get(attrs.scheduled_event_id)
-        if sched is None:
-            return
-        if sched.activity == PREPARE_TASK:
-            self.on_prepared(decode_first(attrs.result, PrepareOutput), event)
-        elif sched.activity == CALL_MODEL:
-            out: CallModelOutput = decode_first(attrs.result, CallModelOutput)
-            actor = f"provider:{self.provider}"
-            for failed in out.retried:
-                self.emit_provider_retry(failed, event, sched.seq)
-            seq = self.emit(
-                ev.ProviderCallCompleted(
-                    provider=self.provider,
-                    stop_reason=out.response.stop_reason,
-                    usage=out.response.usage,
-                    attempt=out.attempt,
+    def _tool_returned(self, inp: InvokeToolInput, out: InvokeToolOutput, sched: _Scheduled, event: HistoryEvent) -> None:
+        actor = f"tool:{inp.tool_name}"
+        for failed in out.retried:
+            self._tool_retry(inp, failed, event, sched.seq)
+        for used in out.resource_calls:
+            self._log.emit(
+                ev.ResourceCallObserved(
+                    call_id=inp.call_id, tool_name=inp.tool_name, resource=used.resource, op=used.op,
+                    duration_ms=used.duration_ms, outcome=used.outcome, error_type=used.error_type,
+                    fields=used.fields,
                 ),
-                actor,
+                f"resource:{used.resource}",
                 event,
                 sched.seq,
             )
-            self.messages([Message(role="assistant", content=out.response.content)], actor, event, seq)
-        elif sched.activity == INVOKE_TOOL:
-            inp: InvokeToolInput = sched.input
-            result = decode_first(attrs.result, InvokeToolOutput)
-            actor = f"tool:{inp.tool_name}"
-            for failed in result.retried:
-                self.emit_tool_retry(inp, failed, event, sched.seq)
-            for used in result.resource_calls:
-                self.emit(
-                    ev.ResourceCallObserved(
-                        call_id=inp.call_id, tool_name=inp.tool_name, resource=used.resource, op=used.op,
-                        duration_ms=used.duration_ms, outcome=used.outcome, error_type=used.error_type,
-                        fields=used.fields,
-                    ),
-                    f"resource:{used.resource}",
-                    event,
-                    sched.seq,
-                )
-            seq = self.emit(
-                ev.ToolCallCompleted(
-                    call_id=inp.call_id,
-                    tool_name=inp.tool_name,
-                    success=result.result.success,
-                    attempt=result.attempt,
-                    summary=result.result.summary,
-                    resource_calls_dropped=result.resource_calls_dropped,
-                ),
-                actor,
-                event,
-                sched.seq,
-            )
-            self.tool_result(tool_result_block(inp.call_id, result.result), actor, event, seq, result.memories)
-        elif sched.activity == VALIDATE_OUTPUT:
-            checked: ValidateOutput = decode_first(attrs.result, ValidateOutput)
-            if checked.ok:
-                return
-            self.validations_failed += 1
-            issue = checked.issue or "Validation failed"
-            seq = self.emit(
-                ev.ValidationFailed(
-                    attempt=self.validations_failed, failure_type=checked.failure_type or "validator", issue=issue
-                ),
-                "engine",
-                event,
-                self.last_message_seq,
-            )
-            assert self.task is not None
-            if self.validations_failed <= self.task.max_retries:  # else the task fails (see AgentWorkflow)
-                self.feedback(validation_feedback(issue), event, seq)
-        elif sched.activity == CHECK_GUARDS:
-            self.on_guard_verdicts(decode_first(attrs.result, CheckGuardsOutput), event)
+        seq = self._log.emit(
+            ev.ToolCallCompleted(
+                call_id=inp.call_id,
+                tool_name=inp.tool_name,
+                success=out.result.success,
+                attempt=out.attempt,
+                summary=out.result.summary,
+                resource_calls_dropped=out.resource_calls_dropped,
+            ),
+            actor,
+            event,
+            sched.seq,
+        )
+        self._rounds.result(tool_result_block(inp.call_id, out.result), actor, event, seq, out.memories)
 
-    def on_guard_verdicts(self, out: CheckGuardsOutput, event: HistoryEvent) -> None:
+    def _validated(self, checked: ValidateOutput, event: HistoryEvent) -> None:
+        """validate_output's verdict: a rejected answer is fed back to the model, unless the goal
+        gives up (the task then fails with AttemptsExhaustedError)."""
+        if checked.ok:
+            return
+        rejected = self._goals.answer_rejected()
+        issue = validation_issue(checked)
+        seq = self._log.emit(
+            ev.ValidationFailed(attempt=rejected, failure_type=validation_failure_type(checked), issue=issue),
+            "engine",
+            event,
+            self._transcript.last_message_seq,
+        )
+        if not validation_gives_up(rejected, self.task.max_retries):
+            self._transcript.feedback(validation_feedback(issue), event, seq)
+
+    def _guard_verdicts(self, out: CheckGuardsOutput, event: HistoryEvent) -> None:
         by_action: dict[str, list[GuardDecision]] = {}
         for v in out.verdicts:
             by_action.setdefault(v.call_id, []).append(v)
-            self.emit(
+            self._log.emit(
                 ev.GuardVerdict(call_id=v.call_id, guard=v.guard, verdict=v.verdict, reason=v.reason),
                 f"guard:{v.guard}",
                 event,
-                self.call_seq.get(v.call_id, self.last_message_seq),
+                self._transcript.cause_of(v.call_id),
             )
         for call_id, verdicts in by_action.items():
             deciding = combine(verdicts)
             if deciding is None:
                 continue
-            seq = len(self.envelopes)
             if deciding.verdict == "ask":
-                seq = self.emit(
-                    ev.ApprovalRequested(call_id=call_id, guard=deciding.guard, reason=deciding.reason),
-                    "engine",
-                    event,
-                    seq,
-                )
-                self.approval_seq[call_id] = seq
+                self._approvals.requested(call_id, deciding.guard, deciding.reason, event, self._log.last_seq)
             elif call_id.startswith("finish:"):
-                self.feedback(finish_denied_feedback(denied_by_guard(deciding.guard, deciding.reason)), event, seq)
+                denied = finish_denied_feedback(denied_by_guard(deciding.guard, deciding.reason))
+                self._transcript.feedback(denied, event, self._log.last_seq)
 
-    def emit_provider_retry(self, failed: AttemptFailure, event: HistoryEvent, cause: int) -> None:
-        self.emit(
+    def _provider_retry(self, failed: AttemptFailure, event: HistoryEvent, cause: int) -> None:
+        provider = self.task.provider
+        self._log.emit(
             ev.ProviderCallRetried(
-                provider=self.provider,
+                provider=provider,
                 attempt=failed.attempt,
                 error=failed.error,
                 error_type=failed.error_type,
                 retry_after=failed.retry_after,
             ),
-            f"provider:{self.provider}",
+            f"provider:{provider}",
             event,
             cause,
         )
 
-    def emit_tool_retry(self, call: InvokeToolInput, failed: AttemptFailure, event: HistoryEvent, cause: int) -> None:
-        self.emit(
+    def _tool_retry(self, call: InvokeToolInput, failed: AttemptFailure, event: HistoryEvent, cause: int) -> None:
+        self._log.emit(
             ev.ToolCallRetried(
                 call_id=call.call_id,
                 tool_name=call.tool_name,
@@ -253,38 +343,3 @@ class StepEvents(ProjectionState):
             event,
             cause,
         )
-
-    def on_activity_failed(self, event: HistoryEvent, failure: Failure, scheduled_id: int) -> None:
-        sched = self.scheduled.get(scheduled_id)
-        if sched is None:
-            return
-        message, error_type = failure_text(failure)
-        attempt = self.started_attempt.get(scheduled_id, 1)
-        earlier = [AttemptFailure(**f) for f in failure_details(failure).get("attempt_failures", [])][:-1]
-        if sched.activity == CALL_MODEL:
-            for failed in earlier:
-                self.emit_provider_retry(failed, event, sched.seq)
-            self.emit(
-                ev.ProviderCallFailed(provider=self.provider, error=message, error_type=error_type, attempt=attempt),
-                f"provider:{self.provider}",
-                event,
-                sched.seq,
-            )
-        elif sched.activity == INVOKE_TOOL:
-            inp: InvokeToolInput = sched.input
-            actor = f"tool:{inp.tool_name}"
-            for failed in earlier:
-                self.emit_tool_retry(inp, failed, event, sched.seq)
-            seq = self.emit(
-                ev.ToolCallFailed(
-                    call_id=inp.call_id, tool_name=inp.tool_name, error=message, error_type=error_type, attempt=attempt
-                ),
-                actor,
-                event,
-                sched.seq,
-            )
-            if error_type not in TASK_FATAL_TOOL_ERRORS:  # the model is told; see AgentWorkflow
-                text = tool_failed_text(inp.tool_name, innermost_message(failure))
-                block = ToolResultBlock(call_id=inp.call_id, output=text, success=False, error=text)
-                self.tool_result(block, actor, event, seq)
-

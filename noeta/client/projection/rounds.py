@@ -1,0 +1,65 @@
+"""Tool rounds: the results of one CallTools decision enter the transcript as one message."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from temporalio.api.history.v1 import HistoryEvent
+
+from noeta.client.projection.transcript import Transcript
+from noeta.protocols.appends import tool_round_message
+from noeta.protocols.messages import ToolResultBlock
+
+
+@dataclass
+class _Round:
+    """The tool calls of one CallTools decision: the workflow appends their results as one message,
+    in call order, once all are done, whatever order they finish in."""
+
+    expected: list[str]
+    guarded: bool
+    workflow_task: int | None = None
+    results: dict[str, ToolResultBlock] = field(default_factory=dict)
+    memories: dict[str, list[str]] = field(default_factory=dict)
+    """What the memory tool recalled, by call: it follows the round's results (origin "memory")."""
+
+
+class ToolRounds:
+    """Collects the open round's results and appends them, as AgentWorkflow does, when the last
+    one arrives; a result outside any round is appended on its own."""
+
+    def __init__(self, transcript: Transcript) -> None:
+        self._transcript = transcript
+        self._open: _Round | None = None
+
+    def guarded(self, call_ids: list[str]) -> None:
+        """A round whose calls the guards check first: they may start in later workflow tasks."""
+        self._open = _Round(expected=call_ids, guarded=True) if call_ids else None
+
+    def join(self, call_id: str, workflow_task: int) -> None:
+        """A call of the round started (or was refused) in ``workflow_task``: calls of an unguarded
+        round are scheduled together, in call order, in one workflow task."""
+        current = self._open
+        if current is not None and call_id in current.expected:
+            return
+        if current is not None and not current.guarded and current.workflow_task == workflow_task:
+            current.expected.append(call_id)
+            return
+        self._open = _Round(expected=[call_id], guarded=False, workflow_task=workflow_task)
+
+    def result(
+        self, block: ToolResultBlock, actor: str, event: HistoryEvent, cause: int, memories: list[str] | None = None
+    ) -> None:
+        """One call's result (and what it recalled)."""
+        current = self._open
+        if current is None or block.call_id not in current.expected:
+            seq = self._transcript.append([tool_round_message([block])], actor, event, cause)
+            self._transcript.recalled(memories or [], event, seq)
+            return
+        current.results[block.call_id] = block
+        current.memories[block.call_id] = memories or []
+        if len(current.results) == len(current.expected):
+            self._open = None
+            blocks = [current.results[c] for c in current.expected]
+            seq = self._transcript.append([tool_round_message(blocks)], actor, event, cause)
+            self._transcript.recalled([m for c in current.expected for m in current.memories[c]], event, seq)
