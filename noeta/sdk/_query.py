@@ -24,6 +24,7 @@ from noeta.client.config import Settings
 from noeta.client.messages import ViewItem, as_messages
 from noeta.client.options import HostConfig, Options
 from noeta.client.runtime import clear_finished_frames, with_shared_runtime
+from noeta.client.task_input import task_provider_name
 from noeta.context.content_store import ContentStore
 from noeta.errors import ConfigurationError
 from noeta.protocols.budget import CallCounts
@@ -80,7 +81,8 @@ def registry_for(options: Options, store: ContentStore, resources: Mapping[str, 
         for key, resource in opts.resource_entries().items():
             registry.add_resource(resource, key=key)
         if opts is not options and isinstance(opts.provider, LLMProvider):
-            registry.add_provider(opts.provider)
+            # under the name its sub-agent's input carries
+            registry.add_provider(opts.provider, name=task_provider_name(opts.provider))
     return registry
 
 
@@ -92,12 +94,12 @@ def _registry_for(
     if "memory" in options.tool_names():  # the task opts in to the built-in memory tool by name
         add_memory(registry, settings.memory_store())
     chosen = provider if provider is not None else options.provider
-    if isinstance(chosen, LLMProvider):
-        return registry, registry.add_provider(chosen)
-    from noeta.providers.defaults import default_provider
+    if not isinstance(chosen, LLMProvider):
+        from noeta.providers.defaults import default_provider
 
-    resolved = default_provider(chosen)
-    return registry, registry.add_provider(resolved)
+        chosen = default_provider(chosen)  # a built-in provider's name, or None: the environment's
+    name = task_provider_name(chosen)
+    return registry, registry.add_provider(chosen, name=name)
 
 
 async def aquery(
