@@ -54,7 +54,7 @@ async def test_a_worker_process_streams_to_a_client_in_another_process_through_r
     worker = await asyncio.to_thread(start_worker, env, task_queue, "tests.support.registry:streaming_registry")
     received: list[StreamDelta] = []
     host = HostConfig(
-        settings=dataclasses.replace(settings, delta_broker_url=REDIS_URL), content_store=content_store,
+        settings=settings.model_copy(update={"delta_broker_url": REDIS_URL}), content_store=content_store,
         delta_sink=received.append,
     )
     task_id = f"stream-{uuid.uuid4().hex[:10]}"

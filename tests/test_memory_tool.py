@@ -24,7 +24,7 @@ from tests.support.scripts import call, say
 
 @pytest.fixture
 def memory_host(host: HostConfig, tmp_path: Path) -> HostConfig:
-    return dataclasses.replace(host, settings=dataclasses.replace(host.settings, memory_dir=tmp_path / "memory"))
+    return dataclasses.replace(host, settings=host.settings.model_copy(update={"memory_dir": tmp_path / "memory"}))
 
 
 def memory_messages(request: LLMRequest) -> list[Message]:

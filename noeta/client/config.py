@@ -38,12 +38,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field, ValidationError, ValidatorFunctionWrapHandler, field_validator, model_validator
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 from temporalio.envconfig import ClientConfigProfile, ClientConfigTLS
 
+from noeta.client.visibility import parse_indexed_metadata
 from noeta.context.content_store import ContentStore, LocalContentStore
 from noeta.deltas.broker import DELTA_BROKER_VARIABLE
 from noeta.errors import ConfigurationError
@@ -53,14 +56,13 @@ DEFAULT_TASK_QUEUE = "noeta"
 DEFAULT_SHUTDOWN_GRACE_SECONDS = 60.0
 #: Long enough for a dev server or a cluster that is still starting to begin serving gRPC.
 DEFAULT_CONNECT_TIMEOUT_SECONDS = 15.0
+#: Prefix of the variables of Noeta's own settings (a field's variable unless it names another).
+ENV_PREFIX = "NOETA_"
 
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
-
-
-def _env(name: str) -> str | None:
-    value = os.environ.get(name)
-    return value if value else None
+#: The fields Temporal's client profile gives (TemporalProfileSource), never NOETA_* variables.
+TEMPORAL_FIELDS = ("temporal_address", "namespace", "api_key", "tls", "temporal_tls", "rpc_metadata")
 
 
 def load_temporal_profile(environ: Mapping[str, str] | None = None) -> ClientConfigProfile:
@@ -81,81 +83,138 @@ def load_temporal_profile(environ: Mapping[str, str] | None = None) -> ClientCon
         raise ConfigurationError(f"Temporal client configuration: {err}") from err
 
 
-def _seconds(name: str, default: float) -> float:
-    raw = _env(name)
-    if raw is None:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if value < 0:
-        raise ConfigurationError(f"{name} must be a number of seconds >= 0, got {raw!r}")
-    return value
+class TemporalProfileSource(PydanticBaseSettingsSource):
+    """The TEMPORAL_FIELDS from Temporal's client profile (its config file, the ``TEMPORAL_*``
+    variables over it), loaded once per Settings."""
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        """Unused: ``__call__`` reads the whole profile at once."""
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        profile = load_temporal_profile()
+        return {
+            "temporal_address": profile.address,
+            "namespace": profile.namespace or "default",
+            "api_key": profile.api_key,
+            "tls": (os.environ.get("TEMPORAL_TLS") or "").lower() in _TRUE,
+            "temporal_tls": profile.tls,
+            "rpc_metadata": dict(profile.grpc_meta),
+        }
 
 
-def _port(name: str) -> int | None:
-    raw = _env(name)
-    if raw is None:
-        return None
-    if not raw.isdigit() or not 0 < int(raw) < 65536:
-        raise ConfigurationError(f"{name} must be a TCP port number, got {raw!r}")
-    return int(raw)
+class PlainEnvSource(EnvSettingsSource):
+    """The ``NOETA_*`` variables as plain text: lists are comma-separated, never JSON, and the
+    Temporal fields are left to TemporalProfileSource."""
+
+    def decode_complex_value(self, field_name: str, field: FieldInfo, value: Any) -> Any:
+        """The text itself; the field's validator parses it."""
+        return value
+
+    def __call__(self) -> dict[str, Any]:
+        return {k: v for k, v in super().__call__().items() if k not in TEMPORAL_FIELDS}
 
 
-def _commands(raw: str | None) -> tuple[str, ...] | None:
-    if raw is None:
-        return ()
-    if raw.strip() == "*":
-        return None
-    return tuple(c.strip() for c in raw.split(",") if c.strip())
+class Settings(BaseSettings):
+    """Where this process finds Temporal, the content store and its data. Each field comes from a
+    keyword argument, else its variable (the table above; empty counts as unset), else its default."""
 
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX, env_ignore_empty=True, frozen=True, populate_by_name=True,
+        arbitrary_types_allowed=True, use_attribute_docstrings=True,
+    )
 
-def _indexed_metadata() -> tuple[str, ...]:
-    from noeta.client.visibility import parse_indexed_metadata
-
-    return parse_indexed_metadata(_env("NOETA_INDEXED_METADATA"))
-
-
-@dataclass(frozen=True)
-class Settings:
-    temporal_address: str | None = field(default_factory=lambda: load_temporal_profile().address)
-    namespace: str = field(default_factory=lambda: load_temporal_profile().namespace or "default")
-    api_key: str | None = field(default_factory=lambda: load_temporal_profile().api_key)
-    tls: bool = field(default_factory=lambda: (_env("TEMPORAL_TLS") or "").lower() in _TRUE)
+    temporal_address: str | None = None
+    """``TEMPORAL_ADDRESS`` (or the profile's); None: the embedded dev server."""
+    namespace: str = "default"
+    api_key: str | None = None
+    tls: bool = False
     """TLS with the system's CA roots; ``temporal_tls`` holds certificates when there are any."""
-    temporal_tls: ClientConfigTLS | None = field(default_factory=lambda: load_temporal_profile().tls)
+    temporal_tls: ClientConfigTLS | None = None
     """TLS settings from the profile and ``TEMPORAL_TLS_*`` (mTLS client certificate, CA, SNI)."""
-    rpc_metadata: Mapping[str, str] = field(default_factory=lambda: dict(load_temporal_profile().grpc_meta))
-    home: Path = field(
-        default_factory=lambda: Path(_env("NOETA_HOME") or Path.home() / ".noeta").expanduser()
-    )
-    task_queue: str = field(default_factory=lambda: _env("NOETA_TASK_QUEUE") or DEFAULT_TASK_QUEUE)
-    content_dir: Path | None = field(
-        default_factory=lambda: Path(d).expanduser() if (d := _env("NOETA_CONTENT_DIR")) else None
-    )
-    content_store_url: str | None = field(default_factory=lambda: _env("NOETA_CONTENT_STORE"))
-    shutdown_grace_seconds: float = field(
-        default_factory=lambda: _seconds("NOETA_SHUTDOWN_GRACE_SECONDS", DEFAULT_SHUTDOWN_GRACE_SECONDS)
-    )
+    rpc_metadata: Mapping[str, str] = Field(default_factory=dict)
+    home: Path = Field(default_factory=lambda: Path.home() / ".noeta")
+    task_queue: str = DEFAULT_TASK_QUEUE
+    content_dir: Path | None = None
+    content_store_url: str | None = Field(default=None, validation_alias="NOETA_CONTENT_STORE")
+    shutdown_grace_seconds: float = DEFAULT_SHUTDOWN_GRACE_SECONDS
     """On SIGTERM a worker stops polling and gives running activities this long to finish."""
-    connect_timeout_seconds: float = field(
-        default_factory=lambda: _seconds("NOETA_CONNECT_TIMEOUT_SECONDS", DEFAULT_CONNECT_TIMEOUT_SECONDS)
-    )
+    connect_timeout_seconds: float = DEFAULT_CONNECT_TIMEOUT_SECONDS
     """How long connecting keeps retrying an unreachable or still-starting Temporal."""
-    health_port: int | None = field(default_factory=lambda: _port("NOETA_HEALTH_PORT"))
-    memory_dir: Path | None = field(
-        default_factory=lambda: Path(d).expanduser() if (d := _env("NOETA_MEMORY_DIR")) else None
-    )
+    health_port: int | None = None
+    memory_dir: Path | None = None
     """The memory tool's store, shared by the agents and the host (None: ``home / "memory"``)."""
-    mcp_commands: tuple[str, ...] | None = field(default_factory=lambda: _commands(_env("NOETA_MCP_COMMANDS")))
+    mcp_commands: tuple[str, ...] | None = ()
     """stdio MCP server commands a ``noeta worker`` may start (None: any)."""
-    delta_broker_url: str | None = field(default_factory=lambda: _env(DELTA_BROKER_VARIABLE))
+    delta_broker_url: str | None = Field(default=None, validation_alias=DELTA_BROKER_VARIABLE)
     """Where workers publish streamed deltas and clients receive them (None: in this process)."""
-    indexed_metadata: tuple[str, ...] = field(default_factory=lambda: _indexed_metadata())
+    indexed_metadata: tuple[str, ...] = ()
     """``Options.metadata`` keys that tasks started here make searchable (NoetaMetadata)."""
-    temporal_ui: str | None = field(default_factory=lambda: _env("NOETA_TEMPORAL_UI"))
+    temporal_ui: str | None = None
     """The Temporal UI of the cluster, for task links (the embedded server's UI when unset)."""
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Keyword arguments, then Temporal's profile, then the ``NOETA_*`` variables (no dotenv
+        or secret files: the variables are the interface)."""
+        return init_settings, TemporalProfileSource(settings_cls), PlainEnvSource(settings_cls)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _configuration_error(cls, values: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        # Every bad setting is a ConfigurationError, as everywhere else in Noeta.
+        try:
+            return handler(values)
+        except ValidationError as err:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors())
+            raise ConfigurationError(f"settings: {problems}") from None
+
+    @field_validator("home", "content_dir", "memory_dir", mode="after")
+    @classmethod
+    def _expand_user(cls, path: Path | None) -> Path | None:
+        return path.expanduser() if path is not None else None
+
+    @field_validator("shutdown_grace_seconds", "connect_timeout_seconds", mode="before")
+    @classmethod
+    def _seconds(cls, raw: Any, info: Any) -> Any:
+        try:
+            value = float(raw)
+        except (TypeError, ValueError):
+            value = -1.0
+        if value < 0:
+            raise ConfigurationError(f"{_variable(info.field_name)} must be a number of seconds >= 0, got {raw!r}")
+        return value
+
+    @field_validator("health_port", mode="before")
+    @classmethod
+    def _port(cls, raw: Any) -> Any:
+        if raw is None:
+            return None
+        text = str(raw)
+        if not text.isdigit() or not 0 < int(text) < 65536:
+            raise ConfigurationError(f"NOETA_HEALTH_PORT must be a TCP port number, got {raw!r}")
+        return int(text)
+
+    @field_validator("mcp_commands", mode="before")
+    @classmethod
+    def _commands(cls, raw: Any) -> Any:
+        if not isinstance(raw, str):
+            return raw
+        if raw.strip() == "*":
+            return None
+        return tuple(c.strip() for c in raw.split(",") if c.strip())
+
+    @field_validator("indexed_metadata", mode="before")
+    @classmethod
+    def _indexed_metadata(cls, raw: Any) -> Any:
+        return parse_indexed_metadata(raw) if isinstance(raw, str) else raw
 
     def memory_store(self) -> Any:
         """The memory pool the memory tool of this host's workers reads and writes."""
@@ -210,3 +269,7 @@ class Settings:
         if url:
             raise ConfigurationError(f"NOETA_CONTENT_STORE must be a postgresql:// URL, got {url.split(':')[0]}:…")
         return LocalContentStore(self.content_dir or self.home / "content", cipher=cipher_from_env())
+
+
+def _variable(field_name: str) -> str:
+    return ENV_PREFIX + field_name.upper()
