@@ -30,7 +30,7 @@ ToolFunction = Callable[[dict[str, Any], ToolContext], R]
 _MISSING: Any = object()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DecoratedTool(Generic[ResultT]):
     """A tool made by :func:`tool`. Calling it calls the wrapped function."""
 
