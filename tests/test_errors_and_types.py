@@ -16,6 +16,8 @@ from noeta.errors import (
     ContextLengthError,
     NoetaError,
     PayloadTooLargeError,
+    PolicyDecisionError,
+    PolicyError,
     ProviderError,
     TaskNotFoundError,
     ToolDefinitionError,
@@ -32,6 +34,12 @@ from noeta.protocols.messages import (
     TextBlock,
     ToolResultBlock,
     ToolUseBlock,
+)
+from noeta.protocols.step_failures import (
+    TASK_FATAL_TOOL_ERRORS,
+    subtask_failure_ends_task,
+    tool_failure_ends_task,
+    validation_gives_up,
 )
 from noeta.protocols.task import PolicyRef, TaskInput
 from noeta.protocols.tool import ToolContext, ToolResult, tool_fingerprint
@@ -151,6 +159,34 @@ def test_retryability_flags() -> None:
     assert ProviderError.non_retryable is True
     assert ToolRetryableError.non_retryable is False
     assert error_type_named("ToolRetryableError") is ToolRetryableError
+
+
+def test_policy_decision_error_is_a_policy_error_and_travels_by_name() -> None:
+    err = PolicyDecisionError("policy returned str, which is not a Decision")
+    rebuilt = rebuild_error("PolicyDecisionError", str(err), err.to_details())
+    assert type(rebuilt) is PolicyDecisionError and isinstance(rebuilt, PolicyError)
+    assert str(rebuilt) == str(err)
+
+
+def test_every_error_class_is_documented_and_rebuilt_by_its_name() -> None:
+    import noeta.errors
+
+    classes = [getattr(noeta.errors, n) for n in noeta.errors.__all__ if isinstance(getattr(noeta.errors, n), type)]
+    assert len(classes) > 30
+    for cls in classes:
+        assert cls.__doc__, cls
+        if cls is not NoetaError:
+            assert error_type_named(cls.__name__) is cls
+
+
+def test_step_failure_rules() -> None:
+    # The wire strings retry policies and recorded histories carry, named by the classes.
+    assert TASK_FATAL_TOOL_ERRORS == ("ToolIdentityMismatchError", "ToolNotRegisteredError", "ResourceNotFoundError", "ScopeError")
+    assert tool_failure_ends_task("ToolNotRegisteredError") and not tool_failure_ends_task("ToolTimeoutError")
+    assert subtask_failure_ends_task("ScopeError") and not subtask_failure_ends_task("ToolNotRegisteredError")
+    assert not tool_failure_ends_task(None)
+    # max_retries=2: the first answer and two more are checked; the third rejection ends the goal.
+    assert [validation_gives_up(n, max_retries=2) for n in (1, 2, 3)] == [False, False, True]
 
 
 # =========================================================================== message / tool types

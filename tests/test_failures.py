@@ -13,6 +13,8 @@ from noeta.client.options import Options
 from noeta.errors import (
     AttemptsExhaustedError,
     ConfigurationError,
+    PolicyDecisionError,
+    PolicyError,
     ProviderError,
     TaskCancelledError,
     TaskNotOpenError,
@@ -23,6 +25,7 @@ from noeta.errors import (
 from noeta.protocols.tool import ToolResult
 from noeta.sdk.testing import FakeLLMProvider
 from noeta.sdk.tools import tool
+from tests.support.policies import NotADecisionPolicy
 from tests.support.scripts import call, say
 from tests.support.tools import add
 
@@ -201,3 +204,33 @@ async def test_tool_timeout_goes_back_to_the_model_after_retries(client: AsyncCl
     assert (failed.call_id, failed.attempt, failed.error_type) == ("c1", 2, "ToolTimeoutError")
     [retried] = [e.payload for e in envs if e.type == "ToolCallRetried"]
     assert (retried.attempt, retried.error_type) == (1, "ToolTimeoutError")
+
+
+async def test_a_policy_that_returns_no_decision_fails_with_policy_decision_error(client: AsyncClient, serve, task_queue):
+    provider = FakeLLMProvider(responses=[])
+    async with serve(providers=[provider]):
+        options = Options(provider=provider, policy=NotADecisionPolicy())
+        task_id = await client.start("x", options, task_queue=task_queue)
+        with pytest.raises(PolicyDecisionError) as info:
+            await client.result(task_id)
+    assert isinstance(info.value, PolicyError)  # a bug in the policy, like one that raises
+    assert str(info.value) == "policy returned str, which is not a Decision"
+    [failed] = [e.payload for e in await client.events(task_id) if e.type == "TaskFailed"]
+    assert failed.error_type == "PolicyDecisionError"
+
+
+async def test_a_tool_failure_without_a_message_is_reported_by_its_type(client: AsyncClient, serve, task_queue):
+    @tool(name="mute", version="1", input_schema={"type": "object"}, max_retries=0)
+    def mute(arguments, ctx):
+        raise ToolRetryableError()
+
+    provider = FakeLLMProvider(responses=[call(("c1", "mute", {})), say("done")])
+    async with serve(tools=[mute], providers=[provider]):
+        task_id = await client.start("x", Options(provider=provider, allowed_tools=[mute]), task_queue=task_queue)
+        assert (await client.result(task_id)).answer == "done"
+    [block] = [b for m in provider.received_requests[1].messages for b in m.content if getattr(b, "call_id", "") == "c1" and b.type == "tool_result"]
+    assert block.output == "tool 'mute' failed after retries: ToolRetryableError"
+    # The event log shows the model's tool result in the same words (one shared rule).
+    [projected] = [b for e in await client.events(task_id) if e.type == "MessagesAppended" and e.actor == "tool:mute"
+                   for m in e.payload.messages for b in m.content]
+    assert projected.output == block.output

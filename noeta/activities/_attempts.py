@@ -34,6 +34,9 @@ from noeta.protocols.attempts import MAX_LOST_ATTEMPTS, AttemptBudget, AttemptFa
 from noeta.security.scrub import scrub
 
 LOST_ATTEMPT = "the attempt ended without a result (it timed out or its worker was lost)"
+#: The error type of a lost attempt, and of the failure that gives up after too many (no Noeta
+#: error is raised for either: nothing was caught).
+LOST_ATTEMPT_TYPE = "Timeout"
 DEFAULT_BACKOFF = RetryBackoff()
 
 
@@ -43,7 +46,7 @@ def earlier_failures() -> list[AttemptFailure]:
     if info.heartbeat_details and isinstance(info.heartbeat_details[0], list):
         recorded = [AttemptFailure(**item) for item in info.heartbeat_details[0]]
     seen = {f.attempt for f in recorded}
-    lost = [AttemptFailure(n, LOST_ATTEMPT, "Timeout", kind="lost") for n in range(1, info.attempt) if n not in seen]
+    lost = [AttemptFailure(n, LOST_ATTEMPT, LOST_ATTEMPT_TYPE, kind="lost") for n in range(1, info.attempt) if n not in seen]
     return sorted(recorded + lost, key=lambda f: f.attempt)
 
 
@@ -96,7 +99,7 @@ class AttemptLedger:
         raise ApplicationError(
             message,
             {"message": message, "attempt_failures": as_details(self.earlier), "exhausted": "lost"},
-            type="Timeout",
+            type=LOST_ATTEMPT_TYPE,
             non_retryable=True,
         )
 

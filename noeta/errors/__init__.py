@@ -60,44 +60,11 @@ from noeta.errors._tasks import (
     TemporalUnavailableError,
 )
 
+#: Every error of the catalogue by class name: the ``type`` it travels under as an ApplicationError.
 _BY_NAME: dict[str, type[NoetaError]] = {
-    cls.__name__: cls
-    for cls in (
-        ConfigurationError,
-        ToolDefinitionError,
-        ToolNotRegisteredError,
-        ToolIdentityMismatchError,
-        ProviderNotRegisteredError,
-        ValidatorNotRegisteredError,
-        GuardNotRegisteredError,
-        OutputModelNotRegisteredError,
-        ApprovalNotPendingError,
-        PolicyLoadError,
-        PolicyError,
-        PolicyDecisionError,
-        PayloadTooLargeError,
-        TaskNotFoundError,
-        TaskNotOpenError,
-        TaskCancelledError,
-        TaskFailedError,
-        TemporalUnavailableError,
-        ProviderError,
-        ContextLengthError,
-        ProviderResponseError,
-        ToolTimeoutError,
-        WorkerBusyError,
-        AttemptsExhaustedError,
-        BudgetExceededError,
-        QuotaExceededError,
-        ToolRetryableError,
-        ToolInputError,
-        McpServerError,
-        McpServerNotAllowedError,
-        ResourceNotFoundError,
-        ResourceError,
-        ScopeError,
-        EncryptionKeyError,
-    )
+    name: value
+    for name, value in list(globals().items())
+    if isinstance(value, type) and issubclass(value, NoetaError) and value is not NoetaError
 }
 
 

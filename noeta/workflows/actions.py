@@ -23,17 +23,22 @@ from noeta.protocols.hooks import GuardDecision, ProposedSpawnSubtask
 from noeta.protocols.mcp import McpTarget
 from noeta.protocols.messages import Message, ToolResultBlock, ToolUseBlock
 from noeta.protocols.step_context import StepContext
+from noeta.protocols.step_failures import (
+    failed_tool_result,
+    subtask_failure_ends_task,
+    tool_failure_ends_task,
+    validation_failure_type,
+    validation_gives_up,
+    validation_issue,
+)
 from noeta.protocols.task import (
-    CONFIGURATION_ERRORS,
-    TASK_FATAL_TOOL_ERRORS,
     CallModelInput,
     InvokeToolInput,
     ValidateInput,
     ValidateOutput,
-    tool_failed_text,
     validation_feedback,
 )
-from noeta.protocols.tool import ToolResult, ToolSpec
+from noeta.protocols.tool import ToolSpec
 from noeta.workflows import details, refusals, steps
 from noeta.workflows.budget import Budget, add_failed_spend, count_model_call, count_tool_calls
 from noeta.workflows.failures import (
@@ -116,13 +121,13 @@ class StepRunner:
         )
         if checked.ok:
             return checked
-        issue = checked.issue or "Validation failed"
+        issue = validation_issue(checked)
         state.validation_issues.append(issue)
-        if len(state.validation_issues) > task.max_retries:
+        if validation_gives_up(len(state.validation_issues), task.max_retries):
             raise attempts_exhausted(
                 len(state.validation_issues),
                 list(state.validation_issues),
-                checked.failure_type or "validator",
+                validation_failure_type(checked),
                 checked.data,
                 answer,
             )
@@ -203,9 +208,9 @@ class StepRunner:
         except ActivityError as err:
             raise_if_cancelled(err)
             cause = err.cause
-            if isinstance(cause, ApplicationError) and cause.type in TASK_FATAL_TOOL_ERRORS:
+            if isinstance(cause, ApplicationError) and tool_failure_ends_task(cause.type):
                 raise typed_task_error(cause) from err
-            result = ToolResult(success=False, output=tool_failed_text(call.tool_name, failure_message(err)))
+            result = failed_tool_result(call.tool_name, failure_message(err))
         return tool_result_block(call.call_id, result), memories
 
     def _mcp_target(self, spec: ToolSpec | None) -> McpTarget | None:
@@ -237,7 +242,7 @@ class StepRunner:
                     self._budget.add_child_failure(cause.details[0], given)  # raises when ours ran out
                 else:  # a sub-agent with limits of its own reports its spend when it fails
                     add_failed_spend(self._run.state, cause.details[0])
-            if isinstance(cause, ApplicationError) and cause.type in CONFIGURATION_ERRORS:
+            if isinstance(cause, ApplicationError) and subtask_failure_ends_task(cause.type):
                 raise typed_task_error(cause) from err  # a missing resource, a bad scope: ours to fix
             # A child that failed says why; one terminated or timed out has nothing to say.
             reason = failure_message(err) if isinstance(cause, ApplicationError) else SUBTASK_DID_NOT_COMPLETE

@@ -26,6 +26,7 @@ from typing import Any
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, ChildWorkflowError
 
+from noeta.errors import ConfigurationError
 from noeta.protocols.bounds import settings_problem
 from noeta.protocols.names import (
     QUERY_PENDING_APPROVALS,
@@ -148,7 +149,7 @@ class AgentWorkflow:
         # step; left unchecked it could fail every workflow task forever (timedelta(nan)...).
         problem = settings_problem(task)
         if problem is not None:
-            raise ApplicationError(problem, {"message": problem}, type="ConfigurationError", non_retryable=True)
+            raise ApplicationError(problem, {"message": problem}, type=ConfigurationError.__name__, non_retryable=True)
         try:
             result = await self._run_indexed(task)
         except (Exception, asyncio.CancelledError):  # not continue-as-new or eviction (BaseException)

@@ -8,6 +8,7 @@ from datetime import timedelta
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
+from noeta.errors import ApprovalNotPendingError
 from noeta.protocols.names import APPROVAL_TIMER_PREFIX
 from noeta.protocols.task import ApprovalInput, ApprovalRequest, approval_timed_out
 
@@ -26,7 +27,7 @@ class Approvals:
             waiting = ", ".join(sorted(self.pending)) or "none"
             raise ApplicationError(
                 f"no action {decision.call_id!r} is waiting for approval (waiting: {waiting})",
-                type="ApprovalNotPendingError",
+                type=ApprovalNotPendingError.__name__,
             )
 
     def answer(self, decision: ApprovalInput) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
+from noeta.errors import ConfigurationError
 from noeta.protocols.names import BUILTIN_POLICY_WORKFLOW_NAME, WORKFLOW_NAME
 from noeta.protocols.task import TaskInput, TaskResult
 from noeta.workflows.agent import AgentWorkflow
@@ -26,5 +27,5 @@ class BuiltinPolicyWorkflow(AgentWorkflow):
                 f"policy {task.policy.path!r} is user code: such tasks run as {WORKFLOW_NAME} (in the "
                 f"sandbox), not {BUILTIN_POLICY_WORKFLOW_NAME}"
             )
-            raise ApplicationError(message, {"message": message}, type="ConfigurationError", non_retryable=True)
+            raise ApplicationError(message, {"message": message}, type=ConfigurationError.__name__, non_retryable=True)
         return await super().run(task)

@@ -13,7 +13,8 @@ from temporalio.exceptions import (
     RetryState,
 )
 
-from noeta.errors import AttemptsExhaustedError, ScopeError
+from noeta.errors import AttemptsExhaustedError, PolicyError, ScopeError
+from noeta.protocols.step_failures import failure_reason
 
 
 def typed_task_error(cause: ApplicationError) -> ApplicationError:
@@ -29,12 +30,14 @@ def raise_if_cancelled(err: ActivityError | ChildWorkflowError) -> None:
 
 
 def failure_message(err: BaseException) -> str:
-    """The innermost message of an activity/child failure chain."""
+    """The innermost reason of an activity/child failure chain, read from the recorded failure as
+    the projection reads it (the SDK puts "Application error" in place of an empty message)."""
     cause: BaseException | None = getattr(err, "cause", None)
     while cause is not None:
         err, cause = cause, getattr(cause, "cause", None)
-    message: str | None = getattr(err, "message", None)
-    return message or str(err) or type(err).__name__
+    recorded = getattr(err, "failure", None)
+    message = recorded.message if recorded is not None else getattr(err, "message", None) or str(err)
+    return failure_reason(message, getattr(err, "type", None))
 
 
 def attempts_exhausted(
@@ -43,7 +46,7 @@ def attempts_exhausted(
     exhausted = AttemptsExhaustedError(
         attempts=attempts, issues=issues, last_failure_type=failure_type, last_data=data, last_raw_text=raw_text
     )
-    return ApplicationError(str(exhausted), exhausted.to_details(), type="AttemptsExhaustedError", non_retryable=True)
+    return ApplicationError(str(exhausted), exhausted.to_details(), type=AttemptsExhaustedError.__name__, non_retryable=True)
 
 
 def provider_failure(err: ActivityError, max_retries: int) -> ApplicationError:
@@ -67,9 +70,9 @@ def policy_error(policy: object, err: Exception) -> ApplicationError:
     """A bug in a policy fails the task instead of failing workflow tasks forever; a scope that
     fails the schema the policy expects fails it with ScopeError."""
     if isinstance(err, ScopeError):
-        return ApplicationError(str(err), err.to_details(), type="ScopeError", non_retryable=True)
+        return ApplicationError(str(err), err.to_details(), type=ScopeError.__name__, non_retryable=True)
     return ApplicationError(
         f"policy {type(policy).__name__}.decide raised {type(err).__name__}: {err}",
-        type="PolicyError",
+        type=PolicyError.__name__,
         non_retryable=True,
     )

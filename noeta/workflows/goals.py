@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from temporalio.exceptions import ApplicationError
 
+from noeta.errors import ConfigurationError, PayloadTooLargeError, TaskNotOpenError
 from noeta.protocols.task import MAX_GOAL_BYTES, Carry, GoalInput, TaskResult
 
 #: Goal ids and results a run hands to the next, so callers following a goal can still be answered.
@@ -15,13 +16,13 @@ def check_goal(state: Carry, keep_open: bool, goal: GoalInput) -> None:
     if goal.goal_id and goal.goal_id in state.goal_ids:
         return  # a caller following its goal into this run
     if not keep_open:
-        raise ApplicationError("task was not started with keep_open=True", type="TaskNotOpenError")
+        raise ApplicationError("task was not started with keep_open=True", type=TaskNotOpenError.__name__)
     if state.closed:
-        raise ApplicationError("task is closed", type="TaskNotOpenError")
+        raise ApplicationError("task is closed", type=TaskNotOpenError.__name__)
     if not goal.goal.strip():
-        raise ApplicationError("goal is empty", type="ConfigurationError")
+        raise ApplicationError("goal is empty", type=ConfigurationError.__name__)
     if len(goal.goal.encode()) > MAX_GOAL_BYTES:
-        raise ApplicationError(f"goal is over {MAX_GOAL_BYTES} bytes", type="PayloadTooLargeError")
+        raise ApplicationError(f"goal is over {MAX_GOAL_BYTES} bytes", type=PayloadTooLargeError.__name__)
 
 
 def accept_goal(state: Carry, goal: GoalInput) -> int:

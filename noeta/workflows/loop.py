@@ -8,6 +8,7 @@ from typing import Any
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
+from noeta.errors import PolicyDecisionError
 from noeta.protocols.appends import goal_message
 from noeta.protocols.decisions import CallModel, CallTools, Finish, SpawnSubtask
 from noeta.protocols.names import INJECTED_MEMO_KEY, RESULT_MEMO_KEY
@@ -89,7 +90,7 @@ class GoalLoop:
             else:
                 raise ApplicationError(
                     f"policy returned {type(decision).__name__}, which is not a Decision",
-                    type="PolicyLoadError",
+                    type=PolicyDecisionError.__name__,
                     non_retryable=True,
                 )
 

@@ -7,6 +7,7 @@ from typing import Any
 from temporalio.exceptions import ApplicationError
 
 from noeta.builtins.llm_policy import LLMPolicy
+from noeta.errors import PolicyLoadError
 from noeta.protocols.policy import Policy
 from noeta.protocols.task import PolicyRef
 
@@ -27,6 +28,6 @@ def load_policy(ref: PolicyRef | None) -> Policy:
         raise ApplicationError(
             f"cannot load policy {ref.path!r} inside the workflow: {err}. A policy must be a "
             "module-level class importable by the worker, built from its dataclass fields.",
-            type="PolicyLoadError",
+            type=PolicyLoadError.__name__,
             non_retryable=True,
         ) from err

@@ -85,3 +85,11 @@ class ThinkThenDelegate:
         if not results:
             return SpawnSubtask(goal="sub: " + view.transcript[0].text, call_id="delegate-1")
         return Finish(answer=f"child said: {results[0].output or results[0].error}")
+
+
+@dataclass(frozen=True)
+class NotADecisionPolicy:
+    """A buggy policy: returns a string where a Decision is due."""
+
+    def decide(self, ctx: StepContext, view: View) -> str:
+        return "finish, please"
