@@ -145,3 +145,29 @@ async def test_mtls_connects_through_a_tls_frontend_and_needs_the_client_certifi
         temporal, server = await connect_temporal(Settings(home=tmp_path))
         assert server is None
         assert (await temporal.count_workflows()).count >= 0
+
+
+def test_noeta_variables_through_the_settings_model(env, tmp_path: Path):
+    env.setenv("NOETA_HOME", str(tmp_path))
+    env.setenv("NOETA_MCP_COMMANDS", "npx, uvx")
+    env.setenv("NOETA_CONTENT_STORE", "postgresql://db/noeta")
+    env.setenv("NOETA_DELTA_BROKER", "redis://cache:6379/0")
+    env.setenv("NOETA_INDEXED_METADATA", "team,project")
+    env.setenv("NOETA_TASK_QUEUE", "")  # empty counts as unset
+    settings = Settings()
+    assert (settings.home, settings.mcp_commands, settings.task_queue) == (tmp_path, ("npx", "uvx"), "noeta")
+    assert (settings.content_store_url, settings.delta_broker_url) == ("postgresql://db/noeta", "redis://cache:6379/0")
+    assert settings.indexed_metadata == ("team", "project")
+    env.setenv("NOETA_MCP_COMMANDS", "*")
+    assert Settings().mcp_commands is None  # any command
+    # A keyword argument wins over the variable.
+    assert Settings(content_store_url=None, home=tmp_path / "x").content_store_url is None
+    # The Temporal fields come from Temporal's variables and profile only.
+    env.setenv("NOETA_NAMESPACE", "not-read")
+    assert Settings().namespace == "default"
+    env.setenv("NOETA_INDEXED_METADATA", "not a key")
+    with pytest.raises(ConfigurationError, match="NOETA_INDEXED_METADATA"):
+        Settings()
+    env.delenv("NOETA_INDEXED_METADATA")
+    with pytest.raises(ConfigurationError, match="home"):
+        Settings(home=3)

@@ -1,0 +1,116 @@
+"""The task settings as a JSON request body, derived from their one declaration (TaskSettings).
+
+``settings_body()`` builds a pydantic model with one optional field per TaskSettings field: the same
+name, a strict JSON type (a float setting takes any JSON number), the field's docstring as its
+description, and ``null`` or absent meaning the default. Nested settings (ActivityOptions,
+UsageLimits) become nested bodies of their own. ``to_settings()`` gives the values as ``Options``
+keyword arguments, so a request model adds only what is not a TaskSettings field::
+
+    class TaskOptions(settings_body()):
+        provider: StrictStr | None = None
+        ...
+
+        def to_options(self) -> Options:
+            return Options(**self.to_settings(), **self.model_dump(exclude_none=True, exclude=set(self.settings_fields())))
+
+A setting added to TaskSettings then reaches the HTTP API and its OpenAPI description by itself.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import functools
+import inspect
+import textwrap
+import types
+import typing
+from typing import Any, ClassVar, Union
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, create_model
+
+from noeta.protocols.task_settings import TaskSettings
+
+
+class SettingsBody(BaseModel):
+    """Base of the derived bodies: strict JSON types, unknown fields refused."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    settings_class: ClassVar[type[Any]] = TaskSettings
+
+    @classmethod
+    def settings_fields(cls) -> list[str]:
+        """The fields of this body that are settings (a subclass may add others)."""
+        return [f.name for f in dataclasses.fields(cls.settings_class)]
+
+    def to_settings(self) -> dict[str, Any]:
+        """The settings given (not null) as keyword arguments of ``settings_class`` (or Options)."""
+        given: dict[str, Any] = {}
+        for name in self.settings_fields():
+            value = getattr(self, name)
+            if isinstance(value, SettingsBody):
+                value = value.settings_class(**value.to_settings())
+            if value is not None:
+                given[name] = value
+        return given
+
+
+@functools.cache
+def settings_body(settings: type[Any] = TaskSettings) -> type[SettingsBody]:
+    """The request body of the dataclass ``settings`` (default: TaskSettings); see the module."""
+    hints = typing.get_type_hints(settings)
+    docs = attribute_docs(settings)
+    fields: dict[str, Any] = {}
+    for item in dataclasses.fields(settings):
+        fields[item.name] = (_json_type(hints[item.name]) | None, Field(default=None, description=docs.get(item.name)))
+    body: type[SettingsBody] = create_model(
+        f"{settings.__name__}Body", __base__=SettingsBody, __doc__=_first_line(settings), **fields
+    )
+    body.settings_class = settings
+    return body
+
+
+def _json_type(hint: Any) -> Any:
+    """The strict request type of a setting's type (None left out: every body field is optional)."""
+    if typing.get_origin(hint) in (Union, types.UnionType):
+        [hint] = [arg for arg in typing.get_args(hint) if arg is not type(None)]
+    if hint is bool:
+        return StrictBool
+    if hint is int:
+        return StrictInt
+    if hint is float:
+        return StrictInt | StrictFloat
+    if hint is str:
+        return StrictStr
+    if typing.get_origin(hint) is dict:
+        return hint
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        return settings_body(hint)
+    raise TypeError(f"no JSON request type for a setting of type {hint!r}: add one to _json_type")
+
+
+def attribute_docs(cls: type[Any]) -> dict[str, str]:
+    """The docstrings written under the fields of class ``cls`` (empty when its source is not available)."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    except (OSError, TypeError):
+        return {}
+    docs: dict[str, str] = {}
+    body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
+    for field_node, next_node in zip(body, body[1:], strict=False):  # each statement with the next
+        if (
+            isinstance(field_node, ast.AnnAssign)
+            and isinstance(field_node.target, ast.Name)
+            and isinstance(next_node, ast.Expr)
+            and isinstance(next_node.value, ast.Constant)
+            and isinstance(next_node.value.value, str)
+        ):
+            docs[field_node.target.id] = " ".join(next_node.value.value.split())
+    return docs
+
+
+def _first_line(cls: type[Any]) -> str:
+    return " ".join((cls.__doc__ or "").split())
+
+
+__all__ = ["SettingsBody", "attribute_docs", "settings_body"]

@@ -1,0 +1,103 @@
+"""Each task setting is declared once (TaskSettings): Options and TaskInput inherit it with its one
+default, build_task_input carries it as it is, the HTTP body derives from it, and one function names
+the provider a task's input carries."""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from noeta.client.options import Options, SubAgent, build_task_input
+from noeta.client.settings_body import attribute_docs, settings_body
+from noeta.client.task_input import task_provider_name
+from noeta.protocols.activity_options import ActivityOptions
+from noeta.protocols.budget import UsageLimits
+from noeta.protocols.names import DEFAULT_PROVIDER, INDEX_INTERVAL_SECONDS
+from noeta.protocols.task import TaskInput
+from noeta.protocols.task_settings import TaskSettings, settings_values
+from noeta.sdk.testing import FakeLLMProvider
+
+SETTINGS = [f.name for f in dataclasses.fields(TaskSettings)]
+
+#: A valid value other than the default for every setting.
+CHANGED: dict[str, Any] = {
+    "system_prompt": "be brief", "model": "m", "max_turns": 7, "max_retries": 1, "provider_retries": 2,
+    "tool_retries": 0, "validate_tool_input": True, "thinking": {"type": "adaptive"}, "effort": "low",
+    "temperature": 0.5, "max_tokens": 99, "model_timeout_seconds": 12.0, "tool_timeout_seconds": 13.0,
+    "metadata": {"team": "a"}, "approval_timeout_seconds": 60.0, "max_history_events": 500,
+    "limits": UsageLimits(max_tool_calls=3), "index_interval_seconds": None, "rate_limit_wait_seconds": 5.0,
+    "model_activity": ActivityOptions(start_to_close_seconds=9.0),
+    "tool_activity": ActivityOptions(heartbeat_seconds=3.0),
+    "mcp_activity": ActivityOptions(retry_max_seconds=5.0),
+    "guard_activity": ActivityOptions(start_to_close_seconds=20.0),
+    "validator_activity": ActivityOptions(schedule_to_close_seconds=30.0),
+}
+
+
+def test_options_and_task_input_share_each_setting_and_its_default():
+    options, task = {f.name: f for f in dataclasses.fields(Options)}, {f.name: f for f in dataclasses.fields(TaskInput)}
+    for item in dataclasses.fields(TaskSettings):
+        assert options[item.name] == item, item.name  # inherited as declared
+        if item.name != "index_interval_seconds":  # the wire keeps the default of older tasks
+            assert task[item.name] == item, item.name
+    assert task["index_interval_seconds"].default == INDEX_INTERVAL_SECONDS
+
+
+def test_every_setting_is_documented():
+    assert set(attribute_docs(TaskSettings)) == set(SETTINGS)
+
+
+def test_every_setting_reaches_the_task_input_as_it_is():
+    assert set(CHANGED) == set(SETTINGS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # model_timeout_seconds
+        options = Options(**CHANGED)
+    task = build_task_input(options, "goal", provider_name="p")
+    assert settings_values(task) == CHANGED
+    assert task.metadata is not options.metadata  # a copy: the caller's dict is not shared
+
+
+def test_empty_limits_are_not_recorded():
+    assert build_task_input(Options(limits=UsageLimits()), "goal", provider_name="p").limits is None
+
+
+def test_model_timeout_seconds_is_deprecated_and_still_carried():
+    with pytest.warns(DeprecationWarning, match="model_activity=ActivityOptions"):
+        options = Options(model_timeout_seconds=20)
+    assert build_task_input(options, "goal", provider_name="p").model_timeout_seconds == 20
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Options(model_activity=ActivityOptions(start_to_close_seconds=20))  # the way to set it: no warning
+
+
+def test_one_provider_name_for_a_task_a_query_and_a_sub_agent():
+    fake = FakeLLMProvider(responses=[])
+    assert task_provider_name("openai") == "openai"
+    assert task_provider_name(fake) == "FakeLLMProvider"
+    assert task_provider_name(None) == DEFAULT_PROVIDER
+    options = Options(subagents=[SubAgent("inherits", "d"), SubAgent("own", "d", Options(provider=fake))])
+    inherits, own = build_task_input(options, "goal", provider_name="p").subagents
+    assert (inherits.task.provider, own.task.provider) == ("", "FakeLLMProvider")
+
+
+def test_the_request_body_derives_from_the_settings():
+    body = settings_body()
+    assert list(body.model_fields) == SETTINGS
+    schema = body.model_json_schema()
+    assert schema["properties"]["max_turns"]["description"].startswith("Model calls allowed per goal")
+    given = body.model_validate(
+        {"max_turns": 5, "temperature": 1, "metadata": None, "model_activity": {"heartbeat_seconds": 5},
+         "limits": {"max_cost_usd": 0.5}}
+    ).to_settings()
+    assert given == {
+        "max_turns": 5, "temperature": 1, "model_activity": ActivityOptions(heartbeat_seconds=5),
+        "limits": UsageLimits(max_cost_usd=0.5),
+    }
+    assert Options(**given).max_turns == 5
+    for bad in ({"max_turns": "5"}, {"max_turns": True}, {"unknown": 1}, {"model_activity": {"heartbeat": 1}}):
+        with pytest.raises(ValidationError):
+            body.model_validate(bad)
