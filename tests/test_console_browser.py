@@ -231,3 +231,23 @@ async def test_a_late_refusal_of_the_wrong_key_does_not_undo_the_right_one(
             await release_the_refusal()
         assert not await page.evaluate("() => document.getElementById('key-dialog').open")
         assert await page.evaluate("() => sessionStorage.getItem('noeta.apiKey')") == KEY
+
+
+async def test_docs_page_renders_every_operation_of_the_openapi_document(client: AsyncClient, browser):
+    """/docs is the console's own page over FastAPI's /openapi.json: no key, nothing fetched from
+    elsewhere (its Content-Security-Policy allows this server only), one section per operation."""
+    app = create_app(client, guard=GuardConfig(api_keys=(KEY,)))
+    async with serving(app) as base_url, httpx.AsyncClient(base_url=base_url) as http:
+        spec = (await http.get("/openapi.json")).json()
+        page = await browser.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda err: errors.append(str(err)))
+        await page.goto(base_url + "/docs")
+        await page.wait_for_selector("[data-operation]", timeout=WAIT_MS)
+        shown = await page.eval_on_selector_all("[data-operation]", "els => els.map(e => e.dataset.operation)")
+        described = [f"{method.upper()} {path}" for path, ops in spec["paths"].items() for method in ops]
+        assert sorted(shown) == sorted(described)
+        start = page.locator("[data-operation='POST /tasks']")
+        assert "API key" in await start.inner_text() and "StartTask" in await start.inner_text()
+        assert await page.locator("#schema-TaskOptions").count() == 1
+        assert errors == []

@@ -9,7 +9,7 @@ from __future__ import annotations
 try:
     from noeta.http.app import create_app, serve
 except ImportError as err:  # pragma: no cover - depends on the installed extras
-    if err.name not in ("starlette", "uvicorn") and not str(err.name or "").startswith(("starlette.", "uvicorn.")):
+    if str(err.name or "").partition(".")[0] not in ("fastapi", "starlette", "uvicorn"):
         raise
     raise ImportError("the HTTP API needs the serve extra: pip install 'noeta[serve]'") from err
 

@@ -1,7 +1,7 @@
 """The HTTP API behind ``noeta serve``, and the web console it serves.
 
-``create_app(client)`` builds the Starlette app from the endpoint table (:mod:`noeta.http.routes`),
-the error mapping (:mod:`noeta.http.errors`), the OpenAPI description (:mod:`noeta.http.openapi`)
+``create_app(client)`` builds the FastAPI app from the endpoints (:mod:`noeta.http.routes`), the
+exception handlers (:mod:`noeta.http.errors`), the OpenAPI configuration (:mod:`noeta.http.openapi`)
 and the console's static files (:mod:`noeta.http.console`); ``serve(client, host, port)`` runs it
 with uvicorn until the server stops. Every request passes
 :class:`noeta.security.http_guard.RequestGuard` (API keys, Host/Origin allow-lists, CORS, body
@@ -19,29 +19,20 @@ import logging
 import os
 
 import uvicorn
-from starlette.applications import Starlette
+from fastapi import FastAPI
 from starlette.middleware import Middleware
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
 
+from noeta import __version__
 from noeta.client.client import AsyncClient
 from noeta.errors import ConfigurationError
-from noeta.http import console
+from noeta.http import console, openapi, routes
 from noeta.http.errors import EXCEPTION_HANDLERS
-from noeta.http.openapi import openapi
 from noeta.http.quotas import SpendQuotas
-from noeta.http.routes import ENDPOINTS, AppState
+from noeta.http.routes import AppState
 from noeta.http.sse import KEEPALIVE_SECONDS
 from noeta.security.http_guard import GuardConfig, RequestGuard, key_id
 
 logger = logging.getLogger(__name__)
-
-OPENAPI_PATH = "/openapi.json"
-
-
-async def _openapi(request: Request) -> Response:
-    return JSONResponse(openapi())
 
 
 def create_app(
@@ -51,7 +42,7 @@ def create_app(
     guard: GuardConfig | None = None,
     quotas: SpendQuotas | None = None,
     with_console: bool = True,
-) -> Starlette:
+) -> FastAPI:
     """The HTTP API over ``client`` (see docs/http.md). ``keepalive_seconds``: silence after which
     an SSE stream gets a ``: keep-alive`` comment. ``guard``: authentication and request checks
     (default: from the environment, ``GuardConfig.from_env()``). ``quotas``: spend quotas per API
@@ -61,16 +52,30 @@ def create_app(
     if keepalive_seconds <= 0:
         raise ConfigurationError("keepalive_seconds must be > 0")
     guard = guard or GuardConfig.from_env()
-    routes = [Route(e.path, e.handler, methods=[e.method]) for e in ENDPOINTS]
-    public = {OPENAPI_PATH}
-    routes.append(Route(OPENAPI_PATH, _openapi, methods=["GET"]))
+    routers = [routes.health, routes.api, openapi.router]
+    public = {openapi.OPENAPI_PATH}
     if with_console:
-        routes += console.routes()
+        routers.append(console.router)
         public |= console.PUBLIC_PATHS
     guard = dataclasses.replace(guard, open_paths=guard.open_paths | public)
-    app = Starlette(
-        routes=routes, exception_handlers=EXCEPTION_HANDLERS, middleware=[Middleware(RequestGuard, config=guard)]
+    app = FastAPI(
+        title=openapi.TITLE,
+        version=__version__,
+        description=openapi.DESCRIPTION,
+        # The document is a route of openapi.router and the docs page a console file: FastAPI's
+        # own docs pages would load their scripts from a CDN, unreachable from an air-gapped host.
+        openapi_url=None,
+        docs_url=None,
+        redoc_url=None,
+        generate_unique_id_function=openapi.operation_id,
+        # A body without Content-Type is read as JSON, as before; the guard refuses other types
+        # and cross-site requests, which is what FastAPI's stricter default guards against.
+        strict_content_type=False,
+        exception_handlers=EXCEPTION_HANDLERS,
+        middleware=[Middleware(RequestGuard, config=guard)],
     )
+    for router in routers:
+        app.include_router(router)
     app.state.noeta = AppState(
         client=client, keepalive_seconds=keepalive_seconds, quotas=quotas or SpendQuotas.from_env()
     )

@@ -1,15 +1,17 @@
 """How the HTTP API answers errors: every error is JSON ``{"error": <name>, "message": ..., ...}``
 with one status per kind (docs/http.md). Noeta's typed errors (task not found, not open, bad
-options...) come from the client layer already translated; this module only maps them to HTTP.
+options...) come from the client layer already translated, FastAPI reports what fails validation;
+this module registers one exception handler per kind and maps each to its status.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable, Mapping
 from http import HTTPStatus
 from typing import Any
 
-from pydantic import ValidationError
+from fastapi.exceptions import RequestValidationError
 from pydantic_core import to_jsonable_python
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -30,12 +32,13 @@ from noeta.errors import (
 logger = logging.getLogger(__name__)
 
 
-class HTTPError(Exception):
-    """A request-level error (malformed JSON...) with its HTTP status and error name."""
+class HTTPError(HTTPException):
+    """A request-level error (malformed JSON, body too large...) with its HTTP status and error
+    name. An ``HTTPException`` so that FastAPI lets it through while it reads the body."""
 
     def __init__(self, status: int, name: str, message: str) -> None:
-        super().__init__(message)
-        self.status, self.name = status, name
+        super().__init__(status, message)
+        self.name = name
 
 
 def error_body(err: BaseException) -> dict[str, Any]:
@@ -50,6 +53,7 @@ def error_body(err: BaseException) -> dict[str, Any]:
 
 
 def error_status(err: NoetaError) -> int:
+    """The HTTP status of a Noeta error (docs/http.md, "Errors")."""
     if isinstance(err, PayloadTooLargeError):
         return 413
     if isinstance(err, ConfigurationError):
@@ -65,18 +69,27 @@ def error_status(err: NoetaError) -> int:
     return 409
 
 
-def validation_message(err: ValidationError, prefix: str = "") -> str:
+#: Where FastAPI says a parameter came from: the first item of an error's ``loc``.
+_SOURCES = ("body", "query", "path", "header", "cookie")
+#: What pydantic says when the body is not an object at all.
+_NOT_AN_OBJECT = ("model_attributes_type", "model_type", "dict_type")
+
+
+def validation_message(problems: Iterable[Mapping[str, Any]]) -> str:
     """pydantic's findings in one line: ``options.max_turns: Input should be a valid integer``."""
-    problems = []
-    for item in err.errors():
-        where = ".".join(str(p) for p in (prefix, *item["loc"]) if p != "")
+    lines = []
+    for item in problems:
+        loc = tuple(item["loc"])
+        where = ".".join(str(p) for p in (loc[1:] if loc[:1] and loc[0] in _SOURCES else loc))
         if item["type"] == "extra_forbidden":
-            problems.append(f"unknown field {where}")
+            lines.append(f"unknown field {where}")
         elif item["type"] == "missing":
-            problems.append(f"{where} is required")
+            lines.append(f"{where} is required" if where else "a JSON request body is required")
+        elif not where and item["type"] in _NOT_AN_OBJECT:
+            lines.append("the request body must be a JSON object")
         else:
-            problems.append(f"{where}: {item['msg']}" if where else item["msg"])
-    return "; ".join(dict.fromkeys(problems))
+            lines.append(f"{where}: {item['msg']}" if where else item["msg"])
+    return "; ".join(dict.fromkeys(lines))
 
 
 _RPC_STATUS = {
@@ -97,14 +110,17 @@ async def _on_noeta_error(request: Request, err: Exception) -> Response:
     return JSONResponse(error_body(err), status_code=error_status(err), headers=headers)
 
 
-async def _on_http_error(request: Request, err: Exception) -> Response:
-    assert isinstance(err, HTTPError)
-    return JSONResponse({"error": err.name, "message": str(err)}, status_code=err.status)
+async def _on_invalid_request(request: Request, err: Exception) -> Response:
+    # A field or parameter of the wrong type is a bad option, as the Python client would say.
+    assert isinstance(err, RequestValidationError)
+    body = {"error": ConfigurationError.__name__, "message": validation_message(err.errors())}
+    return JSONResponse(body, status_code=422)
 
 
-async def _on_starlette_error(request: Request, err: Exception) -> Response:
+async def _on_http_exception(request: Request, err: Exception) -> Response:
+    # Ours carry their name; the framework's (no such route, wrong method) are named by status.
     assert isinstance(err, HTTPException)
-    name = HTTPStatus(err.status_code).phrase.replace(" ", "").replace("-", "")
+    name = getattr(err, "name", None) or HTTPStatus(err.status_code).phrase.replace(" ", "").replace("-", "")
     return JSONResponse(
         {"error": name, "message": err.detail}, status_code=err.status_code, headers=dict(err.headers or {})
     )
@@ -125,10 +141,11 @@ async def _on_unexpected(request: Request, err: Exception) -> Response:
     return JSONResponse({"error": "InternalServerError", "message": "internal error (see the server log)"}, status_code=500)
 
 
-#: Starlette's exception handlers, most specific first.
+#: The app's exception handlers (Starlette picks the most specific class of each error); they
+#: replace FastAPI's own for ``HTTPException`` and ``RequestValidationError``.
 EXCEPTION_HANDLERS: dict[Any, Any] = {
-    HTTPException: _on_starlette_error,
-    HTTPError: _on_http_error,
+    HTTPException: _on_http_exception,
+    RequestValidationError: _on_invalid_request,
     NoetaError: _on_noeta_error,
     RPCError: _on_rpc_error,
     WorkflowAlreadyStartedError: _on_already_started,

@@ -1,6 +1,6 @@
-"""The HTTP API's request and response bodies as pydantic models: they validate what comes in
-(strict types, unknown fields refused) and describe what goes out, and the OpenAPI description
-(:mod:`noeta.http.openapi`) is generated from them.
+"""The HTTP API's request and response bodies as pydantic models: FastAPI validates what comes in
+against them (strict types, unknown fields refused), serializes what goes out through them, and
+generates the OpenAPI document from them.
 """
 
 from __future__ import annotations

@@ -1,117 +1,75 @@
-"""The HTTP API's endpoints: each handler parses its request into a model of
-:mod:`noeta.http.models`, calls one :class:`~noeta.client.client.AsyncClient` method (which owns
-every Temporal detail and translates "no such task" / "has ended" into typed errors), and answers
-with a response model. ``ENDPOINTS`` lists them with what the OpenAPI description needs.
+"""The HTTP API's endpoints on FastAPI: each handler takes typed parameters and a pydantic body
+(:mod:`noeta.http.models`; FastAPI validates both and the exception handlers of
+:mod:`noeta.http.errors` answer what fails), calls one :class:`~noeta.client.client.AsyncClient`
+method (which owns every Temporal detail and translates "no such task" / "has ended" into typed
+errors), and returns a response model. ``health`` needs no key; ``api`` is behind the request guard.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ValidationError
-from pydantic_core import to_jsonable_python
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
+from pydantic import BeforeValidator
+from pydantic_core import PydanticUseDefault, to_jsonable_python
 
 from noeta.client.client import AsyncClient
-from noeta.errors import ConfigurationError, PayloadTooLargeError
+from noeta.errors import ConfigurationError
 from noeta.http import models
-from noeta.http.errors import HTTPError, error_body, validation_message
+from noeta.http.bodies import BoundedRoute
+from noeta.http.errors import error_body
+from noeta.http.openapi import AUTHENTICATED, answers
 from noeta.http.quotas import SpendQuotas
-from noeta.http.sse import HEADERS, delta_stream, envelope_stream
-from noeta.protocols.statuses import TASK_STATUSES
+from noeta.http.sse import EventStream, delta_stream, envelope_stream
+from noeta.protocols.statuses import TaskStatus
 from noeta.protocols.task import ApprovalRequest, TaskResult
-from noeta.security.http_guard import ANONYMOUS_KEY_ID, DEFAULT_MAX_BODY, KEY_ID_STATE
+from noeta.security.http_guard import ANONYMOUS_KEY_ID, KEY_ID_STATE
 
 logger = logging.getLogger(__name__)
 
-#: Largest request body accepted (Temporal refuses payloads over 2 MiB anyway).
-MAX_BODY_BYTES = DEFAULT_MAX_BODY
 #: Seconds /readyz waits for the Temporal frontend's health check.
 READY_TIMEOUT_SECONDS = 5.0
 MAX_LIST_LIMIT = 1000
 
-M = TypeVar("M", bound=BaseModel)
-
 
 @dataclass(frozen=True)
 class AppState:
-    """What the handlers share (``request.app.state.noeta``)."""
+    """What the handlers share (``app.state.noeta``)."""
 
     client: AsyncClient
     keepalive_seconds: float
     quotas: SpendQuotas
 
 
-def _state(request: Request) -> AppState:
+def app_state(request: Request) -> AppState:
+    """The app's :class:`AppState` (a dependency)."""
     return request.app.state.noeta  # type: ignore[no-any-return]
 
 
-def _key_id(request: Request) -> str:
+def api_key_id(request: Request) -> str:
     """The id of the API key the request came with (the guard sets it), for spend quotas."""
     return getattr(request.state, KEY_ID_STATE, ANONYMOUS_KEY_ID)
 
 
-def _json(value: Any, status: int = 200) -> JSONResponse:
-    return JSONResponse(to_jsonable_python(value), status_code=status)
+def _blank_is_default(value: Any) -> Any:
+    # `?limit=` or an empty Last-Event-ID means "not given", as it always has.
+    if isinstance(value, str) and not value.strip():
+        raise PydanticUseDefault()
+    return value.strip() if isinstance(value, str) else value
 
 
-# -- request parsing ---------------------------------------------------------------------------------
+State = Annotated[AppState, Depends(app_state)]
+KeyId = Annotated[str, Depends(api_key_id)]
+TaskId = Annotated[str, Path(description="the task's id")]
+Limit = Annotated[
+    int, Query(ge=1, le=MAX_LIST_LIMIT, description="most items returned"), BeforeValidator(_blank_is_default)
+]
 
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-async def read_body(request: Request, model: type[M]) -> M:
-    """The body as ``model`` (400 malformed JSON, 413 too big, 422 wrong shape)."""
-    length = request.headers.get("content-length", "")
-    if length.isdigit() and int(length) > MAX_BODY_BYTES:
-        raise PayloadTooLargeError(f"request body is over {MAX_BODY_BYTES} bytes")
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > MAX_BODY_BYTES:
-            raise PayloadTooLargeError(f"request body is over {MAX_BODY_BYTES} bytes")
-    try:
-        data = json.loads(bytes(body) or b"{}", parse_constant=_reject_constant)
-    except ValueError as err:  # JSONDecodeError, UnicodeDecodeError, NaN/Infinity
-        raise HTTPError(400, type(err).__name__, f"malformed JSON body: {err}") from err
-    if not isinstance(data, dict):
-        raise ConfigurationError("the request body must be a JSON object")
-    try:
-        return model.model_validate(data)
-    except ValidationError as err:
-        raise ConfigurationError(validation_message(err)) from None
-
-
-def int_param(value: str | None, name: str, default: int, minimum: int = 0, maximum: int | None = None) -> int:
-    if value is None or value == "":
-        return default
-    try:
-        number = int(value)
-    except ValueError:
-        raise ConfigurationError(f"{name} must be an integer, got {value!r}") from None
-    if number < minimum or (maximum is not None and number > maximum):
-        bound = f"between {minimum} and {maximum}" if maximum is not None else f">= {minimum}"
-        raise ConfigurationError(f"{name} must be {bound}, got {number}")
-    return number
-
-
-def bool_param(value: str | None, name: str, default: bool) -> bool:
-    if value is None or value == "":
-        return default
-    lowered = value.lower()
-    if lowered in ("1", "true", "yes", "on"):
-        return True
-    if lowered in ("0", "false", "no", "off"):
-        return False
-    raise ConfigurationError(f"{name} must be true or false, got {value!r}")
+health = APIRouter(tags=["health"], route_class=BoundedRoute)
+api = APIRouter(dependencies=AUTHENTICATED, route_class=BoundedRoute)
 
 
 def _non_empty(value: str | None, name: str) -> str | None:
@@ -120,64 +78,75 @@ def _non_empty(value: str | None, name: str) -> str | None:
     return value
 
 
-# -- handlers ----------------------------------------------------------------------------------------
+# -- health ------------------------------------------------------------------------------------------
 
 
-async def healthz(request: Request) -> Response:
-    return _json(models.Health(status="ok"))
+@health.get("/healthz", summary="Liveness (no checks, no authentication)")
+async def healthz() -> models.Health:
+    return models.Health(status="ok")
 
 
-async def readyz(request: Request) -> Response:
+@health.get(
+    "/readyz",
+    summary="Readiness: Temporal is reachable",
+    responses={503: {"model": models.Ready, "description": "Temporal unreachable"}},
+)
+async def readyz(state: State, response: Response) -> models.Ready:
     try:
-        ok = await asyncio.wait_for(_state(request).client.temporal.service_client.check_health(), READY_TIMEOUT_SECONDS)
+        ok = await asyncio.wait_for(state.client.temporal.service_client.check_health(), READY_TIMEOUT_SECONDS)
     except Exception:  # unreachable, timed out: not ready (details stay in the log)
         logger.warning("readiness check: Temporal is not reachable", exc_info=True)
         ok = False
-    return _json(models.Ready(status="ready" if ok else "unavailable", temporal=ok), 200 if ok else 503)
+    response.status_code = 200 if ok else 503
+    return models.Ready(status="ready" if ok else "unavailable", temporal=ok)
 
 
-async def start_task(request: Request) -> Response:
-    body = await read_body(request, models.StartTask)
+# -- tasks -------------------------------------------------------------------------------------------
+
+
+@api.post("/tasks", status_code=201, tags=["tasks"], summary="Start a task", responses=answers(401, 409, 413, 422, 429))
+async def start_task(body: models.StartTask, state: State, key: KeyId) -> models.TaskRef:
     if not body.goal.strip():
         raise ConfigurationError("goal must be a non-empty string")
     task_id = _non_empty(body.task_id, "task_id")
     if task_id is not None and "/" in task_id:
         raise ConfigurationError("task_id must not contain '/' (it is part of the task's URLs)")
-    state = _state(request)
     options = (body.options or models.TaskOptions()).to_options()
-    key = _key_id(request)
     options = state.quotas.cap(options, await state.quotas.admit(state.client, key))  # 429 once spent
     task_id = await state.client.start(
         body.goal, options, task_id=task_id, keep_open=body.keep_open,
         task_queue=_non_empty(body.task_queue, "task_queue"), api_key_id=key,
     )
-    return _json(models.TaskRef(task_id=task_id), 201)
+    return models.TaskRef(task_id=task_id)
 
 
-async def list_tasks(request: Request) -> Response:
-    query = request.query_params
-    metadata = {}
-    for item in query.getlist("metadata"):
+@api.get("/tasks", tags=["tasks"], summary="List tasks, newest first", responses=answers(401, 422))
+async def list_tasks(
+    state: State,
+    status: Annotated[TaskStatus | None, Query(description="NoetaStatus"), BeforeValidator(_blank_is_default)] = None,
+    search: Annotated[str | None, Query(description="words of the goal (full-text on NoetaGoal)")] = None,
+    model: Annotated[str | None, Query(description="exact NoetaModel")] = None,
+    metadata: Annotated[list[str] | None, Query(description="key=value of an indexed metadata key (repeatable)")] = None,
+    limit: Limit = 50,
+) -> list[models.TaskSummaryOut]:
+    wanted = {}
+    for item in metadata or []:
         key, sep, value = item.partition("=")
         if not sep:
             raise ConfigurationError(f"metadata filters look like key=value, got {item!r}")
-        metadata[key] = value
-    tasks = await _state(request).client.list_tasks(
-        query.get("status") or None,
-        int_param(query.get("limit"), "limit", 50, minimum=1, maximum=MAX_LIST_LIMIT),
-        search=query.get("search") or None,
-        model=query.get("model") or None,
-        metadata=metadata,
-    )
-    return _json([models.TaskSummaryOut.of(t) for t in tasks])
+        wanted[key] = value
+    tasks = await state.client.list_tasks(status, limit, search=search or None, model=model or None, metadata=wanted)
+    return [models.TaskSummaryOut.of(t) for t in tasks]
 
 
-async def get_task(request: Request) -> Response:
-    client = _state(request).client
-    task_id = request.path_params["task_id"]
-    info = await client.describe(task_id)
-    details = await _current_details(client, task_id) if info.running else ""
-    return _json(models.TaskOut.of_info(info, error_body(info.error) if info.error else None, details))
+@api.get(
+    "/tasks/{task_id}", tags=["tasks"], summary="A task: status, usage, current details, result or error",
+    responses=answers(401, 404),
+)
+async def get_task(task_id: TaskId, state: State) -> models.TaskOut:
+    info = await state.client.describe(task_id)
+    details = await _current_details(state.client, task_id) if info.running else ""
+    return models.TaskOut.of_info(info, error_body(info.error) if info.error else None, details)
 
 
 async def _current_details(client: AsyncClient, task_id: str) -> str:
@@ -188,156 +157,113 @@ async def _current_details(client: AsyncClient, task_id: str) -> str:
         return ""
 
 
-async def send_goal(request: Request) -> Response:
-    state = _state(request)
-    body = await read_body(request, models.Goal)
-    await state.quotas.admit(state.client, _key_id(request))
-    return _json(await state.client.send_goal(request.path_params["task_id"], body.goal))
+@api.post(
+    "/tasks/{task_id}/goals", tags=["tasks"], summary="Send the next goal of a keep_open task (waits for its result)",
+    responses=answers(401, 404, 409, 413, 422, 429),
+)
+async def send_goal(task_id: TaskId, body: models.Goal, state: State, key: KeyId) -> TaskResult:
+    await state.quotas.admit(state.client, key)
+    return await state.client.send_goal(task_id, body.goal)
 
 
-async def cancel_task(request: Request) -> Response:
-    task_id = request.path_params["task_id"]
-    await _state(request).client.cancel(task_id)
-    return _json(models.TaskRef(task_id=task_id), 202)
+@api.post(
+    "/tasks/{task_id}/cancel", status_code=202, tags=["tasks"], summary="Cancel a running task",
+    responses=answers(401, 404, 409),
+)
+async def cancel_task(task_id: TaskId, state: State) -> models.TaskRef:
+    await state.client.cancel(task_id)
+    return models.TaskRef(task_id=task_id)
 
 
-async def close_task(request: Request) -> Response:
-    task_id = request.path_params["task_id"]
-    await _state(request).client.close_task(task_id)
-    return _json(models.TaskRef(task_id=task_id), 202)
+@api.post(
+    "/tasks/{task_id}/close", status_code=202, tags=["tasks"],
+    summary="Let a keep_open task end after its queued goals", responses=answers(401, 404, 409),
+)
+async def close_task(task_id: TaskId, state: State) -> models.TaskRef:
+    await state.client.close_task(task_id)
+    return models.TaskRef(task_id=task_id)
 
 
-async def inject(request: Request) -> Response:
-    task_id = request.path_params["task_id"]
-    body = await read_body(request, models.Injection)
-    await _state(request).client.inject(task_id, body.text, body.origin)
-    return _json(models.TaskRef(task_id=task_id), 202)
+@api.post(
+    "/tasks/{task_id}/inject", status_code=202, tags=["tasks"], summary="Give the model context at its next step",
+    responses=answers(401, 404, 409, 413, 422),
+)
+async def inject(task_id: TaskId, body: models.Injection, state: State) -> models.TaskRef:
+    await state.client.inject(task_id, body.text, body.origin)
+    return models.TaskRef(task_id=task_id)
 
 
-async def pending_approvals(request: Request) -> Response:
-    return _json(await _state(request).client.pending_approvals(request.path_params["task_id"]))
+@api.get(
+    "/tasks/{task_id}/messages", tags=["tasks"], summary="The conversation (as_messages)",
+    response_model=list[models.ViewItemOut], responses=answers(401, 404),
+)
+async def messages(task_id: TaskId, state: State) -> list[dict[str, Any]]:
+    items = await state.client.messages(task_id)
+    return [{"type": type(item).__name__, **to_jsonable_python(item)} for item in items]
 
 
-async def all_pending_approvals(request: Request) -> Response:
-    limit = int_param(request.query_params.get("limit"), "limit", 100, minimum=1, maximum=MAX_LIST_LIMIT)
-    return _json([models.PendingApprovalOut.of(p) for p in await _state(request).client.approvals_waiting(limit)])
+# -- approvals ---------------------------------------------------------------------------------------
 
 
-async def approve(request: Request) -> Response:
-    task_id = request.path_params["task_id"]
-    body = await read_body(request, models.Approval)
+@api.get(
+    "/approvals", tags=["approvals"], summary="Every action waiting for a human (the approvals inbox)",
+    responses=answers(401, 422),
+)
+async def all_pending_approvals(state: State, limit: Limit = 100) -> list[models.PendingApprovalOut]:
+    return [models.PendingApprovalOut.of(p) for p in await state.client.approvals_waiting(limit)]
+
+
+@api.get(
+    "/tasks/{task_id}/approvals", tags=["approvals"], summary="Actions of the task waiting for a human",
+    responses=answers(401, 404),
+)
+async def pending_approvals(task_id: TaskId, state: State) -> list[ApprovalRequest]:
+    return await state.client.pending_approvals(task_id)
+
+
+@api.post(
+    "/tasks/{task_id}/approvals", status_code=202, tags=["approvals"], summary="Approve or refuse a waiting action",
+    responses=answers(401, 404, 409, 413, 422),
+)
+async def approve(task_id: TaskId, body: models.Approval, state: State) -> models.ApprovalAccepted:
     if not body.call_id.strip():
         raise ConfigurationError("call_id must be a non-empty string")
-    await _state(request).client.approve(
+    await state.client.approve(
         task_id, body.call_id, body.approved, _non_empty(body.reason, "reason"), _non_empty(body.approver, "approver")
     )
-    return _json(models.ApprovalAccepted(task_id=task_id, call_id=body.call_id, approved=body.approved), 202)
+    return models.ApprovalAccepted(task_id=task_id, call_id=body.call_id, approved=body.approved)
 
 
-async def messages(request: Request) -> Response:
-    items = await _state(request).client.messages(request.path_params["task_id"])
-    return _json([{"type": type(item).__name__, **to_jsonable_python(item)} for item in items])
+# -- streams -----------------------------------------------------------------------------------------
 
 
-async def events(request: Request) -> Response:
-    state = _state(request)
-    task_id = request.path_params["task_id"]
-    after_seq = int_param(request.query_params.get("after_seq"), "after_seq", 0)
-    last_event_id = request.headers.get("last-event-id", "").strip()
-    if last_event_id:
-        after_seq = max(after_seq, int_param(last_event_id, "Last-Event-ID", 0))
-    follow = bool_param(request.query_params.get("follow"), "follow", True)
-    await state.client.is_running(task_id)  # an unknown task is a 404, not an empty stream
-    return StreamingResponse(
-        envelope_stream(state.client, task_id, after_seq, follow, state.keepalive_seconds),
-        media_type="text/event-stream",
-        headers=HEADERS,
-    )
-
-
-async def deltas(request: Request) -> Response:
-    state = _state(request)
-    task_id = request.path_params["task_id"]
-    await state.client.is_running(task_id)  # an unknown task is a 404, not an empty stream
-    return StreamingResponse(
-        delta_stream(state.client, task_id, state.keepalive_seconds),
-        media_type="text/event-stream",
-        headers=HEADERS,
-    )
-
-
-# -- the table ---------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Param:
-    name: str
-    where: str  # "query" or "header"
-    schema: dict[str, Any]
-    description: str
-    repeated: bool = False
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    method: str
-    path: str
-    handler: Callable[[Request], Awaitable[Response]]
-    summary: str
-    status: int = 200
-    body: type[BaseModel] | None = None
-    response: Any = None
-    """A pydantic model or a type pydantic can describe; "sse" for an event stream."""
-    errors: tuple[int, ...] = ()
-    params: tuple[Param, ...] = ()
-    tag: str = "tasks"
-
-
-_LIMIT = Param("limit", "query", {"type": "integer", "minimum": 1, "maximum": MAX_LIST_LIMIT}, "most items returned")
-
-ENDPOINTS: tuple[Endpoint, ...] = (
-    Endpoint("GET", "/healthz", healthz, "Liveness (no checks, no authentication)", response=models.Health, tag="health"),
-    Endpoint("GET", "/readyz", readyz, "Readiness: Temporal is reachable", response=models.Ready, errors=(503,), tag="health"),
-    Endpoint("POST", "/tasks", start_task, "Start a task", 201, models.StartTask, models.TaskRef, (409, 413, 422, 429)),
-    Endpoint(
-        "GET", "/tasks", list_tasks, "List tasks, newest first", response=list[models.TaskSummaryOut], errors=(422,),
-        params=(
-            Param("status", "query", {"type": "string", "enum": list(TASK_STATUSES)}, "NoetaStatus"),
-            Param("search", "query", {"type": "string"}, "words of the goal (full-text on NoetaGoal)"),
-            Param("model", "query", {"type": "string"}, "exact NoetaModel"),
-            Param("metadata", "query", {"type": "string"}, "key=value of an indexed metadata key", repeated=True),
-            _LIMIT,
-        ),
-    ),
-    Endpoint(
-        "GET", "/approvals", all_pending_approvals, "Every action waiting for a human (the approvals inbox)",
-        response=list[models.PendingApprovalOut], params=(_LIMIT,), tag="approvals",
-    ),
-    Endpoint("GET", "/tasks/{task_id}", get_task, "A task: status, usage, current details, result or error",
-             response=models.TaskOut, errors=(404,)),
-    Endpoint("POST", "/tasks/{task_id}/goals", send_goal, "Send the next goal of a keep_open task (waits for its result)",
-             body=models.Goal, response=TaskResult, errors=(404, 409, 413, 422, 429)),
-    Endpoint("POST", "/tasks/{task_id}/cancel", cancel_task, "Cancel a running task", 202, response=models.TaskRef,
-             errors=(404, 409)),
-    Endpoint("POST", "/tasks/{task_id}/close", close_task, "Let a keep_open task end after its queued goals", 202,
-             response=models.TaskRef, errors=(404, 409)),
-    Endpoint("POST", "/tasks/{task_id}/inject", inject, "Give the model context at its next step", 202,
-             models.Injection, models.TaskRef, (404, 409, 413, 422)),
-    Endpoint("GET", "/tasks/{task_id}/messages", messages, "The conversation (as_messages)",
-             response=list[models.ViewItemOut], errors=(404,)),
-    Endpoint("GET", "/tasks/{task_id}/approvals", pending_approvals, "Actions of the task waiting for a human",
-             response=list[ApprovalRequest], errors=(404,), tag="approvals"),
-    Endpoint("POST", "/tasks/{task_id}/approvals", approve, "Approve or refuse a waiting action", 202, models.Approval,
-             models.ApprovalAccepted, (404, 409, 422), tag="approvals"),
-    Endpoint(
-        "GET", "/tasks/{task_id}/events", events, "The event log as Server-Sent Events (live with follow=true)",
-        response="sse", errors=(404, 422), tag="streams",
-        params=(
-            Param("after_seq", "query", {"type": "integer", "minimum": 0}, "only envelopes with a larger seq"),
-            Param("follow", "query", {"type": "boolean", "default": True}, "stay open until the task ends"),
-            Param("Last-Event-ID", "header", {"type": "integer"}, "resume after this seq (EventSource sends it)"),
-        ),
-    ),
-    Endpoint("GET", "/tasks/{task_id}/deltas", deltas, "Streamed model text (delta events) until the task ends",
-             response="sse", errors=(404,), tag="streams"),
+@api.get(
+    "/tasks/{task_id}/events", tags=["streams"], response_class=EventStream,
+    summary="The event log as Server-Sent Events (live with follow=true)", responses=answers(401, 404, 422),
 )
+async def events(
+    task_id: TaskId,
+    state: State,
+    after_seq: Annotated[
+        int, Query(ge=0, description="only envelopes with a larger seq"), BeforeValidator(_blank_is_default)
+    ] = 0,
+    follow: Annotated[bool, Query(description="stay open until the task ends"), BeforeValidator(_blank_is_default)] = True,
+    last_event_id: Annotated[
+        int | None,
+        Header(alias="Last-Event-ID", ge=0, description="resume after this seq (EventSource sends it)"),
+        BeforeValidator(_blank_is_default),
+    ] = None,
+) -> EventStream:
+    if last_event_id is not None:  # a reconnecting EventSource keeps its URL: the later position wins
+        after_seq = max(after_seq, last_event_id)
+    await state.client.is_running(task_id)  # an unknown task is a 404, not an empty stream
+    return EventStream(envelope_stream(state.client, task_id, after_seq, follow, state.keepalive_seconds))
+
+
+@api.get(
+    "/tasks/{task_id}/deltas", tags=["streams"], response_class=EventStream,
+    summary="Streamed model text (delta events) until the task ends", responses=answers(401, 404),
+)
+async def deltas(task_id: TaskId, state: State) -> EventStream:
+    await state.client.is_running(task_id)  # an unknown task is a 404, not an empty stream
+    return EventStream(delta_stream(state.client, task_id, state.keepalive_seconds))

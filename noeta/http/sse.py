@@ -10,6 +10,9 @@ from collections.abc import AsyncIterable, AsyncIterator, Callable
 from dataclasses import asdict
 from typing import Any, TypeVar
 
+from starlette.background import BackgroundTask
+from starlette.responses import StreamingResponse
+
 from noeta.client.client import AsyncClient
 from noeta.client.wire import envelope_to_dict
 from noeta.http.errors import error_body
@@ -22,6 +25,25 @@ logger = logging.getLogger(__name__)
 KEEPALIVE_SECONDS = 15.0
 #: Response headers of every stream (no caching, no proxy buffering).
 HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+
+class EventStream(StreamingResponse):
+    """A ``text/event-stream`` response with the stream :data:`HEADERS`; as an endpoint's
+    ``response_class`` it also tells the OpenAPI document what the endpoint answers."""
+
+    media_type = "text/event-stream"
+
+    def __init__(
+        self,
+        content: AsyncIterable[bytes],
+        status_code: int = 200,
+        headers: dict[str, str] | None = None,
+        media_type: str | None = None,
+        background: BackgroundTask | None = None,
+    ) -> None:
+        super().__init__(content, status_code, {**HEADERS, **(headers or {})}, media_type, background)
+
 
 T = TypeVar("T")
 _END = object()

@@ -9,10 +9,13 @@ carry a strict Content-Security-Policy: no inline script, no third-party resourc
 from __future__ import annotations
 
 from importlib import resources
+from typing import Annotated
 
-from starlette.requests import Request
-from starlette.responses import Response
-from starlette.routing import Route
+from fastapi import APIRouter, Path
+from starlette.exceptions import HTTPException
+from starlette.responses import HTMLResponse, Response
+
+from noeta.http.openapi import answers
 
 #: file name -> media type; nothing else under /console is served.
 FILES = {
@@ -36,8 +39,11 @@ HEADERS = {
     "Cache-Control": "no-cache",
 }
 
+router = APIRouter(tags=["console"])
+
 
 def read(name: str) -> bytes:
+    """The bytes of one of the console's files."""
     return resources.files(__name__).joinpath(name).read_bytes()
 
 
@@ -45,18 +51,28 @@ def _file(name: str) -> Response:
     return Response(read(name), media_type=FILES[name], headers=HEADERS)
 
 
-async def _page(request: Request) -> Response:
-    return _file(PAGES[request.url.path])
+@router.get("/", response_class=HTMLResponse, summary="The web console (public)")
+async def console_page() -> Response:
+    return _file(PAGES["/"])
 
 
-async def _asset(request: Request) -> Response:
-    name = request.path_params["name"]
+@router.get(
+    "/docs", response_class=HTMLResponse, summary="This API's documentation, rendered from /openapi.json (public)"
+)
+async def docs_page() -> Response:
+    return _file(PAGES["/docs"])
+
+
+_MEDIA_TYPES: dict[str, dict[str, object]] = {media.split(";")[0]: {} for media in FILES.values()}
+
+
+@router.get(
+    "/console/{name}",
+    response_class=Response,
+    summary="A file of the console: its pages, scripts and style sheet (public)",
+    responses={200: {"description": "The file", "content": _MEDIA_TYPES}, **answers(404)},
+)
+async def console_file(name: Annotated[str, Path(description=", ".join(FILES))]) -> Response:
     if name not in FILES:
-        return Response(b'{"error": "NotFound", "message": "Not Found"}', 404, media_type="application/json")
+        raise HTTPException(404)
     return _file(name)
-
-
-def routes() -> list[Route]:
-    return [Route(path, _page, methods=["GET"]) for path in PAGES] + [
-        Route("/console/{name}", _asset, methods=["GET"])
-    ]
