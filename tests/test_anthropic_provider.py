@@ -546,6 +546,20 @@ async def test_stream_thinking_deltas_and_usage(server: FakeMessagesServer, prov
     assert response.usage == Usage(uncached=40, cache_read=1800, cache_write=300, output=250, reasoning_tokens=200)
 
 
+async def test_stream_events_named_by_their_event_line(server: FakeMessagesServer, provider: AnthropicProvider) -> None:
+    """The event's name stands in for a ``type`` missing from its data; CRLF line ends and
+    keep-alive comments between events change nothing."""
+    framed = []
+    for event in STREAMS["text"]:
+        data = {k: v for k, v in event.items() if k != "type"}
+        framed += [": keep-alive\r\n\r\n", f"event: {event['type']}\r\ndata: {json.dumps(data)}\r\n\r\n"]
+    server.reply(framed)
+    deltas = Deltas()
+    response = await provider.stream(ask(), deltas)
+    assert deltas.joined("text") == response.text == "Hello there."
+    assert (response.stop_reason, response.usage) == ("end_turn", Usage(uncached=12, output=5))
+
+
 async def test_stream_without_message_start(server: FakeMessagesServer, provider: AnthropicProvider) -> None:
     # A lax compatible server may start straight with content_block_start.
     server.reply(STREAMS["text"][1:])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 from collections.abc import Iterator
 from typing import Any
@@ -465,6 +466,41 @@ async def test_stream_error_chunk_midway(server: FakeChatServer, provider: OpenA
     with pytest.raises(ProviderError) as info:
         await provider.stream(ask(), Deltas())
     assert (info.value.retryable, info.value.message) == (True, "upstream died")
+
+
+async def test_stream_framing_as_servers_write_it(server: FakeChatServer, provider: OpenAIProvider) -> None:
+    """Keep-alive comments, fields without data, CRLF line ends (one cut between two writes), an
+    event cut between two writes, data over two lines and an unescaped line separator inside the
+    JSON all fold like the plain stream."""
+    role, hell, o_th, *rest = STREAMS["text"]
+    separator = json.dumps(chunk({"content": "\u2028"}), ensure_ascii=False)  # U+2028 sent as is
+    cut = json.dumps(o_th)
+    server.reply([
+        ": OPENROUTER PROCESSING\n\n",
+        "event: ping\n\n",
+        "retry: 3000\nid: 7\n\n",
+        f"data: {json.dumps(role)}\r\n\r\n",
+        f"data: {json.dumps(hell)}\r",
+        "\n\r\n",
+        f"data: {separator}\n\n",
+        f"data: {cut[:9]}",
+        f"{cut[9:]}".replace(", ", ",\ndata: ", 1) + "\n\n",
+        *rest,
+    ])
+    deltas = Deltas()
+    response = await provider.stream(ask(), deltas)
+    assert deltas.got == [("text", "Hell"), ("text", "\u2028"), ("text", "o th"), ("text", "ere.")]
+    assert response.text == "Hell\u2028o there."
+    assert response.usage == Usage(uncached=10, output=3)
+
+
+async def test_stream_answered_with_a_page_is_retryable(server: FakeChatServer, provider: OpenAIProvider) -> None:
+    # A proxy's page with a 200 in place of the event stream.
+    server.reply(["<html>upstream busy</html>"], done=False, content_type="text/html")
+    with pytest.raises(ProviderError, match="text/event-stream") as info:
+        await provider.stream(ask(), Deltas())
+    assert info.value.retryable is True
+    assert "upstream busy" in info.value.message
 
 
 async def test_stream_answered_without_streaming(server: FakeChatServer, provider: OpenAIProvider) -> None:

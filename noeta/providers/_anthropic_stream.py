@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from httpx_sse import ServerSentEvent
+
 from noeta.providers._anthropic_wire import error_status
-from noeta.providers._sse import ServerSentEvent
 from noeta.providers.base import HTTPProvider
 from noeta.providers.shapes import (
     Shape,

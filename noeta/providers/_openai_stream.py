@@ -7,12 +7,16 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from noeta.providers._sse import DONE, ServerSentEvent
+from httpx_sse import ServerSentEvent
+
 from noeta.providers.base import HTTPProvider
 from noeta.providers.shapes import (
     Shape,
     fallback_call_id,
 )
+
+#: The data of the event that ends a Chat Completions stream.
+DONE = "[DONE]"
 
 
 class ChunkAssembler:

@@ -11,14 +11,16 @@ answer is never cut by a fixed HTTP timeout shorter than the option. A timeout b
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
+from contextlib import aclosing
 from typing import Any, Protocol
 
 import httpx
+from httpx_sse import ServerSentEvent, SSEError, aconnect_sse
 
 from noeta.errors import ProviderError
-from noeta.protocols.messages import LLMRequest, LLMResponse
-from noeta.providers._sse import OnDelta, ServerSentEvent, aiter_events, emit
+from noeta.protocols.messages import DeltaCallback, LLMRequest, LLMResponse
 from noeta.providers.errors import error_from_response
 from noeta.providers.shapes import error_text
 from noeta.security.scrub import register_secret, scrub
@@ -139,7 +141,7 @@ class HTTPProvider:
     async def complete(self, request: LLMRequest) -> LLMResponse:
         return await self.post_json(self.url, self.request_body(request), self._headers(), request)
 
-    async def stream(self, request: LLMRequest, on_delta: OnDelta) -> LLMResponse:
+    async def stream(self, request: LLMRequest, on_delta: DeltaCallback) -> LLMResponse:
         """Like :meth:`complete`, over SSE, calling ``on_delta(kind, text)`` for each piece.
 
         Cancelling the awaiting task closes the HTTP stream (and so the server's generation).
@@ -158,28 +160,41 @@ class HTTPProvider:
         return self.parse_response(self._json_of(response, "response is not JSON:", 500, response.status_code))
 
     async def stream_sse(
-        self, url: str, body: dict[str, Any], headers: dict[str, str], request: LLMRequest, on_delta: OnDelta
+        self, url: str, body: dict[str, Any], headers: dict[str, str], request: LLMRequest, on_delta: DeltaCallback
     ) -> LLMResponse:
         """POST ``body`` for an SSE answer, calling ``on_delta(kind, text)`` per piece as it arrives.
 
         Cancelling the awaiting task closes the HTTP stream (and so the server's generation).
         """
         assembler = self.new_assembler(body)
-        headers = {**headers, "accept": "text/event-stream"}
         try:
-            async with self.http().stream(
-                "POST", url, json=body, headers=headers, timeout=self.timeout_for(request)
-            ) as response:
+            # aconnect_sse adds the Accept: text/event-stream header itself.
+            async with aconnect_sse(
+                self.http(), "POST", url, json=body, headers=dict(headers), timeout=self.timeout_for(request)
+            ) as source:
+                response = source.response
                 if response.status_code >= 400:
                     await response.aread()
                     raise self.status_error(response)
                 if is_json(response):  # a compatible server that ignores "stream": one whole body
                     return await self._unstreamed(response, on_delta)
-                async for event in aiter_events(response):
-                    for kind, text in assembler.feed(event):
-                        await emit(on_delta, kind, text)
-                    if assembler.ended:
-                        break
+                try:
+                    # aclosing: leaving early (the stream said it is over) closes the event reader now.
+                    async with aclosing(source.aiter_sse()) as events:
+                        async for event in events:
+                            if not event.data:  # a keep-alive that names an event but carries nothing
+                                continue
+                            for kind, text in assembler.feed(event):
+                                await emit(on_delta, kind, text)
+                            if assembler.ended:
+                                break
+                except SSEError as exc:  # a 2xx body that is neither JSON nor an event stream
+                    await response.aread()
+                    raise ProviderError(
+                        provider=self.name,
+                        message=scrub(f"stream ended early: {exc}; body {response.text[:200]!r}"),
+                        retryable=True,  # usually a proxy's page in place of the answer
+                    ) from None
         except httpx.TimeoutException as exc:
             raise self.timed_out(request, exc) from exc
         if not assembler.complete:
@@ -188,7 +203,7 @@ class HTTPProvider:
             raise ProviderError(provider=self.name, message="stream ended early", retryable=True)
         return self.parse_response(assembler.payload())
 
-    async def _unstreamed(self, response: httpx.Response, on_delta: OnDelta) -> LLMResponse:
+    async def _unstreamed(self, response: httpx.Response, on_delta: DeltaCallback) -> LLMResponse:
         """A 2xx JSON answer to a streamed call: parsed as a whole, its text delivered as one delta."""
         await response.aread()
         result = self.parse_response(self._json_of(response, "stream ended early: non-JSON body", 200, None))
@@ -230,8 +245,18 @@ class HTTPProvider:
         return error_from_response(self.name, status, {}, error_text(data) or str(data)[:500])
 
 
+async def emit(on_delta: DeltaCallback, kind: str, text: str) -> None:
+    """Hand one non-empty streamed piece to ``on_delta``, awaiting it when it is a coroutine function."""
+    if not text:
+        return
+    result = on_delta(kind, text)
+    if inspect.isawaitable(result):
+        await result
+
+
 def is_json(response: httpx.Response) -> bool:
+    """Whether the answer's body is JSON, whatever parameters its content type carries."""
     return bool(response.headers.get("content-type", "").split(";")[0].strip() == "application/json")
 
 
-__all__ = ["HTTPProvider", "OnDelta", "StreamAssembler", "is_json"]
+__all__ = ["HTTPProvider", "StreamAssembler", "emit", "is_json"]

@@ -36,6 +36,7 @@ from typing import Any
 
 from noeta.protocols.messages import (
     ContentRef,
+    DeltaCallback,
     LLMRequest,
     LLMResponse,
     Message,
@@ -45,7 +46,7 @@ from noeta.protocols.messages import (
     Usage,
 )
 from noeta.providers import local_intents, local_text, needle_router
-from noeta.providers._sse import OnDelta
+from noeta.providers.base import emit
 from noeta.providers.local_text import MODEL_ALIAS, ensure_server, model_path, stop
 from noeta.providers.openai import OpenAIProvider
 
@@ -126,12 +127,10 @@ def _text_only(messages: list[Message]) -> list[Message]:
     return kept
 
 
-async def _in_one_piece(response: LLMResponse, on_delta: OnDelta | None) -> LLMResponse:
+async def _in_one_piece(response: LLMResponse, on_delta: DeltaCallback | None) -> LLMResponse:
     """A response decided before it is shown, streamed as one piece."""
     if on_delta is not None:
-        outcome = on_delta("text", response.text)
-        if asyncio.iscoroutine(outcome):
-            await outcome
+        await emit(on_delta, "text", response.text)
     return response
 
 
@@ -182,12 +181,12 @@ class LocalModelProvider:
     async def complete(self, request: LLMRequest) -> LLMResponse:
         return await self._respond(request, None)
 
-    async def stream(self, request: LLMRequest, on_delta: OnDelta) -> LLMResponse:
+    async def stream(self, request: LLMRequest, on_delta: DeltaCallback) -> LLMResponse:
         """Chat answers stream piece by piece; an answer from tool results arrives as one piece
         (it is checked before it is shown); a tool call sends no text."""
         return await self._respond(request, on_delta)
 
-    async def _respond(self, request: LLMRequest, on_delta: OnDelta | None) -> LLMResponse:
+    async def _respond(self, request: LLMRequest, on_delta: DeltaCallback | None) -> LLMResponse:
         last = request.messages[-1] if request.messages else None
         results = [b for b in last.content if isinstance(b, ToolResultBlock)] if last else []
         if results:
@@ -232,7 +231,7 @@ class LocalModelProvider:
         ]
         return LLMResponse(stop_reason="tool_use", content=list(blocks), usage=Usage(), raw=raw)
 
-    async def _chat(self, request: LLMRequest, on_delta: OnDelta | None) -> LLMResponse:
+    async def _chat(self, request: LLMRequest, on_delta: DeltaCallback | None) -> LLMResponse:
         plain = replace(
             request,
             messages=_text_only(request.messages) or [Message("user", [TextBlock("Hello.")])],
