@@ -6,7 +6,7 @@ description, and ``null`` or absent meaning the default. Nested settings (Activi
 UsageLimits) become nested bodies of their own. ``to_settings()`` gives the values as ``Options``
 keyword arguments, so a request model adds only what is not a TaskSettings field::
 
-    class TaskOptions(settings_body()):
+    class TaskOptions(TaskSettingsBody):
         provider: StrictStr | None = None
         ...
 
@@ -25,7 +25,7 @@ import inspect
 import textwrap
 import types
 import typing
-from typing import Any, ClassVar, Union
+from typing import TYPE_CHECKING, Any, ClassVar, Union
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, create_model
 
@@ -113,4 +113,12 @@ def _first_line(cls: type[Any]) -> str:
     return " ".join((cls.__doc__ or "").split())
 
 
-__all__ = ["SettingsBody", "attribute_docs", "settings_body"]
+# The TaskSettings body, for a request model to subclass. Type checkers see SettingsBody: the
+# settings' fields are made when this module is imported (read them through ``to_settings()``).
+if TYPE_CHECKING:
+    TaskSettingsBody = SettingsBody
+else:
+    TaskSettingsBody = settings_body()
+
+
+__all__ = ["SettingsBody", "TaskSettingsBody", "attribute_docs", "settings_body"]
