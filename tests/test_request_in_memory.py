@@ -9,7 +9,8 @@ from typing import Any
 
 from temporalio.testing import ActivityEnvironment
 
-from noeta.activities.agent import AgentActivities
+from noeta.activities._services import WorkerServices
+from noeta.activities.model_call import ModelCalls
 from noeta.context.blob_cache import MAX_BODY_BYTES, BlobCache
 from noeta.context.content_store import LocalContentStore
 from noeta.context.transcript import TranscriptStore
@@ -28,16 +29,16 @@ class CountingStore(LocalContentStore):
         return super().get(ref)
 
 
-def _activities(store: LocalContentStore, provider: FakeLLMProvider) -> tuple[AgentActivities, list[str]]:
-    acts = AgentActivities(Registry.of(providers=[provider], content_store=store))
+def _activities(store: LocalContentStore, provider: FakeLLMProvider) -> tuple[ModelCalls, list[str]]:
+    acts = ModelCalls(WorkerServices(Registry.of(providers=[provider], content_store=store)))
     trips: list[str] = []
-    io = acts._io
+    io = acts.services.io
 
     async def counted(fn: Any, *args: Any) -> Any:
         trips.append(fn.__name__)
         return await io(fn, *args)
 
-    acts._io = counted  # type: ignore[method-assign]
+    acts.services.io = counted  # type: ignore[method-assign]
     return acts, trips
 
 

@@ -44,8 +44,8 @@ def test_the_transcript_cache_is_sized_from_the_tuning(clean_env: pytest.MonkeyP
 
     clean_env.setenv("NOETA_TRANSCRIPT_CACHE_MB", "3")
     registry = Registry.of(content_store=LocalContentStore(tmp_path))
-    assert AgentActivities(registry).transcripts._cache_limit == 3 * 2**20
-    assert AgentActivities(registry, WorkerTuning(transcript_cache_mb=5)).transcripts._cache_limit == 5 * 2**20
+    assert AgentActivities(registry).services.transcripts._cache_limit == 3 * 2**20
+    assert AgentActivities(registry, WorkerTuning(transcript_cache_mb=5)).services.transcripts._cache_limit == 5 * 2**20
 
 
 @pytest.mark.parametrize(

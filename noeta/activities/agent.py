@@ -1,58 +1,69 @@
-"""The worker's activities: the I/O side of AgentWorkflow, one object per worker.
+"""The worker's activities: the I/O side of AgentWorkflow, composed from one object per family.
 
-Each concern has its module and adds its activities to :class:`AgentActivities`:
-:mod:`~noeta.activities.prepare` (prepare a task, load a new run's transcript, release its
-resources), :mod:`~noeta.activities.model_call`, :mod:`~noeta.activities.tool_call` and
-:mod:`~noeta.activities.checks` (guards and output validation); what they share is in
-:mod:`~noeta.activities._base`. Activity names come from :mod:`noeta.protocols.names`.
+:class:`AgentActivities` builds, from one registry, the state several families share
+(:class:`~noeta.activities._services.WorkerServices`: the store, the transcripts, the thread pools,
+the finished-step records, the task-scoped resources, the prices) and the worker's
+:class:`~noeta.activities.mcp.McpServers`, then hands each family only those:
+
+- :class:`~noeta.activities.prepare.Preparation`: ``prepare_task``, ``load_transcript``,
+  ``release_resources`` (services, MCP servers);
+- :class:`~noeta.activities.model_call.ModelCalls`: ``call_model`` (services);
+- :class:`~noeta.activities.tool_call.ToolCalls`: ``invoke_tool`` (services, MCP servers);
+- :class:`~noeta.activities.checks.Checks`: ``check_guards``, ``validate_output`` (services).
+
+Activity names come from :mod:`noeta.protocols.names`; the workflow schedules them by name.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from noeta.activities._base import THREAD_WAIT_SECONDS, call_maybe_async
-from noeta.activities._schema import ParseFailure, argument_problem, check_schema, parse_json_answer
-from noeta.activities.checks import CheckActivities
-from noeta.activities.model_call import INLINE_ANSWER_LIMIT, ModelCallActivities, reported_model, tool_schema
-from noeta.activities.prepare import PrepareActivities
-from noeta.activities.tool_call import (
-    INLINE_OUTPUT_LIMIT,
-    ToolCallActivities,
-    checked_result,
-    needs_offload,
-    tool_callable,
-)
+from noeta.activities._services import WorkerServices
+from noeta.activities.checks import Checks
+from noeta.activities.mcp import McpServers
+from noeta.activities.model_call import ModelCalls
+from noeta.activities.prepare import Preparation
+from noeta.activities.registry import Registry
+from noeta.activities.tool_call import ToolCalls
+from noeta.resources.pool import ResourcePool
+from noeta.tuning import WorkerTuning
 
 
-class AgentActivities(PrepareActivities, ModelCallActivities, ToolCallActivities, CheckActivities):
+class AgentActivities:
     """Every activity AgentWorkflow schedules, served from one registry (``activities()``)."""
 
-    def activities(self) -> list[Any]:
+    def __init__(self, registry: Registry, tuning: WorkerTuning | None = None) -> None:
+        self.registry = registry
+        self.services = WorkerServices(registry, tuning)
+        self.mcp = McpServers(registry)
+        self.preparation = Preparation(self.services, self.mcp)
+        self.model_calls = ModelCalls(self.services)
+        self.tool_calls = ToolCalls(self.services, self.mcp)
+        self.checks = Checks(self.services)
+
+    @property
+    def pool(self) -> ResourcePool:
+        """The live resources, which the worker starts before its first task and closes when it stops."""
+        return self.services.resources
+
+    def activities(self) -> list[Callable[..., Any]]:
+        """The activity callables to register on a Temporal worker."""
         return [
-            self.prepare_task,
-            self.call_model,
-            self.invoke_tool,
-            self.validate_output,
-            self.check_guards,
-            self.load_transcript,
-            self.release_resources,
+            self.preparation.prepare_task,
+            self.model_calls.call_model,
+            self.tool_calls.invoke_tool,
+            self.checks.validate_output,
+            self.checks.check_guards,
+            self.preparation.load_transcript,
+            self.preparation.release_resources,
         ]
 
+    async def aclose(self) -> None:
+        """Stop what the activities started: the idle threads of the pools (a hung call keeps its
+        thread until it returns), the MCP connections and the stdio servers behind them."""
+        self.services.close_threads()
+        await self.mcp.aclose()
 
-__all__ = [
-    "INLINE_ANSWER_LIMIT",
-    "INLINE_OUTPUT_LIMIT",
-    "THREAD_WAIT_SECONDS",
-    "AgentActivities",
-    "ParseFailure",
-    "argument_problem",
-    "call_maybe_async",
-    "check_schema",
-    "checked_result",
-    "needs_offload",
-    "parse_json_answer",
-    "reported_model",
-    "tool_callable",
-    "tool_schema",
-]
+
+__all__ = ["AgentActivities"]

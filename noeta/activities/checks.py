@@ -1,5 +1,8 @@
 """Checks that run user code on the worker: ``check_guards`` before tool calls, subtasks and
 finishing, ``validate_output`` on a final answer.
+
+:class:`Checks` serves both from the worker's shared services (the registry's guards, validators and
+output models, the user-code threads, the task's resources).
 """
 
 from __future__ import annotations
@@ -9,32 +12,30 @@ from typing import Any
 from pydantic_core import to_jsonable_python
 from temporalio import activity
 
-from noeta.activities._base import ActivityBase
 from noeta.activities._heartbeat import with_heartbeat
 from noeta.activities._schema import ParseFailure, check_schema, parse_json_answer
-from noeta.protocols.activity_io import (
-    CheckGuardsInput,
-    CheckGuardsOutput,
-    ValidateInput,
-    ValidateOutput,
-)
+from noeta.activities._services import WorkerServices
+from noeta.protocols.activity_io import CheckGuardsInput, CheckGuardsOutput, ValidateInput, ValidateOutput
 from noeta.protocols.hooks import GuardContext, GuardDecision, VerdictResult, combine
-from noeta.protocols.names import (
-    CHECK_GUARDS,
-    VALIDATE_OUTPUT,
-)
+from noeta.protocols.names import CHECK_GUARDS, VALIDATE_OUTPUT
 from noeta.protocols.validation import DEFAULT_FAILURE_MESSAGE
 from noeta.resources.context import activated
 from noeta.telemetry import instrument
 
 
-class CheckActivities(ActivityBase):
+class Checks:
+    """``check_guards`` and ``validate_output``: the user's guards and validators, run on this worker."""
+
+    def __init__(self, services: WorkerServices) -> None:
+        self.services = services
+        self.registry = services.registry
+
     # -- check_guards -------------------------------------------------------------------------
 
     @activity.defn(name=CHECK_GUARDS)
     async def check_guards(self, inp: CheckGuardsInput) -> CheckGuardsOutput:
-        await self._ready(inp.task_id, inp.env)
-        run = self.run(inp.task_id, inp.env)
+        """Every guard's verdict on every action, in the task's guard order."""
+        run = await self.services.active_run(inp.task_id, inp.env)
         ctx = GuardContext(
             task_id=inp.task_id,
             trace_id=inp.trace_id,
@@ -48,7 +49,9 @@ class CheckActivities(ActivityBase):
             for name in inp.guards:
                 guard = self.registry.guards[name]
                 with activated(run):
-                    result = await with_heartbeat(self._user_code(guard.check, action, ctx, label=f"guard {name!r}"))
+                    result = await with_heartbeat(
+                        self.services.user_code(guard.check, action, ctx, label=f"guard {name!r}")
+                    )
                 if not isinstance(result, VerdictResult):
                     raise TypeError(f"guard {name!r} returned {type(result).__name__}, not VerdictResult")
                 verdicts.append(GuardDecision(action.call_id, name, result.verdict, result.reason))
@@ -60,6 +63,8 @@ class CheckActivities(ActivityBase):
 
     @activity.defn(name=VALIDATE_OUTPUT)
     async def validate_output(self, inp: ValidateInput) -> ValidateOutput:
+        """The final answer checked against the output schema, then by each validator in turn
+        (the first that refuses it gives the issue the model is told)."""
         data: Any = inp.answer
         if inp.output_schema is not None:
             parsed = parse_json_answer(inp.answer)
@@ -70,12 +75,11 @@ class CheckActivities(ActivityBase):
             if isinstance(checked, ParseFailure):
                 return ValidateOutput(ok=False, data=parsed, issue=checked.message, failure_type="schema")
             data = checked
-        await self._ready(inp.task_id, inp.env)
-        run = self.run(inp.task_id, inp.env)
+        run = await self.services.active_run(inp.task_id, inp.env)
         for name in inp.validators:
             validator = self.registry.validators[name]
             with activated(run):
-                verdict = await with_heartbeat(self._user_code(validator.fn, data, label=f"validator {name!r}"))
+                verdict = await with_heartbeat(self.services.user_code(validator.fn, data, label=f"validator {name!r}"))
             if verdict is True:
                 continue
             issue = verdict if isinstance(verdict, str) and verdict else DEFAULT_FAILURE_MESSAGE

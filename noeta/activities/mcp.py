@@ -3,6 +3,10 @@ task is prepared, and recorded in history) and their call results as :class:`Too
 
 Imports the ``mcp`` SDK only through :mod:`noeta.mcp.connections`, loaded when a task first uses a
 remote server, so workers without the ``noeta[mcp]`` extra run every other task.
+
+:class:`McpServers` is the worker's side of them: the connections (opened on first use, closed when
+the worker stops), handed to the activities that list tools (``prepare_task``) and call them
+(``invoke_tool``).
 """
 
 from __future__ import annotations
@@ -13,9 +17,10 @@ import binascii
 import json
 from typing import TYPE_CHECKING, Any
 
+from noeta.activities.registry import Registry
 from noeta.context.content_store import ContentStore
 from noeta.errors import ConfigurationError
-from noeta.protocols.mcp import McpServerConfig, mcp_tool_name
+from noeta.protocols.mcp import McpServerConfig, McpTarget, mcp_tool_name
 from noeta.protocols.messages import ImageBlock
 from noeta.protocols.tool import RiskLevel, ToolResult, ToolSpec, tool_fingerprint
 
@@ -112,3 +117,33 @@ def schemas_json(specs: list[ToolSpec]) -> bytes:
         [{"name": s.name, "description": s.description, "input_schema": s.input_schema} for s in specs],
         sort_keys=True,
     ).encode()
+
+
+class McpServers:
+    """The worker's connections to remote MCP servers, opened on first use and kept in the
+    registry (``Registry.mcp_connections``), so a registry given connections of its own uses them."""
+
+    def __init__(self, registry: Registry) -> None:
+        self._registry = registry
+
+    def connections(self) -> McpConnections:
+        """The live connections, created on first use (stdio servers limited to the registry's
+        ``mcp_commands``)."""
+        if self._registry.mcp_connections is None:
+            self._registry.mcp_connections = load_connections(self._registry.mcp_commands)
+        connections: McpConnections = self._registry.mcp_connections
+        return connections
+
+    async def list_specs(self, servers: dict[str, McpServerConfig]) -> list[ToolSpec]:
+        """The tools of ``servers`` as ToolSpecs (see :func:`list_specs`)."""
+        return await list_specs(self.connections(), servers)
+
+    async def call_tool(self, target: McpTarget, arguments: dict[str, Any], timeout_seconds: float | None) -> CallToolResult:
+        """Call ``target``'s tool; a lost connection raises (the attempt is retried on a fresh one)."""
+        return await self.connections().call_tool(target.alias, target.server, target.tool, arguments, timeout_seconds)
+
+    async def aclose(self) -> None:
+        """Close the connections and stop the stdio servers behind them (a later task opens new ones)."""
+        connections, self._registry.mcp_connections = self._registry.mcp_connections, None
+        if connections is not None:
+            await connections.aclose()

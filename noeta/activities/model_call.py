@@ -1,5 +1,9 @@
 """``call_model``: rebuild the transcript from the content store, call the provider (streaming when
 someone listens), store the extended transcript and price the call.
+
+:class:`ModelCalls` serves it from the worker's shared services; it owns what only model calls use:
+the cache of small stored bodies, the per-provider limiters, the delta broker and the tool shapes
+that ``prepare_task`` stored.
 """
 
 from __future__ import annotations
@@ -9,6 +13,7 @@ import dataclasses
 import itertools
 import json
 import logging
+import os
 from collections.abc import Awaitable
 from typing import Any
 
@@ -16,20 +21,16 @@ from pydantic import TypeAdapter
 from temporalio import activity
 
 from noeta.activities._attempts import AttemptLedger, as_details
-from noeta.activities._base import PREVIEW_CHARS, ActivityBase, call_maybe_async
 from noeta.activities._errors import to_application_error
 from noeta.activities._heartbeat import AttemptTimedOut, attempt_seconds, with_heartbeat
+from noeta.activities._services import PREVIEW_CHARS, WorkerServices, call_maybe_async
+from noeta.context.blob_cache import BlobCache
 from noeta.context.composer import compose_messages
 from noeta.context.transcript import has_refs
-from noeta.errors import (
-    ProviderError,
-    ProviderNotRegisteredError,
-)
+from noeta.deltas import DELTA_BROKER_VARIABLE, broker_for
+from noeta.errors import ProviderError, ProviderNotRegisteredError
 from noeta.pricing import model_of
-from noeta.protocols.activity_io import (
-    CallModelInput,
-    CallModelOutput,
-)
+from noeta.protocols.activity_io import CallModelInput, CallModelOutput
 from noeta.protocols.messages import (
     ContentRef,
     LLMRequest,
@@ -39,12 +40,10 @@ from noeta.protocols.messages import (
     StreamingProvider,
     TextBlock,
 )
-from noeta.protocols.names import (
-    CALL_MODEL,
-)
+from noeta.protocols.names import CALL_MODEL
 from noeta.protocols.tool import ToolSpec
 from noeta.providers.errors import classify_exception
-from noeta.providers.limits import MAX_QUEUE_SECONDS
+from noeta.providers.limits import MAX_QUEUE_SECONDS, Limiter
 from noeta.telemetry import instrument
 
 _MODEL_OUTPUT = TypeAdapter(CallModelOutput)
@@ -53,6 +52,8 @@ logger = logging.getLogger(__name__)
 #: A model answer's text block larger than this goes to the content store like a large tool output
 #: (Temporal refuses payloads over 2 MiB; the transcript keeps the whole text).
 INLINE_ANSWER_LIMIT = 256 * 1024
+#: Lists of stored tool shapes kept in memory before the cache starts over.
+_REMOTE_SCHEMA_LISTS = 256
 
 
 class _NotInMemory(Exception):
@@ -64,11 +65,21 @@ def tool_schema(spec: ToolSpec) -> dict[str, Any]:
     return {"name": spec.name, "description": spec.description, "input_schema": spec.input_schema}
 
 
-class ModelCallActivities(ActivityBase):
+class ModelCalls:
     """``call_model`` and what it needs: request building, provider limits, streaming, recording."""
+
+    def __init__(self, services: WorkerServices) -> None:
+        self.services = services
+        self.registry = services.registry
+        self.blobs = BlobCache(services.store)
+        self.limiters = {name: Limiter(name, limit) for name, limit in self.registry.provider_limits.items()}
+        self.delta_broker = self.registry.delta_broker or broker_for(os.environ.get(DELTA_BROKER_VARIABLE))
+        self._remote_schema_lists: dict[str, dict[str, dict[str, Any]]] = {}  # by content hash
 
     @activity.defn(name=CALL_MODEL)
     async def call_model(self, inp: CallModelInput) -> CallModelOutput:
+        """Call the task's provider with the stored transcript plus ``inp.append`` and record the
+        answer: the extended transcript, the raw response, the priced usage."""
         provider = self.registry.providers.get(inp.provider)
         if provider is None:
             known = ", ".join(sorted(self.registry.providers)) or "none"
@@ -78,7 +89,7 @@ class ModelCallActivities(ActivityBase):
                 )
             )
         ledger = AttemptLedger(inp.budget)
-        recorded = await self._earlier_output(inp.step_key, ledger, _MODEL_OUTPUT)
+        recorded = await self.services.steps.earlier(inp.step_key, ledger, _MODEL_OUTPUT)
         if recorded is not None:
             return recorded
         ledger.check_lost()
@@ -90,7 +101,7 @@ class ModelCallActivities(ActivityBase):
         try:  # the usual step: building it here costs less than a trip to an I/O thread
             request = self._build_request(inp, seconds_left, memory_only=True)
         except _NotInMemory:  # a worker new to the task, a stored output or image in the transcript
-            request = await self._io(self._build_request, inp, seconds_left)
+            request = await self.services.io(self._build_request, inp, seconds_left)
         with instrument.model_call(inp.provider, request, inp.task_id, f"turn-{inp.turn}") as observed:
             try:
                 work = self._limited(inp.provider, provider, request, inp)
@@ -106,7 +117,9 @@ class ModelCallActivities(ActivityBase):
                 raise ledger.failed(classify_exception(inp.provider, exc)) from exc
             observed.finished(response)
         assistant = Message(role="assistant", content=list(response.content))
-        output: CallModelOutput = await self._io(self._record_response, inp, assistant, response, provider, ledger)
+        output: CallModelOutput = await self.services.io(
+            self._record_response, inp, assistant, response, provider, ledger
+        )
         return output
 
     async def _limited(self, name: str, provider: Any, request: LLMRequest, inp: CallModelInput) -> Any:
@@ -124,9 +137,10 @@ class ModelCallActivities(ActivityBase):
         """Store the extended transcript and the provider's raw response, price the call and record
         the step (one trip to the I/O pool: the price catalogue loads on first use); large answer
         text goes to history as a preview and a reference."""
-        raw_ref = self.store.put(json.dumps(response.raw, default=str).encode(), "application/json") if response.raw else None
-        head = self.transcripts.append(inp.head, [*inp.append, assistant])
-        price = self.prices.price(response.usage, model_of(inp.model, provider), provider)
+        store = self.services.store
+        raw_ref = store.put(json.dumps(response.raw, default=str).encode(), "application/json") if response.raw else None
+        head = self.services.transcripts.append(inp.head, [*inp.append, assistant])
+        price = self.services.prices.price(response.usage, model_of(inp.model, provider), provider)
         usage = response.usage if price is None else dataclasses.replace(response.usage, cost_usd=price.usd)
         output = CallModelOutput(
             response=LLMResponse(
@@ -140,7 +154,7 @@ class ModelCallActivities(ActivityBase):
             # NoetaModel of a task that named none: the provider's default, else what it reported.
             model=model_of(inp.model, provider) or reported_model(response.raw),
         )
-        self._record(inp.step_key, _MODEL_OUTPUT, output)
+        self.services.steps.record(inp.step_key, _MODEL_OUTPUT, output)
         return output
 
     def _inline_blocks(self, content: list[Any]) -> list[Any]:
@@ -151,7 +165,7 @@ class ModelCallActivities(ActivityBase):
             if isinstance(block, TextBlock) and len(block.text) * 4 > INLINE_ANSWER_LIMIT:
                 data = block.text.encode()
                 if len(data) > INLINE_ANSWER_LIMIT:
-                    ref = self.store.put(data)
+                    ref = self.services.store.put(data)
                     block = TextBlock(
                         text=block.text[:PREVIEW_CHARS] + f"… [answer of {len(data)} bytes in content store {ref.hash}]"
                     )
@@ -164,13 +178,14 @@ class ModelCallActivities(ActivityBase):
         """The provider request for ``inp``. ``memory_only``: from what this worker holds in memory,
         raising :class:`_NotInMemory` rather than reading the content store (so it may run on the
         event loop)."""
+        transcripts = self.services.transcripts
         if memory_only:
-            loaded = self.transcripts.in_memory(inp.head)
+            loaded = transcripts.in_memory(inp.head)
             if loaded is None or any(has_refs(m) for m in inp.append):
                 raise _NotInMemory
             transcript = loaded + tuple(inp.append)  # nothing in it for resolve() to read
         else:
-            transcript = self.transcripts.load(inp.head) + tuple(inp.append)
+            transcript = transcripts.load(inp.head) + tuple(inp.append)
         # Tools not in this worker's registry: remote MCP servers' and the declared sub-agents'.
         remote_tools = {
             **self._remote_schemas(inp.agents_ref, memory_only), **self._remote_schemas(inp.mcp_tools_ref, memory_only)
@@ -182,7 +197,7 @@ class ModelCallActivities(ActivityBase):
         ]
         volatile = self._body(inp.volatile_ref, memory_only).decode() if inp.volatile_ref else ""
         # From memory, nothing in the transcript refers to a stored body: there is nothing to resolve.
-        resolved = transcript if memory_only else self.transcripts.resolve(transcript)
+        resolved = transcript if memory_only else transcripts.resolve(transcript)
         messages, cache_breakpoint = compose_messages(resolved, volatile)
         metadata: dict[str, Any] = {"task_id": inp.task_id, "turn": inp.turn}
         if cache_breakpoint is not None:
@@ -214,14 +229,14 @@ class ModelCallActivities(ActivityBase):
         """Tool shapes prepare stored (MCP tools, sub-agents) by name (read once per list, then kept)."""
         if ref is None:
             return {}
-        cached = self._mcp_schemas.get(ref.hash)
+        cached = self._remote_schema_lists.get(ref.hash)
         if cached is None:
             if memory_only:
                 raise _NotInMemory
-            cached = {t["name"]: t for t in json.loads(self.store.get(ref))}
-            if len(self._mcp_schemas) > 256:
-                self._mcp_schemas.clear()
-            self._mcp_schemas[ref.hash] = cached
+            cached = {t["name"]: t for t in json.loads(self.services.store.get(ref))}
+            if len(self._remote_schema_lists) > _REMOTE_SCHEMA_LISTS:
+                self._remote_schema_lists.clear()
+            self._remote_schema_lists[ref.hash] = cached
         return cached
 
     def _complete(self, provider: Any, request: LLMRequest, inp: CallModelInput) -> Awaitable[Any]:
@@ -230,7 +245,9 @@ class ModelCallActivities(ActivityBase):
         sink, broker = self.registry.delta_sink, self.delta_broker
         if (sink is None and not broker.wants_deltas()) or not isinstance(provider, StreamingProvider):
             # Synchronous providers share the I/O pool: a hung tool must not hold up model calls.
-            return call_maybe_async(provider.complete, request, pool=self.io_pool, label=f"{inp.provider}.complete")
+            return call_maybe_async(
+                provider.complete, request, pool=self.services.io_pool, label=f"{inp.provider}.complete"
+            )
         info = activity.info()
         call_id, seq = f"turn-{inp.turn}", itertools.count()
 

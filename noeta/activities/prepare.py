@@ -1,6 +1,8 @@
 """The bookkeeping steps of a task's life: ``prepare_task`` checks the task against this worker and
 stores what every model call reuses, ``load_transcript`` hands a new run the stored transcript,
 ``release_resources`` destroys the task-scoped resources when the task ends.
+
+:class:`Preparation` serves the three, from the worker's shared services and its MCP servers.
 """
 
 from __future__ import annotations
@@ -12,8 +14,8 @@ from pydantic import TypeAdapter
 from temporalio import activity
 
 from noeta.activities import mcp as remote
-from noeta.activities._base import ActivityBase
 from noeta.activities._errors import to_application_error
+from noeta.activities._services import WorkerServices, checked_spec
 from noeta.context.composer import compose_system
 from noeta.errors import (
     ConfigurationError,
@@ -31,14 +33,8 @@ from noeta.protocols.activity_io import (
     ReleaseInput,
     ReleaseOutput,
 )
-from noeta.protocols.messages import (
-    Message,
-)
-from noeta.protocols.names import (
-    LOAD_TRANSCRIPT,
-    PREPARE_TASK,
-    RELEASE_RESOURCES,
-)
+from noeta.protocols.messages import Message
+from noeta.protocols.names import LOAD_TRANSCRIPT, PREPARE_TASK, RELEASE_RESOURCES
 from noeta.protocols.resources import RunEnv
 from noeta.protocols.validation import OutputSchema
 from noeta.resources.prepare import check_scope_schema, owned_resources
@@ -46,13 +42,23 @@ from noeta.resources.prepare import check_scope_schema, owned_resources
 _MESSAGE = TypeAdapter(Message)
 
 
-class PrepareActivities(ActivityBase):
+class Preparation:
+    """``prepare_task``, ``load_transcript`` and ``release_resources``."""
+
+    def __init__(self, services: WorkerServices, mcp: remote.McpServers) -> None:
+        self.services = services
+        self.registry = services.registry
+        self.mcp = mcp
+
     # -- prepare_task -----------------------------------------------------------------------
 
     @activity.defn(name=PREPARE_TASK)
     async def prepare_task(self, inp: PrepareInput) -> PrepareOutput:
+        """Check the task against this worker (tools and their fingerprints, validators, guards,
+        resources, scope, prices), list its MCP servers' tools and store what every model call reuses."""
+        store, resources = self.services.store, self.services.resources
         try:
-            specs = [self._checked_spec(name, inp.expected_fingerprints.get(name)) for name in inp.tools]
+            specs = [checked_spec(self.registry, name, inp.expected_fingerprints.get(name)) for name in inp.tools]
             for name in inp.validators:
                 if name not in self.registry.validators:
                     raise ValidatorNotRegisteredError(
@@ -65,40 +71,36 @@ class PrepareActivities(ActivityBase):
                         f"guard {name!r} is not registered on this worker; add it to the worker's "
                         "Registry(guards=[...])"
                     )
-            mcp_specs = await remote.list_specs(self.mcp_connections(), inp.mcp_servers) if inp.mcp_servers else []
+            mcp_specs = await self.mcp.list_specs(inp.mcp_servers) if inp.mcp_servers else []
             owned = owned_resources(self.registry.resources, inp, {s.name: s for s in specs})
             check_scope_schema(inp.scope_schema, inp.scope, self.registry.output_models)
             if inp.priced_provider is not None:
-                await self._io(self._check_priced, inp.priced_provider, inp.priced_model)
+                await self.services.io(self._check_priced, inp.priced_provider, inp.priced_model)
             schema = self._output_json_schema(inp.output_schema)
         except NoetaError as err:
             raise to_application_error(err) from err
         taken = {spec.name for spec in specs}
         mcp_specs = [spec for spec in mcp_specs if spec.name not in taken]  # a worker's own tool wins
         specs += mcp_specs
-        mcp_tools_ref = (
-            self.store.put(remote.schemas_json(mcp_specs), "application/json") if mcp_specs else None
-        )
+        mcp_tools_ref = store.put(remote.schemas_json(mcp_specs), "application/json") if mcp_specs else None
         if owned:
             # Created before the first model call: a resource that cannot be made fails the task now.
             env = RunEnv(owned=[r.key for r in owned], inherited=dict(inp.inherited_resources))
             try:
-                await self.pool.ready(inp.task_id, env)
+                await resources.ready(inp.task_id, env)
             except NoetaError as err:
-                await self.pool.release(inp.task_id)
+                await resources.release(inp.task_id)
                 raise to_application_error(err) from err
         agents_ref = (
-            await self._io(self.store.put, json.dumps(inp.agents).encode(), "application/json") if inp.agents else None
+            await self.services.io(store.put, json.dumps(inp.agents).encode(), "application/json") if inp.agents else None
         )
         system, volatile, plan = compose_system(inp.system_prompt, inp.channels)
-        schema_ref = (
-            self.store.put(json.dumps(schema).encode(), "application/schema+json") if schema is not None else None
-        )
+        schema_ref = store.put(json.dumps(schema).encode(), "application/schema+json") if schema is not None else None
         return PrepareOutput(
             tools=specs,
-            system_ref=self.store.put(system.encode()) if system else None,
+            system_ref=store.put(system.encode()) if system else None,
             output_schema_ref=schema_ref,
-            volatile_ref=self.store.put(volatile.encode()) if volatile else None,
+            volatile_ref=store.put(volatile.encode()) if volatile else None,
             plan=plan,
             mcp_tools_ref=mcp_tools_ref,
             resources=owned,
@@ -111,7 +113,7 @@ class PrepareActivities(ActivityBase):
         if provider is None:
             return  # call_model reports the missing provider
         chosen = model_of(model, provider)
-        if not self.prices.has_price(chosen, provider):
+        if not self.services.prices.has_price(chosen, provider):
             raise ConfigurationError(
                 f"the task has a cost limit (max_cost_usd) but model {chosen or '(none named)'!r} of provider "
                 f"{provider_name!r} has no price on this worker: add it to the worker's price table "
@@ -133,12 +135,13 @@ class PrepareActivities(ActivityBase):
                 "to the worker's Registry(output_models=[...])"
             )
         return model.model_json_schema()
+
     # -- load_transcript ----------------------------------------------------------------------
 
     @activity.defn(name=LOAD_TRANSCRIPT)
     async def load_transcript(self, inp: LoadTranscriptInput) -> LoadTranscriptOutput:
         """The stored transcript for a new run; the oldest messages are left out beyond max_bytes."""
-        messages = list(await self._io(self.transcripts.load, inp.head))
+        messages = list(await self.services.io(self.services.transcripts.load, inp.head))
         kept, size = 0, 0
         for message in reversed(messages):
             size += len(_MESSAGE.dump_json(message))
@@ -152,5 +155,5 @@ class PrepareActivities(ActivityBase):
     @activity.defn(name=RELEASE_RESOURCES)
     async def release_resources(self, inp: ReleaseInput) -> ReleaseOutput:
         """The task ended: destroy its task-scoped resources that this process created."""
-        released, errors = await self.pool.release(inp.task_id)
+        released, errors = await self.services.resources.release(inp.task_id)
         return ReleaseOutput(released=released, errors=errors)

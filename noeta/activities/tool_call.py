@@ -1,5 +1,8 @@
 """``invoke_tool``: run one tool call (a registered tool, or a remote MCP server's tool) while
 heartbeating; a large output goes to the content store.
+
+:class:`ToolCalls` serves it from the worker's shared services and its MCP servers; it owns the
+compiled argument validators of the registered tools.
 """
 
 from __future__ import annotations
@@ -14,10 +17,10 @@ from temporalio import activity
 
 from noeta.activities import mcp as remote
 from noeta.activities._attempts import AttemptLedger, as_details
-from noeta.activities._base import PREVIEW_CHARS, THREAD_WAIT_SECONDS, ActivityBase
 from noeta.activities._errors import to_application_error
 from noeta.activities._heartbeat import AttemptTimedOut, attempt_seconds, with_heartbeat
 from noeta.activities._schema import argument_problem, schema_validator
+from noeta.activities._services import PREVIEW_CHARS, THREAD_WAIT_SECONDS, WorkerServices, checked_spec
 from noeta.builtins.memory.tool import RecallResult, memory_tool
 from noeta.errors import (
     NoetaError,
@@ -46,11 +49,20 @@ def tool_callable(tool: Tool) -> Any:
     return fn if inspect.iscoroutinefunction(fn) else tool.invoke
 
 
-class ToolCallActivities(ActivityBase):
+class ToolCalls:
     """``invoke_tool`` for registered tools and remote MCP servers' tools."""
+
+    def __init__(self, services: WorkerServices, mcp: remote.McpServers) -> None:
+        self.services = services
+        self.registry = services.registry
+        self.mcp = mcp
+        self._argument_validators: dict[str, tuple[Tool, Any]] = {}  # by tool name, for that tool object
 
     @activity.defn(name=INVOKE_TOOL)
     async def invoke_tool(self, inp: InvokeToolInput) -> InvokeToolOutput:
+        """Run one tool call: a rejected call's reason, or arguments that fail the schema, come back
+        as a failed result; a tool's exception too (the model may recover); a timeout, a
+        ToolRetryableError or no free thread is retried."""
         ledger = AttemptLedger(inp.budget)
         attempt = ledger.attempt
         if inp.reject_reason is not None:
@@ -58,11 +70,11 @@ class ToolCallActivities(ActivityBase):
         if inp.mcp is not None:
             return await self._invoke_remote(inp, ledger)
         try:
-            self._checked_spec(inp.tool_name, inp.expected_fingerprint)
+            checked_spec(self.registry, inp.tool_name, inp.expected_fingerprint)
         except NoetaError as err:
             raise to_application_error(err) from err
         key = inp.idempotency_key
-        recorded = await self._earlier_output(key, ledger, _TOOL_OUTPUT)
+        recorded = await self.services.steps.earlier(key, ledger, _TOOL_OUTPUT)
         if recorded is not None:
             return recorded
         ledger.check_lost()
@@ -78,9 +90,8 @@ class ToolCallActivities(ActivityBase):
                 ),
                 attempt,
             )
-        await self._ready(inp.task_id, inp.env)
         recorder = CallRecorder()
-        run = self.run(inp.task_id, inp.env, recorder)
+        run = await self.services.active_run(inp.task_id, inp.env, recorder)
         ctx = ToolContext(
             task_id=inp.task_id,
             call_id=inp.call_id,
@@ -98,7 +109,7 @@ class ToolCallActivities(ActivityBase):
         wait = THREAD_WAIT_SECONDS if seconds is None else min(THREAD_WAIT_SECONDS, seconds / 4)
         with instrument.tool_call(inp.tool_name, inp.task_id, inp.call_id) as observed, activated(run):
             try:
-                work = self._user_code(tool_callable(tool), inp.arguments, ctx, label=label, wait_seconds=wait)
+                work = self.services.user_code(tool_callable(tool), inp.arguments, ctx, label=label, wait_seconds=wait)
                 result = await with_heartbeat(work, as_details(ledger.earlier), seconds=seconds)
             except asyncio.CancelledError:
                 raise
@@ -125,17 +136,17 @@ class ToolCallActivities(ActivityBase):
 
     def _argument_validator(self, tool: Tool) -> Any:
         """A compiled validator per tool object: building one is most of a small tool call's cost."""
-        cached = self._validators.get(tool.name)
+        cached = self._argument_validators.get(tool.name)
         if cached is None or cached[0] is not tool:
             cached = (tool, schema_validator(tool.input_schema))
-            self._validators[tool.name] = cached
+            self._argument_validators[tool.name] = cached
         return cached[1]
 
     async def _finished(self, key: str, output: InvokeToolOutput) -> InvokeToolOutput:
         """The call's output as history gets it: a large output offloaded, the step recorded
         under ``key`` (one trip to the I/O pool for both)."""
         if needs_offload(output.result) or key:
-            finished: InvokeToolOutput = await self._io(self._finish_tool, key, output)
+            finished: InvokeToolOutput = await self.services.io(self._finish_tool, key, output)
             return finished
         return output
 
@@ -143,7 +154,7 @@ class ToolCallActivities(ActivityBase):
         """Offload a large output and record the finished step (before it is reported)."""
         if needs_offload(output.result):
             output = dataclasses.replace(output, result=self._offload_output(output.result))
-        self._record(key, _TOOL_OUTPUT, output)
+        self.services.steps.record(key, _TOOL_OUTPUT, output)
         return output
 
     async def _invoke_remote(self, inp: InvokeToolInput, ledger: AttemptLedger) -> InvokeToolOutput:
@@ -152,7 +163,7 @@ class ToolCallActivities(ActivityBase):
         target = inp.mcp
         assert target is not None
         key = inp.idempotency_key
-        recorded = await self._earlier_output(key, ledger, _TOOL_OUTPUT)
+        recorded = await self.services.steps.earlier(key, ledger, _TOOL_OUTPUT)
         if recorded is not None:
             return recorded
         ledger.check_lost()
@@ -160,10 +171,7 @@ class ToolCallActivities(ActivityBase):
         with instrument.tool_call(inp.tool_name, inp.task_id, inp.call_id) as observed:
             try:
                 called = await with_heartbeat(
-                    self.mcp_connections().call_tool(
-                        target.alias, target.server, target.tool, inp.arguments,
-                        timeout.total_seconds() if timeout else None,
-                    ),
+                    self.mcp.call_tool(target, inp.arguments, timeout.total_seconds() if timeout else None),
                     as_details(ledger.earlier),
                 )
             except asyncio.CancelledError:
@@ -171,9 +179,9 @@ class ToolCallActivities(ActivityBase):
             except NoetaError as err:
                 raise ledger.failed(err) from err
             if any(getattr(item, "type", "") == "image" for item in called.content):  # stored: off the loop
-                result = await self._io(remote.tool_result, called, self.store)
+                result = await self.services.io(remote.tool_result, called, self.services.store)
             else:
-                result = remote.tool_result(called, self.store)
+                result = remote.tool_result(called, self.services.store)
             observed.finished(result)
         return await self._finished(key, InvokeToolOutput(result, ledger.attempt, retried=ledger.earlier))
 
@@ -181,7 +189,7 @@ class ToolCallActivities(ActivityBase):
         """Move a large output to the content store so history keeps only a reference."""
         output = result.output or ""
         data = output.encode()
-        ref = self.store.put(data)
+        ref = self.services.store.put(data)
         preview = output[:PREVIEW_CHARS] + f"… [{len(data)} bytes in content store {ref.hash[:12]}]"
         return dataclasses.replace(result, output=preview, output_ref=ref)
 
