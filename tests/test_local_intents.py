@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from noeta.builtins.tools import BUILTIN_TOOLS, evaluate, format_number
-from noeta.providers.local_intents import Intent, intents, needs, served
+from noeta.providers._local_intents import Intent, intents, needs, served
 
 SCHEMAS = [{"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in BUILTIN_TOOLS]
 

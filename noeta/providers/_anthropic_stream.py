@@ -7,8 +7,8 @@ from typing import Any
 from httpx_sse import ServerSentEvent
 
 from noeta.providers._anthropic_wire import error_status
-from noeta.providers.base import HTTPProvider
-from noeta.providers.shapes import (
+from noeta.providers._base import HTTPProvider
+from noeta.providers._shapes import (
     Shape,
     parse_arguments,
 )

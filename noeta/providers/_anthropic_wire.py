@@ -15,7 +15,7 @@ from noeta.protocols.messages import (
     ToolUseBlock,
     Usage,
 )
-from noeta.providers.shapes import (
+from noeta.providers._shapes import (
     count,
     tool_result_text,
 )

@@ -9,8 +9,8 @@ from typing import Any
 
 from httpx_sse import ServerSentEvent
 
-from noeta.providers.base import HTTPProvider
-from noeta.providers.shapes import (
+from noeta.providers._base import HTTPProvider
+from noeta.providers._shapes import (
     Shape,
     fallback_call_id,
 )

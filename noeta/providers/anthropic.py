@@ -74,8 +74,8 @@ from noeta.protocols.messages import (
 )
 from noeta.providers._anthropic_stream import EventAssembler
 from noeta.providers._anthropic_wire import CACHE_CONTROL, error_status, usage_of, wire_messages
-from noeta.providers.base import HTTPProvider
-from noeta.providers.shapes import (
+from noeta.providers._base import HTTPProvider
+from noeta.providers._shapes import (
     Shape,
     fallback_call_id,
     parse_arguments,
@@ -123,6 +123,8 @@ class AnthropicProvider(HTTPProvider):
         http_client: httpx.AsyncClient | None = None,
         anthropic_version: str = DEFAULT_VERSION,
     ) -> None:
+        """``max_tokens_default`` caps an answer whose request sets no ``max_tokens`` (Anthropic
+        requires one); ``anthropic_version`` is sent as the ``anthropic-version`` header."""
         super().__init__(
             name=name, timeout=timeout, http_client=http_client, base_url=base_url, model=model,
             api_key=api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY"),
@@ -134,6 +136,7 @@ class AnthropicProvider(HTTPProvider):
 
     @property
     def url(self) -> str:
+        """The Messages endpoint under ``base_url``."""
         return f"{self.base_url}/v1/messages"
 
     def _headers(self) -> dict[str, str]:
@@ -147,6 +150,7 @@ class AnthropicProvider(HTTPProvider):
         return headers
 
     def new_assembler(self, body: dict[str, Any]) -> EventAssembler:
+        """A fresh folder of Messages stream events, for one streamed call of ``body``."""
         return EventAssembler(self, model=body["model"])
 
     # -- request mapping ------------------------------------------------------------------------
@@ -203,6 +207,7 @@ class AnthropicProvider(HTTPProvider):
         return self.anthropic_version < SAMPLING_REMOVED_VERSION
 
     def stream_body(self, request: LLMRequest) -> dict[str, Any]:
+        """:meth:`request_body` asking for an event stream."""
         return {**self.request_body(request), "stream": True}
 
     # -- response mapping -----------------------------------------------------------------------

@@ -47,6 +47,8 @@ def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
 
 
 def is_retryable_status(status: int) -> bool:
+    """Whether another attempt may succeed after this HTTP status (a timeout, conflict, rate limit
+    or server fault)."""
     return status in RETRYABLE_STATUS or status >= 500
 
 

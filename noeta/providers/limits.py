@@ -34,6 +34,7 @@ class ProviderLimit:
     max_concurrent: int | None = None
 
     def __post_init__(self) -> None:
+        """Refuse a limit that could never let a call through, when it is configured."""
         if self.requests is not None and (isinstance(self.requests, bool) or not isinstance(self.requests, int) or self.requests < 1):
             raise ConfigurationError(f"ProviderLimit.requests must be a whole number >= 1, got {self.requests!r}")
         if not (isinstance(self.per_seconds, (int, float)) and math.isfinite(self.per_seconds) and self.per_seconds > 0):
@@ -45,6 +46,7 @@ class ProviderLimit:
 
     @classmethod
     def per_minute(cls, requests: int, max_concurrent: int | None = None) -> ProviderLimit:
+        """A quota stated as providers usually publish it: ``requests`` per minute."""
         return cls(requests=requests, per_seconds=60.0, max_concurrent=max_concurrent)
 
 

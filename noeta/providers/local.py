@@ -7,7 +7,7 @@ Two local models, each doing what it is good at:
   newest message is the user's text and the request has tools, it picks tools and fills their
   arguments from that text. Calls are kept only if the tool exists, the arguments pass its
   ``input_schema`` and the router is confident enough; then the response is ``tool_use``.
-- :mod:`noeta.providers.local_intents` reads the built-in tools' arguments from the text by rules
+- :mod:`noeta.providers._local_intents` reads the built-in tools' arguments from the text by rules
   (whole expressions, quoted text, file names, time questions): where a rule fires, its call
   replaces the router's for that tool, and is made even when the router was unsure.
 - :mod:`noeta.providers.local_text` (SmolLM2-135M-Instruct on llama.cpp) writes the text: after
@@ -45,8 +45,8 @@ from noeta.protocols.messages import (
     ToolUseBlock,
     Usage,
 )
-from noeta.providers import local_intents, local_text, needle_router
-from noeta.providers.base import emit
+from noeta.providers import _local_intents, local_text, needle_router
+from noeta.providers._base import emit
 from noeta.providers.local_text import MODEL_ALIAS, ensure_server, model_path, stop
 from noeta.providers.openai import OpenAIProvider
 
@@ -143,8 +143,8 @@ def _without_result(needed: list[str], tools: list[dict[str, Any]]) -> LLMRespon
         text = (f"I cannot answer that without the {' and '.join(missing)} tool"
                 f"{'s' if len(missing) > 1 else ''}, which this task does not have, so I have no result to give.")
     else:
-        hints = {local_intents.WORD_COUNT: "put the text in quotes", local_intents.CALCULATOR: "write the expression "
-                 "with numbers and operators", local_intents.READ_FILE: "name the file, e.g. notes.txt"}
+        hints = {_local_intents.WORD_COUNT: "put the text in quotes", _local_intents.CALCULATOR: "write the expression "
+                 "with numbers and operators", _local_intents.READ_FILE: "name the file, e.g. notes.txt"}
         text = (f"I could not tell what to give the {' and '.join(needed)} tool from that, so I have no result "
                 f"to give; {'; '.join(hints.get(name, 'say it again') for name in needed)}.")
     return LLMResponse(stop_reason="end_turn", content=[TextBlock(text)], usage=Usage(),
@@ -155,7 +155,8 @@ class LocalModelProvider:
     """The embedded default: Needle decides tool calls, SmolLM2 writes. See the module docstring."""
 
     def __init__(self, name: str = "local", timeout: float = 300, min_confidence: float = needle_router.MIN_CONFIDENCE):
-        # Fail at configuration time, before any task starts.
+        """``min_confidence`` is the router confidence below which the text model answers instead
+        of a tool call. Raises ConfigurationError here, before any task starts, if a model is missing."""
         local_text.check_installed()
         needle_router.check_installed()
         self.name = name
@@ -165,6 +166,7 @@ class LocalModelProvider:
         self._delegate: OpenAIProvider | None = None
 
     def __repr__(self) -> str:
+        """The provider's registered name (its models are fixed)."""
         return f"LocalModelProvider(name={self.name!r})"
 
     async def _writer(self) -> OpenAIProvider:
@@ -179,6 +181,7 @@ class LocalModelProvider:
         return delegate
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
+        """Tool calls from the router and the rules, or text from the small model."""
         return await self._respond(request, None)
 
     async def stream(self, request: LLMRequest, on_delta: DeltaCallback) -> LLMResponse:
@@ -196,7 +199,7 @@ class LocalModelProvider:
                 routed = await self._route(request, last.text)
                 if routed is not None:
                     return routed
-            needed = local_intents.needs(last.text)
+            needed = _local_intents.needs(last.text)
             if needed:
                 return await _in_one_piece(_without_result(needed, request.tools), on_delta)
         return await self._chat(request, on_delta)
@@ -205,8 +208,8 @@ class LocalModelProvider:
         decision = await asyncio.to_thread(needle_router.route, text, request.tools, self.min_confidence)
         by_name = {t["name"]: t for t in request.tools}
         ruled = [
-            i for i in local_intents.intents(text)
-            if local_intents.served(i, request.tools) and needle_router.valid_arguments(i.arguments, by_name[i.tool])
+            i for i in _local_intents.intents(text)
+            if _local_intents.served(i, request.tools) and needle_router.valid_arguments(i.arguments, by_name[i.tool])
         ]
         raw: dict[str, Any] = {
             "router": ROUTER_MODEL,
@@ -219,7 +222,7 @@ class LocalModelProvider:
             raw["router_calls"] = [{"name": name, "arguments": arguments} for name, arguments in calls]
             raw["rules"] = [i.tool for i in ruled]
             calls = [(i.tool, i.arguments) for i in ruled] + [
-                (name, arguments) for name, arguments in calls if name not in local_intents.ARGUMENT
+                (name, arguments) for name, arguments in calls if name not in _local_intents.ARGUMENT
             ]
         if not calls:
             return None

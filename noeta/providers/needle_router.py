@@ -44,11 +44,13 @@ _TELEMETRY_OFF = {"NEEDLE_TELEMETRY": "0", "DO_NOT_TRACK": "1"}
 _CACHED_TOOL_SETS = 16
 
 _lock = threading.Lock()
-_agents: "OrderedDict[str, Any]" = OrderedDict()  # tools JSON -> needle.Needle, most recent last
+_agents: OrderedDict[str, Any] = OrderedDict()  # tools JSON -> needle.Needle, most recent last
 
 
 @dataclass(frozen=True)
 class RoutedCall:
+    """One tool call the router proposed: the tool's name and the arguments it filled in."""
+
     name: str
     arguments: dict[str, Any]
 
@@ -136,6 +138,7 @@ def raw_route(text: str, tools: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def valid_arguments(arguments: Any, tool: dict[str, Any]) -> bool:
+    """Whether ``arguments`` pass ``tool``'s ``input_schema`` (a call that fails it is dropped)."""
     if not isinstance(arguments, dict):
         return False
     schema = tool.get("input_schema") or {"type": "object"}

@@ -2,8 +2,8 @@
 
 Speaks the ``/chat/completions`` wire protocol, so it also drives any OpenAI-compatible server
 (llama.cpp, vLLM, Ollama, gateways). HTTP, timeouts, error classification and the streaming
-skeleton come from :mod:`noeta.providers.base`; a 2xx body without the Chat Completions shape
-raises :class:`~noeta.errors.ProviderResponseError` (:mod:`noeta.providers.shapes`).
+skeleton come from :mod:`noeta.providers._base`; a 2xx body without the Chat Completions shape
+raises :class:`~noeta.errors.ProviderResponseError` (:mod:`noeta.providers._shapes`).
 
 ``stream`` sends the same body with ``"stream": true`` and ``stream_options.include_usage``, calls
 ``on_delta(kind, text)`` for each piece as it arrives (``"text"`` for ``delta.content``,
@@ -34,9 +34,9 @@ from noeta.protocols.messages import (
     ToolUseBlock,
     Usage,
 )
+from noeta.providers._base import HTTPProvider
 from noeta.providers._openai_stream import ChunkAssembler
-from noeta.providers.base import HTTPProvider
-from noeta.providers.shapes import (
+from noeta.providers._shapes import (
     Shape,
     count,
     error_text,
@@ -73,6 +73,8 @@ class OpenAIProvider(HTTPProvider):
         timeout: float = 120,
         http_client: httpx.AsyncClient | None = None,
     ) -> None:
+        """``base_url`` ends where ``/chat/completions`` is appended (``.../v1``); ``http_client``
+        is used as given and left open, otherwise the provider pools its own."""
         super().__init__(
             name=name, timeout=timeout, http_client=http_client, base_url=base_url, model=model,
             api_key=api_key if api_key is not None else os.environ.get("OPENAI_API_KEY"),
@@ -82,6 +84,7 @@ class OpenAIProvider(HTTPProvider):
 
     @property
     def url(self) -> str:
+        """The Chat Completions endpoint under ``base_url``."""
         return f"{self.base_url}/chat/completions"
 
     def _headers(self) -> dict[str, str]:
@@ -91,6 +94,7 @@ class OpenAIProvider(HTTPProvider):
         return headers
 
     def new_assembler(self, body: dict[str, Any]) -> ChunkAssembler:
+        """A fresh folder of ``chat.completion.chunk`` events, for one streamed call of ``body``."""
         return ChunkAssembler(self, body.get("model"))
 
     # -- request mapping ------------------------------------------------------------------------

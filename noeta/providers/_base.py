@@ -21,8 +21,8 @@ from httpx_sse import ServerSentEvent, SSEError, aconnect_sse
 
 from noeta.errors import ProviderError
 from noeta.protocols.messages import DeltaCallback, LLMRequest, LLMResponse
+from noeta.providers._shapes import error_text
 from noeta.providers.errors import error_from_response
-from noeta.providers.shapes import error_text
 from noeta.security.scrub import register_secret, scrub
 
 #: Longest wait for a TCP connection, whatever the request's timeout.
@@ -47,7 +47,9 @@ class StreamAssembler(Protocol):
         error the server reported inside the stream."""
         ...
 
-    def payload(self) -> dict[str, Any]: ...
+    def payload(self) -> dict[str, Any]:
+        """The assembled body, shaped like the API's non-streamed answer."""
+        ...
 
 
 class HTTPProvider:
@@ -87,12 +89,14 @@ class HTTPProvider:
 
     @property
     def url(self) -> str:
+        """The endpoint both calls post to."""
         raise NotImplementedError
 
     def _headers(self) -> dict[str, str]:
         raise NotImplementedError
 
     def request_body(self, request: LLMRequest) -> dict[str, Any]:
+        """The API's JSON body for ``request``."""
         raise NotImplementedError
 
     def stream_body(self, request: LLMRequest) -> dict[str, Any]:
@@ -100,14 +104,17 @@ class HTTPProvider:
         raise NotImplementedError
 
     def parse_response(self, payload: Any) -> LLMResponse:
+        """The :class:`LLMResponse` of the API's JSON answer (streamed answers are assembled into one first)."""
         raise NotImplementedError
 
     def new_assembler(self, body: dict[str, Any]) -> StreamAssembler:
+        """A fresh :class:`StreamAssembler` for one streamed call of ``body``."""
         raise NotImplementedError
 
     # -- the client -----------------------------------------------------------------------------
 
     def http(self) -> httpx.AsyncClient:
+        """The client passed in, else this event loop's pooled client."""
         if self._external_client is not None:
             return self._external_client
         loop = asyncio.get_running_loop()
@@ -123,13 +130,16 @@ class HTTPProvider:
             await client.aclose()
 
     def timeout_seconds(self, request: LLMRequest) -> float:
+        """How long ``request`` may take: its own ``timeout_seconds``, else the adapter's ``timeout``."""
         return request.timeout_seconds if request.timeout_seconds is not None else self.timeout
 
     def timeout_for(self, request: LLMRequest) -> httpx.Timeout:
+        """The httpx timeouts of ``request``, connecting within at most ``CONNECT_TIMEOUT_SECONDS``."""
         seconds = self.timeout_seconds(request)
         return httpx.Timeout(seconds, connect=min(seconds, CONNECT_TIMEOUT_SECONDS))
 
     def timed_out(self, request: LLMRequest, exc: httpx.TimeoutException) -> ProviderError:
+        """The retryable error of a call that got no answer in time, saying how long it waited."""
         return ProviderError(
             provider=self.name,
             message=f"no answer within {self.timeout_seconds(request):g} s ({type(exc).__name__})",
@@ -139,6 +149,7 @@ class HTTPProvider:
     # -- calls ----------------------------------------------------------------------------------
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
+        """One non-streamed call: the whole answer, or a typed :class:`~noeta.errors.ProviderError`."""
         return await self.post_json(self.url, self.request_body(request), self._headers(), request)
 
     async def stream(self, request: LLMRequest, on_delta: DeltaCallback) -> LLMResponse:
