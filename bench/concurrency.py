@@ -290,7 +290,7 @@ async def noeta_system(address: str, home: Path, args: argparse.Namespace, name:
     if args.noeta_unindexed:
         # A diagnostic, not a product setting: the client then starts tasks as on a cluster without
         # Noeta's search attributes (no initial attributes, no upserts).
-        client._registered = set()
+        client._connection._registered = set()
     chosen: dict[str, Any] = {}
     if args.heartbeat_seconds is not None:
         chosen["model_activity"] = chosen["tool_activity"] = ActivityOptions(heartbeat_seconds=args.heartbeat_seconds)

@@ -149,7 +149,7 @@ async def test_client_lifecycle_and_the_deprecated_close_of_a_task(host, serve, 
             with pytest.warns(DeprecationWarning, match="close_task"):
                 await client.close(task_id)  # the old spelling still closes the task
             assert (await client.result(task_id)).answer == "one"
-            followers = list(client._observing.values())
+            followers = list(client._observation.following.values())
         # Leaving the block closed the client: it no longer follows tasks for its observers.
         assert followers and all(f.done() for f in followers)
 

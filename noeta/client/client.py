@@ -4,19 +4,38 @@
 synchronous code (it runs an AsyncClient on a private event-loop thread, so it imports this module,
 not the other way round). Both talk to the embedded dev server unless
 ``TEMPORAL_ADDRESS`` points at a cluster.
+
+AsyncClient is composed of small objects, each owning the state it touches and handed its
+collaborators: the :class:`~noeta.client.connection.Connection` (the Temporal client, what the
+cluster supports, whether a task exists and runs), the
+:class:`~noeta.client.observation.Observation` (the observers and their followers),
+:class:`~noeta.client.tasks.TaskOperations` (start, goals, context, approvals, result, cancel),
+:class:`~noeta.client.listing.TaskListing` (list, UI links) and
+:class:`~noeta.client.inspection.Inspection` (describe, details, pending approvals, history,
+events, messages). Its methods hand each call to the one that does it.
 """
 
 from __future__ import annotations
 
-import asyncio
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
-from noeta.client._base import ClientBase
+from temporalio.api.history.v1 import HistoryEvent
+from temporalio.client import Client as TemporalClient
+
 from noeta.client.connect import connect_temporal
+from noeta.client.connection import Connection
+from noeta.client.embedded import EmbeddedServer
+from noeta.client.events import EventStream
 from noeta.client.host import HostConfig
 from noeta.client.inspection import METADATA_QUERY, Inspection, PendingApproval
-from noeta.client.tasks import SERVER_OUTAGE_WAIT_SECONDS, SERVER_UNREACHABLE
+from noeta.client.listing import TaskListing
+from noeta.client.messages import ViewItem
+from noeta.client.observation import Observation
+from noeta.client.options import Options
+from noeta.client.tasks import SERVER_OUTAGE_WAIT_SECONDS, SERVER_UNREACHABLE, TaskOperations
 from noeta.client.visibility import (
     TaskInfo,
     TaskSummary,
@@ -24,17 +43,50 @@ from noeta.client.visibility import (
     registered_search_attributes,
     search_attributes_registered,
 )
-from noeta.deltas.broker import DeltaStream, broker_for, subscribe_stream
+from noeta.context.content_store import ContentStore
+from noeta.deltas.broker import DeltaBroker, DeltaStream, Subscription, broker_for, in_process_broker, subscribe_stream
 from noeta.protocols.event_log import Observer
+from noeta.protocols.interaction import ApprovalRequest, TaskResult
+from noeta.protocols.messages import ImageBlock
 from noeta.protocols.names import DEFAULT_PROVIDER
 
 
-class AsyncClient(Inspection):
-    """The asyncio API: task operations (:mod:`noeta.client.tasks`), reading tasks and answering
-    approvals (:mod:`noeta.client.inspection`), on a connection (:mod:`noeta.client._base`)."""
+class AsyncClient:
+    """The asyncio API: task operations (:mod:`noeta.client.tasks`), listing tasks
+    (:mod:`noeta.client.listing`), reading tasks (:mod:`noeta.client.inspection`) and following
+    them for observers (:mod:`noeta.client.observation`), on a connection
+    (:mod:`noeta.client.connection`)."""
+
+    def __init__(
+        self,
+        temporal: TemporalClient,
+        *,
+        content_store: ContentStore,
+        task_queue: str,
+        server: EmbeddedServer | None = None,
+        observers: Sequence[Observer] = (),
+        memory: Any = None,
+        delta_broker: DeltaBroker | None = None,
+    ) -> None:
+        self._connection = Connection(temporal)
+        self._observation = Observation(temporal, observers)
+        self._tasks = TaskOperations(self._connection, self._observation, task_queue=task_queue)
+        self._listing = TaskListing(self._connection, server.ui_url if server is not None else None)
+        self._inspection = Inspection(
+            self._connection, content_store=content_store, tasks=self._tasks, listing=self._listing
+        )
+        self.server = server
+        """The embedded dev server, when this client uses one."""
+        self.memory = memory
+        """The memory pool (a MemoryStore) that the memory tool of this host's workers shares:
+        seed it, read what agents remembered."""
+        self.delta_broker: DeltaBroker = delta_broker or in_process_broker()
+        """Where the workers' streamed deltas arrive (``NOETA_DELTA_BROKER``)."""
+        self._delta_subscription: Subscription | None = None
 
     @classmethod
     async def connect(cls, host: HostConfig | None = None, observers: Sequence[Observer] = ()) -> AsyncClient:
+        """Connect to the host's cluster (the embedded dev server when none is configured)."""
         host = host or HostConfig()
         temporal, server = await connect_temporal(host.settings, codec=host.codec, runtime=host.runtime)
         client = cls(
@@ -52,6 +104,200 @@ class AsyncClient(Inspection):
             client._delta_subscription = await client.delta_broker.subscribe(temporal.namespace, host.delta_sink)
         return client
 
+    # What the client was made with; each part reads its own.
+
+    @property
+    def temporal(self) -> TemporalClient:
+        """The Temporal client."""
+        return self._connection.temporal
+
+    @property
+    def content_store(self) -> ContentStore:
+        """Where the bodies of the tasks' messages are (the workers' store)."""
+        return self._inspection.content_store
+
+    @content_store.setter
+    def content_store(self, store: ContentStore) -> None:
+        self._inspection.content_store = store
+
+    @property
+    def task_queue(self) -> str:
+        """The queue tasks start on unless ``start`` names another."""
+        return self._tasks.task_queue
+
+    @task_queue.setter
+    def task_queue(self, queue: str) -> None:
+        self._tasks.task_queue = queue
+
+    @property
+    def observers(self) -> list[Observer]:
+        """Called with every envelope of every task this client starts."""
+        return self._observation.observers
+
+    @observers.setter
+    def observers(self, observers: Sequence[Observer]) -> None:
+        self._observation.observers = list(observers)
+
+    @property
+    def indexed_metadata(self) -> tuple[str, ...]:
+        """``Options.metadata`` keys that tasks started here make searchable."""
+        return self._tasks.indexed_metadata
+
+    @indexed_metadata.setter
+    def indexed_metadata(self, keys: Sequence[str]) -> None:
+        self._tasks.indexed_metadata = tuple(keys)
+
+    @property
+    def ui_url(self) -> str | None:
+        """The Temporal UI's address, for task links (``task_url``)."""
+        return self._listing.ui_url
+
+    @ui_url.setter
+    def ui_url(self, url: str | None) -> None:
+        self._listing.ui_url = url
+
+    # The cluster and whether a task runs.
+
+    @property
+    def encrypted(self) -> bool:
+        """Whether payloads go through a codec (then the goal is not put in a search attribute:
+        visibility stores those in plain text)."""
+        return self._connection.encrypted
+
+    async def registered_attributes(self) -> set[str]:
+        """Noeta's search attributes the cluster has registered (asked once)."""
+        return await self._connection.registered_attributes()
+
+    async def indexed(self) -> bool:
+        """Whether the cluster has Noeta's search attributes registered (checked once)."""
+        return await self._connection.indexed()
+
+    async def has_attribute(self, name: str) -> bool:
+        """Whether the cluster has this one of Noeta's search attributes (checked once)."""
+        return await self._connection.has_attribute(name)
+
+    async def is_running(self, task_id: str) -> bool:
+        """Whether the task runs now (TaskNotFoundError when there is no such task)."""
+        return await self._connection.is_running(task_id)
+
+    # Task operations.
+
+    async def start(
+        self,
+        goal: str,
+        options: Options | None = None,
+        *,
+        task_id: str | None = None,
+        keep_open: bool = False,
+        images: Sequence[ImageBlock] = (),
+        workspace_dir: str | Path | None = None,
+        provider_name: str | None = None,
+        task_queue: str | None = None,
+        api_key_id: str | None = None,
+    ) -> str:
+        """Start a task and return its id (the workflow id). ``api_key_id``: the ``noeta serve`` key
+        that starts it, indexed as NoetaApiKey so the key's spend can be summed."""
+        return await self._tasks.start(
+            goal, options, task_id=task_id, keep_open=keep_open, images=images, workspace_dir=workspace_dir,
+            provider_name=provider_name, task_queue=task_queue, api_key_id=api_key_id,
+        )
+
+    async def send_goal(self, task_id: str, goal: str, images: Sequence[ImageBlock] = ()) -> TaskResult:
+        """Send the next goal to a task started with ``keep_open=True``; returns that goal's result."""
+        return await self._tasks.send_goal(task_id, goal, images)
+
+    async def inject(self, task_id: str, text: str, origin: str = "system") -> None:
+        """Give the model host context at its next step (origin "system" or "memory"); it shows as
+        an InjectedMessage, never as the user's words."""
+        await self._tasks.inject(task_id, text, origin)
+
+    async def close_task(self, task_id: str) -> None:
+        """Let a keep-open task end after its queued goals."""
+        await self._tasks.close_task(task_id)
+
+    async def approve(
+        self,
+        task_id: str,
+        call_id: str,
+        approved: bool = True,
+        reason: str | None = None,
+        approver: str | None = None,
+    ) -> None:
+        """Answer an action that a guard sent for approval (``approved=False`` refuses it)."""
+        await self._tasks.approve(task_id, call_id, approved, reason, approver)
+
+    async def result(self, task_id: str) -> TaskResult:
+        """Wait for the task's (last goal's) result; raises the task's typed error if it failed.
+
+        Keeps waiting through a Temporal outage of up to SERVER_OUTAGE_WAIT_SECONDS (the task goes
+        on once the server is back); a longer one raises the RPCError."""
+        return await self._tasks.result(task_id)
+
+    async def cancel(self, task_id: str) -> None:
+        """Cancel a running task (TaskNotOpenError once it has ended: Temporal would ignore it)."""
+        await self._tasks.cancel(task_id)
+
+    # Listing and reading tasks.
+
+    async def list_tasks(
+        self,
+        status: str | None = None,
+        limit: int = 50,
+        *,
+        search: str | None = None,
+        model: str | None = None,
+        metadata: dict[str, str] | None = None,
+    ) -> list[TaskSummary]:
+        """Tasks on the cluster, newest first. ``status`` filters on NoetaStatus (or, without the
+        search attributes, on the workflow's execution status); ``search`` matches words of the
+        goal; ``model`` and ``metadata`` (indexed keys) match exactly."""
+        return await self._listing.list_tasks(status, limit, search=search, model=model, metadata=metadata)
+
+    def task_url(self, task_id: str) -> str | None:
+        """The task's page in the Temporal UI (None when the UI's address is not known)."""
+        return self._listing.task_url(task_id)
+
+    async def describe(self, task_id: str) -> TaskInfo:
+        """The task as it is now: its summary, and once it has ended its result or typed error."""
+        return await self._inspection.describe(task_id)
+
+    async def current_details(self, task_id: str) -> str:
+        """What a running task is doing or waiting for (the Temporal UI's "Current Details"); a live
+        worker answers, so this waits for one. Empty for a task that has ended."""
+        return await self._inspection.current_details(task_id)
+
+    async def approvals_waiting(self, limit: int = 100) -> list[PendingApproval]:
+        """Every action waiting for a human, across the tasks whose status is awaiting_approval."""
+        return await self._inspection.approvals_waiting(limit)
+
+    async def pending_approvals(self, task_id: str) -> list[ApprovalRequest]:
+        """Actions of a running task waiting for a human (asks the live workflow); none once the
+        task has ended."""
+        return await self._inspection.pending_approvals(task_id)
+
+    async def history(self, task_id: str) -> list[HistoryEvent]:
+        """The raw history events of every run of the task, in order."""
+        return await self._inspection.history(task_id)
+
+    def events(self, task_id: str, after_seq: int = 0, follow: bool = False) -> EventStream:
+        """The task's event log, projected from its workflow history: ``await`` it for a list, or
+        ``async for`` over it; ``follow=True`` yields envelopes live until the task ends."""
+        return self._inspection.events(task_id, after_seq, follow)
+
+    async def messages(self, task_id: str) -> list[ViewItem]:
+        """The task's conversation (user, assistant, tool and injected messages), from its event log."""
+        return await self._inspection.messages(task_id)
+
+    # Observers and streamed deltas.
+
+    async def observe(self, task_id: str, observers: Sequence[Observer], after_seq: int = 0) -> int:
+        """Call each observer once per envelope, in order, until the task ends."""
+        return await self._observation.observe(task_id, observers, after_seq)
+
+    async def observed(self, task_id: str) -> int:
+        """Wait until the observers of a task this client started have seen its last envelope."""
+        return await self._observation.observed(task_id)
+
     async def deltas(self, task_id: str) -> DeltaStream:
         """The streamed pieces of ``task_id``'s model responses as they arrive, from any worker,
         through the delta broker: ``async with await client.deltas(task_id) as stream: async for
@@ -66,11 +312,7 @@ class AsyncClient(Inspection):
             warnings.warn("close(task_id) is deprecated: use close_task(task_id)", DeprecationWarning, stacklevel=2)
             await self.close_task(task_id)
             return
-        observing = list(self._observing.values())
-        for follower in observing:
-            follower.cancel()
-        await asyncio.gather(*observing, return_exceptions=True)
-        self._observing.clear()
+        await self._observation.close()
         subscription, self._delta_subscription = self._delta_subscription, None
         if subscription is not None:
             await subscription.close()
@@ -89,7 +331,6 @@ __all__ = [
     "SERVER_OUTAGE_WAIT_SECONDS",
     "SERVER_UNREACHABLE",
     "AsyncClient",
-    "ClientBase",
     "PendingApproval",
     "TaskInfo",
     "TaskSummary",

@@ -1,5 +1,5 @@
-"""Reading tasks (list, describe, current details, history, messages) and answering their
-approvals."""
+"""Reading tasks: their description, what a running one is doing, the approvals it waits for, its
+history, event log and messages."""
 
 from __future__ import annotations
 
@@ -7,16 +7,18 @@ from dataclasses import dataclass
 
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.api.sdk.v1 import WorkflowMetadata
-from temporalio.client import WorkflowExecutionStatus, WorkflowQueryFailedError, WorkflowUpdateFailedError
+from temporalio.client import WorkflowExecutionStatus, WorkflowQueryFailedError
 
-from noeta.client.events import history_events
-from noeta.client.failures import translate_failure
+from noeta.client.connection import Connection
+from noeta.client.events import EventStream, history_events
+from noeta.client.listing import TaskListing
 from noeta.client.messages import ViewItem, as_messages
 from noeta.client.tasks import TaskOperations
-from noeta.client.visibility import CLOSED_STATUS, TaskInfo, TaskSummary, summary_of, task_query
-from noeta.errors import ConfigurationError, NoetaError, TaskNotFoundError, TaskNotOpenError
-from noeta.protocols.interaction import ApprovalInput, ApprovalRequest
-from noeta.protocols.names import QUERY_PENDING_APPROVALS, UPDATE_APPROVE
+from noeta.client.visibility import CLOSED_STATUS, TaskInfo, summary_of
+from noeta.context.content_store import ContentStore
+from noeta.errors import NoetaError, TaskNotFoundError, TaskNotOpenError
+from noeta.protocols.interaction import ApprovalRequest
+from noeta.protocols.names import QUERY_PENDING_APPROVALS
 
 #: The query the Temporal UI sends for "Current Details" (and the handlers' descriptions).
 METADATA_QUERY = "__temporal_workflow_metadata"
@@ -31,32 +33,27 @@ class PendingApproval:
     request: ApprovalRequest
 
 
-class Inspection(TaskOperations):
-    """Reading tasks and answering their approvals."""
+class Inspection:
+    """Reading tasks on a connection. A task's messages resolve their bodies in ``content_store``;
+    an ended task's description carries its result from ``tasks``; the approvals inbox visits the
+    tasks ``listing`` finds waiting. :class:`~noeta.client.client.AsyncClient` documents each read."""
 
-    async def list_tasks(
-        self,
-        status: str | None = None,
-        limit: int = 50,
-        *,
-        search: str | None = None,
-        model: str | None = None,
-        metadata: dict[str, str] | None = None,
-    ) -> list[TaskSummary]:
-        """Tasks on the cluster, newest first. ``status`` filters on NoetaStatus (or, without the
-        search attributes, on the workflow's execution status); ``search`` matches words of the
-        goal; ``model`` and ``metadata`` (indexed keys) match exactly."""
-        query = task_query(await self.registered_attributes(), status, search, model, metadata)
-        return [summary_of(wf) async for wf in self.temporal.list_workflows(query, limit=limit)]
+    def __init__(
+        self, connection: Connection, *, content_store: ContentStore, tasks: TaskOperations, listing: TaskListing
+    ) -> None:
+        self.connection = connection
+        self.content_store = content_store
+        self.tasks = tasks
+        self.listing = listing
 
     async def describe(self, task_id: str) -> TaskInfo:
-        """The task as it is now: its summary, and once it has ended its result or typed error."""
-        desc = await self._describe(task_id)
+        """The task's summary from its workflow's description, with its result or error once ended."""
+        desc = await self.connection.describe(task_id)
         summary = vars(summary_of(desc))
         if desc.status == WorkflowExecutionStatus.RUNNING:
             return TaskInfo(**summary, running=True)
         try:
-            result = await self.result(task_id)
+            result = await self.tasks.result(task_id)
         except NoetaError as err:
             status = CLOSED_STATUS.get(desc.status, "failed") if desc.status else "failed"
             return TaskInfo(**{**summary, "status": status}, error=err)
@@ -64,29 +61,30 @@ class Inspection(TaskOperations):
         return TaskInfo(**{**summary, "status": result.status, "cost_usd": cost}, result=result)
 
     async def current_details(self, task_id: str) -> str:
-        """What a running task is doing or waiting for (the Temporal UI's "Current Details"); a live
-        worker answers, so this waits for one. Empty for a task that has ended."""
-        if (await self._describe(task_id)).status != WorkflowExecutionStatus.RUNNING:
+        """A running task's "Current Details", asked of a live worker; empty once ended."""
+        if not await self.connection.is_running(task_id):
             return ""
+        handle = self.connection.temporal.get_workflow_handle(task_id)
         try:
-            metadata = await self.temporal.get_workflow_handle(task_id).query(METADATA_QUERY, result_type=WorkflowMetadata)
+            metadata = await handle.query(METADATA_QUERY, result_type=WorkflowMetadata)
         except WorkflowQueryFailedError:
             return ""
         details: str = metadata.current_details
         return details
 
-    def task_url(self, task_id: str) -> str | None:
-        """The task's page in the Temporal UI (None when the UI's address is not known)."""
-        if not self.ui_url:
-            return None
-        from urllib.parse import quote
-
-        return f"{self.ui_url.rstrip('/')}/namespaces/{quote(self.temporal.namespace)}/workflows/{quote(task_id, safe='')}"
+    async def pending_approvals(self, task_id: str) -> list[ApprovalRequest]:
+        """A running task's actions waiting for a human, asked of the live workflow; none once ended."""
+        if not await self.connection.is_running(task_id):
+            return []
+        pending: list[ApprovalRequest] = await self.connection.temporal.get_workflow_handle(task_id).query(
+            QUERY_PENDING_APPROVALS, result_type=list[ApprovalRequest]
+        )
+        return pending
 
     async def approvals_waiting(self, limit: int = 100) -> list[PendingApproval]:
-        """Every action waiting for a human, across the tasks whose status is awaiting_approval."""
+        """The pending approvals of every task the listing shows as awaiting_approval."""
         waiting: list[PendingApproval] = []
-        for task in await self.list_tasks("awaiting_approval", limit):
+        for task in await self.listing.list_tasks("awaiting_approval", limit):
             try:
                 requests = await self.pending_approvals(task.task_id)
             except (TaskNotFoundError, TaskNotOpenError, WorkflowQueryFailedError):
@@ -94,37 +92,14 @@ class Inspection(TaskOperations):
             waiting += [PendingApproval(task.task_id, task.goal, r) for r in requests]
         return waiting
 
-    async def approve(
-        self,
-        task_id: str,
-        call_id: str,
-        approved: bool = True,
-        reason: str | None = None,
-        approver: str | None = None,
-    ) -> None:
-        """Answer an action that a guard sent for approval (``approved=False`` refuses it)."""
-        if not call_id or not isinstance(call_id, str):
-            raise ConfigurationError("call_id must be a non-empty string")
-        handle = self.temporal.get_workflow_handle(task_id)
-        try:
-            async with self._reaching(task_id):
-                await handle.execute_update(UPDATE_APPROVE, ApprovalInput(call_id, approved, reason, approver))
-        except WorkflowUpdateFailedError as err:
-            raise translate_failure(err) from err
-
-    async def pending_approvals(self, task_id: str) -> list[ApprovalRequest]:
-        """Actions of a running task waiting for a human (asks the live workflow); none once the
-        task has ended."""
-        if (await self._describe(task_id)).status != WorkflowExecutionStatus.RUNNING:
-            return []
-        pending: list[ApprovalRequest] = await self.temporal.get_workflow_handle(task_id).query(
-            QUERY_PENDING_APPROVALS, result_type=list[ApprovalRequest]
-        )
-        return pending
-
     async def history(self, task_id: str) -> list[HistoryEvent]:
         """The raw history events of every run of the task, in order."""
-        return [event async for _, event in history_events(self.temporal, task_id)]
+        return [event async for _, event in history_events(self.connection.temporal, task_id)]
+
+    def events(self, task_id: str, after_seq: int = 0, follow: bool = False) -> EventStream:
+        """The task's event log, projected from its history (live with ``follow``)."""
+        return EventStream(self.connection.temporal, task_id, after_seq=after_seq, follow=follow)
 
     async def messages(self, task_id: str) -> list[ViewItem]:
+        """The task's event log as conversation items, bodies read from the content store."""
         return as_messages(await self.events(task_id), self.content_store)

@@ -73,7 +73,7 @@ async def apply_retention(
     for start in range(0, len(ids), _BATCH):
         batch = ids[start : start + _BATCH]
         closed = await asyncio.gather(*(closed_since(temporal, t, tasks[t]) for t in batch))
-        released += [t for t, at in zip(batch, closed) if at is not None and at <= cutoff]
+        released += [t for t, at in zip(batch, closed, strict=True) if at is not None and at <= cutoff]
     bodies = size = records = 0
     if not dry_run:
         if step_records is None:

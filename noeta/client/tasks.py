@@ -1,5 +1,5 @@
-"""Task operations: start a task, send it goals and context, wait for its result, close or cancel
-it."""
+"""Task operations: start a task, send it goals and context, answer its approvals, wait for its
+result, close or cancel it."""
 
 from __future__ import annotations
 
@@ -12,13 +12,14 @@ from pathlib import Path
 from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from noeta.client._base import ClientBase
+from noeta.client.connection import Connection
 from noeta.client.failures import _run_ended_first, translate_failure
+from noeta.client.observation import Observation
 from noeta.client.options import Options, build_task_input
 from noeta.client.task_input import check_goal, task_provider_name
 from noeta.client.visibility import initial_search_attributes
 from noeta.errors import ConfigurationError, NoetaError, PayloadTooLargeError, TaskFailedError, TaskNotFoundError
-from noeta.protocols.interaction import GoalInput, InjectInput, TaskResult
+from noeta.protocols.interaction import ApprovalInput, GoalInput, InjectInput, TaskResult
 from noeta.protocols.messages import ImageBlock
 from noeta.protocols.names import (
     BASE_SEARCH_ATTRIBUTES,
@@ -26,6 +27,7 @@ from noeta.protocols.names import (
     SA_COST_USD,
     SIGNAL_CLOSE,
     SIGNAL_INJECT,
+    UPDATE_APPROVE,
     UPDATE_SEND_GOAL,
     workflow_name_for,
 )
@@ -37,8 +39,24 @@ SERVER_OUTAGE_WAIT_SECONDS = 600.0
 SERVER_UNREACHABLE = frozenset({RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.UNKNOWN})
 
 
-class TaskOperations(ClientBase):
-    """What a client does to tasks."""
+class TaskOperations:
+    """What a client does to tasks, on its connection; the tasks it starts go to ``task_queue``
+    unless told otherwise, and ``observation`` follows them for the client's observers.
+    :class:`~noeta.client.client.AsyncClient` documents each operation."""
+
+    def __init__(
+        self,
+        connection: Connection,
+        observation: Observation,
+        *,
+        task_queue: str,
+        indexed_metadata: Sequence[str] = (),
+    ) -> None:
+        self.connection = connection
+        self.observation = observation
+        self.task_queue = task_queue
+        self.indexed_metadata: tuple[str, ...] = tuple(indexed_metadata)
+        """``Options.metadata`` keys that tasks started here make searchable."""
 
     async def start(
         self,
@@ -53,8 +71,7 @@ class TaskOperations(ClientBase):
         task_queue: str | None = None,
         api_key_id: str | None = None,
     ) -> str:
-        """Start a task and return its id (the workflow id). ``api_key_id``: the ``noeta serve`` key
-        that starts it, indexed as NoetaApiKey so the key's spend can be summed."""
+        """Start a task's workflow and return the task id."""
         options = options or Options()
         if provider_name is None:
             provider_name = task_provider_name(options.provider)
@@ -68,13 +85,14 @@ class TaskOperations(ClientBase):
             workspace_dir=workspace_dir,
             task_id=task_id,
         )
-        registered = await self.registered_attributes()
+        connection = self.connection
+        registered = await connection.registered_attributes()
         indexed = set(BASE_SEARCH_ATTRIBUTES) <= registered
         if indexed:
-            task_input = dataclasses.replace(task_input, index=True, index_cost=await self.has_attribute(SA_COST_USD))
-        if api_key_id is not None and not await self.has_attribute(SA_API_KEY):
+            task_input = dataclasses.replace(task_input, index=True, index_cost=await connection.has_attribute(SA_COST_USD))
+        if api_key_id is not None and not await connection.has_attribute(SA_API_KEY):
             api_key_id = None  # an older cluster: `noeta setup` registers it
-        await self.temporal.start_workflow(
+        await connection.temporal.start_workflow(
             workflow_name_for(task_input.policy),
             task_input,
             id=task_id,
@@ -85,37 +103,31 @@ class TaskOperations(ClientBase):
                 f"**tools** {', '.join(task_input.tools) or 'none'} · **max_turns** {options.max_turns}"
             ),
             search_attributes=initial_search_attributes(
-                registered, None if self.encrypted else goal, options.model, options.metadata,
+                registered, None if connection.encrypted else goal, options.model, options.metadata,
                 self.indexed_metadata, api_key_id,
             )
             if indexed
             else None,
         )
-        observers = [*self.observers, *options.observers]
-        if observers:
-            self._observing[task_id] = asyncio.create_task(self.observe(task_id, observers))
+        self.observation.follow(task_id, options.observers)
         return task_id
 
-    async def observed(self, task_id: str) -> int:
-        """Wait until the observers of a task this client started have seen its last envelope."""
-        task = self._observing.pop(task_id, None)
-        return await task if task is not None else 0
-
     async def send_goal(self, task_id: str, goal: str, images: Sequence[ImageBlock] = ()) -> TaskResult:
-        """Send the next goal to a task started with ``keep_open=True``; returns that goal's result."""
+        """Send a keep-open task its next goal (as an update) and return that goal's result."""
         check_goal(goal)
         request = GoalInput(goal=goal, images=list(images), goal_id=uuid.uuid4().hex)
+        connection = self.connection
         while True:
-            handle = self.temporal.get_workflow_handle(task_id)  # the task's current run
+            handle = connection.temporal.get_workflow_handle(task_id)  # the task's current run
             try:
-                async with self._reaching(task_id):
+                async with connection.reaching(task_id):
                     result: TaskResult = await handle.execute_update(UPDATE_SEND_GOAL, request, result_type=TaskResult)
                 return result
             except WorkflowUpdateFailedError as err:
-                if _run_ended_first(err) and await self.is_running(task_id):
+                if _run_ended_first(err) and await connection.is_running(task_id):
                     continue  # the task continued as new: follow the goal (same goal_id) into the new run
                 failure = translate_failure(err)
-                if isinstance(failure, TaskFailedError) and not await self.is_running(task_id):
+                if isinstance(failure, TaskFailedError) and not await connection.is_running(task_id):
                     # The task failed while working on this goal: the update only says "the workflow
                     # completed"; the task's own error says why.
                     try:
@@ -125,8 +137,7 @@ class TaskOperations(ClientBase):
                 raise failure from err
 
     async def inject(self, task_id: str, text: str, origin: str = "system") -> None:
-        """Give the model host context at its next step (origin "system" or "memory"); it shows as
-        an InjectedMessage, never as the user's words."""
+        """Signal host context to a task for the model's next step."""
         if origin not in ("system", "memory"):
             raise ConfigurationError(f"origin must be 'system' or 'memory', got {origin!r}")
         if not text.strip():
@@ -136,20 +147,36 @@ class TaskOperations(ClientBase):
                 f"injected text has {len(text)} characters; the limit is {MAX_INJECTION_CHARS}. Put large "
                 "documents in a content channel or behind a tool"
             )
-        async with self._reaching(task_id):
-            await self.temporal.get_workflow_handle(task_id).signal(SIGNAL_INJECT, InjectInput(text, origin))  # type: ignore[arg-type]
+        async with self.connection.reaching(task_id):
+            await self.connection.temporal.get_workflow_handle(task_id).signal(SIGNAL_INJECT, InjectInput(text, origin))  # type: ignore[arg-type]
 
     async def close_task(self, task_id: str) -> None:
-        """Let a keep-open task end after its queued goals."""
-        async with self._reaching(task_id):
-            await self.temporal.get_workflow_handle(task_id).signal(SIGNAL_CLOSE)
+        """Signal a keep-open task to end after its queued goals."""
+        async with self.connection.reaching(task_id):
+            await self.connection.temporal.get_workflow_handle(task_id).signal(SIGNAL_CLOSE)
+
+    async def approve(
+        self,
+        task_id: str,
+        call_id: str,
+        approved: bool = True,
+        reason: str | None = None,
+        approver: str | None = None,
+    ) -> None:
+        """Answer (as an update) an action a guard sent for approval."""
+        if not call_id or not isinstance(call_id, str):
+            raise ConfigurationError("call_id must be a non-empty string")
+        handle = self.connection.temporal.get_workflow_handle(task_id)
+        try:
+            async with self.connection.reaching(task_id):
+                await handle.execute_update(UPDATE_APPROVE, ApprovalInput(call_id, approved, reason, approver))
+        except WorkflowUpdateFailedError as err:
+            raise translate_failure(err) from err
 
     async def result(self, task_id: str) -> TaskResult:
-        """Wait for the task's (last goal's) result; raises the task's typed error if it failed.
-
-        Keeps waiting through a Temporal outage of up to SERVER_OUTAGE_WAIT_SECONDS (the task goes
-        on once the server is back); a longer one raises the RPCError."""
-        handle = self.temporal.get_workflow_handle(task_id, result_type=TaskResult)
+        """Wait for the task's workflow result, through a server outage of up to
+        SERVER_OUTAGE_WAIT_SECONDS."""
+        handle = self.connection.temporal.get_workflow_handle(task_id, result_type=TaskResult)
         loop = asyncio.get_running_loop()
         gave_up_at: float | None = None
         delay = 0.5
@@ -171,7 +198,7 @@ class TaskOperations(ClientBase):
                 delay = min(delay * 2, 5.0)
 
     async def cancel(self, task_id: str) -> None:
-        """Cancel a running task (TaskNotOpenError once it has ended: Temporal would ignore it)."""
-        await self._require_running(task_id)
-        async with self._reaching(task_id):
-            await self.temporal.get_workflow_handle(task_id).cancel()
+        """Request cancellation of a running task's workflow."""
+        await self.connection.require_running(task_id)
+        async with self.connection.reaching(task_id):
+            await self.connection.temporal.get_workflow_handle(task_id).cancel()

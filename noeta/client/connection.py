@@ -1,0 +1,89 @@
+"""The connection every part of the client shares: the Temporal client, what the cluster supports
+(Noeta's search attributes, payload encryption), and finding out whether a task exists and runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+
+from temporalio.client import Client as TemporalClient
+from temporalio.client import WorkflowExecutionDescription, WorkflowExecutionStatus
+from temporalio.service import RPCError, RPCStatusCode
+
+from noeta.client.visibility import registered_search_attributes
+from noeta.errors import NoetaError, TaskNotFoundError, TaskNotOpenError
+from noeta.protocols.names import BASE_SEARCH_ATTRIBUTES
+
+
+class Connection:
+    """A Temporal client and what the client side learns about its cluster and tasks."""
+
+    def __init__(self, temporal: TemporalClient) -> None:
+        self.temporal = temporal
+        # Noeta's search attributes the cluster has registered: asked once, on first need.
+        self._registered: set[str] | None = None
+
+    @property
+    def namespace(self) -> str:
+        """The Temporal namespace the tasks live in."""
+        return self.temporal.namespace
+
+    @property
+    def encrypted(self) -> bool:
+        """Whether payloads go through a codec (then the goal is not put in a search attribute:
+        visibility stores those in plain text)."""
+        return self.temporal.data_converter.payload_codec is not None
+
+    async def registered_attributes(self) -> set[str]:
+        """Noeta's search attributes the cluster has registered (asked once)."""
+        if self._registered is None:
+            self._registered = await registered_search_attributes(self.temporal)
+        return self._registered
+
+    async def indexed(self) -> bool:
+        """Whether the cluster has Noeta's search attributes registered (checked once)."""
+        return set(BASE_SEARCH_ATTRIBUTES) <= await self.registered_attributes()
+
+    async def has_attribute(self, name: str) -> bool:
+        """Whether the cluster has this one of Noeta's search attributes (checked once)."""
+        return name in await self.registered_attributes()
+
+    async def describe(self, task_id: str) -> WorkflowExecutionDescription:
+        """The task's workflow as the server describes it (TaskNotFoundError when there is none)."""
+        try:
+            return await self.temporal.get_workflow_handle(task_id).describe()
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                raise TaskNotFoundError(f"no task {task_id!r}") from err
+            raise
+
+    async def is_running(self, task_id: str) -> bool:
+        """Whether the task's workflow runs now (TaskNotFoundError when there is none)."""
+        return (await self.describe(task_id)).status == WorkflowExecutionStatus.RUNNING
+
+    async def ended_or_missing(self, task_id: str) -> NoetaError:
+        """The error for a call a task could not take: it does not exist, or it has ended."""
+        try:
+            desc = await self.describe(task_id)
+        except TaskNotFoundError as err:
+            return err
+        if desc.status == WorkflowExecutionStatus.RUNNING:
+            return TaskNotOpenError(f"task {task_id!r} does not take this call now")
+        return TaskNotOpenError(f"task {task_id!r} has ended ({desc.status.name.lower() if desc.status else 'closed'})")
+
+    async def require_running(self, task_id: str) -> None:
+        """Raise the task's typed error unless it runs now."""
+        if not await self.is_running(task_id):
+            raise await self.ended_or_missing(task_id)
+
+    @contextlib.asynccontextmanager
+    async def reaching(self, task_id: str) -> AsyncIterator[None]:
+        """Around a call to a task: the server's "not found" becomes the task's typed error (it
+        does not exist, or it has ended)."""
+        try:
+            yield
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                raise await self.ended_or_missing(task_id) from err
+            raise
