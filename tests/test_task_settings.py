@@ -101,3 +101,13 @@ def test_the_request_body_derives_from_the_settings():
     for bad in ({"max_turns": "5"}, {"max_turns": True}, {"unknown": 1}, {"model_activity": {"heartbeat": 1}}):
         with pytest.raises(ValidationError):
             body.model_validate(bad)
+
+
+def test_the_http_api_takes_every_setting_from_the_one_declaration():
+    from noeta.http.models import TaskOptions
+
+    assert set(SETTINGS) <= set(TaskOptions.model_fields)
+    options = TaskOptions.model_validate({"max_turns": 7, "allowed_tools": ["calculator"],
+                                          "tool_activity": {"start_to_close_seconds": 9}}).to_options()
+    assert (options.max_turns, options.allowed_tools, options.tool_activity) == (
+        7, ["calculator"], ActivityOptions(start_to_close_seconds=9))

@@ -8,44 +8,26 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 
 from noeta.client.client import PendingApproval
 from noeta.client.options import Options
+from noeta.client.settings_body import TaskSettingsBody
 from noeta.client.visibility import TaskInfo, TaskSummary
-from noeta.protocols.activity_options import ACTIVITY_KINDS, ActivityOptions
-from noeta.protocols.budget import UsageLimits
-from noeta.protocols.names import DEFAULT_INDEX_INTERVAL_SECONDS
 from noeta.protocols.statuses import TASK_STATUSES, TaskStatus
 from noeta.protocols.task import ApprovalRequest, TaskResult
-
-Number = StrictInt | StrictFloat
 
 
 class Request(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
-class ActivityOptionsBody(Request):
-    """The ``ActivityOptions`` of one kind of activity (``null`` = the default, docs/retries.md)."""
+class TaskOptions(TaskSettingsBody):
+    """The ``Options`` a JSON client may set (``null`` = the default). Every task setting comes from
+    its one declaration (``TaskSettings``, through ``TaskSettingsBody``); only what names objects on
+    the worker is written here. Guards, validators and an output model are named: the worker's
+    registry must have them."""
 
-    start_to_close_seconds: Number | None = None
-    schedule_to_close_seconds: Number | None = None
-    heartbeat_seconds: Number | None = None
-    retry_initial_seconds: Number | None = None
-    retry_backoff_coefficient: Number | None = None
-    retry_max_seconds: Number | None = None
-
-    def to_options(self) -> ActivityOptions:
-        return ActivityOptions(**self.model_dump(exclude_none=True))
-
-
-class TaskOptions(Request):
-    """The ``Options`` a JSON client may set (``null`` = the default). Guards, validators and an
-    output model are named: the worker's registry must have them."""
-
-    system_prompt: StrictStr | None = None
-    model: StrictStr | None = Field(default=None, description="model name for the provider (default: the provider's)")
     provider: StrictStr | None = Field(
         default=None, description="registry name of a provider on the worker, e.g. 'default'"
     )
@@ -56,60 +38,17 @@ class TaskOptions(Request):
         default=None,
         description="a JSON Schema object, or the 'module:QualName' of an output model registered on the worker",
     )
-    max_turns: StrictInt | None = None
-    max_retries: StrictInt | None = None
-    temperature: Number | None = None
-    max_tokens: StrictInt | None = None
-    model_timeout_seconds: Number | None = None
-    tool_timeout_seconds: Number | None = None
-    model_activity: ActivityOptionsBody | None = Field(default=None, description="timeouts, heartbeat, backoff of model calls")
-    tool_activity: ActivityOptionsBody | None = Field(default=None, description="the same for tool calls")
-    mcp_activity: ActivityOptionsBody | None = Field(default=None, description="the same for remote MCP tools")
-    guard_activity: ActivityOptionsBody | None = Field(default=None, description="the same for guard checks")
-    validator_activity: ActivityOptionsBody | None = Field(default=None, description="the same for output validation")
-    approval_timeout_seconds: Number | None = None
-    max_history_events: StrictInt | None = None
-    rate_limit_wait_seconds: Number | None = Field(
-        default=None,
-        description="most time one call may wait on rate limits in all (default 600; not counted as retries)",
-    )
-    index_interval_seconds: Number | None = Field(
-        default=None, description=f"refresh the turn and token search attributes at most this often (default {DEFAULT_INDEX_INTERVAL_SECONDS:g})"
-    )
-    metadata: dict[str, Any] | None = Field(
-        default=None, description="free-form; keys in NOETA_INDEXED_METADATA are searchable"
-    )
-    provider_retries: StrictInt | None = Field(
-        default=None, description="retries of a model call (default: max_retries)"
-    )
-    tool_retries: StrictInt | None = Field(default=None, description="retries of a tool call (default: max_retries)")
-    validate_tool_input: StrictBool | None = Field(
-        default=None, description="check tool arguments against input_schema"
-    )
-    thinking: dict[str, Any] | None = Field(
-        default=None, description='extended thinking: {"type": "enabled", "budget_tokens": N}'
-    )
-    effort: StrictStr | None = Field(default=None, description="reasoning effort for providers that take one")
     mcp_servers: dict[str, dict[str, Any]] | None = Field(
         default=None,
         description="remote MCP servers (stdio or streamable HTTP) by alias; secrets as ${MCP_*} references",
     )
     scope: dict[str, Any] | None = Field(default=None, description="the task's scope data (equip_scope)")
     scope_schema: dict[str, Any] | None = Field(default=None, description="a JSON Schema the scope must satisfy")
-    limits: dict[str, Any] | None = Field(
-        default=None, description='usage limits, e.g. {"max_cost_usd": 0.5, "max_tool_calls": 20}'
-    )
 
     def to_options(self) -> Options:
         """``Options`` (which checks ranges and schemas: a ConfigurationError names the problem)."""
-        given = self.model_dump(exclude_none=True)
-        if "limits" in given:
-            given["limits"] = UsageLimits.from_dict(given["limits"])
-        for kind in ACTIVITY_KINDS:
-            body = getattr(self, kind)
-            if body is not None:
-                given[kind] = body.to_options()
-        return Options(**given)
+        own = self.model_dump(exclude_none=True, exclude=set(self.settings_fields()))
+        return Options(**self.to_settings(), **own)
 
 
 class StartTask(Request):
