@@ -22,6 +22,12 @@ IMPORT_ORDERS = [
     "from noeta.sdk import QueryResult; from noeta.sdk import query",
     "import noeta.sdk.testing; from noeta.sdk import query, tool, image",
     "from noeta.sdk import *",
+    # The homes of the providers, plugins and tuning loaded before the facade, and after it.
+    "import noeta.providers.openai, noeta.providers.local, noeta.plugin, noeta.tuning; "
+    "from noeta.sdk import OpenAIProvider, LocalModelProvider, NoetaPlugin, WorkerTuning",
+    "from noeta.sdk import AnthropicProvider, NoetaWorkerPlugin, ProviderLimit; "
+    "import noeta.providers.anthropic, noeta.providers.limits, noeta.plugin, noeta.worker",
+    "from noeta.sdk import ProviderResponseError; import noeta.errors; from noeta.sdk import NoetaError",
 ]
 
 
@@ -30,13 +36,69 @@ def test_every_exported_name_is_the_object_not_a_module_in_any_import_order(stat
     import subprocess
     import sys
 
+    # Each name is the object its defining module holds, whether reached as an attribute of the
+    # facade or through `from noeta.sdk import *`.
     probe = (
-        f"import types; {statement}; import noeta.sdk as sdk; from noeta.sdk import *; "
-        "bad = [n for n in sdk.__all__ if isinstance(getattr(sdk, n), types.ModuleType)]; "
+        f"import importlib, types; {statement}; import noeta.sdk as sdk; from noeta.sdk import *; "
+        "home = lambda n: getattr(importlib.import_module(sdk._LAZY[n]), n) if n in sdk._LAZY else getattr(sdk, n); "
+        "bad = [n for n in sdk.__all__ if isinstance(getattr(sdk, n), types.ModuleType) "
+        "or not getattr(sdk, n) is globals()[n] is home(n)]; "
         "print(','.join(bad) or 'ok', callable(query), callable(aquery))"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["ok", "True", "True"]
+
+
+def user_facing_classes() -> dict[str, type]:
+    """What a user constructs or catches: every Noeta error, each provider class of the public
+    provider modules (an object with ``complete``), the Temporal plugins, and what a worker of
+    one's own takes besides them (``ProviderLimit`` for ``Registry.of``, ``WorkerTuning`` for a
+    hand-built ``Worker``)."""
+    import inspect
+    import pkgutil
+
+    import noeta.errors
+    import noeta.plugin
+    import noeta.providers
+    from noeta.providers.limits import ProviderLimit
+    from noeta.tuning import WorkerTuning
+
+    found: dict[str, type] = {"ProviderLimit": ProviderLimit, "WorkerTuning": WorkerTuning}
+    for module in (noeta.errors, noeta.plugin):
+        found.update({n: o for n in module.__all__ if inspect.isclass(o := getattr(module, n))})
+    for info in pkgutil.iter_modules(noeta.providers.__path__):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"noeta.providers.{info.name}")
+        found.update({
+            name: obj for name, obj in vars(module).items()
+            if inspect.isclass(obj) and obj.__module__ == module.__name__ and not name.startswith("_")
+            and callable(getattr(obj, "complete", None))
+        })
+    return found
+
+
+def test_every_user_facing_class_is_importable_from_the_sdk():
+    classes = user_facing_classes()
+    assert {"AnthropicProvider", "OpenAIProvider", "LocalModelProvider", "NoetaPlugin", "NoetaWorkerPlugin",
+            "ProviderResponseError", "TemporalUnavailableError"} <= set(classes)
+    assert [n for n in classes if n not in noeta.sdk.__all__] == []
+    assert [n for n, cls in classes.items() if getattr(noeta.sdk, n) is not cls] == []
+
+
+def test_the_docs_import_only_from_the_sdk():
+    # Users copy the examples: an import from an inner module would teach them a path that may move.
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    inner = re.compile(r"^\s*(?:from noeta(?!\.sdk\b)[.\w]* import|import noeta(?!\.sdk\b))", re.MULTILINE)
+    offending = []
+    for page in [root / "README.md", *sorted((root / "docs").rglob("*.md")), *sorted((root / "docs").rglob("*.py"))]:
+        text = page.read_text()
+        blocks = [text] if page.suffix == ".py" else re.findall(r"```python\n(.*?)```", text, re.DOTALL)
+        offending += [f"{page.name}: {m.group(0).strip()}" for block in blocks for m in inner.finditer(block)]
+    assert offending == []
 
 
 def test_the_client_package_no_longer_re_exports_the_api_but_old_imports_still_work():

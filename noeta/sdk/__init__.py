@@ -1,5 +1,9 @@
 """The public API: ``from noeta.sdk import ...``. Test doubles live in :mod:`noeta.sdk.testing`.
 
+Everything a user constructs or catches is here: the client and options, tools, the providers
+(Anthropic, OpenAI and compatible servers, the local model) and their limits, the Temporal plugins
+and worker tuning, and every Noeta error. The modules that define them are implementation.
+
 The seed's types (:mod:`noeta.protocols`) load with the package; every other name loads from its
 module on first use (PEP 562). A worker whose tools module does ``from noeta.sdk import tool`` so
 never imports the client side (connection, projection, query): about 5 MB and 0.1 s less per
@@ -33,24 +37,44 @@ _LAZY: dict[str, str] = {
     "ContentKindSpec": "noeta.context.content_channel",
     "ContentStore": "noeta.context.content_store",
     "LocalContentStore": "noeta.context.content_store",
+    "ApprovalNotPendingError": "noeta.errors",
     "AttemptsExhaustedError": "noeta.errors",
     "BudgetExceededError": "noeta.errors",
     "ConfigurationError": "noeta.errors",
     "ContextLengthError": "noeta.errors",
+    "EncryptionKeyError": "noeta.errors",
+    "GuardNotRegisteredError": "noeta.errors",
+    "McpServerError": "noeta.errors",
+    "McpServerNotAllowedError": "noeta.errors",
     "NoetaError": "noeta.errors",
+    "OutputModelNotRegisteredError": "noeta.errors",
     "PayloadTooLargeError": "noeta.errors",
+    "PolicyDecisionError": "noeta.errors",
+    "PolicyError": "noeta.errors",
+    "PolicyLoadError": "noeta.errors",
     "ProviderError": "noeta.errors",
+    "ProviderNotRegisteredError": "noeta.errors",
+    "ProviderResponseError": "noeta.errors",
     "QuotaExceededError": "noeta.errors",
     "ResourceError": "noeta.errors",
     "ResourceNotFoundError": "noeta.errors",
     "ScopeError": "noeta.errors",
+    "ServerStartError": "noeta.errors",
     "TaskCancelledError": "noeta.errors",
     "TaskFailedError": "noeta.errors",
     "TaskNotFoundError": "noeta.errors",
     "TaskNotOpenError": "noeta.errors",
+    "TemporalUnavailableError": "noeta.errors",
+    "ToolDefinitionError": "noeta.errors",
     "ToolIdentityMismatchError": "noeta.errors",
+    "ToolInputError": "noeta.errors",
     "ToolNotRegisteredError": "noeta.errors",
     "ToolRetryableError": "noeta.errors",
+    "ToolTimeoutError": "noeta.errors",
+    "ValidatorNotRegisteredError": "noeta.errors",
+    "WorkerBusyError": "noeta.errors",
+    "NoetaPlugin": "noeta.plugin",
+    "NoetaWorkerPlugin": "noeta.plugin",
     "ModelPrice": "noeta.pricing",
     "PriceTable": "noeta.pricing",
     "ActivityOptions": "noeta.protocols.activity_options",
@@ -68,6 +92,10 @@ _LAZY: dict[str, str] = {
     "run_with": "noeta.resources.context",
     "ObservedCall": "noeta.resources.instrument",
     "instrument": "noeta.resources.instrument",
+    "AnthropicProvider": "noeta.providers.anthropic",
+    "ProviderLimit": "noeta.providers.limits",
+    "LocalModelProvider": "noeta.providers.local",
+    "OpenAIProvider": "noeta.providers.openai",
     "image": "noeta.sdk.images",
     "QueryResult": "noeta.sdk._query",
     "aquery": "noeta.sdk._query",
@@ -76,6 +104,7 @@ _LAZY: dict[str, str] = {
     "SdkMcpServer": "noeta.sdk.tools",
     "create_sdk_mcp_server": "noeta.sdk.tools",
     "tool": "noeta.sdk.tools",
+    "WorkerTuning": "noeta.tuning",
     "Registry": "noeta.worker",
     "MemoryStore": "noeta.builtins.memory.impl",
 }
@@ -100,25 +129,44 @@ if TYPE_CHECKING:
     from noeta.context.content_channel import ContentKindSpec
     from noeta.context.content_store import ContentStore, LocalContentStore
     from noeta.errors import (
+        ApprovalNotPendingError,
         AttemptsExhaustedError,
         BudgetExceededError,
         ConfigurationError,
         ContextLengthError,
+        EncryptionKeyError,
+        GuardNotRegisteredError,
+        McpServerError,
+        McpServerNotAllowedError,
         NoetaError,
+        OutputModelNotRegisteredError,
         PayloadTooLargeError,
+        PolicyDecisionError,
+        PolicyError,
+        PolicyLoadError,
         ProviderError,
+        ProviderNotRegisteredError,
+        ProviderResponseError,
         QuotaExceededError,
         ResourceError,
         ResourceNotFoundError,
         ScopeError,
+        ServerStartError,
         TaskCancelledError,
         TaskFailedError,
         TaskNotFoundError,
         TaskNotOpenError,
+        TemporalUnavailableError,
+        ToolDefinitionError,
         ToolIdentityMismatchError,
+        ToolInputError,
         ToolNotRegisteredError,
         ToolRetryableError,
+        ToolTimeoutError,
+        ValidatorNotRegisteredError,
+        WorkerBusyError,
     )
+    from noeta.plugin import NoetaPlugin, NoetaWorkerPlugin
     from noeta.pricing import ModelPrice, PriceTable
     from noeta.protocols.activity_options import ActivityOptions
     from noeta.protocols.budget import CallCounts, UsageLimits
@@ -126,11 +174,16 @@ if TYPE_CHECKING:
     from noeta.protocols.scope import equip_scope
     from noeta.protocols.task import TaskResult
     from noeta.protocols.validation import Validator, expect_validator
+    from noeta.providers.anthropic import AnthropicProvider
+    from noeta.providers.limits import ProviderLimit
+    from noeta.providers.local import LocalModelProvider
+    from noeta.providers.openai import OpenAIProvider
     from noeta.resources.context import expect_resource, expect_scope, run_with
     from noeta.resources.instrument import ObservedCall, instrument
-    from noeta.sdk.images import image
     from noeta.sdk._query import QueryResult, aquery, query
+    from noeta.sdk.images import image
     from noeta.sdk.tools import DecoratedTool, SdkMcpServer, create_sdk_mcp_server, tool
+    from noeta.tuning import WorkerTuning
     from noeta.worker import Registry
 
 
@@ -162,4 +215,10 @@ __all__ = [
     "envelope_to_dict", "image", "project", "query", "tool",
     "ObservedCall", "ResourceCall", "ResourceError", "ResourceNotFoundError", "ResourceSpec", "ScopeError", "SubAgent",
     "equip_resource", "equip_scope", "expect_resource", "expect_scope", "instrument", "run_with",
+    "AnthropicProvider", "ApprovalNotPendingError", "EncryptionKeyError", "GuardNotRegisteredError",
+    "LocalModelProvider", "McpServerError", "McpServerNotAllowedError", "NoetaPlugin", "NoetaWorkerPlugin",
+    "OpenAIProvider", "OutputModelNotRegisteredError", "PolicyDecisionError", "PolicyError",
+    "PolicyLoadError", "ProviderLimit", "ProviderNotRegisteredError", "ProviderResponseError",
+    "ServerStartError", "TemporalUnavailableError", "ToolDefinitionError", "ToolInputError",
+    "ToolTimeoutError", "ValidatorNotRegisteredError", "WorkerBusyError", "WorkerTuning",
 ]

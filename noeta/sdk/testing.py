@@ -28,11 +28,13 @@ class FakeLLMProvider:
     responder: Callable[[LLMRequest], LLMResponse] | None = None
 
     def __post_init__(self) -> None:
+        """Set up the lock and the script position that ``complete`` shares between threads."""
         # Plain attributes, not dataclass fields: the seed's dataclass has exactly three fields.
         self._lock = threading.Lock()
         self._position = 0
 
     def complete(self, request: LLMRequest) -> LLMResponse:
+        """Record ``request`` and answer with the next scripted response (or the responder's)."""
         with self._lock:
             self.received_requests.append(request)
             if self.responder is None:
