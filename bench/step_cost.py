@@ -90,7 +90,7 @@ def noeta_task(store_dir: str, inline_io: bool) -> Callable[[int], Awaitable[Non
         async def on_the_loop(fn: Any, *args: Any) -> Any:
             return fn(*args)
 
-        acts._io = on_the_loop  # type: ignore[method-assign]
+        acts.services.io = on_the_loop  # type: ignore[method-assign]
     converter = data_converter().payload_converter
     env = environment()
     fingerprint = registry.tool_spec(bench_output.name).fingerprint
@@ -108,7 +108,7 @@ def noeta_task(store_dir: str, inline_io: bool) -> Callable[[int], Awaitable[Non
                 task_id=task_id, provider=PROVIDER_NAME, model=None, head=head, append=pending, system_ref=None,
                 tools=[bench_output.name], turn=turn, budget=AttemptBudget(3), step_key=f"{task_id}/{RUN_ID}/model-{turn}",
             )
-            out = await env.run(acts.call_model, through_temporal(request, CallModelInput))
+            out = await env.run(acts.model_calls.call_model, through_temporal(request, CallModelInput))
             out = through_temporal(out, CallModelOutput)
             head = out.head
             uses = [b for b in out.response.content if isinstance(b, ToolUseBlock)]
@@ -121,7 +121,7 @@ def noeta_task(store_dir: str, inline_io: bool) -> Callable[[int], Awaitable[Non
                     task_id=task_id, call_id=use.call_id, tool_name=use.tool_name, arguments=use.arguments,
                     expected_fingerprint=fingerprint, budget=AttemptBudget(3), idempotency_key=f"{task_id}/{RUN_ID}/{calls}",
                 )
-                result = await env.run(acts.invoke_tool, through_temporal(call, InvokeToolInput))
+                result = await env.run(acts.tool_calls.invoke_tool, through_temporal(call, InvokeToolInput))
                 blocks.append(tool_result_block(use.call_id, through_temporal(result, InvokeToolOutput).result))
             pending = [tool_round_message(blocks)]
 

@@ -4,7 +4,7 @@ volatile context), kept in memory by content hash.
 Content is addressed by its hash, so a body once read never changes: a hit needs no check
 against the store. Keeping these in memory lets a model call whose transcript is cached build its
 request without touching the store, on the event loop, instead of paying a trip to the I/O
-threads for it (see ModelCallActivities.call_model).
+threads for it (see ModelCalls.call_model in noeta.activities.model_call).
 """
 
 from __future__ import annotations
