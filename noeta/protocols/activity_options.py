@@ -6,7 +6,8 @@ options by :mod:`noeta.workflows.steps`:
 ===================== ================================== ===========================================
 Options field          activities                         start-to-close when not set
 ===================== ================================== ===========================================
-``model_activity``     ``noeta.call_model``               ``Options.model_timeout_seconds`` (300 s)
+``model_activity``     ``noeta.call_model``               300 s (or the deprecated
+                                                          ``Options.model_timeout_seconds``)
 ``tool_activity``      ``noeta.invoke_tool`` (own tools)  the tool's ``@tool(timeout_seconds=)``, else
                                                           ``Options.tool_timeout_seconds`` (300 s)
 ``mcp_activity``       ``noeta.invoke_tool`` (remote MCP  ``Options.tool_timeout_seconds`` (300 s)

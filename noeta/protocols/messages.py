@@ -171,7 +171,7 @@ class LLMRequest:
     effort: str | None = None
     timeout_seconds: float | None = None
     """How long the call may take: the worker sets what is left of the model call's attempt
-    (``Options.model_timeout_seconds``); HTTP providers use it instead of their own timeout."""
+    (``model_activity.start_to_close_seconds``); HTTP providers use it instead of their own timeout."""
 
 
 @dataclass(frozen=True, slots=True)

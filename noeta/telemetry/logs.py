@@ -28,6 +28,13 @@ from typing import Any, TextIO
 
 from temporalio.exceptions import ApplicationError, CancelledError
 
+from noeta.errors import (
+    AttemptsExhaustedError,
+    ContextLengthError,
+    EncryptionKeyError,
+    ProviderError,
+    ToolRetryableError,
+)
 from noeta.security.scrub import scrub
 
 LEVEL_ENV = "NOETA_LOG_LEVEL"
@@ -38,8 +45,10 @@ _context: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("noeta
 
 #: ApplicationError types that are a normal part of running agents: a provider said no or was
 #: busy, a tool asked for a retry, retries ran out. Their stack trace says nothing about them.
+#: Derived from the classes, so that renaming one cannot silently drop it from the set.
 EXPECTED_ERROR_TYPES = frozenset(
-    {"ProviderError", "ContextLengthError", "AttemptsExhaustedError", "ToolRetryableError", "EncryptionKeyError"}
+    error.__name__
+    for error in (ProviderError, ContextLengthError, AttemptsExhaustedError, ToolRetryableError, EncryptionKeyError)
 )
 
 
