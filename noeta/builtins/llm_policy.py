@@ -20,6 +20,8 @@ class LLMPolicy:
     """Deterministic and I/O-free: it runs inside the workflow."""
 
     def decide(self, ctx: StepContext, view: View) -> Decision:
+        """Call the model first; finish with its text when it ends a turn without tool calls; else run the
+        tools (then the sub-agents) it called that have no result yet."""
         last = view.last
         if last is None:
             return CallModel()

@@ -86,6 +86,8 @@ def _value(node: ast.AST) -> int | float:
 
 
 def format_number(value: int | float) -> str:
+    """``value`` as the calculator prints it: whole floats without ``.0``, others with at most 12 significant
+    digits."""
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
         return str(int(value))
     if isinstance(value, float):
@@ -124,6 +126,8 @@ def _builtin(
     {"expression": ("string", "arithmetic, e.g. 12 * (3 + 4)")},
 )
 def calculator(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    """The calculator tool: the value of ``expression``, or a failed result saying why it cannot be evaluated.
+    """
     try:
         value = format_number(evaluate(str(arguments["expression"])))
     except ToolInputError as err:
@@ -133,6 +137,7 @@ def calculator(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
 
 @_builtin("word_count", "Count the words in a text.", {"text": ("string", "the text whose words to count")})
 def word_count(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    """The word_count tool: how many whitespace-separated words ``text`` has."""
     return ToolResult(success=True, output=str(len(str(arguments["text"]).split())))
 
 
@@ -155,6 +160,8 @@ def resolve_in_workspace(workspace: Path, path: str) -> Path:
     "read_file", "Read a text file in the workspace directory.", {"path": ("string", "path relative to the workspace")}
 )
 def read_file(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    """The read_file tool: a file of the task's workspace as text (at most MAX_FILE_BYTES); a path outside the
+    workspace or a missing file is a failed result."""
     path = str(arguments["path"])
     try:
         target = resolve_in_workspace(workspace_of(ctx), path)
@@ -172,6 +179,7 @@ def read_file(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
 
 @_builtin("current_time", "The current date and time (UTC).", {})
 def current_time(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    """The current_time tool: the current UTC date and time."""
     return ToolResult(success=True, output=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"))
 
 
@@ -184,6 +192,7 @@ def current_time(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
     timeout_seconds=MAX_WAIT_SECONDS + 30,
 )
 async def wait(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    """The wait tool: sleep ``seconds`` (0 to MAX_WAIT_SECONDS), then say so."""
     seconds = float(arguments["seconds"])
     if not 0 <= seconds <= MAX_WAIT_SECONDS:
         return _refused(ToolInputError(f"seconds must be between 0 and {MAX_WAIT_SECONDS}"))

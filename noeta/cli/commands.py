@@ -49,54 +49,66 @@ def _approver(args: argparse.Namespace) -> str:
 
 
 async def cmd_start(client: AsyncClient, args: argparse.Namespace) -> int:
+    """``noeta start``: start a task on the shared task queue and print its id (a worker runs it)."""
     options = task_options(args, provider=args.provider, allowed_tools=list(args.tool) or None)
     print(await client.start(args.goal, options, task_id=args.task_id, keep_open=args.keep_open, task_queue=args.queue))
     return 0
 
 
 async def cmd_send(client: AsyncClient, args: argparse.Namespace) -> int:
+    """``noeta send``: give a keep-open task its next goal and print the answer; exit status 1 unless it
+    completed."""
     result = await client.send_goal(args.task, args.goal)
     print(result.answer)
     return 0 if result.status == "completed" else 1
 
 
 async def cmd_result(client: AsyncClient, args: argparse.Namespace) -> int:
+    """``noeta result``: wait for the task's result and print its answer; exit status 1 unless it completed.
+    """
     result = await client.result(args.task)
     print(result.answer)
     return 0 if result.status == "completed" else 1
 
 
 async def cmd_events(client: AsyncClient, args: argparse.Namespace) -> int:
+    """``noeta events``: print the task's event envelopes (as JSON lines with ``--json``), following it with
+    ``--follow``."""
     async for env in client.events(args.task, follow=args.follow):
         print(json.dumps(envelope_to_dict(env), ensure_ascii=False) if args.json else render_envelope(env), flush=True)
     return 0
 
 
 async def cmd_messages(client: AsyncClient, args: argparse.Namespace) -> int:
+    """``noeta messages``: print the task's conversation, one line per message."""
     for item in await client.messages(args.task):
         print(render(item))
     return 0
 
 
 async def cmd_cancel(client: AsyncClient, args: argparse.Namespace) -> int:
+    """``noeta cancel``: ask the task to cancel."""
     await client.cancel(args.task)
     print(f"cancel requested for task {args.task}")
     return 0
 
 
 async def cmd_close(client: AsyncClient, args: argparse.Namespace) -> int:
+    """``noeta close``: let a keep-open task end once its queued goals are done."""
     await client.close_task(args.task)
     print(f"task {args.task} closes after its queued goals")
     return 0
 
 
 async def cmd_inject(client: AsyncClient, args: argparse.Namespace) -> int:
+    """``noeta inject``: add a message to the task's conversation, read by the model at its next step."""
     await client.inject(args.task, args.text, args.origin)
     print(f"injected into task {args.task} (the model sees it at its next step)")
     return 0
 
 
 async def cmd_approvals(client: AsyncClient, args: argparse.Namespace) -> int:
+    """``noeta approvals``: list the actions waiting for a human's approval, of one task or of all."""
     if args.task:
         waiting = [PendingApproval(args.task, None, r) for r in await client.pending_approvals(args.task)]
     else:
@@ -109,6 +121,7 @@ async def cmd_approvals(client: AsyncClient, args: argparse.Namespace) -> int:
 
 
 async def cmd_approve(client: AsyncClient, args: argparse.Namespace) -> int:
+    """``noeta approve`` / ``noeta refuse``: answer one pending approval of a task."""
     approved = args.command == "approve"
     await client.approve(args.task, args.call, approved, args.reason, _approver(args))
     print(f"{'approved' if approved else 'refused'} {args.call} of task {args.task}")
@@ -116,6 +129,8 @@ async def cmd_approve(client: AsyncClient, args: argparse.Namespace) -> int:
 
 
 async def cmd_tasks(client: AsyncClient, args: argparse.Namespace) -> int:
+    """``noeta tasks``: list tasks (filtered by status, words of the goal, model or metadata), one line or
+    JSON object each."""
     tasks = await client.list_tasks(
         args.status, args.limit, search=args.search, model=args.model, metadata=dict(args.metadata)
     )
@@ -127,12 +142,15 @@ async def cmd_tasks(client: AsyncClient, args: argparse.Namespace) -> int:
 
 
 async def cmd_setup(client: AsyncClient, args: argparse.Namespace) -> int:
+    """``noeta setup``: register Noeta's search attributes with the cluster."""
     added = await register_search_attributes(client.temporal)
     print(f"registered search attributes: {', '.join(added)}" if added else "search attributes already registered")
     return 0
 
 
 async def cmd_retention(client: AsyncClient, args: argparse.Namespace) -> int:
+    """``noeta retention``: release the stored bodies of tasks closed more than ``--days`` ago (only report
+    them with ``--dry-run``)."""
     from noeta.client.retention import apply_retention
 
     report = await apply_retention(

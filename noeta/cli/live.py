@@ -17,6 +17,7 @@ class StreamPrinter:
     on a fresh line. Called from the worker's activity (any thread)."""
 
     def __init__(self, out: TextIO) -> None:
+        """``out`` receives the text (stdout for ``noeta run``)."""
         self.out = out
         self.text = ""
         """The text of the latest model call so far."""
@@ -25,6 +26,7 @@ class StreamPrinter:
         self._lock = threading.Lock()
 
     def on_delta(self, delta: StreamDelta) -> None:
+        """Print a text delta; other kinds of delta are ignored."""
         if delta.kind != "text" or not delta.text:
             return
         with self._lock:

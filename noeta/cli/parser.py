@@ -103,6 +103,7 @@ def name(value: str) -> str:
 
 
 def key_value(value: str) -> tuple[str, str]:
+    """An argparse type: ``key=value`` as a ``(key, value)`` pair (the key stripped)."""
     key, sep, val = value.partition("=")
     if not sep or not key.strip():
         raise argparse.ArgumentTypeError(f"expected key=value, got {value!r}")
@@ -133,6 +134,7 @@ def output_schema(value: str) -> dict[str, object] | str:
 
 
 def registry_path(value: str) -> str:
+    """An argparse type: a ``package.module:attribute`` path, returned as given."""
     module, sep, attr = value.partition(":")
     if not sep or not module or not attr:
         raise argparse.ArgumentTypeError(f"expected package.module:attribute, got {value!r}")
@@ -183,6 +185,7 @@ def add_tuning_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def build() -> argparse.ArgumentParser:
+    """The ``noeta`` argument parser with every subcommand and its options."""
     p = argparse.ArgumentParser(
         prog="noeta",
         description="LLM agents as durable Temporal workflows. `noeta COMMAND --help` explains a command.",

@@ -71,11 +71,14 @@ def worker_registry(
 
 
 def tuning_from_args(args: argparse.Namespace) -> WorkerTuning:
+    """The WorkerTuning of the command-line flags given (the others come from the environment or defaults)."""
     given = {name: getattr(args, name) for name in TUNING_SETTINGS if getattr(args, name) is not None}
     return WorkerTuning(**given)
 
 
 async def cmd_worker(args: argparse.Namespace) -> int:
+    """``noeta worker``: run a worker on the task queue until SIGINT or SIGTERM, with its health endpoint and
+    metrics when they are configured."""
     from noeta.client.connect import connect_temporal
     from noeta.worker import build_worker
 
@@ -117,6 +120,8 @@ def _say(text: str) -> None:
 
 
 async def cmd_run(args: argparse.Namespace) -> int:
+    """``noeta run``: start one task on a task queue of its own, run a worker for it in this process, and
+    print its progress and answer; exit status 1 unless it completed, EXIT_INTERRUPTED when stopped before."""
     from noeta.cli.commands import task_options
     from noeta.cli.live import StreamPrinter, print_progress
     from noeta.cli.render import cost_text
@@ -171,6 +176,7 @@ async def cmd_run(args: argparse.Namespace) -> int:
 
 
 async def cmd_serve(args: argparse.Namespace) -> int:
+    """``noeta serve``: the HTTP API and the console; ConfigurationError without the [serve] extra."""
     try:
         from noeta.http.app import serve
     except ImportError as err:  # starlette / uvicorn are the [serve] extra
@@ -185,6 +191,8 @@ async def cmd_serve(args: argparse.Namespace) -> int:
 
 
 async def cmd_codec_server(args: argparse.Namespace) -> int:
+    """``noeta codec-server``: serve the payload codec (/encode, /decode) for the Temporal UI;
+    ConfigurationError without the [serve] extra."""
     try:
         from noeta.security.codec_server import serve_codec
     except ImportError as err:  # starlette / uvicorn are the [serve] extra
@@ -198,6 +206,8 @@ async def cmd_codec_server(args: argparse.Namespace) -> int:
 
 
 def cmd_server(args: argparse.Namespace) -> int:
+    """``noeta server``: run the embedded Temporal dev server until Ctrl-C or SIGTERM (or say where one
+    already runs)."""
     settings = Settings()
     # SIGTERM stops the server as Ctrl-C does (by default it would end this process and leave
     # the server, in its own session, running). ``main`` turns SIGTERM into KeyboardInterrupt.

@@ -23,11 +23,13 @@ from noeta.protocols.task import ApprovalRequest
 
 
 def short(text: str, width: int = 100) -> str:
+    """``text`` on one line (whitespace collapsed), cut to ``width`` characters with an ellipsis."""
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def render(item: ViewItem) -> str:
+    """One message of a task's conversation as a line: its author, then its text."""
     if isinstance(item, UserMessage):
         return f"user      │ {item.text}"
     if isinstance(item, InjectedMessage):
@@ -45,6 +47,7 @@ def render(item: ViewItem) -> str:
 
 
 def render_envelope(env: EventEnvelope) -> str:
+    """One envelope as a line: seq, type, actor, cause and a short description of its payload."""
     cause = f"← {env.causation_id}" if env.causation_id else ""
     return f"{env.seq:>4} {env.type:<22} {env.actor:<24} {cause:<6} {describe(env)}".rstrip()
 
@@ -85,6 +88,7 @@ def cost_text(usd: float) -> str:
 
 
 def task_line(t: TaskSummary) -> str:
+    """One task of ``noeta tasks``: id, status, start, turns, tokens, model, goal and cost."""
     started = t.started.strftime("%Y-%m-%d %H:%M:%S") if t.started else "?"
     goal = short(t.goal or "", 60)
     cost = f"${t.cost_usd:.6f}" if t.cost_usd else "-"
@@ -95,6 +99,8 @@ def task_line(t: TaskSummary) -> str:
 
 
 def action_text(request: ApprovalRequest) -> str:
+    """What an action waiting for approval would do, in a few words (a tool call with its arguments, a
+    subtask's goal, a finish)."""
     action = request.action
     if isinstance(action, ProposedToolCall):
         return f"{action.tool_name}({json.dumps(action.arguments, ensure_ascii=False)})"
@@ -106,6 +112,8 @@ def action_text(request: ApprovalRequest) -> str:
 
 
 def approval_line(item: PendingApproval) -> str:
+    """One pending approval as a line: task, call id, the action and the guard that asked (with its reason).
+    """
     request = item.request
     why = f" — {request.reason}" if request.reason else ""
     return f"{item.task_id}  {request.call_id}  {action_text(request)}  [guard {request.guard}{why}]"

@@ -68,6 +68,9 @@ class AsyncClient:
         memory: Any = None,
         delta_broker: DeltaBroker | None = None,
     ) -> None:
+        """``temporal`` is the connected Temporal client; ``content_store`` must be the store the workers use;
+        tasks go to ``task_queue`` unless a call says otherwise. ``connect`` builds all of these from a
+        HostConfig."""
         self._connection = Connection(temporal)
         self._observation = Observation(temporal, observers)
         self._tasks = TaskOperations(self._connection, self._observation, task_queue=task_queue)
@@ -318,9 +321,11 @@ class AsyncClient:
             await subscription.close()
 
     async def __aenter__(self) -> AsyncClient:
+        """Return the client itself."""
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
+        """Close the client (see ``close``)."""
         await self.close()
 
 

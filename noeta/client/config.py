@@ -92,6 +92,7 @@ class TemporalProfileSource(PydanticBaseSettingsSource):
         return None, field_name, False
 
     def __call__(self) -> dict[str, Any]:
+        """The Temporal fields of the current profile, read when Settings are built."""
         profile = load_temporal_profile()
         return {
             "temporal_address": profile.address,
@@ -112,6 +113,7 @@ class PlainEnvSource(EnvSettingsSource):
         return value
 
     def __call__(self) -> dict[str, Any]:
+        """The ``NOETA_*`` values found, without the fields TemporalProfileSource provides."""
         return {k: v for k, v in super().__call__().items() if k not in TEMPORAL_FIELDS}
 
 
@@ -224,6 +226,8 @@ class Settings(BaseSettings):
 
     @property
     def embedded(self) -> bool:
+        """True when no Temporal address is configured: the client starts (or adopts) the embedded dev server.
+        """
         return self.temporal_address is None
 
     def temporal_connect_config(self, address: str | None = None) -> dict[str, Any]:

@@ -20,6 +20,7 @@ class Connection:
     """A Temporal client and what the client side learns about its cluster and tasks."""
 
     def __init__(self, temporal: TemporalClient) -> None:
+        """``temporal``: the connected Temporal client every part of AsyncClient uses."""
         self.temporal = temporal
         # Noeta's search attributes the cluster has registered: asked once, on first need.
         self._registered: set[str] | None = None

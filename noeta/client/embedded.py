@@ -50,18 +50,21 @@ def temporal_binary() -> str:
 
 
 def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free now (the system picks it)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 
 
 def port_open(port: int, host: str = "127.0.0.1") -> bool:
+    """Whether something accepts connections on ``host:port`` (within 0.2 s)."""
     with socket.socket() as s:
         s.settimeout(0.2)
         return s.connect_ex((host, port)) == 0
 
 
 def pid_alive(pid: int) -> bool:
+    """Whether a process with id ``pid`` exists (one of another user's counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -84,19 +87,24 @@ class EmbeddedServer:
 
     @property
     def address(self) -> str:
+        """The frontend's ``host:port``; ServerStartError before the server is started."""
         if self.port is None:
             raise ServerStartError("the embedded server is not started")
         return f"127.0.0.1:{self.port}"
 
     @property
     def ui_url(self) -> str | None:
+        """The Temporal UI's address, or None when the server is headless or not started."""
         return None if self.headless or self.ui_port is None else f"http://127.0.0.1:{self.ui_port}"
 
     @property
     def owned(self) -> bool:
+        """Whether this object started the server process (and so stops it); False for an adopted one."""
         return self.process is not None
 
     def start(self, timeout: float = 30.0) -> "EmbeddedServer":
+        """Adopt the server already running for ``data_dir``, or start one and wait up to ``timeout`` seconds
+        for it to listen; ServerStartError if it exits or does not listen in time. Returns itself."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         with open(self.data_dir / "server.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
@@ -185,6 +193,8 @@ class EmbeddedServer:
         atexit.register(self.stop)
 
     def stop(self) -> None:
+        """Stop the server process if this object started it (SIGTERM, then SIGKILL after 10 s); an adopted
+        server keeps running."""
         process, self.process = self.process, None
         if process is None or process.poll() is not None:
             return

@@ -61,9 +61,12 @@ class EventStream:
     """A task's envelopes after ``after_seq``: awaitable (a list) and async-iterable."""
 
     def __init__(self, temporal: TemporalClient, task_id: str, after_seq: int = 0, follow: bool = False) -> None:
+        """``after_seq``: only envelopes with a larger seq; ``follow``: wait for new ones until the task ends.
+        """
         self.temporal, self.task_id, self.after_seq, self.follow = temporal, task_id, after_seq, follow
 
     async def __aiter__(self) -> AsyncIterator[EventEnvelope]:
+        """Yield the envelopes one by one as the history is read."""
         projector = Projector(task_id=self.task_id)
         current = -1
         async for run, event in history_events(self.temporal, self.task_id, self.follow):
@@ -78,6 +81,7 @@ class EventStream:
         return [env async for env in self]
 
     def __await__(self) -> Generator[Any, None, list[EventEnvelope]]:
+        """Await the stream: every envelope, as a list."""
         return self._collect().__await__()
 
 

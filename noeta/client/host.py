@@ -43,4 +43,5 @@ class HostConfig:
     genai-prices catalogue (docs/budgets.md)."""
 
     def store(self) -> ContentStore:
+        """The content store to use: the one given, else the one the settings describe."""
         return self.content_store or self.settings.content_store()

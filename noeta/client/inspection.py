@@ -41,6 +41,8 @@ class Inspection:
     def __init__(
         self, connection: Connection, *, content_store: ContentStore, tasks: TaskOperations, listing: TaskListing
     ) -> None:
+        """Reads tasks through ``connection`` and their bodies from ``content_store``; ``tasks`` answers
+        results and ``listing`` the UI links."""
         self.connection = connection
         self.content_store = content_store
         self.tasks = tasks

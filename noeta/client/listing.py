@@ -14,6 +14,7 @@ class TaskListing:
     (``ui_url``: the Temporal UI's address, None when not known)."""
 
     def __init__(self, connection: Connection, ui_url: str | None = None) -> None:
+        """``ui_url``: the Temporal UI's address, if there is one."""
         self.connection = connection
         self.ui_url = ui_url
         """The Temporal UI's address, for task links (``task_url``)."""

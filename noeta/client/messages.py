@@ -24,22 +24,26 @@ from noeta.protocols.statuses import ResultStatus
 
 @dataclass(frozen=True)
 class AssistantMessage:
+    """Text the model wrote."""
     text: str
 
 
 @dataclass(frozen=True)
 class UserMessage:
+    """A goal the user gave the task."""
     text: str
 
 
 @dataclass(frozen=True)
 class InjectedMessage:
+    """Text the host added to the user channel (``origin`` "system" or "memory"), not the user's own words."""
     text: str
     origin: Literal["system", "memory"]
 
 
 @dataclass(frozen=True)
 class ToolUse:
+    """A tool call the model made, with its arguments."""
     call_id: str
     tool_name: str
     arguments: dict[str, Any]
@@ -47,6 +51,8 @@ class ToolUse:
 
 @dataclass(frozen=True)
 class ToolResultView:
+    """A tool call's result; ``output`` is its text (a stored large output is read from the content store;
+    None when there is none)."""
     call_id: str
     tool_name: str
     success: bool

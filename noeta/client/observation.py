@@ -16,6 +16,7 @@ class Observation:
     """The client's observers and the followers running for them, one per task started."""
 
     def __init__(self, temporal: TemporalClient, observers: Sequence[Observer] = ()) -> None:
+        """``observers`` are called with every envelope of the tasks started through ``temporal``'s client."""
         self.temporal = temporal
         self.observers = list(observers)
         """Called with every envelope of every task this client starts."""

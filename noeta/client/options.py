@@ -50,6 +50,8 @@ _THINKING_TYPES = ("enabled", "adaptive", "disabled")
 
 
 def check_thinking(thinking: Any) -> None:
+    """Raise ConfigurationError unless ``thinking`` is None or a mapping whose ``type`` is enabled, adaptive
+    or disabled."""
     if thinking is None:
         return
     if not isinstance(thinking, Mapping) or thinking.get("type") not in _THINKING_TYPES:
@@ -111,6 +113,8 @@ class Options(TaskSettings):
     own options, and its answer (or structured data) is the call's result."""
 
     def __post_init__(self) -> None:
+        """Check the settings (numeric ranges, thinking, effort, tools, MCP servers...); ConfigurationError
+        for one that is wrong. Warns when the deprecated model_timeout_seconds is set."""
         # Every numeric setting against its range (noeta.protocols.bounds, shared with the workflow),
         # the activity options' included.
         problem = settings_problem(self)
@@ -252,6 +256,7 @@ class Options(TaskSettings):
         return [as_validator(v) for v in self.validators if not isinstance(v, str)]
 
     def validator_names(self) -> list[str]:
+        """The registry names of every validator, given by name or as an object."""
         return [v if isinstance(v, str) else as_validator(v).name for v in self.validators]
 
     def guard_objects(self) -> list[Guard]:
@@ -259,6 +264,7 @@ class Options(TaskSettings):
         return [g for g in self.guards if not isinstance(g, str)]
 
     def guard_names(self) -> list[str]:
+        """The registry names of every guard, given by name or as an object."""
         return [g if isinstance(g, str) else g.name for g in self.guards]
 
     def remote_mcp_servers(self) -> dict[str, McpServerConfig]:
@@ -274,6 +280,8 @@ class Options(TaskSettings):
         return tools
 
     def tool_names(self) -> list[str]:
+        """The names of every tool the task may use (named, given as objects, or served by in-process MCP
+        servers), each once, in order."""
         names: list[str] = []
         for item in [*self.allowed_tools, *self.tool_objects()]:
             name = item if isinstance(item, str) else item.name
@@ -298,6 +306,8 @@ class SubAgent:
     provider defaults to the parent's."""
 
     def __post_init__(self) -> None:
+        """ConfigurationError unless the name is a valid tool name, the description is not blank and the
+        options are Options."""
         if not isinstance(self.name, str) or not _AGENT_NAME.match(self.name):
             raise ConfigurationError(f"SubAgent name {self.name!r} must be 1-64 letters, digits, '_' or '-'")
         if not isinstance(self.description, str) or not self.description.strip():

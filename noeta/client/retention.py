@@ -28,6 +28,7 @@ _BATCH = 100
 
 @dataclass(frozen=True)
 class RetentionReport:
+    """What a retention run released (or, on a dry run, would release) and kept."""
     released: list[str] = field(default_factory=list)
     """Tasks whose bodies were released (or would be, on a dry run)."""
     kept: int = 0

@@ -82,6 +82,7 @@ def close_at_exit(owner: Closable) -> None:
 
 
 def closed(owner: Closable) -> None:
+    """Forget ``owner``: it closed itself, so the exit hook must not close it again."""
     _open.discard(owner)
 
 

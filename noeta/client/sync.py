@@ -27,6 +27,8 @@ class Client:
     """The synchronous twin of :class:`AsyncClient` (same methods, blocking)."""
 
     def __init__(self, host: HostConfig | None = None, observers: Sequence[Observer] = ()) -> None:
+        """Connect to the cluster of ``host`` (default: from the environment); ``observers`` get every
+        envelope of the tasks this client starts. The client runs its own event loop on a daemon thread."""
         # The process's shared runtime unless given one, never temporalio's default: that one would
         # still run when the interpreter finalizes (noeta.client.runtime).
         host = with_shared_runtime(host or HostConfig())
@@ -62,9 +64,11 @@ class Client:
         return self._async
 
     def start(self, goal: str, options: Options | None = None, **kwargs: Any) -> str:
+        """Start a task; returns its id (see AsyncClient.start)."""
         return self._run(self.aio.start(goal, options, **kwargs))
 
     def send_goal(self, task_id: str, goal: str, images: Sequence[ImageBlock] = ()) -> TaskResult:
+        """Give a keep-open task its next goal and wait for its result."""
         return self._run(self.aio.send_goal(task_id, goal, images))
 
     def close_task(self, task_id: str) -> None:
@@ -85,28 +89,37 @@ class Client:
                 self.shutdown()
 
     def __enter__(self) -> Client:
+        """Return the client itself."""
         return self
 
     def __exit__(self, *exc_info: object) -> None:
+        """Close the client."""
         self.close()
 
     def inject(self, task_id: str, text: str, origin: str = "system") -> None:
+        """Add a message to the task's conversation (``origin`` "system" or "memory"); the model reads it at
+        its next step."""
         self._run(self.aio.inject(task_id, text, origin))
 
     def approve(self, task_id: str, call_id: str, approved: bool = True, reason: str | None = None,
                 approver: str | None = None) -> None:
+        """Answer the pending approval ``call_id`` of the task."""
         self._run(self.aio.approve(task_id, call_id, approved, reason, approver))
 
     def pending_approvals(self, task_id: str) -> list[ApprovalRequest]:
+        """The task's actions waiting for a human's approval."""
         return self._run(self.aio.pending_approvals(task_id))
 
     def result(self, task_id: str) -> TaskResult:
+        """Wait for the task's result."""
         return self._run(self.aio.result(task_id))
 
     def cancel(self, task_id: str) -> None:
+        """Ask the task to cancel."""
         self._run(self.aio.cancel(task_id))
 
     def list_tasks(self, status: str | None = None, limit: int = 50) -> list[TaskSummary]:
+        """At most ``limit`` tasks, newest first, optionally only those of one status."""
         return self._run(self.aio.list_tasks(status, limit))
 
     def events(self, task_id: str, after_seq: int = 0, follow: bool = False) -> Iterator[EventEnvelope]:
@@ -123,6 +136,7 @@ class Client:
                 return
 
     def messages(self, task_id: str) -> list[ViewItem]:
+        """The task's conversation as view items (see ``as_messages``)."""
         return self._run(self.aio.messages(task_id))
 
     def shutdown(self) -> None:

@@ -59,6 +59,7 @@ def policy_ref(policy: Policy | None) -> PolicyRef | None:
 
 
 def check_goal(goal: str) -> None:
+    """ConfigurationError for an empty goal, PayloadTooLargeError for one over MAX_GOAL_BYTES."""
     if not isinstance(goal, str) or not goal.strip():
         raise ConfigurationError("goal must be a non-empty string")
     if len(goal.encode()) > MAX_GOAL_BYTES:

@@ -52,6 +52,7 @@ class TaskOperations:
         task_queue: str,
         indexed_metadata: Sequence[str] = (),
     ) -> None:
+        """``indexed_metadata``: the ``Options.metadata`` keys that tasks started here make searchable."""
         self.connection = connection
         self.observation = observation
         self.task_queue = task_queue

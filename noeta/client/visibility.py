@@ -219,6 +219,8 @@ def task_query(
 
 
 def summary_of(wf: WorkflowExecution) -> TaskSummary:
+    """A TaskSummary from a workflow execution's search attributes (the status from the execution's own when
+    it was not indexed)."""
     attrs = wf.typed_search_attributes
     entries = attrs.get(keys.METADATA) or []
     status = attrs.get(keys.STATUS)

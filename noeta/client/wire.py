@@ -14,6 +14,7 @@ from noeta.protocols.event_log import EventEnvelope
 
 
 def envelope_to_dict(env: EventEnvelope) -> dict[str, Any]:
+    """The envelope as plain JSON values, with the keys listed in the module docstring."""
     return {
         "seq": env.seq,
         "type": env.type,

@@ -37,13 +37,17 @@ def slugify(text: str) -> str:
 
 @dataclass(frozen=True)
 class Memory:
+    """One memory as stored: its slug (the file name), its Markdown body and its frontmatter fields."""
     slug: str
     body: str
     frontmatter: dict[str, Any] = field(default_factory=dict)
 
 
 class MemoryStore:
+    """The memories in one directory, one ``<slug>.md`` file each; the memory tool and the host open the same
+    directory."""
     def __init__(self, root: str | os.PathLike[str]) -> None:
+        """``root`` is the directory of the memories; it is created by the first write, not here."""
         self.root = Path(root)  # created by the first write
 
     @staticmethod
@@ -58,6 +62,8 @@ class MemoryStore:
         return self.root / f"{self.check_slug(slug)}.md"
 
     def write(self, slug: str, body: str, **frontmatter: Any) -> Memory:
+        """Store ``body`` under ``slug`` (replacing what was there) with ``frontmatter`` as JSON values, and
+        return it; ValueError for a bad slug or frontmatter key."""
         for key in frontmatter:
             if not _KEY.fullmatch(key):
                 raise ValueError(f"invalid frontmatter key {key!r}: use letters, digits, '_', '.' and '-'")
@@ -71,6 +77,8 @@ class MemoryStore:
         return Memory(slug, body, dict(frontmatter))
 
     def read(self, slug: str) -> Memory:
+        """The memory stored under ``slug``; FileNotFoundError when there is none, ValueError for a bad slug.
+        """
         with open(self._path(slug), encoding="utf-8", newline="") as f:
             text = f.read()
         # Split on "\n" only: str.splitlines() would also split inside values at U+2028 and kin.
@@ -85,9 +93,11 @@ class MemoryStore:
         return Memory(slug, "\n".join(lines[end + 1 :]), frontmatter)
 
     def list(self) -> list[str]:
+        """The slugs of every stored memory, sorted."""
         return sorted(p.stem for p in self.root.glob("*.md"))
 
     def delete(self, slug: str) -> bool:
+        """Delete the memory ``slug``; True if it existed."""
         path = self._path(slug)
         existed = path.exists()
         path.unlink(missing_ok=True)

@@ -38,6 +38,7 @@ class RecallResult(ToolResult):
     memories: list[str] = field(default_factory=list)
 
     def plain(self) -> ToolResult:
+        """The same result as a plain ToolResult, without the recalled memories."""
         return ToolResult(**{f.name: getattr(self, f.name) for f in fields(ToolResult)})
 
 
@@ -114,6 +115,8 @@ def recall(store: MemoryStore, query: str, limit: int = MAX_RECALLED) -> list[Me
     timeout_seconds=30,
 )
 def memory_tool(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    """Run one memory command (list, recall, write, update, delete); a refusal (bad name, missing memory, no
+    store) is a failed result the model reads, never an exception."""
     store = ctx.resources.get(MEMORY_RESOURCE)
     if not isinstance(store, MemoryStore):
         return _refused(f"this worker has no memory store (resources[{MEMORY_RESOURCE!r}])")
@@ -173,12 +176,15 @@ class ToolRegistry(Protocol):
     the registry belongs to a higher layer, so it is described here, not imported)."""
 
     @property
-    def tools(self) -> Mapping[str, Tool]: ...
+    def tools(self) -> Mapping[str, Tool]:
+        """The registry's tools by name."""
 
     @property
-    def resources(self) -> dict[str, Any]: ...
+    def resources(self) -> dict[str, Any]:
+        """The registry's resources by key (the memory store goes under ``MEMORY_RESOURCE``)."""
 
-    def add_tool(self, tool: Tool) -> None: ...
+    def add_tool(self, tool: Tool) -> None:
+        """Register ``tool`` with the registry."""
 
 
 def add_memory(registry: ToolRegistry, store: MemoryStore) -> None:

@@ -17,6 +17,7 @@ class Approvals:
     """Requests waiting for an answer, and the workflow timers that refuse them when none comes."""
 
     def __init__(self, log: EnvelopeLog, transcript: Transcript) -> None:
+        """Records into ``log``; causes come from ``transcript``."""
         self._log = log
         self._transcript = transcript
         self._waiting: dict[str, int] = {}  # call id -> seq of its ApprovalRequested

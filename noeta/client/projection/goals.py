@@ -16,6 +16,7 @@ class Goals:
     another runs enters the transcript when the running one ends (mirrors AgentWorkflow)."""
 
     def __init__(self, log: EnvelopeLog, transcript: Transcript) -> None:
+        """Records into ``log``; causes come from ``transcript``."""
         self._log = log
         self._transcript = transcript
         self._running = True  # the task's own goal, from its start

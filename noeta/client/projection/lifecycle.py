@@ -31,6 +31,8 @@ class Lifecycle:
     """How the task starts and ends, and what the workflow records in its memo along the way."""
 
     def __init__(self, log: EnvelopeLog, transcript: Transcript, rounds: ToolRounds, goals: Goals) -> None:
+        """Records into ``log``; reads causes from ``transcript``, open tool rounds from ``rounds`` and the
+        running goal from ``goals``."""
         self._log = log
         self._transcript = transcript
         self._rounds = rounds

@@ -15,6 +15,7 @@ class EnvelopeLog:
     across the runs of the task."""
 
     def __init__(self, task_id: str) -> None:
+        """The envelopes of task ``task_id``, in seq order."""
         self.task_id = task_id
         self.trace_id = ""
         self.envelopes: list[ev.EventEnvelope] = []

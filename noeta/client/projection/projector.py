@@ -43,6 +43,7 @@ class Projector:
     """
 
     def __init__(self, task_id: str = "") -> None:
+        """``task_id`` is put on every envelope."""
         self._log = EnvelopeLog(task_id)
         transcript = Transcript(self._log)
         rounds = ToolRounds(transcript)

@@ -29,6 +29,7 @@ class ToolRounds:
     one arrives; a result outside any round is appended on its own."""
 
     def __init__(self, transcript: Transcript) -> None:
+        """Causes of the round's events come from ``transcript``."""
         self._transcript = transcript
         self._open: _Round | None = None
 

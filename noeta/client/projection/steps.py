@@ -77,6 +77,7 @@ class Steps:
     def __init__(
         self, log: EnvelopeLog, transcript: Transcript, rounds: ToolRounds, goals: Goals, approvals: Approvals
     ) -> None:
+        """Records into ``log``; the other parts give causes, tool rounds, the running goal and approvals."""
         self._log = log
         self._transcript = transcript
         self._rounds = rounds
@@ -148,6 +149,7 @@ class Steps:
             self._log.emit(ev.ResourcesReleased(released=out.released, errors=out.errors), "engine", event, None)
 
     def attempt_started(self, event: HistoryEvent) -> None:
+        """Remember which attempt of a scheduled activity started (its completion reports it)."""
         attrs = event.activity_task_started_event_attributes
         self._attempt[attrs.scheduled_event_id] = attrs.attempt
 

@@ -40,6 +40,7 @@ class Subtasks:
     """The run's children by the id of the event that started them (ids start over each run)."""
 
     def __init__(self, log: EnvelopeLog, transcript: Transcript) -> None:
+        """Records into ``log``; causes come from ``transcript``."""
         self._log = log
         self._transcript = transcript
         self._children: dict[int, _Child] = {}

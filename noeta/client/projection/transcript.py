@@ -16,6 +16,7 @@ class Transcript:
     envelopes a call causes can point at it."""
 
     def __init__(self, log: EnvelopeLog) -> None:
+        """Records into ``log``."""
         self._log = log
         self.last_message_seq: int | None = None
         """The seq of the latest MessagesAppended: what an engine event without a closer cause follows."""
