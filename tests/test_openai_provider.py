@@ -396,6 +396,20 @@ async def test_stream_text_deltas_and_usage_chunk(server: FakeChatServer, provid
     assert response.raw["usage"] == RESPONSES["text"]["usage"]
 
 
+async def test_stream_asks_for_events_only(server: FakeChatServer) -> None:
+    # One Accept header: the JSON one of a plain call must not ride along with the stream's.
+    sent: list[httpx.Request] = []
+
+    async def record(request: httpx.Request) -> None:
+        sent.append(request)
+
+    async with httpx.AsyncClient(event_hooks={"request": [record]}) as http:
+        provider = OpenAIProvider(base_url=server.base_url, api_key="sk-test-123", model="gpt-test", http_client=http)
+        server.reply(STREAMS["text"])
+        await provider.stream(ask(), Deltas())
+    assert sent[0].headers.get_list("accept") == ["text/event-stream"]
+
+
 async def test_stream_tool_call_arguments_assembled_by_index(server: FakeChatServer, provider: OpenAIProvider) -> None:
     server.reply(STREAMS["two_tool_calls"])
     deltas = Deltas()

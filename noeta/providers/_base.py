@@ -179,9 +179,10 @@ class HTTPProvider:
         """
         assembler = self.new_assembler(body)
         try:
-            # aconnect_sse adds the Accept: text/event-stream header itself.
+            # aconnect_sse sets "Accept: text/event-stream" itself; the adapter's JSON one would be a second.
+            sse_headers = {k: v for k, v in headers.items() if k.lower() != "accept"}
             async with aconnect_sse(
-                self.http(), "POST", url, json=body, headers=dict(headers), timeout=self.timeout_for(request)
+                self.http(), "POST", url, json=body, headers=sse_headers, timeout=self.timeout_for(request)
             ) as source:
                 response = source.response
                 if response.status_code >= 400:
