@@ -46,6 +46,8 @@ TYPE_ADAPTER_CACHE_SIZE = 4096
 
 @functools.lru_cache(maxsize=TYPE_ADAPTER_CACHE_SIZE)
 def type_adapter(type_hint: Any) -> TypeAdapter[Any]:
+    """A pydantic TypeAdapter for ``type_hint``, shared by every converter of the process (bounded
+    LRU cache)."""
     return TypeAdapter(type_hint)
 
 
@@ -131,6 +133,8 @@ class NoetaPayloadConverter(CompositePayloadConverter):
     """Temporal's default converter chain with :class:`SharedCacheJSONConverter` for JSON."""
 
     def __init__(self) -> None:
+        """Temporal's default converters, with the JSON one replaced by a SharedCacheJSONConverter.
+        """
         # The parent's own per-instance cache is unused here: size 0.
         json_converter = SharedCacheJSONConverter(max_cached_type_adapters=0)
         super().__init__(
@@ -153,6 +157,7 @@ def data_converter(codec: PayloadCodec | None = None) -> DataConverter:
 
 
 def is_noeta_converter(converter: DataConverter) -> bool:
+    """Whether ``converter`` uses Noeta's payload converter."""
     return converter.payload_converter_class is NoetaPayloadConverter
 
 

@@ -22,6 +22,7 @@ PROBE = b"noeta doctor probe\n"
 
 @dataclass(frozen=True)
 class Check:
+    """One finding of ``noeta doctor``: what was checked, its status and a line of detail."""
     name: str
     status: Status
     """ok; missing: optional and absent (the line says how to add it); failed: broken."""
@@ -84,6 +85,8 @@ async def temporal_checks(settings: Settings) -> list[Check]:
 
 
 def local_model_checks() -> list[Check]:
+    """Whether the embedded local model (the Needle tool router and the SmolLM2 text model) is
+    installed."""
     from noeta.providers import local_text, needle_router
 
     checks = []
@@ -127,6 +130,7 @@ def provider_checks() -> list[Check]:
 
 
 def content_store_check(settings: Settings) -> Check:
+    """Store a probe body in the configured content store and read it back."""
     try:
         store = settings.content_store()
         ref = store.put(PROBE)
@@ -138,6 +142,8 @@ def content_store_check(settings: Settings) -> Check:
 
 
 async def diagnose(settings: Settings | None = None) -> list[Check]:
+    """Every check of ``noeta doctor``: Temporal, the content store, the local model and the
+    providers."""
     settings = settings or Settings()
     checks = await temporal_checks(settings)
     checks.append(await asyncio.to_thread(content_store_check, settings))
@@ -147,5 +153,6 @@ async def diagnose(settings: Settings | None = None) -> list[Check]:
 
 
 def render(check: Check) -> str:
+    """One check as a line: a mark for its status, its name and its detail."""
     mark = {"ok": "ok", "missing": "--", "failed": "!!"}[check.status]
     return f"{mark:<3}{check.name:<20} {check.detail}"

@@ -12,15 +12,20 @@ import asyncio
 
 
 class HealthServer:
+    """Serves ``/healthz`` and ``/readyz`` (see the module); ``ready`` is set by the worker while it
+    polls."""
     def __init__(self, port: int, host: str = "0.0.0.0") -> None:
+        """Listens on ``host:port`` once started; not ready until told."""
         self.host, self.port = host, port
         self.ready = False
         self._server: asyncio.Server | None = None
 
     async def start(self) -> None:
+        """Start listening."""
         self._server = await asyncio.start_server(self._handle, self.host, self.port)
 
     async def stop(self) -> None:
+        """Stop listening (idempotent)."""
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()

@@ -65,6 +65,8 @@ class NoetaPlugin(SimplePlugin):
     """
 
     def __init__(self, *, codec: PayloadCodec | None = None) -> None:
+        """``codec``: a payload codec (e.g. an EncryptionCodec) for every payload; without one, a
+        codec already on the client is kept."""
         from noeta.telemetry.interceptors import interceptors  # tracing (when configured) and metrics
 
         self.codec = codec
@@ -82,6 +84,8 @@ class NoetaWorkerPlugin(SimplePlugin):
     """``AgentWorkflow`` (both workflow types) and the activities that serve it, for the tools and providers of ``registry``."""
 
     def __init__(self, registry: Registry, tuning: WorkerTuning | None = None) -> None:
+        """``registry``: the tools, providers and resources the worker serves; ``tuning``: its
+        concurrency settings (default: from the environment)."""
         # Imported here: the client side needs none of the worker's modules.
         from noeta.activities.agent import AgentActivities
         from noeta.workflows import WORKFLOWS

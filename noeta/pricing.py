@@ -41,6 +41,8 @@ class ModelPrice:
     cache_write_per_mtok: float | None = None
 
     def __post_init__(self) -> None:
+        """ConfigurationError unless every price is a finite number >= 0 (cache prices may be None).
+        """
         for name in ("input_per_mtok", "output_per_mtok", "cache_read_per_mtok", "cache_write_per_mtok"):
             value = getattr(self, name)
             if value is None and name.startswith("cache"):
@@ -49,6 +51,7 @@ class ModelPrice:
                 raise ConfigurationError(f"{name} must be a number >= 0, got {value!r}")
 
     def cost(self, usage: Usage) -> float:
+        """What ``usage`` costs at these prices, in US dollars."""
         read = self.input_per_mtok if self.cache_read_per_mtok is None else self.cache_read_per_mtok
         write = self.input_per_mtok if self.cache_write_per_mtok is None else self.cache_write_per_mtok
         return (
@@ -78,10 +81,12 @@ class PriceTable:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> PriceTable:
+        """The table with the prices of ``NOETA_PRICES`` (JSON, or a JSON file's path), if set."""
         raw = (os.environ if environ is None else environ).get(PRICES_VARIABLE, "").strip()
         return cls(models=parse_prices(raw)) if raw else cls()
 
     def with_models(self, models: Mapping[str, ModelPrice]) -> PriceTable:
+        """A copy with ``models`` added (they win over the table's own entries)."""
         return PriceTable({**self.models, **models}, self.catalogue)
 
     def price(self, usage: Usage, model: str | None, provider: Any = None) -> Price | None:
@@ -101,6 +106,7 @@ class PriceTable:
             return None
 
     def has_price(self, model: str | None, provider: Any = None) -> bool:
+        """Whether ``model`` has a price, in the table or the catalogue."""
         return self.price(Usage(uncached=1), model, provider) is not None
 
 

@@ -36,10 +36,13 @@ class Progress:
     """``lines(envelope)`` -> the lines to print for it (often none)."""
 
     def __init__(self) -> None:
+        """Starts with no call in progress."""
         self._model_started: datetime | None = None
         self._tool_started: dict[str, tuple[str, datetime | None]] = {}
 
     def lines(self, env: EventEnvelope) -> list[str]:
+        """The lines to print for ``env``: model calls, tool calls, approvals, budget and the end of
+        goals (often none)."""
         p: Any = env.payload
         if env.type == "ProviderCallStarted":
             self._model_started = env.timestamp

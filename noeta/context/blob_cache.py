@@ -25,6 +25,8 @@ class BlobCache:
     """Reads through to ``store``; thread-safe (model calls read from the I/O threads too)."""
 
     def __init__(self, store: ContentStore, limit_bytes: int = DEFAULT_LIMIT_BYTES) -> None:
+        """``limit_bytes``: what the cache may hold in all before the least recently used bodies go.
+        """
         self.store = store
         self._limit = limit_bytes
         self._size = 0
@@ -40,6 +42,8 @@ class BlobCache:
             return body
 
     def get(self, ref: ContentRef) -> bytes:
+        """``ref``'s body, from memory when cached, else read from the store (and cached unless over
+        MAX_BODY_BYTES); the store's error when it has none."""
         body = self.cached(ref)
         if body is not None:
             return body

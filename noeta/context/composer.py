@@ -21,6 +21,7 @@ from noeta.protocols.task import ChannelContent, ChannelUse, ContextPlan
 
 
 def section(channel: ChannelContent) -> str:
+    """A content channel as a Markdown section: its name as a heading, then its text."""
     return f"## {channel.name}\n{channel.text}"
 
 

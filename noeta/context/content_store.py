@@ -32,9 +32,14 @@ class ContentNotFoundError(KeyError):
 
 @runtime_checkable
 class ContentStore(Protocol):
-    def put(self, data: bytes, media_type: str = "text/plain") -> ContentRef: ...
+    """Content-addressed bodies (large tool outputs, images, transcripts, prompts) shared by clients
+    and workers; the history holds only their ContentRefs."""
+    def put(self, data: bytes, media_type: str = "text/plain") -> ContentRef:
+        """Store ``data`` (idempotent: the same bytes get the same hash) and return its reference.
+        """
 
-    def get(self, ref: ContentRef | str) -> bytes: ...
+    def get(self, ref: ContentRef | str) -> bytes:
+        """The body with that reference or hash; ContentNotFoundError when the store has none."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +74,7 @@ class RetainingStore(ContentStore, Protocol):
 
 
 def content_hash(data: bytes) -> str:
+    """The sha256 hex digest a body is stored under."""
     return hashlib.sha256(data).hexdigest()
 
 
@@ -84,6 +90,8 @@ class LocalContentStore:
     """
 
     def __init__(self, root: str | os.PathLike[str], cipher: BodyCipher | None = None) -> None:
+        """Bodies live under ``root`` (created if missing); with a ``cipher`` they are sealed at
+        rest."""
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self.cipher = cipher
@@ -93,6 +101,7 @@ class LocalContentStore:
         self._owners_made = False
 
     def __repr__(self) -> str:
+        """Name the store by its directory."""
         return f"LocalContentStore({str(self.root)!r})"
 
     def _path(self, digest: str) -> Path:
@@ -111,6 +120,8 @@ class LocalContentStore:
             os.close(fd)  # releases the lock
 
     def put(self, data: bytes, media_type: str = "text/plain") -> ContentRef:
+        """Store ``data`` under its hash (a body stored again is touched, so retention keeps it) and
+        record the current task as an owner."""
         digest = content_hash(data)  # ours, so a valid name: no _path() check
         path = f"{self._root}/{digest[:2]}/{digest[2:]}"
         with self._locked(exclusive=False):
@@ -122,6 +133,8 @@ class LocalContentStore:
         return ContentRef(hash=digest, size=len(data), media_type=media_type)
 
     def get(self, ref: ContentRef | str) -> bytes:
+        """The body with that reference or hash, opened if sealed; ContentNotFoundError when the
+        directory has none."""
         digest = ref.hash if isinstance(ref, ContentRef) else ref
         try:
             blob = self._path(digest).read_bytes()
@@ -153,6 +166,8 @@ class LocalContentStore:
             os.close(fd)
 
     def claim(self, digests: Collection[str]) -> None:
+        """Record the current task as an owner of the bodies among ``digests`` that exist (touching
+        them as a put would); nothing outside a task."""
         if current_owner() is None:
             return
         present = []
@@ -175,6 +190,7 @@ class LocalContentStore:
         return task_id, digests
 
     def tasks(self) -> dict[str, datetime]:
+        """Every task with an owner file, with the time it last stored a body (UTC)."""
         found: dict[str, datetime] = {}
         for path in self._owners.glob("*.refs") if self._owners.exists() else ():
             task_id, _ = self._read_refs(path)
@@ -183,6 +199,8 @@ class LocalContentStore:
         return found
 
     def release(self, task_ids: Collection[str], stored_before: datetime) -> Released:
+        """Forget these tasks' ownership and delete their bodies no other task owns and nobody
+        stored since ``stored_before``; returns what was deleted."""
         releasing = {self._refs_file(t).name for t in task_ids}
         candidates: set[str] = set()
         kept: set[str] = set()

@@ -48,6 +48,9 @@ class PostgresContentStore:
     ``cipher`` the ``data`` column holds ciphertext; ``hash`` stays the plaintext's."""
 
     def __init__(self, dsn: str, table: str = "noeta_content", cipher: BodyCipher | None = None) -> None:
+        """``dsn`` is a PostgreSQL connection string, ``table`` the bodies' table (its owners' table
+        is named after it); ConfigurationError without psycopg or for a table name that is not an
+        identifier."""
         try:
             import psycopg
         except ImportError as err:
@@ -63,6 +66,7 @@ class PostgresContentStore:
             conn.execute(_SCHEMA.format(table=table))
 
     def __repr__(self) -> str:
+        """Name the store by its table (never the DSN, which may hold a password)."""
         return f"PostgresContentStore(table={self.table!r})"  # the DSN may hold a password
 
     def _connect(self) -> Any:
@@ -75,6 +79,8 @@ class PostgresContentStore:
         return conn
 
     def put(self, data: bytes, media_type: str = "text/plain") -> ContentRef:
+        """Store ``data`` under its hash (storing it again refreshes its time, so retention keeps
+        it) and record the current task as an owner."""
         digest = content_hash(data)
         # Storing an existing body again refreshes stored_at (and locks its row): a retention run
         # under way then keeps it. One statement, so body and owner are recorded together.
@@ -96,6 +102,8 @@ class PostgresContentStore:
         return ContentRef(hash=digest, size=len(data), media_type=media_type)
 
     def get(self, ref: ContentRef | str) -> bytes:
+        """The body with that reference or hash, opened if sealed; ContentNotFoundError when the
+        table has none."""
         digest = ref.hash if isinstance(ref, ContentRef) else ref
         row = self._conn().execute(f"SELECT data FROM {self.table} WHERE hash = %s", (digest,)).fetchone()
         if row is None:
@@ -108,6 +116,8 @@ class PostgresContentStore:
     # -- retention ------------------------------------------------------------------------------
 
     def claim(self, digests: Collection[str]) -> None:
+        """Record the current task as an owner of the stored bodies among ``digests`` (refreshing
+        their time); nothing outside a task."""
         owner = current_owner()
         if owner is None or not digests:
             return
@@ -119,10 +129,13 @@ class PostgresContentStore:
         )
 
     def tasks(self) -> dict[str, datetime]:
+        """Every task that owns bodies, with the time it last stored one (UTC)."""
         rows = self._conn().execute(f"SELECT task_id, max(stored_at) FROM {self.owners} GROUP BY task_id").fetchall()
         return {task_id: at.astimezone(timezone.utc) for task_id, at in rows}
 
     def release(self, task_ids: Collection[str], stored_before: datetime) -> Released:
+        """Forget these tasks' ownership and delete their bodies no other task owns and nobody
+        stored since ``stored_before``, in one transaction; returns what was deleted."""
         conn = self._conn()
         with conn.transaction():
             rows = conn.execute(

@@ -49,7 +49,10 @@ logger = logging.getLogger(__name__)
 
 @runtime_checkable
 class StepRecords(Protocol):
-    def get(self, key: str) -> ContentRef | None: ...
+    """Where a finished step's result is recorded by its step key, so that a retried attempt of the
+    step finds it."""
+    def get(self, key: str) -> ContentRef | None:
+        """The reference recorded for ``key``, or None."""
 
     def put(self, key: str, ref: ContentRef) -> None:
         """Record ``ref`` for ``key``; the first record of a key wins."""
@@ -60,7 +63,8 @@ class StepRecords(Protocol):
 class OutputRecords(Protocol):
     """Records that hold a step's output themselves (no content-store body to write and read)."""
 
-    def get_output(self, key: str) -> bytes | None: ...
+    def get_output(self, key: str) -> bytes | None:
+        """The output recorded for ``key``, or None."""
 
     def put_output(self, key: str, data: bytes) -> None:
         """Record ``data`` for ``key``; the first record of a key wins."""
@@ -69,6 +73,7 @@ class OutputRecords(Protocol):
 
 @runtime_checkable
 class ReleasingStepRecords(StepRecords, Protocol):
+    """Step records that retention can clear, task by task."""
     def release(self, task_ids: Collection[str], stored_before: datetime) -> int:
         """Delete the records of these tasks (and unfiled ones written before ``stored_before``);
         returns how many went."""
@@ -101,6 +106,7 @@ class StepOutputs:
     the two is decided once, not on every step (a runtime protocol check costs microseconds)."""
 
     def __init__(self, records: StepRecords, store: ContentStore) -> None:
+        """``records`` keep the keys; ``store`` holds the outputs when the records cannot."""
         self.records, self.store = records, store
         self._own = records if isinstance(records, OutputRecords) else None
 
@@ -169,6 +175,8 @@ class LocalStepRecords:
     task, at ``root/ab/cdef…``; they are still read, and released."""
 
     def __init__(self, root: str | os.PathLike[str], store: LocalContentStore | None = None) -> None:
+        """The records live under ``root``; ``store`` is the local content store beside them, if
+        any."""
         self.root = Path(root)
         self.store = store
         """The content store beside: its key seals outputs, and older records point into it."""
@@ -201,12 +209,15 @@ class LocalStepRecords:
         return None
 
     def put(self, key: str, ref: ContentRef) -> None:
+        """Record ``ref`` for ``key`` in a file of its own, unless the key has a record already."""
         path = self._path(key)
         if path.exists() or self._unfiled_path(key).exists():
             return
         write_new(str(path), _ref_json(ref))
 
     def get_output(self, key: str) -> bytes | None:
+        """The output recorded for ``key`` (from its task's log, or through an older ContentRef
+        record), or None."""
         ref = self.get(key)  # an earlier release's record was written first: it wins
         if ref is not None:
             return None if self.store is None else self.store.get(ref)
@@ -219,6 +230,8 @@ class LocalStepRecords:
         return None if body is None else self._open(digest, body)
 
     def put_output(self, key: str, data: bytes) -> None:
+        """Append ``data`` for ``key`` to its task's log (sealed when the store is encrypted); the
+        first record of a key wins on reading."""
         digest = _sha256(key)
         entry = _log_entry(digest, self._seal(digest, data))
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
@@ -246,6 +259,8 @@ class LocalStepRecords:
         return open_body(self._cipher, body, key_digest)
 
     def release(self, task_ids: Collection[str], stored_before: datetime) -> int:
+        """Delete the logs and record files of these tasks, and unfiled records written before
+        ``stored_before``; returns how many records went."""
         deleted = 0
         for task_id in task_ids:
             log = self._task_log(task_id)
@@ -294,6 +309,8 @@ class PostgresStepRecords:
     content store."""
 
     def __init__(self, dsn: str, table: str) -> None:
+        """``dsn`` is a PostgreSQL connection string, ``table`` the records' table; ValueError for a
+        table name that is not an identifier."""
         import psycopg
 
         if not table.replace("_", "").isalnum():
@@ -312,16 +329,20 @@ class PostgresStepRecords:
         return conn
 
     def get(self, key: str) -> ContentRef | None:
+        """The reference recorded for ``key``, or None."""
         row = self._conn().execute(f"SELECT ref FROM {self.table} WHERE key = %s", (key,)).fetchone()
         return None if row is None else _ref(row[0].encode())
 
     def put(self, key: str, ref: ContentRef) -> None:
+        """Record ``ref`` for ``key``, filed under its task; an existing record is kept."""
         self._conn().execute(
             f"INSERT INTO {self.table} (key, ref, task_id) VALUES (%s, %s, %s) ON CONFLICT (key) DO NOTHING",
             (key, _ref_json(ref).decode(), task_of(key)),
         )
 
     def release(self, task_ids: Collection[str], stored_before: datetime) -> int:
+        """Delete the records of these tasks (filing by task those whose key names one first);
+        returns how many went."""
         conn = self._conn()
         with conn.transaction():
             # Records written before they were filed by task: file the ones with a task in the key.
@@ -337,21 +358,26 @@ class MemoryStepRecords:
     """Records within one process: a worker restarted elsewhere does not see them."""
 
     def __init__(self) -> None:
+        """Starts empty."""
         self._refs: dict[str, ContentRef] = {}
         self._outputs: dict[str, bytes] = {}
         self._lock = threading.Lock()
 
     def get(self, key: str) -> ContentRef | None:
+        """The reference recorded for ``key``, or None."""
         return self._refs.get(key)
 
     def put(self, key: str, ref: ContentRef) -> None:
+        """Record ``ref`` for ``key`` unless it has one already."""
         with self._lock:
             self._refs.setdefault(key, ref)
 
     def get_output(self, key: str) -> bytes | None:
+        """The output recorded for ``key``, or None."""
         return self._outputs.get(key)
 
     def put_output(self, key: str, data: bytes) -> None:
+        """Record ``data`` for ``key`` unless it has one already."""
         with self._lock:
             self._outputs.setdefault(key, data)
 

@@ -53,6 +53,8 @@ class TranscriptStore:
     read back from its newest cached ancestor."""
 
     def __init__(self, store: ContentStore, cache_mb: float = SETTINGS["transcript_cache_mb"].default) -> None:
+        """``store`` holds the chains' nodes; ``cache_mb`` bounds the decoded chains kept in memory.
+        """
         self.store = store
         self._cache: OrderedDict[str, _Chain] = OrderedDict()
         self._cache_limit = int(cache_mb * 2**20)
@@ -60,6 +62,8 @@ class TranscriptStore:
         self._lock = threading.Lock()  # guards the cache only; store I/O runs outside it
 
     def load(self, head: ContentRef | None) -> tuple[Message, ...]:
+        """Every message of the chain ending at ``head`` (none for None), from the cache or read
+        back from the store."""
         if head is None:
             return ()
         chain = self._cached(head.hash)
@@ -100,6 +104,7 @@ class TranscriptStore:
         return _Chain(tuple(messages), prefix.size + size, refs)
 
     def append(self, head: ContentRef | None, messages: list[Message]) -> ContentRef:
+        """Store a node holding ``messages`` after ``head`` and return the new head."""
         body = {
             "parent": head.hash if head else None,
             "messages": _MESSAGES.dump_python(messages, mode="json"),

@@ -23,7 +23,8 @@ DeltaSink = Callable[[StreamDelta], Any]
 class Subscription(Protocol):
     """A listening sink; ``close()`` stops its deliveries."""
 
-    async def close(self) -> None: ...
+    async def close(self) -> None:
+        """Stop delivering to the sink and release the subscription's connection, if any."""
 
 
 class DeltaBroker(Protocol):

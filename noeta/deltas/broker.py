@@ -35,12 +35,16 @@ class InProcessBroker:
     deltas have all arrived when its result has)."""
 
     def __init__(self) -> None:
+        """Starts with no listeners."""
         self._listeners: list[_Listener] = []
 
     def wants_deltas(self) -> bool:
+        """True while a sink of this process listens."""
         return bool(self._listeners)
 
     def publish(self, namespace: str, delta: StreamDelta) -> None:
+        """Deliver ``delta`` to every sink listening to its namespace and task; an awaitable a sink
+        returns is scheduled, not awaited."""
         for listener in list(self._listeners):
             if listener.namespace == namespace and listener.task_id in (None, delta.task_id):
                 result = deliver(listener.sink, delta)
@@ -48,6 +52,8 @@ class InProcessBroker:
                     asyncio.ensure_future(result)
 
     async def subscribe(self, namespace: str, sink: DeltaSink, task_id: str | None = None) -> Subscription:
+        """Deliver the deltas of ``namespace`` (of task ``task_id`` only, unless None) to ``sink``
+        until the subscription is closed."""
         listener = _Listener(self, namespace, task_id, sink)
         self._listeners.append(listener)
         return listener
@@ -81,6 +87,7 @@ class DeltaStream:
     stream.close()`` (or ``async with``) ends the subscription."""
 
     def __init__(self) -> None:
+        """Must be created on the event loop that reads the stream."""
         self._queue: asyncio.Queue[StreamDelta] = asyncio.Queue()
         self._loop = asyncio.get_running_loop()
         self._subscription: Subscription | None = None
@@ -93,22 +100,27 @@ class DeltaStream:
         self._loop.call_soon_threadsafe(self._queue.put_nowait, delta)
 
     def __aiter__(self) -> AsyncIterator[StreamDelta]:
+        """The stream is its own iterator."""
         return self
 
     async def __anext__(self) -> StreamDelta:
+        """The next delta; the iteration ends once the stream is closed."""
         if self._subscription is None:
             raise StopAsyncIteration
         return await self._queue.get()
 
     async def close(self) -> None:
+        """End the subscription (idempotent)."""
         subscription, self._subscription = self._subscription, None
         if subscription is not None:
             await subscription.close()
 
     async def __aenter__(self) -> DeltaStream:
+        """Return the stream itself."""
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
+        """Close the stream."""
         await self.close()
 
 

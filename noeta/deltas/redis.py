@@ -23,6 +23,7 @@ MAX_QUEUED = 10_000
 
 
 def channel(namespace: str, task_id: str) -> str:
+    """The Redis pub/sub channel of a task's deltas in ``namespace``."""
     return f"{DELTA_CHANNEL_PREFIX}{namespace}:{task_id}"
 
 
@@ -51,7 +52,11 @@ class _RedisSubscription:
 
 
 class RedisBroker:
+    """Carries deltas between processes through Redis pub/sub (``NOETA_DELTA_BROKER=redis://...``),
+    one channel per task. Publishing never waits: a full queue drops deltas and counts them."""
     def __init__(self, url: str) -> None:
+        """``url``: the Redis server (``redis://host:port/db``); ConfigurationError without the
+        redis package."""
         self.url = url
         self._redis = _redis()
         self._queue: asyncio.Queue[tuple[str, bytes]] | None = None
@@ -61,9 +66,12 @@ class RedisBroker:
         """Deltas dropped because Redis could not keep up or was unreachable."""
 
     def wants_deltas(self) -> bool:
+        """Always True: the listeners are in other processes."""
         return True  # listeners are in other processes
 
     def publish(self, namespace: str, delta: StreamDelta) -> None:
+        """Queue ``delta`` for this loop's publisher task (started on first use); dropped and
+        counted when the queue is full."""
         loop = asyncio.get_running_loop()
         if self._loop is not loop or self._publisher is None or self._publisher.done():
             self._loop, self._queue = loop, asyncio.Queue(MAX_QUEUED)
@@ -88,6 +96,8 @@ class RedisBroker:
             await client.aclose()
 
     async def subscribe(self, namespace: str, sink: DeltaSink, task_id: str | None = None) -> Subscription:
+        """Listen on the channel of ``task_id`` (of every task of ``namespace`` when None) and hand
+        each delta to ``sink``."""
         client = self._redis.Redis.from_url(self.url, socket_connect_timeout=5)
         pubsub = client.pubsub()
         if task_id is None:

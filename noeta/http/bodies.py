@@ -30,6 +30,7 @@ class BoundedRequest(Request):
     through to the exception handlers."""
 
     async def body(self) -> bytes:
+        """The request body, read once; HTTPError 413 past MAX_BODY_BYTES."""
         if not hasattr(self, "_body"):
             received = bytearray()
             async for chunk in self.stream():
@@ -40,6 +41,8 @@ class BoundedRequest(Request):
         return self._body
 
     async def json(self) -> Any:
+        """The body parsed as JSON, once; HTTPError 400 for malformed JSON (NaN and Infinity
+        included)."""
         if not hasattr(self, "_json"):
             try:
                 self._json = json.loads(await self.body(), parse_constant=_reject_constant)
@@ -52,6 +55,7 @@ class BoundedRoute(APIRoute):
     """An endpoint that reads its body as a :class:`BoundedRequest`."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        """The route's handler, given the request as a BoundedRequest."""
         handler = super().get_route_handler()
 
         async def bounded(request: Request) -> Response:

@@ -37,6 +37,8 @@ class HTTPError(HTTPException):
     name. An ``HTTPException`` so that FastAPI lets it through while it reads the body."""
 
     def __init__(self, status: int, name: str, message: str) -> None:
+        """``status``: the HTTP status; ``name``: the error name in the body; ``message``: what went
+        wrong."""
         super().__init__(status, message)
         self.name = name
 

@@ -52,6 +52,7 @@ class TaskOptions(TaskSettingsBody):
 
 
 class StartTask(Request):
+    """Start a task: its first goal, and its options (defaults when absent)."""
     goal: StrictStr
     keep_open: StrictBool = False
     task_id: StrictStr | None = Field(default=None, description="default: a new random id; must not contain '/'")
@@ -60,10 +61,13 @@ class StartTask(Request):
 
 
 class Goal(Request):
+    """The next goal of a keep_open task."""
     goal: StrictStr
 
 
 class Approval(Request):
+    """The answer to an action waiting for approval: approve it (the default) or refuse it, with an
+    optional reason and approver name."""
     call_id: StrictStr
     approved: StrictBool = True
     reason: StrictStr | None = None
@@ -71,6 +75,8 @@ class Approval(Request):
 
 
 class Injection(Request):
+    """Context for the model at its next step, as a user-channel message of origin system or memory.
+    """
     text: StrictStr
     origin: Literal["system", "memory"] = "system"
 
@@ -83,10 +89,12 @@ class Response(BaseModel):
 
 
 class TaskRef(Response):
+    """The task an operation applies to."""
     task_id: str
 
 
 class ApprovalAccepted(Response):
+    """The answer to an approval, as accepted."""
     task_id: str
     call_id: str
     approved: bool
@@ -101,6 +109,8 @@ class ErrorBody(Response):
 
 
 class TaskSummaryOut(Response):
+    """A task as the task list shows it: status, goal, model, turns, tokens, times, indexed metadata
+    and cost."""
     task_id: str
     status: TaskStatus = Field(description="NoetaStatus: " + ", ".join(TASK_STATUSES))
     goal: str | None
@@ -115,10 +125,12 @@ class TaskSummaryOut(Response):
 
     @classmethod
     def of(cls, summary: TaskSummary) -> TaskSummaryOut:
+        """The summary as a response body."""
         return cls.model_validate(summary)
 
 
 class TaskOut(TaskSummaryOut):
+    """One task: its summary, whether it runs, its result or error, and what it is doing now."""
     running: bool
     result: TaskResult | None
     error: ErrorBody | None
@@ -126,18 +138,21 @@ class TaskOut(TaskSummaryOut):
 
     @classmethod
     def of_info(cls, info: TaskInfo, error: dict[str, Any] | None, details: str) -> TaskOut:
+        """The task's body from its description, error body and current details."""
         summary = TaskSummaryOut.of(info).model_dump()
         body = ErrorBody.model_validate(error) if error is not None else None
         return cls(**summary, running=info.running, result=info.result, error=body, current_details=details)
 
 
 class PendingApprovalOut(Response):
+    """An action waiting for approval, with its task and that task's goal."""
     task_id: str
     goal: str | None
     request: ApprovalRequest
 
     @classmethod
     def of(cls, item: PendingApproval) -> PendingApprovalOut:
+        """The pending approval as a response body."""
         return cls(task_id=item.task_id, goal=item.goal, request=item.request)
 
 
@@ -149,10 +164,12 @@ class ViewItemOut(Response):
 
 
 class Health(Response):
+    """Liveness: always ``ok``."""
     status: str
 
 
 class Ready(Response):
+    """Readiness, and whether Temporal answered its health check."""
     status: Literal["ready", "unavailable"]
     temporal: bool
 

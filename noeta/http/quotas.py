@@ -42,6 +42,8 @@ def _usd(name: str, raw: str) -> float:
 
 @dataclass(frozen=True)
 class SpendQuotas:
+    """The spend quotas of API keys and the cost ceiling of tasks started through the API, from the
+    environment (``from_env``)."""
     daily_usd: float | None = None
     """What each API key may spend per UTC day (None: no daily quota)."""
     per_key: Mapping[str, float] = field(default_factory=dict)
@@ -72,9 +74,12 @@ class SpendQuotas:
 
     @property
     def active(self) -> bool:
+        """Whether any quota or task ceiling is configured."""
         return self.daily_usd is not None or bool(self.per_key) or self.task_max_cost_usd is not None
 
     def daily_for(self, key_id: str) -> float | None:
+        """The daily quota of the key ``key_id`` in US dollars (its own, else the common one), or
+        None."""
         return self.per_key.get(key_id, self.daily_usd)
 
     async def check_cluster(self, client: AsyncClient) -> None:

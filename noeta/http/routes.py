@@ -83,6 +83,7 @@ def _non_empty(value: str | None, name: str) -> str | None:
 
 @health.get("/healthz", summary="Liveness (no checks, no authentication)")
 async def healthz() -> models.Health:
+    """Answers 200 while the server runs."""
     return models.Health(status="ok")
 
 
@@ -92,6 +93,7 @@ async def healthz() -> models.Health:
     responses={503: {"model": models.Ready, "description": "Temporal unreachable"}},
 )
 async def readyz(state: State, response: Response) -> models.Ready:
+    """Answers 200 when Temporal's frontend passes its health check in time, else 503."""
     try:
         ok = await asyncio.wait_for(state.client.temporal.service_client.check_health(), READY_TIMEOUT_SECONDS)
     except Exception:  # unreachable, timed out: not ready (details stay in the log)
@@ -106,6 +108,9 @@ async def readyz(state: State, response: Response) -> models.Ready:
 
 @api.post("/tasks", status_code=201, tags=["tasks"], summary="Start a task", responses=answers(401, 409, 413, 422, 429))
 async def start_task(body: models.StartTask, state: State, key: KeyId) -> models.TaskRef:
+    """Start a task with the body's goal and options; answers its id. With spend quotas, a key that
+    has spent its quota gets 429, and the task's cost limit is lowered to what the key has left
+    today."""
     if not body.goal.strip():
         raise ConfigurationError("goal must be a non-empty string")
     task_id = _non_empty(body.task_id, "task_id")
@@ -129,6 +134,7 @@ async def list_tasks(
     metadata: Annotated[list[str] | None, Query(description="key=value of an indexed metadata key (repeatable)")] = None,
     limit: Limit = 50,
 ) -> list[models.TaskSummaryOut]:
+    """Tasks matching the filters, newest first, at most ``limit``."""
     wanted = {}
     for item in metadata or []:
         key, sep, value = item.partition("=")
@@ -144,6 +150,7 @@ async def list_tasks(
     responses=answers(401, 404),
 )
 async def get_task(task_id: TaskId, state: State) -> models.TaskOut:
+    """The task's status, usage and result or error; a running task also says what it does now."""
     info = await state.client.describe(task_id)
     details = await _current_details(state.client, task_id) if info.running else ""
     return models.TaskOut.of_info(info, error_body(info.error) if info.error else None, details)
@@ -162,6 +169,8 @@ async def _current_details(client: AsyncClient, task_id: str) -> str:
     responses=answers(401, 404, 409, 413, 422, 429),
 )
 async def send_goal(task_id: TaskId, body: models.Goal, state: State, key: KeyId) -> TaskResult:
+    """Send the next goal to a keep_open task and wait for its result (spend quotas are checked
+    first)."""
     await state.quotas.admit(state.client, key)
     return await state.client.send_goal(task_id, body.goal)
 
@@ -171,6 +180,7 @@ async def send_goal(task_id: TaskId, body: models.Goal, state: State, key: KeyId
     responses=answers(401, 404, 409),
 )
 async def cancel_task(task_id: TaskId, state: State) -> models.TaskRef:
+    """Ask a running task to cancel."""
     await state.client.cancel(task_id)
     return models.TaskRef(task_id=task_id)
 
@@ -180,6 +190,7 @@ async def cancel_task(task_id: TaskId, state: State) -> models.TaskRef:
     summary="Let a keep_open task end after its queued goals", responses=answers(401, 404, 409),
 )
 async def close_task(task_id: TaskId, state: State) -> models.TaskRef:
+    """Let a keep_open task end once its queued goals are done."""
     await state.client.close_task(task_id)
     return models.TaskRef(task_id=task_id)
 
@@ -189,6 +200,7 @@ async def close_task(task_id: TaskId, state: State) -> models.TaskRef:
     responses=answers(401, 404, 409, 413, 422),
 )
 async def inject(task_id: TaskId, body: models.Injection, state: State) -> models.TaskRef:
+    """Add a message the model reads at its next step."""
     await state.client.inject(task_id, body.text, body.origin)
     return models.TaskRef(task_id=task_id)
 
@@ -198,6 +210,7 @@ async def inject(task_id: TaskId, body: models.Injection, state: State) -> model
     response_model=list[models.ViewItemOut], responses=answers(401, 404),
 )
 async def messages(task_id: TaskId, state: State) -> list[dict[str, Any]]:
+    """The task's conversation, each item with its type name."""
     items = await state.client.messages(task_id)
     return [{"type": type(item).__name__, **to_jsonable_python(item)} for item in items]
 
@@ -210,6 +223,8 @@ async def messages(task_id: TaskId, state: State) -> list[dict[str, Any]]:
     responses=answers(401, 422),
 )
 async def all_pending_approvals(state: State, limit: Limit = 100) -> list[models.PendingApprovalOut]:
+    """Every action waiting for a human, across the tasks whose status is awaiting_approval (at most
+    ``limit`` of them)."""
     return [models.PendingApprovalOut.of(p) for p in await state.client.approvals_waiting(limit)]
 
 
@@ -218,6 +233,7 @@ async def all_pending_approvals(state: State, limit: Limit = 100) -> list[models
     responses=answers(401, 404),
 )
 async def pending_approvals(task_id: TaskId, state: State) -> list[ApprovalRequest]:
+    """The task's actions waiting for a human (none once it ended)."""
     return await state.client.pending_approvals(task_id)
 
 
@@ -226,6 +242,7 @@ async def pending_approvals(task_id: TaskId, state: State) -> list[ApprovalReque
     responses=answers(401, 404, 409, 413, 422),
 )
 async def approve(task_id: TaskId, body: models.Approval, state: State) -> models.ApprovalAccepted:
+    """Approve or refuse the task's action ``call_id``."""
     if not body.call_id.strip():
         raise ConfigurationError("call_id must be a non-empty string")
     await state.client.approve(
@@ -254,6 +271,8 @@ async def events(
         BeforeValidator(_blank_is_default),
     ] = None,
 ) -> EventStream:
+    """The task's event envelopes after ``after_seq`` (or the Last-Event-ID header) as Server-Sent
+    Events; with follow, the stream stays open until the task ends."""
     if last_event_id is not None:  # a reconnecting EventSource keeps its URL: the later position wins
         after_seq = max(after_seq, last_event_id)
     await state.client.is_running(task_id)  # an unknown task is a 404, not an empty stream
@@ -265,5 +284,7 @@ async def events(
     summary="Streamed model text (delta events) until the task ends", responses=answers(401, 404),
 )
 async def deltas(task_id: TaskId, state: State) -> EventStream:
+    """The model's text of the task as it is generated, as Server-Sent ``delta`` events, until the
+    task ends."""
     await state.client.is_running(task_id)  # an unknown task is a 404, not an empty stream
     return EventStream(delta_stream(state.client, task_id, state.keepalive_seconds))

@@ -42,6 +42,7 @@ class EventStream(StreamingResponse):
         media_type: str | None = None,
         background: BackgroundTask | None = None,
     ) -> None:
+        """A stream of ``content``; the stream headers are added to ``headers``."""
         super().__init__(content, status_code, {**HEADERS, **(headers or {})}, media_type, background)
 
 
@@ -58,10 +59,13 @@ def sse_event(event: str, data: Any, id: int | None = None) -> bytes:
 
 
 def sse_envelope(env: EventEnvelope) -> bytes:
+    """One envelope as an SSE message: its type as the event, its seq as the id, its JSON as the
+    data."""
     return sse_event(env.type, envelope_to_dict(env), id=env.seq)
 
 
 def sse_delta(delta: StreamDelta) -> bytes:
+    """One streamed delta as an SSE ``delta`` event."""
     return sse_event("delta", asdict(delta))
 
 

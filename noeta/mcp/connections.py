@@ -126,6 +126,8 @@ class McpConnections:
     def __init__(
         self, allowed_commands: Collection[str] | None = None, environ: Mapping[str, str] | None = None
     ) -> None:
+        """See the class docstring for the arguments; no connection is opened before it is needed.
+        """
         self.allowed_commands = None if allowed_commands is None else frozenset(allowed_commands)
         self._environ = environ
         self._open: dict[str, _Connection] = {}
@@ -189,6 +191,7 @@ class McpConnections:
         raise AssertionError("unreachable")
 
     async def server_version(self, alias: str, config: McpServerConfig) -> str:
+        """The version the server reported when connecting (empty if none)."""
         connection = await self._connection(alias, config)
         return connection.server_info.version if connection.server_info else ""
 
@@ -212,6 +215,8 @@ class McpConnections:
     async def call_tool(
         self, alias: str, config: McpServerConfig, tool: str, arguments: dict[str, Any], timeout_seconds: float | None
     ) -> CallToolResult:
+        """Call ``tool`` of the server with ``arguments``, waiting up to ``timeout_seconds`` (None:
+        no limit); McpServerError when the server cannot be reached or the session fails."""
         timeout = timedelta(seconds=timeout_seconds) if timeout_seconds else None
 
         async def send(session: ClientSession) -> CallToolResult:

@@ -53,6 +53,7 @@ def _file(name: str) -> Response:
 
 @router.get("/", response_class=HTMLResponse, summary="The web console (public)")
 async def console_page() -> Response:
+    """The console's main page."""
     return _file(PAGES["/"])
 
 
@@ -60,6 +61,7 @@ async def console_page() -> Response:
     "/docs", response_class=HTMLResponse, summary="This API's documentation, rendered from /openapi.json (public)"
 )
 async def docs_page() -> Response:
+    """The API documentation page, rendered in the browser from /openapi.json."""
     return _file(PAGES["/docs"])
 
 
@@ -73,6 +75,7 @@ _MEDIA_TYPES: dict[str, dict[str, object]] = {media.split(";")[0]: {} for media 
     responses={200: {"description": "The file", "content": _MEDIA_TYPES}, **answers(404)},
 )
 async def console_file(name: Annotated[str, Path(description=", ".join(FILES))]) -> Response:
+    """One of the console's files (404 for any other name)."""
     if name not in FILES:
         raise HTTPException(404)
     return _file(name)
