@@ -40,28 +40,9 @@ from noeta.protocols.task import (
     SubAgentSpec,
     TaskInput,
 )
-from noeta.protocols.task_settings import MODEL_TIMEOUT_SECONDS, TaskSettings, settings_values
+from noeta.protocols.task_settings import EFFORTS, MODEL_TIMEOUT_SECONDS, TaskSettings, check_thinking, settings_values
 from noeta.protocols.tool import Tool, tool_fingerprint
 from noeta.protocols.validation import Validator, as_validator
-
-#: Reasoning efforts a task may ask for (the union of OpenAI's and Anthropic's values).
-EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
-_THINKING_TYPES = ("enabled", "adaptive", "disabled")
-
-
-def check_thinking(thinking: Any) -> None:
-    """Raise ConfigurationError unless ``thinking`` is None or a mapping whose ``type`` is enabled, adaptive
-    or disabled."""
-    if thinking is None:
-        return
-    if not isinstance(thinking, Mapping) or thinking.get("type") not in _THINKING_TYPES:
-        raise ConfigurationError(
-            f"thinking must be a mapping whose type is one of {', '.join(_THINKING_TYPES)}, got {thinking!r}"
-        )
-    budget = thinking.get("budget_tokens")
-    if thinking["type"] == "enabled" and (not isinstance(budget, int) or isinstance(budget, bool) or budget < 1024):
-        raise ConfigurationError("thinking of type 'enabled' needs budget_tokens, an int >= 1024")
-
 
 # Keyword-only, like the TaskSettings fields it inherits (model, max_turns, limits, the activity
 # options...: declared once there, shared with the workflow's input).

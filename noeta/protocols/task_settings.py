@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from noeta.errors import ConfigurationError
 from noeta.protocols.activity_options import ActivityOptions
 from noeta.protocols.budget import UsageLimits
 from noeta.protocols.names import DEFAULT_INDEX_INTERVAL_SECONDS
@@ -57,7 +58,7 @@ class TaskSettings:
     """Extended thinking, Anthropic-shaped: ``{"type": "enabled", "budget_tokens": N}``,
     ``{"type": "adaptive"}`` or ``{"type": "disabled"}`` (docs/providers.md)."""
     effort: str | None = None
-    """Reasoning effort: one of ``noeta.client.options.EFFORTS`` (OpenAI ``reasoning_effort``,
+    """Reasoning effort: one of ``EFFORTS`` (below) (OpenAI ``reasoning_effort``,
     Anthropic ``output_config.effort``)."""
     temperature: float | None = None
     """Sampling temperature, 0 to 2 (None: the provider's default)."""
@@ -113,4 +114,24 @@ def settings_values(settings: TaskSettings) -> dict[str, Any]:
     return values
 
 
-__all__ = ["MODEL_TIMEOUT_SECONDS", "TaskSettings", "settings_values"]
+#: Reasoning efforts a task may ask for (the union of OpenAI's and Anthropic's values).
+EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
+_THINKING_TYPES = ("enabled", "adaptive", "disabled")
+
+
+def check_thinking(thinking: Any) -> None:
+    """Raise ConfigurationError unless ``thinking`` is None or a mapping whose ``type`` is enabled, adaptive
+    or disabled."""
+    if thinking is None:
+        return
+    if not isinstance(thinking, Mapping) or thinking.get("type") not in _THINKING_TYPES:
+        raise ConfigurationError(
+            f"thinking must be a mapping whose type is one of {', '.join(_THINKING_TYPES)}, got {thinking!r}"
+        )
+    budget = thinking.get("budget_tokens")
+    if thinking["type"] == "enabled" and (not isinstance(budget, int) or isinstance(budget, bool) or budget < 1024):
+        raise ConfigurationError("thinking of type 'enabled' needs budget_tokens, an int >= 1024")
+
+
+
+__all__ = ["EFFORTS", "MODEL_TIMEOUT_SECONDS", "TaskSettings", "check_thinking", "settings_values"]
