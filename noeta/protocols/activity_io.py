@@ -19,6 +19,9 @@ from noeta.protocols.validation import OutputSchema
 
 @dataclass(frozen=True, slots=True)
 class PrepareInput:
+    """The input of ``prepare``: what the task asks for (tools with the fingerprints it expects,
+    system prompt, output schema, validators, guards, channels, MCP servers, resources), checked
+    and stored once before its first model call."""
     task_id: str
     tools: list[str]
     expected_fingerprints: dict[str, str]
@@ -42,6 +45,8 @@ class PrepareInput:
 
 @dataclass(frozen=True, slots=True)
 class PrepareOutput:
+    """What ``prepare`` found and stored: the tools' specs, the references of the system prompt and
+    schemas, the context plan and the resources it equipped."""
     tools: list[ToolSpec]
     system_ref: ContentRef | None
     """System prompt plus stable channels."""
@@ -57,6 +62,8 @@ class PrepareOutput:
 
 @dataclass(frozen=True, slots=True)
 class CallModelInput:
+    """The input of ``call_model``: the provider and model, the transcript as a stored head plus the
+    messages added since, and the references ``prepare`` stored."""
     task_id: str
     provider: str
     model: str | None
@@ -86,6 +93,8 @@ class CallModelInput:
 
 @dataclass(frozen=True, slots=True)
 class CallModelOutput:
+    """What ``call_model`` returns: the response (its raw form stored apart), the transcript's new
+    head, and the attempts it took."""
     response: LLMResponse
     """The response without ``raw`` (kept in the content store as ``raw_ref``)."""
     head: ContentRef
@@ -106,6 +115,8 @@ class CallModelOutput:
 
 @dataclass(frozen=True, slots=True)
 class InvokeToolInput:
+    """The input of ``invoke_tool``: one tool call of the model, with the fingerprint the task
+    recorded for the tool (or why it is rejected)."""
     task_id: str
     call_id: str
     tool_name: str
@@ -128,6 +139,8 @@ class InvokeToolInput:
 
 @dataclass(frozen=True, slots=True)
 class InvokeToolOutput:
+    """What ``invoke_tool`` returns: the tool's result, the attempts it took, recalled memories and
+    the resource calls it made."""
     result: ToolResult
     attempt: int = 1
     retried: list[AttemptFailure] = field(default_factory=list)
@@ -143,6 +156,8 @@ class InvokeToolOutput:
 
 @dataclass(frozen=True, slots=True)
 class CheckGuardsInput:
+    """The input of ``check_guards``: the actions of one turn and the guards that must judge each.
+    """
     task_id: str
     trace_id: str
     turn: int
@@ -155,12 +170,15 @@ class CheckGuardsInput:
 
 @dataclass(frozen=True, slots=True)
 class CheckGuardsOutput:
+    """What ``check_guards`` returns."""
     verdicts: list[GuardDecision]
     """Every guard's verdict on every action (allow verdicts included), in order."""
 
 
 @dataclass(frozen=True, slots=True)
 class ValidateInput:
+    """The input of ``validate_output``: a final answer, to check against the output schema and the
+    validators."""
     task_id: str
     answer: str
     output_schema: OutputSchema | None
@@ -178,6 +196,7 @@ class ReleaseInput:
 
 @dataclass(frozen=True, slots=True)
 class ReleaseOutput:
+    """What the release of a task's resources did."""
     released: list[str]
     """Keys destroyed by the worker that ran the release (created there, in reverse order)."""
     errors: list[str] = field(default_factory=list)
@@ -186,6 +205,8 @@ class ReleaseOutput:
 
 @dataclass(frozen=True, slots=True)
 class ValidateOutput:
+    """What ``validate_output`` found: ``ok`` with the parsed data, or the issue and which check
+    raised it."""
     ok: bool
     data: Any = None
     """The parsed (and, with a schema, validated) answer as JSON values."""
@@ -195,12 +216,15 @@ class ValidateOutput:
 
 @dataclass(frozen=True, slots=True)
 class LoadTranscriptInput:
+    """The input of ``load_transcript``: the stored head to read back when a run resumes, and how
+    much of it to return at most."""
     head: ContentRef | None
     max_bytes: int = 1_000_000
 
 
 @dataclass(frozen=True, slots=True)
 class LoadTranscriptOutput:
+    """What ``load_transcript`` returns: the newest messages that fit ``max_bytes``."""
     messages: list[Message]
     omitted: int = 0
     """Oldest messages left out to keep the payload small (the provider still gets them all)."""

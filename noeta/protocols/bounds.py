@@ -20,6 +20,7 @@ DAY = 86400.0
 
 @dataclass(frozen=True, slots=True)
 class Bound:
+    """The allowed range of one numeric setting."""
     lowest: float
     highest: float
     whole: bool
@@ -30,11 +31,14 @@ class Bound:
     """None means "not set" (the provider's or Temporal's default)."""
 
     def describe(self) -> str:
+        """The range in words, for an error message (``a whole number from 0 to 100``)."""
         kind = "a whole number" if self.whole else "a number"
         low = f"above {self.lowest:g}" if self.above_lowest else f"from {self.lowest:g}"
         return f"{kind} {low} to {self.highest:g}"
 
     def allows(self, value: Any) -> bool:
+        """Whether ``value`` is a finite number (an int where whole numbers are required, never a
+        bool) within the range."""
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             return False
         if self.whole and not isinstance(value, int):

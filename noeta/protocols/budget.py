@@ -47,6 +47,8 @@ class UsageLimits:
     """Fraction of a limit at which a BudgetWarning is recorded once per limit (None: no warnings)."""
 
     def __post_init__(self) -> None:
+        """ConfigurationError unless every limit is a number >= 0 (or None) and the per-tool limits
+        map tool names to counts."""
         for f in fields(self):
             value = getattr(self, f.name)
             if f.name == "max_tool_calls_per_tool":
@@ -125,12 +127,14 @@ class CallCounts:
     """Tool calls per tool name."""
 
     def __add__(self, other: CallCounts) -> CallCounts:
+        """The counts of both added up, tool by tool."""
         by_tool = dict(self.by_tool)
         for name, count in other.by_tool.items():
             by_tool[name] = by_tool.get(name, 0) + count
         return CallCounts(self.model_calls + other.model_calls, self.tool_calls + other.tool_calls, by_tool)
 
     def with_tools(self, names: list[str]) -> CallCounts:
+        """A copy that counts one more call of each tool in ``names``."""
         by_tool = dict(self.by_tool)
         for name in names:
             by_tool[name] = by_tool.get(name, 0) + 1
@@ -148,6 +152,7 @@ class LimitReading:
 
     @property
     def fraction(self) -> float:
+        """The part of the limit used (infinite for a limit of 0)."""
         return self.used / self.allowed if self.allowed else math.inf
 
 
@@ -168,6 +173,7 @@ class Spend:
 
     @classmethod
     def from_details(cls, details: Any) -> Spend | None:
+        """The spend in an error's details (``to_details``), or None when the details hold none."""
         if not isinstance(details, dict):
             return None
         usage, counts = details.get("usage"), details.get("counts")
@@ -259,6 +265,7 @@ def limit_value(limits: UsageLimits, name: str) -> float | None:
 
 
 def exceeded_message(reading: LimitReading) -> str:
+    """What a task's BudgetExceededError says: the limit, what it allows and what was used."""
     return (
         f"budget exceeded: {reading.limit} is {_number(reading.allowed)} and {_number(reading.used)} "
         "is used; the task stopped before the call that would pass it"

@@ -17,6 +17,8 @@ class ChannelContent:
 
 @dataclass(frozen=True, slots=True)
 class ChannelUse:
+    """One channel in a context plan: its name, whether it is stable (cached) or volatile, and its
+    length in characters."""
     name: str
     stable: bool
     chars: int

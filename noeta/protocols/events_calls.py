@@ -12,6 +12,8 @@ from noeta.protocols.statuses import CallOutcome
 
 @dataclass(frozen=True, slots=True)
 class ProviderCallStarted:
+    """A model call begins: provider, model, the goal's turn and how many messages were added since
+    the last call."""
     provider: str
     model: str | None
     turn: int
@@ -20,6 +22,8 @@ class ProviderCallStarted:
 
 @dataclass(frozen=True, slots=True)
 class ProviderCallRetried:
+    """An attempt of a model call failed and the call is retried (after ``retry_after`` seconds when
+    the provider said so)."""
     provider: str
     attempt: int
     """The attempt that failed."""
@@ -30,6 +34,8 @@ class ProviderCallRetried:
 
 @dataclass(frozen=True, slots=True)
 class ProviderCallCompleted:
+    """A model call finished: why the model stopped, the tokens it used and the attempt that
+    succeeded."""
     provider: str
     stop_reason: str
     usage: Usage
@@ -38,6 +44,7 @@ class ProviderCallCompleted:
 
 @dataclass(frozen=True, slots=True)
 class ProviderCallFailed:
+    """A model call failed for good: its last error and attempt."""
     provider: str
     error: str
     error_type: str | None
@@ -46,6 +53,7 @@ class ProviderCallFailed:
 
 @dataclass(frozen=True, slots=True)
 class ToolCallProposed:
+    """The model asked for a tool call (guards may still refuse it)."""
     call_id: str
     tool_name: str
     arguments: dict[str, Any]
@@ -53,6 +61,7 @@ class ToolCallProposed:
 
 @dataclass(frozen=True, slots=True)
 class ToolCallStarted:
+    """A tool call's activity was scheduled: the tool is about to run."""
     call_id: str
     tool_name: str
     arguments: dict[str, Any]
@@ -60,6 +69,7 @@ class ToolCallStarted:
 
 @dataclass(frozen=True, slots=True)
 class ToolCallRetried:
+    """An attempt of a tool call failed and the call is retried."""
     call_id: str
     tool_name: str
     attempt: int
@@ -69,6 +79,8 @@ class ToolCallRetried:
 
 @dataclass(frozen=True, slots=True)
 class ResourceCallObserved:
+    """A call an instrumented resource recorded while a tool ran: operation, duration, outcome and
+    derived fields."""
     call_id: str
     """The tool call that made it."""
     tool_name: str
@@ -83,6 +95,7 @@ class ResourceCallObserved:
 
 @dataclass(frozen=True, slots=True)
 class ToolCallCompleted:
+    """A tool call finished; ``success`` is the tool's own verdict on its result."""
     call_id: str
     tool_name: str
     success: bool
@@ -94,6 +107,7 @@ class ToolCallCompleted:
 
 @dataclass(frozen=True, slots=True)
 class ToolCallFailed:
+    """A tool call failed for good (its retries ran out or the error was not retryable)."""
     call_id: str
     tool_name: str
     error: str
@@ -103,6 +117,7 @@ class ToolCallFailed:
 
 @dataclass(frozen=True, slots=True)
 class SubtaskSpawned:
+    """A sub-agent call started a child task."""
     call_id: str
     goal: str
     child_task_id: str
@@ -112,6 +127,7 @@ class SubtaskSpawned:
 
 @dataclass(frozen=True, slots=True)
 class SubtaskCompleted:
+    """A child task ended; its answer (or failure) is the result of the call that spawned it."""
     call_id: str
     child_task_id: str
     success: bool

@@ -12,6 +12,7 @@ from noeta.protocols.statuses import Verdict
 
 @dataclass(frozen=True, slots=True)
 class GuardVerdict:
+    """One guard's verdict (allow, deny or ask) on one proposed action."""
     call_id: str
     """The action's id: a tool call id, a subtask's call id, or ``finish:<goal>:<n>``."""
     guard: str
@@ -21,6 +22,7 @@ class GuardVerdict:
 
 @dataclass(frozen=True, slots=True)
 class ApprovalRequested:
+    """A guard asked a human to approve an action; the task waits for the answer."""
     call_id: str
     guard: str
     reason: str | None
@@ -28,6 +30,7 @@ class ApprovalRequested:
 
 @dataclass(frozen=True, slots=True)
 class ApprovalGranted:
+    """A human approved a waiting action."""
     call_id: str
     approver: str | None
     reason: str | None
@@ -35,6 +38,7 @@ class ApprovalGranted:
 
 @dataclass(frozen=True, slots=True)
 class ApprovalDenied:
+    """A waiting action was refused, by a human or because nobody answered in time."""
     call_id: str
     approver: str | None
     """``timeout`` when nobody answered in time."""
@@ -43,6 +47,8 @@ class ApprovalDenied:
 
 @dataclass(frozen=True, slots=True)
 class ToolCallRefused:
+    """A tool call the engine did not run (a guard denied it, a human refused it, or the workflow
+    rejected it); the model gets ``reason`` as its result."""
     call_id: str
     tool_name: str
     arguments: dict[str, Any]
@@ -52,6 +58,7 @@ class ToolCallRefused:
 
 @dataclass(frozen=True, slots=True)
 class ValidationFailed:
+    """A final answer failed its output schema or a validator and goes back to the model."""
     attempt: int
     """1 for the first answer checked in this goal."""
     failure_type: Literal["schema", "validator"]
@@ -60,6 +67,8 @@ class ValidationFailed:
 
 @dataclass(frozen=True, slots=True)
 class AttemptsExhausted:
+    """Every allowed answer of the goal failed validation: the goal fails with
+    AttemptsExhaustedError."""
     attempts: int
     issues: list[str]
     last_failure_type: str
@@ -67,6 +76,7 @@ class AttemptsExhausted:
 
 @dataclass(frozen=True, slots=True)
 class BudgetWarning:
+    """A limit of the task is nearly used up (``UsageLimits.warn_at``); recorded once per limit."""
     limit: str
     """The UsageLimits field, e.g. ``max_cost_usd`` or ``max_tool_calls_per_tool[search]``."""
     allowed: float
@@ -75,6 +85,7 @@ class BudgetWarning:
 
 @dataclass(frozen=True, slots=True)
 class BudgetExceeded:
+    """The task reached a limit and stopped with BudgetExceededError."""
     limit: str
     allowed: float
     used: float

@@ -19,6 +19,7 @@ WORKFLOW_TERMINATED = "Terminated"
 
 @dataclass(frozen=True, slots=True)
 class TaskCreated:
+    """The task started: its goal, model, provider, tools and limits."""
     goal: str
     model: str | None
     provider: str
@@ -31,6 +32,7 @@ class TaskCreated:
 
 @dataclass(frozen=True, slots=True)
 class ScopeEquipped:
+    """The task's scope, as the chain of tasks that equipped it and as merged."""
     levels: list[ScopeLevel]
     """What each task on the chain equipped, the root first (this task last when it equips any)."""
     scope: dict[str, Any]
@@ -39,6 +41,8 @@ class ScopeEquipped:
 
 @dataclass(frozen=True, slots=True)
 class ContextChannel:
+    """One content channel in the composed context: its name, whether it is stable (cached) or
+    volatile, and its length in characters."""
     name: str
     stable: bool
     chars: int
@@ -46,6 +50,8 @@ class ContextChannel:
 
 @dataclass(frozen=True, slots=True)
 class ContextPlanComposed:
+    """How the task's context was laid out for the provider's cache: system prompt, tools, stable
+    and volatile channels."""
     system_prompt_chars: int
     """The system prompt alone."""
     tools: list[str]
@@ -59,6 +65,7 @@ class ContextPlanComposed:
 
 @dataclass(frozen=True, slots=True)
 class ResourcesEquipped:
+    """The task-scoped resources created for the task, and those it inherits from its parents."""
     owned: list[str]
     """Task-scoped resources created for this task (keys: the objects stay in the worker)."""
     exposed: list[str]
@@ -69,16 +76,19 @@ class ResourcesEquipped:
 
 @dataclass(frozen=True, slots=True)
 class GoalReceived:
+    """The task received a goal (its first, or the next one of a keep-open task)."""
     goal: str
 
 
 @dataclass(frozen=True, slots=True)
 class MessagesAppended:
+    """Messages were added to the transcript (by the user, the host, the model or tools)."""
     messages: list[Message]
 
 
 @dataclass(frozen=True, slots=True)
 class TaskCompleted:
+    """A goal ended with an answer (completed, or failed with the reason as the answer)."""
     answer: str
     status: GoalStatus
     usage: Usage
@@ -89,22 +99,27 @@ class TaskCompleted:
 
 @dataclass(frozen=True, slots=True)
 class TaskFailed:
+    """The task failed: why, and the error's type name."""
     reason: str
     error_type: str | None
 
 
 @dataclass(frozen=True, slots=True)
 class TaskCancelled:
+    """The task was cancelled."""
     reason: str = "cancelled"
 
 
 @dataclass(frozen=True, slots=True)
 class TaskContinuedAsNew:
+    """The task continued in a new run (its id, transcript and event seq carry on)."""
     new_run_id: str | None
 
 
 @dataclass(frozen=True, slots=True)
 class ResourcesReleased:
+    """The task-scoped resources destroyed when the task ended, and the errors of those whose
+    destroy raised."""
     released: list[str]
     errors: list[str] = field(default_factory=list)
 

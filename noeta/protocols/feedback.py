@@ -21,10 +21,12 @@ def finish_denied_feedback(reason: str) -> str:
 
 
 def denied_by_guard(guard: str, reason: str | None) -> str:
+    """What the model is told when guard ``guard`` denies its tool call."""
     return f"Denied by guard {guard!r}: {reason or 'no reason given'}"
 
 
 def not_approved(decision: ApprovalInput) -> str:
+    """What the model is told when a human refuses its action (or nobody answered in time)."""
     return f"Not approved by {decision.approver or 'a human'}: {decision.reason or 'no reason given'}"
 
 

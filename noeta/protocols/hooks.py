@@ -18,6 +18,7 @@ from noeta.protocols.tool import RiskLevel
 
 @dataclass(frozen=True, slots=True)
 class ProposedToolCall:
+    """The model wants to call a tool; ``risk_level`` is the tool's."""
     call_id: str
     tool_name: str
     arguments: dict[str, Any]
@@ -27,6 +28,7 @@ class ProposedToolCall:
 
 @dataclass(frozen=True, slots=True)
 class ProposedSpawnSubtask:
+    """The model wants to start a sub-agent with ``goal``."""
     call_id: str
     goal: str
     type: Literal["spawn_subtask"] = field(default="spawn_subtask", kw_only=True)
@@ -34,6 +36,7 @@ class ProposedSpawnSubtask:
 
 @dataclass(frozen=True, slots=True)
 class ProposedFinish:
+    """The policy wants to end the goal with ``answer``."""
     answer: str
     status: GoalStatus = "completed"
     call_id: str = ""
@@ -48,6 +51,7 @@ ProposedAction = Annotated[
 
 @dataclass(frozen=True, slots=True)
 class GuardContext:
+    """What a guard knows about the task an action belongs to."""
     task_id: str
     trace_id: str
     turn: int
@@ -75,9 +79,11 @@ class Guard(Protocol):
     workers by ``name``."""
 
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """The registry name workers find the guard by."""
 
-    def check(self, action: ProposedAction, ctx: GuardContext) -> VerdictResult | Awaitable[VerdictResult]: ...
+    def check(self, action: ProposedAction, ctx: GuardContext) -> VerdictResult | Awaitable[VerdictResult]:
+        """The verdict on ``action``: allow, deny (with a reason) or ask a human."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,7 @@ class InjectInput:
 
 @dataclass(frozen=True, slots=True)
 class GoalInput:
+    """A goal for a task, with optional images."""
     goal: str
     images: list[ImageBlock] = field(default_factory=list)
     goal_id: str = ""
@@ -44,6 +45,7 @@ class TaskResult:
 
 @dataclass(frozen=True, slots=True)
 class ApprovalInput:
+    """A human's answer to an approval request: approved or not, why, and who answered."""
     call_id: str
     approved: bool
     reason: str | None = None
@@ -52,6 +54,7 @@ class ApprovalInput:
 
 @dataclass(frozen=True, slots=True)
 class ApprovalRequest:
+    """An action a guard held for a human's approval, with the guard's reason."""
     call_id: str
     action: ProposedAction
     reason: str | None

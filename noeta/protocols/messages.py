@@ -113,6 +113,7 @@ class Message:
 
     @property
     def tool_uses(self) -> list[ToolUseBlock]:
+        """The message's tool-use blocks, in order."""
         return [b for b in self.content if isinstance(b, ToolUseBlock)]
 
 
@@ -137,6 +138,7 @@ class Usage:
 
     @property
     def input(self) -> int:
+        """Every input token: uncached plus cache reads and writes."""
         return self.uncached + self.cache_read + self.cache_write
 
     @property
@@ -145,6 +147,7 @@ class Usage:
         return max(0, self.output - self.reasoning_tokens)
 
     def __add__(self, other: "Usage") -> "Usage":
+        """Both counters added up, cost included."""
         return Usage(
             uncached=self.uncached + other.uncached,
             cache_read=self.cache_read + other.cache_read,
@@ -185,6 +188,7 @@ class LLMResponse:
 
     @property
     def text(self) -> str:
+        """The concatenated text blocks of the response."""
         return "".join(b.text for b in self.content if isinstance(b, TextBlock))
 
 
@@ -196,7 +200,9 @@ class LLMProvider(Protocol):
     built-in provider); Noeta calls it inside a retried activity.
     """
 
-    def complete(self, request: LLMRequest) -> LLMResponse | Awaitable[LLMResponse]: ...
+    def complete(self, request: LLMRequest) -> LLMResponse | Awaitable[LLMResponse]:
+        """Answer ``request``; a failure is a ProviderError (its ``retryable`` says whether to try
+        again; ContextLengthError when the context is too long)."""
 
 
 def registry_name(provider: LLMProvider) -> str:
@@ -232,4 +238,6 @@ class StreamingProvider(LLMProvider, Protocol):
     and returns the final :class:`LLMResponse`, which is all that history records. The worker
     streams when a ``delta_sink`` is configured (``HostConfig.delta_sink`` / ``Registry``)."""
 
-    async def stream(self, request: LLMRequest, on_delta: DeltaCallback) -> LLMResponse: ...
+    async def stream(self, request: LLMRequest, on_delta: DeltaCallback) -> LLMResponse:
+        """Answer ``request`` as ``complete`` does, calling ``on_delta(kind, text)`` for each piece
+        as it arrives."""

@@ -17,4 +17,6 @@ from noeta.protocols.view import View
 
 @runtime_checkable
 class Policy(Protocol):
-    def decide(self, ctx: StepContext, view: View) -> Decision: ...
+    """Decides a task's next step from what it knows (see the module); deterministic, no I/O."""
+    def decide(self, ctx: StepContext, view: View) -> Decision:
+        """The next step: call the model, run tools, spawn a subtask or finish."""

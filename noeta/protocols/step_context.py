@@ -16,6 +16,8 @@ M = TypeVar("M", bound=BaseModel)
 
 @dataclass(frozen=True, slots=True)
 class StepContext:
+    """The task a policy decides for: ids, model, tools, limits, system prompt and metadata (stable
+    within a task)."""
     task_id: str
     trace_id: str
     model: str | None

@@ -54,6 +54,7 @@ class ToolContext:
     """The task's merged scope, read-only (validate it with ``expect_scope(Model)``)."""
 
     def __post_init__(self) -> None:
+        """An empty ``idempotency_key`` becomes ``{task_id}/{call_id}``."""
         if not self.idempotency_key:
             object.__setattr__(self, "idempotency_key", f"{self.task_id}/{self.call_id}")
 
@@ -67,17 +68,28 @@ class Tool(Protocol):
     """
 
     @property
-    def name(self) -> str: ...
-    @property
-    def version(self) -> str: ...
-    @property
-    def description(self) -> str: ...
-    @property
-    def input_schema(self) -> dict[str, Any]: ...
-    @property
-    def risk_level(self) -> RiskLevel: ...
+    def name(self) -> str:
+        """The name the model calls the tool by."""
 
-    def invoke(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult | Awaitable[ToolResult]: ...
+    @property
+    def version(self) -> str:
+        """The tool's version: part of its fingerprint, so a change is noticed by running tasks."""
+
+    @property
+    def description(self) -> str:
+        """What the tool does, for the model."""
+
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        """The JSON Schema of the arguments."""
+
+    @property
+    def risk_level(self) -> RiskLevel:
+        """How risky a call is, for guards."""
+
+    def invoke(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult | Awaitable[ToolResult]:
+        """Run the tool with the model's ``arguments``; a result with ``success=False`` goes back to
+        the model, ToolRetryableError asks for a retry."""
 
 
 def tool_fingerprint(name: str, version: str, input_schema: dict[str, Any]) -> str:

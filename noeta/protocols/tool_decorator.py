@@ -57,19 +57,23 @@ class DecoratedTool(Generic[ResultT]):
 
     @property
     def fingerprint(self) -> str:
+        """The identity recorded for the tool in a task (name, version, input schema)."""
         return tool_fingerprint(self.name, self.version, self.input_schema)
 
     def invoke(self, arguments: dict[str, Any], ctx: ToolContext) -> ResultT:
+        """Call the wrapped function."""
         return self.fn(arguments, ctx)
 
     def __call__(self, arguments: dict[str, Any], ctx: ToolContext) -> ResultT:
+        """Call the wrapped function, as ``invoke`` does."""
         return self.fn(arguments, ctx)
 
 
 class ToolDecorator(Protocol):
     """What ``tool(name=..., version=..., input_schema=...)`` returns: it wraps one function."""
 
-    def __call__(self, fn: ToolFunction[R], /) -> DecoratedTool[R]: ...
+    def __call__(self, fn: ToolFunction[R], /) -> DecoratedTool[R]:
+        """Wrap ``fn`` as a DecoratedTool."""
 
 
 # The two overloads are the two ways to use it: tool(fn, name=...) and @tool(name=...). The

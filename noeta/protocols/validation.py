@@ -35,6 +35,8 @@ class OutputSchema:
 
 @dataclass(frozen=True, slots=True)
 class Validator:
+    """A check of a task's final answer, found on workers by ``name``; ``fn`` gets the parsed
+    answer."""
     fn: ValidatorFunction = field(repr=False)
     name: str
     """Registry key: workers find the validator by this name."""
@@ -43,6 +45,7 @@ class Validator:
 
 
 def validator_name(fn: Callable[..., Any]) -> str:
+    """The default name of a validator function: ``module:QualName``."""
     return f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', repr(fn))}"
 
 
@@ -75,4 +78,5 @@ def expect_validator(*args: Any, name: str | None = None) -> Validator:
 
 
 def as_validator(item: Validator | ValidatorFunction) -> Validator:
+    """``item`` as a Validator (a bare function gets its default name)."""
     return item if isinstance(item, Validator) else expect_validator(item)

@@ -9,6 +9,8 @@ from noeta.protocols.messages import Message, Usage
 
 @dataclass(frozen=True, slots=True)
 class View:
+    """What a policy sees at one step: the transcript, usage, turns used and left, and pending
+    approvals."""
     transcript: tuple[Message, ...]
     """Every message of the task so far (large tool outputs appear as ContentRefs)."""
     usage: Usage
@@ -22,4 +24,5 @@ class View:
 
     @property
     def last(self) -> Message | None:
+        """The latest message, or None before the first."""
         return self.transcript[-1] if self.transcript else None
