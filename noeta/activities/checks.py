@@ -27,6 +27,7 @@ class Checks:
     """``check_guards`` and ``validate_output``: the user's guards and validators, run on this worker."""
 
     def __init__(self, services: WorkerServices) -> None:
+        """``services``: the worker's shared services, whose registry has the guards and validators."""
         self.services = services
         self.registry = services.registry
 

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
 
 def load_connections(allowed_commands: Any = None) -> McpConnections:
+    """New MCP connections (stdio servers limited to ``allowed_commands``; None: any);
+    ConfigurationError when the worker lacks the [mcp] extra."""
     try:
         from noeta.mcp.connections import McpConnections
     except ImportError as err:
@@ -52,6 +54,8 @@ def risk_of(annotations: ToolAnnotations | None) -> RiskLevel:
 
 
 def spec_of(alias: str, tool: Tool, version: str) -> ToolSpec:
+    """The ToolSpec of a remote server's tool: named after the server's ``alias``, versioned by the
+    server's ``version``, with the risk level its annotations suggest."""
     name = mcp_tool_name(alias, tool.name)
     schema = dict(tool.inputSchema or {"type": "object", "properties": {}})
     version = f"mcp:{version or '0'}"
@@ -124,6 +128,7 @@ class McpServers:
     registry (``Registry.mcp_connections``), so a registry given connections of its own uses them."""
 
     def __init__(self, registry: Registry) -> None:
+        """``registry``: where the connections are kept, with the stdio commands tasks may start."""
         self._registry = registry
 
     def connections(self) -> McpConnections:

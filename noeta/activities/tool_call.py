@@ -53,6 +53,7 @@ class ToolCalls:
     """``invoke_tool`` for registered tools and remote MCP servers' tools."""
 
     def __init__(self, services: WorkerServices, mcp: remote.McpServers) -> None:
+        """``services``: the worker's shared services; ``mcp``: its connections to remote MCP servers."""
         self.services = services
         self.registry = services.registry
         self.mcp = mcp
@@ -209,6 +210,8 @@ def checked_result(tool_name: str, result: Any) -> ToolResult:
 
 
 def needs_offload(result: ToolResult) -> bool:
+    """Whether ``result``'s output is too large to travel inline (over INLINE_OUTPUT_LIMIT bytes of
+    UTF-8) and must go to the content store."""
     output = result.output
     # len() in characters bounds the UTF-8 size from below: only a long output can be too large.
     return (

@@ -3,8 +3,8 @@ the streaming skeleton. An adapter supplies its URL, headers, request body, resp
 :class:`StreamAssembler`; it never reaches into another adapter.
 
 Timeouts: ``LLMRequest.timeout_seconds`` (the worker sets it to what is left of the model call's
-attempt, i.e. ``Options.model_timeout_seconds``) wins over the adapter's own ``timeout``, so a long
-answer is never cut by a fixed HTTP timeout shorter than the option. A timeout becomes a retryable
+attempt, i.e. ``model_activity.start_to_close_seconds``) wins over the adapter's own ``timeout``, so a
+long answer is never cut by a fixed HTTP timeout shorter than the attempt's. A timeout becomes a retryable
 :class:`~noeta.errors.ProviderError` that says how long it waited.
 """
 

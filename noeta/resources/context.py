@@ -35,12 +35,14 @@ class CallRecorder:
     since a synchronous tool runs in a thread of its own)."""
 
     def __init__(self, limit: int = MAX_RECORDED_RESOURCE_CALLS) -> None:
+        """``limit``: how many calls are kept; later ones are only counted (``dropped``)."""
         self.limit = limit
         self.calls: list[ResourceCall] = []
         self.dropped = 0
         self._lock = threading.Lock()
 
     def add(self, call: ResourceCall) -> None:
+        """Keep ``call``, or count it as dropped once ``limit`` calls are kept."""
         with self._lock:
             if len(self.calls) < self.limit:
                 self.calls.append(call)

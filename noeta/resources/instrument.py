@@ -49,6 +49,8 @@ class Instrumented:
 
     def __init__(self, client: Any, name: str, ops: frozenset[str], derive: Derive | None,
                  on_call: Callable[[ResourceCall], Any] | None) -> None:
+        """Wraps ``client`` under ``name``; calls of the methods in ``ops`` are timed and handed to
+        ``on_call`` (with the fields ``derive`` adds)."""
         object.__setattr__(self, "_client", client)
         object.__setattr__(self, "_name", name)
         object.__setattr__(self, "_ops", ops)
@@ -56,6 +58,7 @@ class Instrumented:
         object.__setattr__(self, "_on_call", on_call)
 
     def __getattr__(self, attr: str) -> Any:
+        """The client's attribute; a method listed in ``ops`` comes back observed."""
         value = getattr(self._client, attr)
         if attr not in self._ops or not callable(value):
             return value
@@ -66,9 +69,11 @@ class Instrumented:
         return observed
 
     def __setattr__(self, attr: str, value: Any) -> None:
+        """Set the attribute on the client itself."""
         setattr(self._client, attr, value)
 
     def __repr__(self) -> str:
+        """Name the wrapped client and the resource name."""
         return f"instrument({self._client!r}, name={self._name!r})"
 
     def _observe(self, op: str, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

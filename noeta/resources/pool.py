@@ -36,7 +36,11 @@ async def _call(fn: Any, *args: Any) -> Any:
 
 
 class ResourcePool:
+    """A worker's resource instances, by owner (a task id, or WORKER for worker-lifetime ones) and
+    key: created from the registry's specs when first needed, destroyed when their owner is
+    released."""
     def __init__(self, entries: Mapping[str, Any]) -> None:
+        """``entries``: the registry's resources by key."""
         self.entries = entries
         """The registry's resources: plain objects, or specs (read live: a registry may grow)."""
         self._instances: dict[tuple[str, str], Any] = {}
@@ -44,13 +48,16 @@ class ResourcePool:
         self._locks: dict[tuple[str, str], asyncio.Lock] = {}
 
     def spec(self, key: str) -> ResourceSpec | None:
+        """The spec registered under ``key``, or None for a plain object (or no entry)."""
         entry = self.entries.get(key)
         return entry if isinstance(entry, ResourceSpec) else None
 
     def instance(self, owner: str, key: str) -> Any:
+        """``owner``'s instance of ``key``, or the _MISSING marker when this process has none."""
         return self._instances.get((owner, key), _MISSING)
 
     def owners(self) -> list[str]:
+        """The tasks that own instances in this process."""
         return [owner for owner in self._created if owner != WORKER]
 
     # -- creating -----------------------------------------------------------------------------
@@ -145,6 +152,7 @@ class ResourcePool:
     # -- what user code sees --------------------------------------------------------------------
 
     def view(self, task_id: str, env: RunEnv | None) -> "ResourceView":
+        """The resources task ``task_id`` sees, as a read-only mapping."""
         return ResourceView(self, task_id, env)
 
 
@@ -162,6 +170,8 @@ class ResourceView(Mapping[str, Any]):
     """The resources one task sees, nearest first, as a read-only mapping (``ToolContext.resources``)."""
 
     def __init__(self, pool: ResourcePool, task_id: str, env: RunEnv | None) -> None:
+        """What ``task_id`` sees of ``pool``: its own instances and inherited ones (per ``env``),
+        then the worker's."""
         self._pool, self._task_id, self._env = pool, task_id, env
 
     def _find(self, key: str) -> Any:
@@ -178,16 +188,20 @@ class ResourceView(Mapping[str, Any]):
         return entry
 
     def __getitem__(self, key: str) -> Any:
+        """The resource ``key``, nearest first; KeyError when there is none, ResourceNotFoundError
+        for a task-scoped one the task was not equipped with."""
         found = self._find(key)
         if found is _MISSING:
             raise KeyError(key)
         return found
 
     def get(self, key: str, default: Any = None) -> Any:
+        """The resource ``key``, or ``default`` when there is none."""
         found = self._find(key)
         return default if found is _MISSING else found
 
     def __iter__(self) -> Iterator[str]:
+        """The keys of the resources the task can reach, each once."""
         seen: set[str] = set()
         env = self._env
         for key in [*(env.owned if env else ()), *(env.inherited if env else ()), *self._pool.entries]:
@@ -200,9 +214,11 @@ class ResourceView(Mapping[str, Any]):
                     continue
 
     def __len__(self) -> int:
+        """How many resources the task can reach."""
         return sum(1 for _ in self)
 
     def __contains__(self, key: object) -> bool:
+        """Whether the task can reach the resource ``key``."""
         try:
             return isinstance(key, str) and self._find(key) is not _MISSING
         except ResourceNotFoundError:

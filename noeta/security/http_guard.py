@@ -65,6 +65,8 @@ def host_of(value: str) -> str:
 
 @dataclass(frozen=True)
 class GuardConfig:
+    """What the request guard enforces: API keys, allowed hosts, CORS origins, the body limit, and
+    the paths left open."""
     api_keys: tuple[str, ...] = ()
     """Accepted credentials; empty = no authentication (only sensible on a loopback bind)."""
     allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
@@ -75,6 +77,7 @@ class GuardConfig:
     open_paths: frozenset[str] = field(default_factory=lambda: frozenset({"/healthz", "/readyz"}))
 
     def __repr__(self) -> str:  # never print keys
+        """The configuration without its keys (only how many there are)."""
         return (
             f"GuardConfig(api_keys=<{len(self.api_keys)}>, allowed_hosts={self.allowed_hosts!r}, "
             f"cors_origins={self.cors_origins!r}, max_body_bytes={self.max_body_bytes})"
@@ -130,9 +133,12 @@ class RequestGuard:
     """ASGI middleware enforcing a :class:`GuardConfig` (see the module docstring)."""
 
     def __init__(self, app: ASGIApp, config: GuardConfig) -> None:
+        """``app``: the application behind the guard; ``config``: what it enforces."""
         self.app, self.config = app, config
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Check an HTTP request as the module describes and pass it to the app, or answer it with
+        the error; other scopes and open paths go straight through."""
         if scope["type"] != "http" or scope["path"] in self.config.open_paths:
             await self.app(scope, receive, send)
             return

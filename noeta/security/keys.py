@@ -43,6 +43,8 @@ class KeyRing:
     keys: Mapping[str, bytes]
 
     def __post_init__(self) -> None:
+        """EncryptionKeyError unless the active key is in the ring and every key id and AES key
+        length is valid."""
         if self.active_id not in self.keys:
             raise EncryptionKeyError(f"the active key {self.active_id!r} is not among the keys")
         for key_id, key in self.keys.items():
@@ -53,6 +55,7 @@ class KeyRing:
         _aead(self.keys[self.active_id])  # loads the cipher now rather than on the first payload
 
     def __repr__(self) -> str:  # never print key material
+        """The active key id and the ids, never the key material."""
         return f"KeyRing(active_id={self.active_id!r}, ids={list(self.keys)!r})"
 
     def encrypt(self, plaintext: bytes, aad: bytes) -> tuple[str, bytes]:
@@ -61,6 +64,8 @@ class KeyRing:
         return self.active_id, nonce + _aead(self.keys[self.active_id]).encrypt(nonce, plaintext, aad)
 
     def decrypt(self, key_id: str, sealed: bytes, aad: bytes) -> bytes:
+        """Open ``sealed`` (nonce + ciphertext) with the key ``key_id`` and the associated data
+        ``aad``; EncryptionKeyError for a key this ring lacks or data that fails authentication."""
         key = self.keys.get(key_id)
         if key is None:
             raise EncryptionKeyError(

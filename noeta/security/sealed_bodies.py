@@ -18,17 +18,23 @@ class BodyCipher:
     """Seals and opens content-store bodies with a :class:`KeyRing`."""
 
     def __init__(self, keys: KeyRing) -> None:
+        """``keys``: the key ring that seals (active key) and opens (any key in it)."""
         self.keys = keys
 
     def __repr__(self) -> str:
+        """Name the cipher and its key ids, never the key material."""
         return f"BodyCipher({self.keys!r})"
 
     def seal(self, data: bytes, digest: str) -> bytes:
+        """``data`` sealed under the active key, with the body's hash ``digest`` as associated data.
+        """
         key_id, sealed = self.keys.encrypt(data, digest.encode())
         kid = key_id.encode()
         return MAGIC + bytes([len(kid)]) + kid + sealed
 
     def open(self, blob: bytes, digest: str) -> bytes:
+        """The plaintext of a sealed body (a body without MAGIC is returned as it is);
+        EncryptionKeyError when it fails authentication against ``digest``."""
         if not blob.startswith(MAGIC):
             return blob
         rest = blob[len(MAGIC) :]

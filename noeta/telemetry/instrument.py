@@ -63,9 +63,12 @@ class ModelCall:
     """Handed to the body of :func:`model_call`; call :meth:`finished` with the response."""
 
     def __init__(self, span: Any, model: str) -> None:
+        """``span``: the attempt's span; ``model``: the model name the metrics are labelled with."""
         self.span, self.model = span, model
 
     def finished(self, response: LLMResponse) -> None:
+        """Record the response's stop reason and token usage on the span, and the tokens in the
+        metrics."""
         usage = response.usage
         self.span.set_attribute("gen_ai.response.finish_reasons", [response.stop_reason])
         self.span.set_attribute("gen_ai.usage.input_tokens", usage.input)
@@ -122,10 +125,12 @@ class ToolCall:
     """Handed to the body of :func:`tool_call`; call :meth:`finished` with the result."""
 
     def __init__(self, span: Any) -> None:
+        """``span``: the call's span; the outcome is ``ok`` until a failed result says otherwise."""
         self.span = span
         self.outcome = "ok"
 
     def finished(self, result: ToolResult) -> None:
+        """Record the tool's own verdict: a failed result marks the span and the outcome."""
         self.outcome = "ok" if result.success else "failed"
         if not result.success:
             self.span.set_attribute("error.type", "tool_error")

@@ -10,4 +10,5 @@ from noeta.telemetry.metrics import WorkflowMetricsInterceptor
 
 
 def interceptors() -> list[Any]:
+    """The tracing interceptors (when tracing is enabled) and the workflow metrics interceptor."""
     return [*tracing.interceptors(), WorkflowMetricsInterceptor()]

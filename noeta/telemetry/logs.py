@@ -23,7 +23,8 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from types import MappingProxyType
 from typing import Any, TextIO
 
 from temporalio.exceptions import ApplicationError, CancelledError
@@ -41,7 +42,10 @@ LEVEL_ENV = "NOETA_LOG_LEVEL"
 FORMAT_ENV = "NOETA_LOG_FORMAT"
 CONTEXT_FIELDS = ("task_id", "call_id", "attempt")
 
-_context: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("noeta_log_context", default={})
+# Read-only: log_context sets a new mapping, never changes the one in place (nor the shared default).
+_context: contextvars.ContextVar[Mapping[str, Any]] = contextvars.ContextVar(
+    "noeta_log_context", default=MappingProxyType({})
+)
 
 #: ApplicationError types that are a normal part of running agents: a provider said no or was
 #: busy, a tool asked for a retry, retries ran out. Their stack trace says nothing about them.
@@ -63,6 +67,7 @@ def log_context(**fields: Any) -> Iterator[None]:
 
 
 def current_context() -> dict[str, Any]:
+    """A copy of the fields :func:`log_context` set for the current task, call and attempt."""
     return dict(_context.get())
 
 
@@ -78,6 +83,8 @@ class ContextFilter(logging.Filter):
     Temporal's ``temporal_activity`` / ``temporal_workflow`` extras)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        """Copy the context fields onto ``record`` (never over its own attributes); every record
+        passes."""
         fields = dict(_context.get())
         activity = getattr(record, "temporal_activity", None)
         if isinstance(activity, dict):
@@ -107,6 +114,8 @@ class TextFormatter(logging.Formatter):
     """``2026-01-01T12:00:00.123Z WARNING logger [task_id=… call_id=… attempt=2] message``."""
 
     def format(self, record: logging.LogRecord) -> str:
+        """The record as one scrubbed line; an expected failure is summed up on it, any other error
+        adds its traceback."""
         exc = record.exc_info[1] if record.exc_info else None
         message = record.getMessage()
         if exc is not None and is_expected_failure(exc):
@@ -124,6 +133,7 @@ class JSONFormatter(logging.Formatter):
     """One JSON object per line: time, level, logger, message, context fields, error."""
 
     def format(self, record: logging.LogRecord) -> str:
+        """The record as one scrubbed JSON object; an unexpected error adds its traceback."""
         entry: dict[str, Any] = {
             "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
             "level": record.levelname,

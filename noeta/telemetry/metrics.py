@@ -111,11 +111,13 @@ def runtime_for(metrics_address: str | None = None) -> Runtime | None:
 
 
 def add(meter: MetricMeter, name: str, value: int, attributes: Mapping[str, str | int | float | bool], description: str) -> None:
+    """Add ``value`` to counter ``name`` with ``attributes`` (nothing for 0)."""
     if value:
         meter.create_counter(name, description).add(value, dict(attributes))
 
 
 def observe_seconds(meter: MetricMeter, name: str, seconds: float, attributes: Mapping[str, str], description: str) -> None:
+    """Record ``seconds`` in histogram ``name`` with ``attributes``."""
     meter.create_histogram_float(name, description, "s").record(seconds, dict(attributes))
 
 
@@ -128,6 +130,7 @@ class WorkflowMetricsInterceptor(temporalio.client.Interceptor, Interceptor):
     calls through) so that workers built on the client inherit it."""
 
     def workflow_interceptor_class(self, input: WorkflowInterceptorClassInput) -> type[WorkflowInboundInterceptor]:
+        """The workflow-side interceptor that counts task ends and approvals."""
         return _WorkflowMetrics
 
 

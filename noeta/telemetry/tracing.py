@@ -58,6 +58,8 @@ def active_tracer() -> Any | None:
 
 
 def tracing_enabled(env: Mapping[str, str] | None = None) -> bool:
+    """Whether spans are made: an OTEL_* exporter variable is set or an SDK tracer provider is
+    installed, unless OTEL_SDK_DISABLED is true."""
     env = os.environ if env is None else env
     if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
         return False

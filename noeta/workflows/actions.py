@@ -58,6 +58,8 @@ class StepRunner:
     through, the output check and the sub-agent, and writes what came back into the run."""
 
     def __init__(self, run: RunState, gate: Gate, status: RunStatus, budget: Budget | None) -> None:
+        """The runner writes into ``run``, checks actions through ``gate``, reports through
+        ``status`` and counts calls against ``budget`` (None: no limits)."""
         self._run = run
         self._gate = gate
         self._status = status

@@ -68,6 +68,8 @@ class AgentWorkflow:
 
     @workflow.init
     def __init__(self, task: TaskInput) -> None:
+        """Build the run's parts before any handler runs: a goal may arrive in the very first
+        workflow task."""
         # Built before any handler runs: a send_goal may arrive in the very first workflow task.
         run = RunState(task)
         approvals = Approvals()
@@ -118,6 +120,7 @@ class AgentWorkflow:
 
     @workflow.query(name=QUERY_PENDING_APPROVALS, description="Actions waiting for a human's approval.")
     def pending_approvals(self) -> list[ApprovalRequest]:
+        """The actions waiting for a human's approval."""
         return list(self._approvals.pending.values())
 
     @workflow.signal(name=SIGNAL_INJECT, description='Context for the next step: {"text": "...", "origin": "system"}.')
@@ -132,6 +135,7 @@ class AgentWorkflow:
 
     @workflow.query(name=QUERY_PROGRESS, description="Turns, messages, usage and goals done so far.")
     def progress(self) -> dict[str, Any]:
+        """Turns, messages, usage, call counts and goals done so far."""
         run = self._run_state
         return {
             "turns": run.state.total_turns,
@@ -145,6 +149,8 @@ class AgentWorkflow:
 
     @workflow.run
     async def run(self, task: TaskInput) -> TaskResult:
+        """Run the task's goals until it ends, then release its resources; returns the last goal's
+        result. Settings out of range fail the task with ConfigurationError before any step."""
         # Input that reached Temporal without Options' checks fails the task, typed, before any
         # step; left unchecked it could fail every workflow task forever (timedelta(nan)...).
         problem = settings_problem(task)

@@ -18,6 +18,7 @@ class Approvals:
     continue-as-new: a task only continues as new when none is pending."""
 
     def __init__(self) -> None:
+        """Starts with nothing pending."""
         self.pending: dict[str, ApprovalRequest] = {}
         self._answers: dict[str, ApprovalInput] = {}
 
@@ -31,9 +32,11 @@ class Approvals:
             )
 
     def answer(self, decision: ApprovalInput) -> None:
+        """Record a human's answer (already checked by ``check_answer``)."""
         self._answers[decision.call_id] = decision
 
     def open(self, request: ApprovalRequest) -> None:
+        """Add ``request`` to the pending approvals."""
         self.pending[request.call_id] = request
 
     async def wait(self, request: ApprovalRequest, timeout_seconds: float) -> ApprovalInput:

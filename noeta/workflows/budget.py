@@ -31,10 +31,12 @@ from noeta.workflows import patches
 
 
 def spend_of(state: Carry) -> Spend:
+    """The task's spend so far, from its Carry."""
     return Spend(state.usage, state.counts)
 
 
 def budget_error(reading: LimitReading, spend: Spend) -> ApplicationError:
+    """The non-retryable BudgetExceededError that fails the task at ``reading``, with its spend."""
     error = BudgetExceededError(
         limit=reading.limit,
         allowed=reading.allowed,
@@ -59,13 +61,17 @@ class Budget:
     """The limits of one task and the checks made against its Carry (usage, counts, goal start)."""
 
     def __init__(self, limits: UsageLimits, state: Carry) -> None:
+        """``limits``: the task's limits; ``state``: the Carry its spend and goal start are read
+        from."""
         self.limits = limits
         self.state = state
 
     def goal_started(self) -> None:
+        """Note that a goal starts now (for ``max_goal_seconds``)."""
         self.state.goal_started = workflow.now().timestamp()
 
     def goal_seconds(self) -> float:
+        """Seconds since the running goal started (0 before any)."""
         started = self.state.goal_started
         return 0.0 if started is None else max(0.0, workflow.now().timestamp() - started)
 
@@ -125,6 +131,7 @@ class Budget:
             self.raise_exceeded(limit)
 
     def raise_exceeded(self, limit: str) -> NoReturn:
+        """Raise the BudgetExceededError of ``limit`` with the task's spend."""
         spend = spend_of(self.state)
         for reading in readings(self.limits, spend, self.goal_seconds()):
             if reading.limit == limit:
@@ -143,10 +150,12 @@ def add_failed_spend(state: Carry, details: Any) -> bool:
 
 
 def count_model_call(state: Carry) -> None:
+    """Count one more model call in the task's Carry."""
     state.counts = dataclasses.replace(state.counts, model_calls=state.counts.model_calls + 1)
 
 
 def count_tool_calls(state: Carry, names: list[str]) -> None:
+    """Count one more call of each tool in ``names`` in the task's Carry."""
     state.counts = state.counts.with_tools(names)
 
 

@@ -22,6 +22,8 @@ class BuiltinPolicyWorkflow(AgentWorkflow):
 
     @workflow.run
     async def run(self, task: TaskInput) -> TaskResult:
+        """Run the task as AgentWorkflow does; a task with a policy of its own fails with
+        ConfigurationError."""
         if task.policy is not None:
             message = (
                 f"policy {task.policy.path!r} is user code: such tasks run as {WORKFLOW_NAME} (in the "

@@ -20,6 +20,8 @@ class Continuation:
     Carry travels, trimmed, in the next run's TaskInput."""
 
     def __init__(self, run: RunState, approvals: Approvals) -> None:
+        """Hands ``run`` over to the next run when its history is long; pending ``approvals`` hold
+        the hand-over back."""
         self._run = run
         self._approvals = approvals
         self.continuing = False

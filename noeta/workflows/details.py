@@ -24,6 +24,7 @@ EXCERPT_CHARS = 80
 
 
 def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
+    """``text`` on one line, cut to ``limit`` characters with an ellipsis."""
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -35,6 +36,8 @@ def call_text(tool_name: str, arguments: dict[str, Any]) -> str:
 
 
 def action_text(request: ApprovalRequest) -> str:
+    """What an action waiting for approval would do: the tool call, the subtask's goal or the
+    answer."""
     action = request.action
     if isinstance(action, ProposedToolCall):
         return call_text(action.tool_name, action.arguments)
@@ -46,6 +49,8 @@ def action_text(request: ApprovalRequest) -> str:
 
 
 def awaiting_approval(pending: Iterable[ApprovalRequest], timeout_seconds: float) -> str:
+    """The details of pending approvals: each action with its guard and reason, and how to approve
+    or refuse it."""
     lines = []
     for request in pending:
         reason = f": {excerpt(request.reason)}" if request.reason else ""
@@ -59,27 +64,33 @@ def awaiting_approval(pending: Iterable[ApprovalRequest], timeout_seconds: float
 
 
 def calling_model(provider: str, model: str | None, turn: int, max_turns: int) -> str:
+    """The details while the model is called: provider, model and the goal's turn."""
     return f"**calling the model**: {provider} {model or '(default model)'} · turn {turn} of {max_turns}"
 
 
 def running_tools(calls: Sequence[ToolUseBlock]) -> str:
+    """The details while tools run: each call with its arguments."""
     return "**running tools**: " + ", ".join(call_text(c.tool_name, c.arguments) for c in calls)
 
 
 def checking_guards(ids: Sequence[str]) -> str:
+    """The details while guards check the actions ``ids``."""
     return f"**checking guards** on {', '.join(ids)}"
 
 
 def validating(validators: int, schema: bool) -> str:
+    """The details while the answer is validated (by the output schema and/or the validators)."""
     what = " and ".join(x for x in ("the output schema" if schema else "", f"{validators} validator(s)" if validators else "") if x)
     return f"**validating the answer** against {what}"
 
 
 def running_subtask(child_id: str, goal: str) -> str:
+    """The details while a subtask runs."""
     return f"**waiting for subtask** `{child_id}`: {excerpt(goal)}"
 
 
 def idle(goals_done: int) -> str:
+    """The details of a keep-open task waiting for its next goal, and how to send one."""
     return (
         f"**idle**: {goals_done} goal(s) done; waiting for the next goal (`{UPDATE_SEND_GOAL}` update, "
         "`noeta send`, or the console)"
@@ -87,6 +98,7 @@ def idle(goals_done: int) -> str:
 
 
 def finished(status: GoalStatus, answer: str) -> str:
+    """The details when a goal has ended."""
     return f"**goal {status}**: {excerpt(answer)}"
 
 
@@ -94,13 +106,16 @@ class CurrentDetails:
     """The latest step, with pending approvals on top (they are what a person can act on)."""
 
     def __init__(self) -> None:
+        """Starts with nothing to say."""
         self._doing = ""
 
     def doing(self, text: str, pending: dict[str, ApprovalRequest], timeout_seconds: float) -> None:
+        """Set what the task does now and show it (under any pending approvals)."""
         self._doing = text
         self.refresh(pending, timeout_seconds)
 
     def refresh(self, pending: dict[str, ApprovalRequest], timeout_seconds: float) -> None:
+        """Show the current step under the pending approvals as the workflow's current details."""
         if pending:
             text = awaiting_approval(pending.values(), timeout_seconds)
             if self._doing:

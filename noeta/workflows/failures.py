@@ -43,6 +43,8 @@ def failure_message(err: BaseException) -> str:
 def attempts_exhausted(
     attempts: int, issues: list[str], failure_type: str, data: Any = None, raw_text: str | None = None
 ) -> ApplicationError:
+    """The non-retryable AttemptsExhaustedError that fails a goal whose answers kept failing
+    validation."""
     exhausted = AttemptsExhaustedError(
         attempts=attempts, issues=issues, last_failure_type=failure_type, last_data=data, last_raw_text=raw_text
     )

@@ -36,6 +36,8 @@ class Gate:
     Owns the approvals waiting for a human and the finishes refused in the current goal."""
 
     def __init__(self, run: RunState, approvals: Approvals, status: RunStatus) -> None:
+        """The gate reads the run and its transcript from ``run``, opens approval requests in
+        ``approvals`` and reports through ``status``."""
         self._run = run
         self.approvals = approvals
         self._status = status

@@ -41,6 +41,8 @@ class GoalLoop:
         status: RunStatus,
         budget: Budget | None,
     ) -> None:
+        """The loop's collaborators: the run's state, the gate, the step runner, the continuation,
+        the status and the budget (None: no limits)."""
         self._run = run
         self._gate = gate
         self._steps = steps

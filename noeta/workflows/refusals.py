@@ -23,6 +23,8 @@ def recorded() -> bool:
 
 
 def record_refusal(call: ToolUseBlock, reason: str) -> ToolResultBlock:
+    """Record that ``call`` was refused without running (in the workflow's memo, for the projection)
+    and return the result the model gets."""
     refusal = ToolRefusal(call_id=call.call_id, tool_name=call.tool_name, arguments=call.arguments, reason=reason)
     workflow.upsert_memo({REFUSED_MEMO_KEY: refusal})
     return refused_result(refusal)

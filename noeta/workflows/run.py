@@ -39,6 +39,8 @@ class RunState:
     """The state of one run, shared by the objects the workflow is composed of."""
 
     def __init__(self, task: TaskInput) -> None:
+        """The run's state, starting from ``task`` (what a continued run carries is in its input).
+        """
         self.task = task
         """The task as this run received it (never changed: continue-as-new hands on a copy)."""
         self.state = starting_carry(task)

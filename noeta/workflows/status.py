@@ -15,6 +15,8 @@ class RunStatus:
     approvals waiting for a human (shown on top: they are what a person can act on)."""
 
     def __init__(self, run: RunState, approvals: Approvals) -> None:
+        """Reports the status of ``run`` (search attributes, current details), pending ``approvals``
+        included."""
         task = run.task
         self._run = run
         self._approvals = approvals

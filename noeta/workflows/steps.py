@@ -138,6 +138,7 @@ def step_key(name: str) -> str:
 
 
 def short_arguments(arguments: dict[str, Any], limit: int = 80) -> str:
+    """``arguments`` as compact JSON, cut to ``limit`` characters."""
     text = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"), default=str)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -148,6 +149,7 @@ def provider_retries(task: TaskInput) -> int:
 
 
 def tool_retries(task: TaskInput) -> int:
+    """Retries of a tool call: ``tool_retries``, else ``max_retries``."""
     return task.max_retries if task.tool_retries is None else task.tool_retries
 
 
@@ -192,6 +194,8 @@ async def prepare(task: TaskInput) -> PrepareOutput:
 
 
 async def load_transcript(task: TaskInput, inp: LoadTranscriptInput, run: int) -> LoadTranscriptOutput:
+    """Read back the stored transcript when a run resumes (``run``: the run's number, for the
+    summary)."""
     return await execute(
         LOAD_TRANSCRIPT, inp, LoadTranscriptOutput, f"resume run {run}", BOOKKEEPING,
         start_to_close=BOOKKEEPING_SECONDS, retry=retry_policy(BOOKKEEPING, task.max_retries), heartbeat=None,
@@ -199,6 +203,9 @@ async def load_transcript(task: TaskInput, inp: LoadTranscriptInput, run: int) -
 
 
 async def call_model(task: TaskInput, request: CallModelInput) -> CallModelOutput:
+    """Make one model call with the task's ``model_activity`` options and provider retries; a call
+    that failed for good raises its typed error, or AttemptsExhaustedError (see
+    ``provider_failure``)."""
     options, retries = task.model_activity, provider_retries(task)
     request = dataclasses.replace(request, budget=attempt_budget(task, options, retries))
     summary = f"{task.provider} {task.model or ''} · turn {request.turn}".replace("  ", " ")
@@ -235,6 +242,7 @@ async def invoke_tool(task: TaskInput, inp: InvokeToolInput, spec: ToolSpec | No
 
 
 async def check_guards(task: TaskInput, inp: CheckGuardsInput) -> CheckGuardsOutput:
+    """Run the guards on the turn's actions (``guard_activity``, 60 s by default)."""
     options = task.guard_activity
     return await execute(
         CHECK_GUARDS, inp, CheckGuardsOutput, f"guards on {', '.join(a.call_id for a in inp.actions)}", options,
@@ -245,6 +253,8 @@ async def check_guards(task: TaskInput, inp: CheckGuardsInput) -> CheckGuardsOut
 
 
 async def validate_output(task: TaskInput, inp: ValidateInput) -> ValidateOutput:
+    """Check a final answer against the output schema and the validators (``validator_activity``).
+    """
     options = task.validator_activity
     return await execute(
         VALIDATE_OUTPUT, inp, ValidateOutput, f"validate answer ({len(task.validators)} validator(s))", options,

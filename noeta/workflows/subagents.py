@@ -29,6 +29,7 @@ def run_env(task: TaskInput, state: Carry) -> RunEnv | None:
 
 
 def find_agent(task: TaskInput, name: str | None) -> SubAgentSpec | None:
+    """The declared sub-agent named ``name``, or None."""
     return next((a for a in task.subagents if a.name == name), None)
 
 
