@@ -59,7 +59,7 @@ def test_responses_are_consumed_in_order_and_requests_recorded() -> None:
     requests = [_request(i) for i in range(3)]
     got = [provider.complete(r) for r in requests]
     assert got == responses
-    assert all(g is r for g, r in zip(got, responses))
+    assert all(g is r for g, r in zip(got, responses, strict=True))
     assert provider.received_requests == requests
 
 

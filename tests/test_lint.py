@@ -1,5 +1,6 @@
 """Static checks that catch what tests may not reach: undefined names, unused imports (pyflakes
-rules via ruff). A NameError in workflow code would otherwise only show up as a task that hangs."""
+rules via ruff), likely bugs (flake8-bugbear rules) and public names without a docstring. A
+NameError in workflow code would otherwise only show up as a task that hangs."""
 
 from __future__ import annotations
 
@@ -10,9 +11,37 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def _ruff(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "ruff", "check", *args], cwd=ROOT, capture_output=True, text=True)
+
+
 def test_pyflakes_rules_pass():
-    proc = subprocess.run(
-        [sys.executable, "-m", "ruff", "check", "--select", "F", "noeta", "tests", "bench", "worker.py"],
-        cwd=ROOT, capture_output=True, text=True,
-    )
+    proc = _ruff("--select", "F", "noeta", "tests", "bench", "worker.py")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_bugbear_rules_pass_on_the_library():
+    proc = _ruff("--select", "F,B", "noeta")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def public_modules() -> list[str]:
+    """The library's public modules: neither the file name nor any of its package directories
+    starts with ``_`` (a package's ``__init__.py`` counts as the package itself)."""
+    found = []
+    for path in sorted((ROOT / "noeta").rglob("*.py")):
+        parts = path.relative_to(ROOT).parts
+        if any(part.startswith("_") for part in parts[:-1]):
+            continue
+        if path.name.startswith("_") and path.name != "__init__.py":
+            continue
+        found.append(str(path.relative_to(ROOT)))
+    return found
+
+
+def test_public_modules_have_docstrings():
+    """Every public module, class, function and method says what it is for (pydocstyle's D1 rules)."""
+    modules = public_modules()
+    assert "noeta/client/tasks.py" in modules and "noeta/activities/_services.py" not in modules
+    proc = _ruff("--select", "D1", *modules)
     assert proc.returncode == 0, proc.stdout + proc.stderr

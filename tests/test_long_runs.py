@@ -66,7 +66,7 @@ async def test_idle_keep_open_task_continues_as_new_and_takes_the_next_goal(clie
             assert injected < 10, "the idle run never continued as new"
             injected += 1
             await client.inject(task_id, f"note {injected}")
-            await eventually(lambda: history_grew(client, task_id, injected))
+            await eventually(lambda count=injected: history_grew(client, task_id, count))
         second = await client.send_goal(task_id, "second")
         await client.close_task(task_id)
         final = await client.result(task_id)

@@ -110,7 +110,10 @@ async def test_rolling_restart_of_both_workers_during_a_20_step_task(
             remaining = {p.pid: p for p in old if p.pid not in busy and p.returncode is None}
             chosen: list[subprocess.Popen[str]] = []
 
-            def pick() -> bool:
+            def pick(
+                remaining: dict[int, subprocess.Popen[str]] = remaining,
+                chosen: list[subprocess.Popen[str]] = chosen,
+            ) -> bool:
                 pid = running_tool_pid(executions)
                 if pid in remaining:
                     chosen.append(remaining[pid])
