@@ -69,7 +69,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from noeta.protocols.activity_options import DEFAULT_HEARTBEAT_SECONDS
 from noeta.protocols.names import DEFAULT_INDEX_INTERVAL_SECONDS
-from noeta.tuning import SETTINGS
+from noeta.config.tuning import SETTINGS
 
 BENCH_DIR = Path(__file__).resolve().parent
 for path in (BENCH_DIR, BENCH_DIR.parent):  # bench's modules, and tests.support

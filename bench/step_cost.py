@@ -77,7 +77,7 @@ def noeta_task(store_dir: str, inline_io: bool) -> Callable[[int], Awaitable[Non
 
     from noeta.activities.agent import AgentActivities
     from noeta.context.content_store import LocalContentStore
-    from noeta.converter import data_converter
+    from noeta.temporal.converter import data_converter
     from noeta.protocols.activity_io import CallModelInput, CallModelOutput, InvokeToolInput, InvokeToolOutput
     from noeta.protocols.appends import tool_result_block, tool_round_message
     from noeta.protocols.messages import Message, TextBlock, ToolUseBlock
@@ -166,7 +166,7 @@ async def activities(args: argparse.Namespace) -> None:
 async def replay(args: argparse.Namespace) -> None:
     from baseline_loop import BaselineLoop
 
-    from noeta.plugin import NoetaPlugin
+    from noeta.worker.plugin import NoetaPlugin
     from noeta.workflows import WORKFLOWS
 
     print(f"# python bench/step_cost.py replay {args.histories} --times {args.times}")

@@ -19,7 +19,7 @@ import pytest
 from noeta.client.client import AsyncClient
 from noeta.client.options import Options, SubAgent
 from noeta.errors import BudgetExceededError, ConfigurationError, TaskNotOpenError
-from noeta.pricing import ModelPrice, PriceTable
+from noeta.providers.pricing import ModelPrice, PriceTable
 from noeta.protocols.budget import UsageLimits
 from noeta.protocols.messages import LLMRequest, ToolResultBlock, Usage
 from noeta.protocols.tool import ToolContext, ToolResult

@@ -19,7 +19,7 @@ import pytest
 from noeta.cli import parser, run
 from noeta.client.client import AsyncClient
 from noeta.client.options import Options
-from noeta.converter import NoetaPayloadConverter
+from noeta.temporal.converter import NoetaPayloadConverter
 from noeta.protocols.task import TaskInput
 from noeta.sdk.testing import FakeLLMProvider
 from tests.support.scripts import call, say

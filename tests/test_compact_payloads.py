@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from pydantic_core import to_json
 
 import noeta.protocols.activity_io as activity_io
-from noeta.converter import NoetaPayloadConverter, noeta_dataclass_schemas, type_adapter
+from noeta.temporal.converter import NoetaPayloadConverter, noeta_dataclass_schemas, type_adapter
 from noeta.protocols.attempts import AttemptBudget, AttemptFailure
 from noeta.protocols.interaction import ApprovalInput, GoalInput, InjectInput
 from noeta.protocols.messages import (
@@ -101,7 +101,7 @@ def test_false_and_zero_are_not_taken_for_a_default_of_another_type():
 def test_a_dataclass_default_is_compared_by_what_is_written():
     # == on dataclasses skips compare=False fields (ImageBlock.data): a value differing only there
     # is not its default, or the difference would be lost on the way.
-    from noeta.converter import _equals
+    from noeta.temporal.converter import _equals
 
     is_default = _equals(ImageBlock(REF, data="aGk="))
     assert is_default(ImageBlock(REF, data="aGk="))

@@ -15,7 +15,7 @@ from noeta.client.client import AsyncClient, connect_temporal, registered_search
 from noeta.client.config import Settings
 from noeta.client.options import HostConfig, Options
 from noeta.errors import ConfigurationError
-from noeta.pricing import ModelPrice, PriceTable, parse_prices
+from noeta.providers.pricing import ModelPrice, PriceTable, parse_prices
 from noeta.protocols.messages import Usage
 from noeta.protocols.names import BASE_SEARCH_ATTRIBUTES, SEARCH_ATTRIBUTES
 from noeta.sdk._query import aquery
@@ -78,7 +78,7 @@ def test_pricing_never_reaches_the_network():
 import json, sys
 from tests.support.no_network import _hook, attempts
 sys.addaudithook(_hook)
-from noeta.pricing import PriceTable
+from noeta.providers.pricing import PriceTable
 from noeta.protocols.messages import Usage
 table = PriceTable()
 prices = [table.price(Usage(uncached=1000, output=1000), m).usd for m in ("claude-sonnet-4-5", "gpt-4o", "gpt-4o-mini")]

@@ -19,7 +19,7 @@ from noeta.client.embedded import EmbeddedServer, free_port
 from noeta.client.options import HostConfig, Options
 from noeta.protocols.names import SEARCH_ATTRIBUTES
 from noeta.sdk.testing import FakeLLMProvider
-from noeta.search_attributes import STATUS, TURNS
+from noeta.temporal.search_attributes import STATUS, TURNS
 from noeta.worker import Registry, build_worker
 from tests.support.dev_server import make_older_release_database
 from tests.support.scripts import say

@@ -434,7 +434,7 @@ def test_protocol_types_keep_no_per_instance_dict():
     import pkgutil
 
     import noeta.protocols
-    from noeta.converter import NoetaPayloadConverter
+    from noeta.temporal.converter import NoetaPayloadConverter
     from noeta.protocols.task import TaskInput
 
     unslotted = []

@@ -31,7 +31,7 @@ from noeta.protocols.tool import ToolContext, ToolResult
 from noeta.providers.openai import OpenAIProvider
 from noeta.sdk.testing import FakeLLMProvider
 from noeta.sdk.tools import tool
-from noeta.tuning import WorkerTuning
+from noeta.config.tuning import WorkerTuning
 from noeta.worker import Registry, build_worker
 from tests.support.fault_server import FaultServer, running_fault_server
 from tests.support.scripts import call, say

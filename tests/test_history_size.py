@@ -39,6 +39,6 @@ async def test_history_bytes_per_step_do_not_grow_with_the_transcript(client: As
     early, late = sum(per_step[1:6]) / 5, sum(per_step[-5:]) / 5
     assert late <= early * 1.15, per_step
     assert max(per_step) < 4096, per_step  # a 5 KB tool body never enters history
-    # ~3.3 KB: fields at their defaults are left out of payloads (noeta.converter); 4.0 KB when they were not.
+    # ~3.3 KB: fields at their defaults are left out of payloads (noeta.temporal.converter); 4.0 KB when they were not.
     assert max(per_step) < 3500, per_step
     assert sum(sizes.values()) < (STEPS + 2) * 4096  # a whole-transcript design: ~2.4 MB here

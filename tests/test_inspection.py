@@ -7,12 +7,12 @@ from temporalio.api.enums.v1 import EventType
 
 from noeta.client.client import AsyncClient
 from noeta.client.options import Options
-from noeta.converter import NoetaPayloadConverter
+from noeta.temporal.converter import NoetaPayloadConverter
 from noeta.errors import ConfigurationError
 from noeta.protocols.names import DEFAULT_INDEX_INTERVAL_SECONDS, INDEX_INTERVAL_SECONDS
 from noeta.protocols.task import TaskInput
 from noeta.sdk.testing import FakeLLMProvider
-from noeta.search_attributes import TURNS
+from noeta.temporal.search_attributes import TURNS
 from tests.support.scripts import call, say
 from tests.support.tools import add, slow_append
 from tests.support.waiting import eventually

@@ -24,15 +24,15 @@ PACKAGE = Path(__file__).resolve().parents[1] / "noeta"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("noeta", "noeta.errors"),
     ("noeta.protocols",),
-    ("noeta.import_path", "noeta.tuning", "noeta.search_attributes"),
+    ("noeta.config", "noeta.temporal.search_attributes"),
     ("noeta.security", "noeta.telemetry"),
-    ("noeta.context", "noeta.deltas", "noeta.pricing", "noeta.resources"),
+    ("noeta.context", "noeta.deltas", "noeta.resources"),
     ("noeta.builtins", "noeta.providers", "noeta.mcp"),
     ("noeta.activities",),
     ("noeta.workflows",),
-    ("noeta.worker", "noeta.plugin", "noeta.converter", "noeta.health", "noeta.lifecycle"),
-    ("noeta.client", "noeta.progress"),
-    ("noeta.sdk", "noeta.cli", "noeta.http", "noeta.doctor"),
+    ("noeta.worker", "noeta.temporal"),
+    ("noeta.client",),
+    ("noeta.sdk", "noeta.cli", "noeta.http"),
 )
 
 #: Upward imports that are known, with the reason each may stay; an entry that no longer occurs

@@ -8,9 +8,9 @@ from temporalio.worker import Worker
 
 from noeta.client.client import AsyncClient
 from noeta.client.options import Options
-from noeta.converter import NoetaPayloadConverter, data_converter, type_adapter
+from noeta.temporal.converter import NoetaPayloadConverter, data_converter, type_adapter
 from noeta.errors import ConfigurationError
-from noeta.plugin import NoetaPlugin, NoetaWorkerPlugin
+from noeta.worker.plugin import NoetaPlugin, NoetaWorkerPlugin
 from noeta.protocols.decisions import CallModel, Finish
 from noeta.protocols.messages import Usage
 from noeta.protocols.task import TaskResult

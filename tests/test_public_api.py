@@ -23,10 +23,10 @@ IMPORT_ORDERS = [
     "import noeta.sdk.testing; from noeta.sdk import query, tool, image",
     "from noeta.sdk import *",
     # The homes of the providers, plugins and tuning loaded before the facade, and after it.
-    "import noeta.providers.openai, noeta.providers.local, noeta.plugin, noeta.tuning; "
+    "import noeta.providers.openai, noeta.providers.local, noeta.worker.plugin, noeta.config.tuning; "
     "from noeta.sdk import OpenAIProvider, LocalModelProvider, NoetaPlugin, WorkerTuning",
     "from noeta.sdk import AnthropicProvider, NoetaWorkerPlugin, ProviderLimit; "
-    "import noeta.providers.anthropic, noeta.providers.limits, noeta.plugin, noeta.worker",
+    "import noeta.providers.anthropic, noeta.providers.limits, noeta.worker.plugin, noeta.worker",
     "from noeta.sdk import ProviderResponseError; import noeta.errors; from noeta.sdk import NoetaError",
 ]
 
@@ -58,13 +58,13 @@ def user_facing_classes() -> dict[str, type]:
     import pkgutil
 
     import noeta.errors
-    import noeta.plugin
+    import noeta.worker.plugin
     import noeta.providers
     from noeta.providers.limits import ProviderLimit
-    from noeta.tuning import WorkerTuning
+    from noeta.config.tuning import WorkerTuning
 
     found: dict[str, type] = {"ProviderLimit": ProviderLimit, "WorkerTuning": WorkerTuning}
-    for module in (noeta.errors, noeta.plugin):
+    for module in (noeta.errors, noeta.worker.plugin):
         found.update({n: o for n in module.__all__ if inspect.isclass(o := getattr(module, n))})
     for info in pkgutil.iter_modules(noeta.providers.__path__):
         if info.name.startswith("_"):

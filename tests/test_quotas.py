@@ -12,7 +12,7 @@ from noeta.client.client import AsyncClient
 from noeta.errors import ConfigurationError
 from noeta.http import create_app
 from noeta.http.quotas import SpendQuotas, spent_on
-from noeta.pricing import ModelPrice, PriceTable
+from noeta.providers.pricing import ModelPrice, PriceTable
 from noeta.sdk.testing import FakeLLMProvider
 from noeta.security.http_guard import GuardConfig, key_id
 from tests.support.asgi import serving

@@ -59,7 +59,7 @@ def test_refusal_histories_are_recorded():
 
 
 def test_compact_payload_histories_are_recorded():
-    # Payloads written without their default fields (noeta.converter): every scenario, so a change
+    # Payloads written without their default fields (noeta.temporal.converter): every scenario, so a change
     # to decoding or to a default that recorded tasks rely on fails here too.
     shape = ROOT / "compact-payloads"
     assert {p.stem for p in shape.glob("*.json")} >= SCENARIOS | {"refusals", "resources", "mcp_tools", "budget_cost.run2"}

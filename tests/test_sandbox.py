@@ -40,7 +40,7 @@ def test_workflow_package_imports_no_io_modules():
 
 
 #: What AgentWorkflow may import inside the sandbox beyond the SDK's pass-through defaults.
-PURE_PREFIXES = ("tests.support.pure_policy", "noeta.errors", "noeta.protocols", "noeta.builtins", "noeta.workflows", "noeta.search_attributes")
+PURE_PREFIXES = ("tests.support.pure_policy", "noeta.errors", "noeta.protocols", "noeta.builtins", "noeta.workflows", "noeta.temporal.search_attributes")
 
 
 async def test_agent_workflow_imports_only_pure_modules_in_the_sandbox(client: AsyncClient, content_store, task_queue):

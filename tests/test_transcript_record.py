@@ -16,7 +16,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHistory
 
 from noeta.client.projection import decode_first, project
-from noeta.converter import type_adapter
+from noeta.temporal.converter import type_adapter
 from noeta.protocols import event_log as ev
 from noeta.protocols.messages import Message
 from noeta.protocols.names import CALL_MODEL

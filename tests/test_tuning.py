@@ -15,7 +15,7 @@ from noeta.errors import ConfigurationError
 from noeta.protocols.tool import ToolContext, ToolResult
 from noeta.sdk.testing import FakeLLMProvider
 from noeta.sdk.tools import tool
-from noeta.tuning import WorkerTuning
+from noeta.config.tuning import WorkerTuning
 from noeta.worker import Registry, build_worker
 from tests.support.scripts import call, say
 from tests.support.tools import add

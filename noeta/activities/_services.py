@@ -17,13 +17,13 @@ from noeta.context.content_store import ContentStore
 from noeta.context.step_records import StepOutputs, step_records_for
 from noeta.context.transcript import TranscriptStore
 from noeta.errors import ConfigurationError, NoetaError, ToolIdentityMismatchError, ToolNotRegisteredError
-from noeta.pricing import PriceTable
+from noeta.providers.pricing import PriceTable
 from noeta.protocols.resources import RunEnv
 from noeta.protocols.scope import deep_freeze
 from noeta.protocols.tool import ToolSpec
 from noeta.resources.context import ActiveRun, CallRecorder
 from noeta.resources.pool import ResourcePool
-from noeta.tuning import WorkerTuning
+from noeta.config.tuning import WorkerTuning
 
 #: Characters of a large tool output or answer kept in history in front of its content-store reference.
 PREVIEW_CHARS = 512

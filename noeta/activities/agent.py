@@ -27,13 +27,15 @@ from noeta.activities.prepare import Preparation
 from noeta.activities.registry import Registry
 from noeta.activities.tool_call import ToolCalls
 from noeta.resources.pool import ResourcePool
-from noeta.tuning import WorkerTuning
+from noeta.config.tuning import WorkerTuning
 
 
 class AgentActivities:
     """Every activity AgentWorkflow schedules, served from one registry (``activities()``)."""
 
     def __init__(self, registry: Registry, tuning: WorkerTuning | None = None) -> None:
+        """``registry``: what the worker can run; ``tuning``: its concurrency settings (default: from
+        the environment)."""
         self.registry = registry
         self.services = WorkerServices(registry, tuning)
         self.mcp = McpServers(registry)

@@ -29,7 +29,7 @@ from noeta.context.composer import compose_messages
 from noeta.context.transcript import has_refs
 from noeta.deltas import DELTA_BROKER_VARIABLE, broker_for
 from noeta.errors import ProviderError, ProviderNotRegisteredError
-from noeta.pricing import model_of
+from noeta.providers.pricing import model_of
 from noeta.protocols.activity_io import CallModelInput, CallModelOutput
 from noeta.protocols.messages import (
     ContentRef,
@@ -69,6 +69,8 @@ class ModelCalls:
     """``call_model`` and what it needs: request building, provider limits, streaming, recording."""
 
     def __init__(self, services: WorkerServices) -> None:
+        """``services``: the worker's shared services (registry, content store, threads); the
+        provider limits and the delta broker come from its registry."""
         self.services = services
         self.registry = services.registry
         self.blobs = BlobCache(services.store)

@@ -24,7 +24,7 @@ from noeta.errors import (
     OutputModelNotRegisteredError,
     ValidatorNotRegisteredError,
 )
-from noeta.pricing import PRICES_VARIABLE, model_of
+from noeta.providers.pricing import PRICES_VARIABLE, model_of
 from noeta.protocols.activity_io import (
     LoadTranscriptInput,
     LoadTranscriptOutput,
@@ -46,6 +46,7 @@ class Preparation:
     """``prepare_task``, ``load_transcript`` and ``release_resources``."""
 
     def __init__(self, services: WorkerServices, mcp: remote.McpServers) -> None:
+        """``services``: the worker's shared services; ``mcp``: its connections to remote MCP servers."""
         self.services = services
         self.registry = services.registry
         self.mcp = mcp

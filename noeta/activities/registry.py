@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from noeta.context.content_store import ContentStore
 from noeta.context.step_records import StepRecords
 from noeta.errors import ConfigurationError
-from noeta.pricing import PriceTable
+from noeta.providers.pricing import PriceTable
 from noeta.protocols.hooks import Guard
 from noeta.protocols.messages import LLMProvider, StreamDelta, registry_name
 from noeta.protocols.resources import ResourceSpec
@@ -71,6 +71,8 @@ class Registry:
         guards: Iterable[Guard] = (),
         provider_limits: Mapping[str, ProviderLimit] | None = None,
     ) -> Registry:
+        """A registry with all of these added (each through its ``add_`` method, so the same checks
+        apply); providers given as a mapping are registered under its keys."""
         registry = cls(content_store=content_store, provider_limits=dict(provider_limits or {}))
         entries = resources.items() if isinstance(resources, Mapping) else ((None, r) for r in resources or ())
         for key, resource in entries:
@@ -96,6 +98,8 @@ class Registry:
         return self.content_store
 
     def add_tool(self, tool: Tool) -> None:
+        """Register ``tool`` under its name; ConfigurationError for a non-Tool or another tool of the
+        same name."""
         if not isinstance(tool, Tool):
             raise ConfigurationError(f"{tool!r} is not a Tool (decorate it with @tool)")
         existing = self.tools.get(tool.name)
@@ -104,6 +108,8 @@ class Registry:
         self.tools[tool.name] = tool
 
     def add_provider(self, provider: LLMProvider, name: str | None = None, limit: ProviderLimit | None = None) -> str:
+        """Register ``provider`` under ``name`` (default: its registry name), with this worker's
+        ``limit`` for it if given; returns the name. ConfigurationError for a non-provider."""
         if not isinstance(provider, LLMProvider):
             raise ConfigurationError(f"{provider!r} is not an LLMProvider (it needs complete())")
         key = name or registry_name(provider)
@@ -127,6 +133,8 @@ class Registry:
         return key
 
     def add_validator(self, validator: Validator | Callable[[Any], Any]) -> str:
+        """Register ``validator`` (a bare function under its default name); returns the name.
+        ConfigurationError for another validator of the same name."""
         item = as_validator(validator)
         existing = self.validators.get(item.name)
         if existing is not None and existing.fn is not item.fn:
@@ -135,6 +143,8 @@ class Registry:
         return item.name
 
     def add_guard(self, guard: Guard) -> str:
+        """Register ``guard`` under its name and return the name; ConfigurationError for a non-Guard or
+        another guard of the same name."""
         if not isinstance(guard, Guard):
             raise ConfigurationError(f"{guard!r} is not a Guard (it needs a name and check(action, ctx))")
         existing = self.guards.get(guard.name)
@@ -144,6 +154,7 @@ class Registry:
         return guard.name
 
     def add_output_model(self, model: type[BaseModel]) -> str:
+        """Register a pydantic output model under ``module:QualName`` and return that key."""
         key = f"{model.__module__}:{model.__qualname__}"
         self.output_models[key] = model
         return key

@@ -60,8 +60,8 @@ async def _client_command(args: argparse.Namespace) -> int:
 
 
 async def _doctor(args: argparse.Namespace) -> int:
-    from noeta.doctor import diagnose
-    from noeta.doctor import render as render_check
+    from noeta.cli.doctor import diagnose
+    from noeta.cli.doctor import render as render_check
 
     checks = await diagnose()
     for check in checks:

@@ -8,7 +8,7 @@ import threading
 from typing import TextIO
 
 from noeta.client.client import AsyncClient
-from noeta.progress import Progress
+from noeta.cli.progress import Progress
 from noeta.protocols.messages import StreamDelta
 
 

@@ -10,7 +10,7 @@ from importlib import metadata
 
 from noeta.protocols.bounds import BOUNDS, bound_problem
 from noeta.protocols.statuses import TASK_STATUSES
-from noeta.tuning import SETTINGS as TUNING_SETTINGS
+from noeta.config.tuning import SETTINGS as TUNING_SETTINGS
 
 MAX_LIST_LIMIT = 1000
 

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 from noeta.client.config import Settings
 from noeta.client.embedded import ensure_server
 from noeta.errors import ConfigurationError
-from noeta.lifecycle import EXIT_INTERRUPTED, serve_until_signal
+from noeta.cli.lifecycle import EXIT_INTERRUPTED, serve_until_signal
 from noeta.protocols.names import DEFAULT_PROVIDER
-from noeta.tuning import SETTINGS as TUNING_SETTINGS
-from noeta.tuning import WorkerTuning
+from noeta.config.tuning import SETTINGS as TUNING_SETTINGS
+from noeta.config.tuning import WorkerTuning
 
 if TYPE_CHECKING:
     from noeta.worker import Registry
@@ -52,7 +52,7 @@ def worker_registry(
     if registry.mcp_commands is None:
         registry.mcp_commands = settings.mcp_commands  # NOETA_MCP_COMMANDS: none unless listed
     if registry.prices is None:  # a malformed NOETA_PRICES stops the worker here, not a model call
-        from noeta.pricing import PriceTable
+        from noeta.providers.pricing import PriceTable
 
         registry.prices = PriceTable.from_env()
     if DEFAULT_PROVIDER not in registry.providers:

@@ -12,7 +12,7 @@ from temporalio.service import RPCError
 from noeta.client.config import Settings
 from noeta.client.embedded import EmbeddedServer, ensure_server
 from noeta.errors import TemporalUnavailableError
-from noeta.plugin import NoetaPlugin
+from noeta.worker.plugin import NoetaPlugin
 
 
 async def connect_temporal(

@@ -12,7 +12,7 @@ from temporalio.runtime import Runtime
 
 from noeta.client.config import Settings
 from noeta.context.content_store import ContentStore
-from noeta.pricing import PriceTable
+from noeta.providers.pricing import PriceTable
 from noeta.protocols.messages import StreamDelta
 
 

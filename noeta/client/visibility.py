@@ -3,7 +3,7 @@ queries behind ``list_tasks`` (CLI ``noeta tasks``, ``GET /tasks``, the console)
 and description of a task as seen from outside.
 
 Search-attribute names live in :mod:`noeta.protocols.names`, typed keys in
-:mod:`noeta.search_attributes`.
+:mod:`noeta.temporal.search_attributes`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from temporalio.client import WorkflowExecution, WorkflowExecutionStatus
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.service import RPCError
 
-from noeta import search_attributes as keys
+from noeta.temporal import search_attributes as keys
 from noeta.errors import ConfigurationError, NoetaError
 from noeta.protocols.names import (
     BASE_SEARCH_ATTRIBUTES,

@@ -25,7 +25,7 @@ from noeta.protocols.messages import (
     Message,
     ToolResultBlock,
 )
-from noeta.tuning import SETTINGS
+from noeta.config.tuning import SETTINGS
 
 NODE_MEDIA_TYPE = "application/vnd.noeta.transcript+json"
 _MESSAGES = TypeAdapter(list[Message])

@@ -22,7 +22,7 @@ from noeta.client.options import Options
 from noeta.errors import ConfigurationError, QuotaExceededError
 from noeta.protocols.budget import UsageLimits
 from noeta.protocols.names import SA_API_KEY, SA_COST_USD, WORKFLOW_TYPES_QUERY
-from noeta.search_attributes import COST_USD
+from noeta.temporal.search_attributes import COST_USD
 
 #: Environment variables of ``noeta serve``.
 DAILY_VARIABLE = "NOETA_KEY_DAILY_USD"

@@ -7,7 +7,7 @@ and becomes its own ``TaskInput`` field when the task starts (noeta.client.optio
 request body derives its fields from here too (noeta.client.settings_body).
 
 The defaults are part of the wire format: a recorded ``TaskInput`` leaves out fields at their
-defaults (noeta.converter), so a default never changes (tests/wire_defaults.json pins them). The
+defaults (noeta.temporal.converter), so a default never changes (tests/wire_defaults.json pins them). The
 allowed range of each numeric setting is in noeta.protocols.bounds.
 """
 

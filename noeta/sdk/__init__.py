@@ -73,10 +73,10 @@ _LAZY: dict[str, str] = {
     "ToolTimeoutError": "noeta.errors",
     "ValidatorNotRegisteredError": "noeta.errors",
     "WorkerBusyError": "noeta.errors",
-    "NoetaPlugin": "noeta.plugin",
-    "NoetaWorkerPlugin": "noeta.plugin",
-    "ModelPrice": "noeta.pricing",
-    "PriceTable": "noeta.pricing",
+    "NoetaPlugin": "noeta.worker.plugin",
+    "NoetaWorkerPlugin": "noeta.worker.plugin",
+    "ModelPrice": "noeta.providers.pricing",
+    "PriceTable": "noeta.providers.pricing",
     "ActivityOptions": "noeta.protocols.activity_options",
     "CallCounts": "noeta.protocols.budget",
     "UsageLimits": "noeta.protocols.budget",
@@ -104,7 +104,7 @@ _LAZY: dict[str, str] = {
     "SdkMcpServer": "noeta.sdk.tools",
     "create_sdk_mcp_server": "noeta.sdk.tools",
     "tool": "noeta.sdk.tools",
-    "WorkerTuning": "noeta.tuning",
+    "WorkerTuning": "noeta.config.tuning",
     "Registry": "noeta.worker",
     "MemoryStore": "noeta.builtins.memory.impl",
 }
@@ -166,8 +166,8 @@ if TYPE_CHECKING:
         ValidatorNotRegisteredError,
         WorkerBusyError,
     )
-    from noeta.plugin import NoetaPlugin, NoetaWorkerPlugin
-    from noeta.pricing import ModelPrice, PriceTable
+    from noeta.worker.plugin import NoetaPlugin, NoetaWorkerPlugin
+    from noeta.providers.pricing import ModelPrice, PriceTable
     from noeta.protocols.activity_options import ActivityOptions
     from noeta.protocols.budget import CallCounts, UsageLimits
     from noeta.protocols.resources import ResourceCall, ResourceSpec, equip_resource
@@ -183,7 +183,7 @@ if TYPE_CHECKING:
     from noeta.sdk._query import QueryResult, aquery, query
     from noeta.sdk.images import image
     from noeta.sdk.tools import DecoratedTool, SdkMcpServer, create_sdk_mcp_server, tool
-    from noeta.tuning import WorkerTuning
+    from noeta.config.tuning import WorkerTuning
     from noeta.worker import Registry
 
 

@@ -23,7 +23,7 @@ from temporalio.api.common.v1 import Payload
 from temporalio.converter import PayloadCodec
 
 from noeta.errors import EncryptionKeyError
-from noeta.import_path import load_object
+from noeta.config.import_path import load_object
 from noeta.security.keys import KeyRing, keyring_from_env
 
 CODEC_ENV = "NOETA_CODEC"
@@ -39,18 +39,24 @@ class EncryptionCodec(PayloadCodec):
     so a payload cannot be re-labelled with another key id."""
 
     def __init__(self, keys: KeyRing) -> None:
+        """``keys``: the key ring that encrypts (active key) and decrypts (any key in it)."""
         self.keys = keys
 
     def __repr__(self) -> str:
+        """Name the codec and its key ids, never the key material."""
         return f"EncryptionCodec({self.keys!r})"
 
     async def encode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        """Encrypt every payload (the Temporal codec interface)."""
         return [self.encrypt(p) for p in payloads]
 
     async def decode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        """Decrypt every payload (the Temporal codec interface)."""
         return [self.decrypt(p) for p in payloads]
 
     def encrypt(self, payload: Payload) -> Payload:
+        """``payload`` serialized and sealed under the active key, as a ``binary/encrypted``
+        payload."""
         key_id, sealed = self.keys.encrypt(payload.SerializeToString(), _AAD + self.keys.active_id.encode())
         return Payload(
             metadata={"encoding": ENCODING, KEY_ID_KEY: key_id.encode(), CIPHER_KEY: CIPHER},
@@ -58,6 +64,9 @@ class EncryptionCodec(PayloadCodec):
         )
 
     def decrypt(self, payload: Payload) -> Payload:
+        """The original payload of a sealed one; a payload that is not encrypted is returned as it
+        is. EncryptionKeyError for an unknown key, another cipher or data that fails
+        authentication."""
         if payload.metadata.get("encoding") != ENCODING:
             return payload  # written before encryption was on
         key_id = payload.metadata.get(KEY_ID_KEY, b"").decode()

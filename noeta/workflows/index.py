@@ -11,7 +11,7 @@ from temporalio.common import SearchAttributeUpdate
 from noeta.protocols.messages import Usage
 from noeta.protocols.names import PATCH_LEAN_STEPS
 from noeta.protocols.statuses import TaskStatus
-from noeta.search_attributes import COST_USD, MODEL, STATUS, TOKENS_IN, TOKENS_OUT, TURNS
+from noeta.temporal.search_attributes import COST_USD, MODEL, STATUS, TOKENS_IN, TOKENS_OUT, TURNS
 from noeta.workflows import patches
 
 
@@ -21,6 +21,8 @@ class SearchIndex:
     (including the final one)."""
 
     def __init__(self, enabled: bool, cost: bool, interval: float | None) -> None:
+        """``enabled``: whether the task is indexed at all; ``cost``: whether NoetaCostUSD is too;
+        ``interval``: the least seconds between counter refreshes."""
         self.enabled = enabled
         self.cost = cost
         """Also NoetaCostUSD (registered later than the others: only tasks whose starter saw it)."""

@@ -25,7 +25,7 @@ from noeta.client.events import first_run_id
 from noeta.client.options import HostConfig, Options, SubAgent
 from noeta.context.content_store import LocalContentStore
 from noeta.errors import NoetaError, ProviderError
-from noeta.pricing import ModelPrice, PriceTable
+from noeta.providers.pricing import ModelPrice, PriceTable
 from noeta.protocols.budget import UsageLimits
 from noeta.protocols.tool import ToolContext, ToolResult
 from noeta.protocols.validation import expect_validator

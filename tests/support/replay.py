@@ -5,7 +5,7 @@ from __future__ import annotations
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
-from noeta.plugin import NoetaPlugin
+from noeta.worker.plugin import NoetaPlugin
 from noeta.workflows import WORKFLOWS
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from temporalio.worker import Worker
 
-from noeta.health import HealthServer
+from noeta.cli.health import HealthServer
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 #: Exit code of a process left at once on a second signal (the shell's code for SIGINT).

@@ -5,7 +5,7 @@ temporalio's pydantic converter keeps its ``TypeAdapter`` cache on the converter
 workflow sandbox builds a new payload converter for every workflow instance. Noeta's messages are
 large dataclass unions whose schemas take milliseconds to build, so a per-instance cache means every
 new task rebuilds them. Here the cache lives at module level; because ``noeta`` is passed through
-the sandbox (see :mod:`noeta.plugin`), every workflow instance and every activity of a worker
+the sandbox (see :mod:`noeta.worker.plugin`), every workflow instance and every activity of a worker
 process shares it.
 
 Most fields of an activity's input and output sit at their defaults in most steps (no retries, no

@@ -103,6 +103,8 @@ class WorkerTuning:
     sticky_queue_timeout_seconds: int = field(default_factory=lambda: _from_env("sticky_queue_timeout_seconds"))
 
     def __post_init__(self) -> None:
+        """ConfigurationError unless every field is a whole number from 1 to its setting's largest
+        value."""
         for f in fields(self):
             setting, value = SETTINGS[f.name], getattr(self, f.name)
             if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= setting.largest:

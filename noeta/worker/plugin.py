@@ -7,7 +7,7 @@ Adding Noeta to an existing Temporal application is one line for the client and 
 
 :class:`NoetaPlugin` carries:
 
-- the data converter (:mod:`noeta.converter`: pydantic JSON with a process-wide schema cache), with
+- the data converter (:mod:`noeta.temporal.converter`: pydantic JSON with a process-wide schema cache), with
   an optional payload codec such as encryption;
 - interceptors (:mod:`noeta.telemetry.interceptors`): OpenTelemetry tracing when configured, and
   the workflow-side metrics;
@@ -32,11 +32,11 @@ from temporalio.plugin import SimplePlugin
 from temporalio.worker import WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from noeta.converter import data_converter
+from noeta.temporal.converter import data_converter
 
 if TYPE_CHECKING:
     from noeta.activities.registry import Registry
-    from noeta.tuning import WorkerTuning
+    from noeta.config.tuning import WorkerTuning
 
 PLUGIN_NAME = "noeta.NoetaPlugin"
 WORKER_PLUGIN_NAME = "noeta.NoetaWorkerPlugin"

@@ -14,11 +14,11 @@ from temporalio.client import Client as TemporalClient
 from temporalio.worker import Worker
 
 from noeta.activities.registry import Registry
-from noeta.converter import is_noeta_converter
+from noeta.temporal.converter import is_noeta_converter
 from noeta.errors import ConfigurationError
-from noeta.import_path import load_object
-from noeta.plugin import NoetaWorkerPlugin
-from noeta.tuning import WorkerTuning
+from noeta.config.import_path import load_object
+from noeta.worker.plugin import NoetaWorkerPlugin
+from noeta.config.tuning import WorkerTuning
 
 
 def _is_registry(value: object) -> TypeGuard[Registry]:
