@@ -49,8 +49,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Callable, Literal
+from typing import Any, Callable, Literal, get_args
 
+from noeta.protocols import events_calls, events_oversight, events_task
 from noeta.protocols.events_calls import (
     ProviderCallCompleted,
     ProviderCallFailed,
@@ -76,10 +77,11 @@ from noeta.protocols.events_oversight import (
     ToolCallRefused,
     ValidationFailed,
 )
+# (`X as X`: re-exported through events_task.__all__, not used in this module.)
 from noeta.protocols.events_task import (
-    WORKFLOW_TERMINATED,
-    WORKFLOW_TIMED_OUT,
-    ContextChannel,
+    WORKFLOW_TERMINATED as WORKFLOW_TERMINATED,
+    WORKFLOW_TIMED_OUT as WORKFLOW_TIMED_OUT,
+    ContextChannel as ContextChannel,
     ContextPlanComposed,
     GoalReceived,
     MessagesAppended,
@@ -131,43 +133,8 @@ EventPayload = (
     | ResourceCallObserved
 )
 
-EVENT_TYPES: dict[str, type] = {
-    cls.__name__: cls
-    for cls in (
-        TaskCreated,
-        ContextPlanComposed,
-        GoalReceived,
-        MessagesAppended,
-        ProviderCallStarted,
-        ProviderCallRetried,
-        ProviderCallCompleted,
-        ProviderCallFailed,
-        ToolCallProposed,
-        GuardVerdict,
-        ApprovalRequested,
-        ApprovalGranted,
-        ApprovalDenied,
-        ToolCallRefused,
-        ToolCallStarted,
-        ToolCallRetried,
-        ToolCallCompleted,
-        ToolCallFailed,
-        ValidationFailed,
-        AttemptsExhausted,
-        BudgetWarning,
-        BudgetExceeded,
-        SubtaskSpawned,
-        SubtaskCompleted,
-        TaskCompleted,
-        TaskFailed,
-        TaskCancelled,
-        TaskContinuedAsNew,
-        ScopeEquipped,
-        ResourcesEquipped,
-        ResourcesReleased,
-        ResourceCallObserved,
-    )
-}
+#: Each payload type by its name, in the union's order.
+EVENT_TYPES: dict[str, type] = {cls.__name__: cls for cls in get_args(EventPayload)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,46 +165,8 @@ Subscriber = Callable[[EventEnvelope], None]
 Observer = Subscriber
 
 
-__all__ = [
-    "Actor",
-    "ApprovalDenied",
-    "ApprovalGranted",
-    "ApprovalRequested",
-    "AttemptsExhausted",
-    "BudgetExceeded",
-    "BudgetWarning",
-    "ContextChannel",
-    "ContextPlanComposed",
-    "EVENT_TYPES",
-    "EventEnvelope",
-    "EventPayload",
-    "GoalReceived",
-    "GuardVerdict",
-    "MessagesAppended",
-    "Observer",
-    "ProviderCallCompleted",
-    "ProviderCallFailed",
-    "ProviderCallRetried",
-    "ProviderCallStarted",
-    "ResourceCallObserved",
-    "ResourcesEquipped",
-    "ResourcesReleased",
-    "ScopeEquipped",
-    "Subscriber",
-    "SubtaskCompleted",
-    "SubtaskSpawned",
-    "TaskCancelled",
-    "TaskCompleted",
-    "TaskContinuedAsNew",
-    "TaskCreated",
-    "TaskFailed",
-    "ToolCallCompleted",
-    "ToolCallFailed",
-    "ToolCallProposed",
-    "ToolCallRefused",
-    "ToolCallRetried",
-    "ToolCallStarted",
-    "ValidationFailed",
-    "WORKFLOW_TERMINATED",
-    "WORKFLOW_TIMED_OUT",
-]
+# The payloads are re-exported from their families' modules.
+__all__ = ["Actor", "EVENT_TYPES", "EventEnvelope", "EventPayload", "Observer", "Subscriber"]
+__all__ += events_task.__all__
+__all__ += events_calls.__all__
+__all__ += events_oversight.__all__
