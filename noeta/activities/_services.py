@@ -23,7 +23,7 @@ from noeta.protocols.scope import deep_freeze
 from noeta.protocols.tool import ToolSpec
 from noeta.resources.context import ActiveRun, CallRecorder
 from noeta.resources.pool import ResourcePool
-from noeta.config.tuning import WorkerTuning
+from noeta.config.tuning import SETTINGS as TUNING, WorkerTuning
 
 #: Characters of a large tool output or answer kept in history in front of its content-store reference.
 PREVIEW_CHARS = 512
@@ -54,8 +54,8 @@ class WorkerServices:
         self.transcripts = TranscriptStore(self.store, tuning.transcript_cache_mb)
         # Two pools: a hung synchronous tool holds a user-code thread, never one that content-store
         # reads and writes (every model call's) need.
-        self.io_pool = ThreadPool(tuning.io_threads, "io", "NOETA_IO_THREADS")
-        self.user_code_pool = ThreadPool(tuning.sync_tool_threads, "sync-tool", "NOETA_SYNC_TOOL_THREADS")
+        self.io_pool = ThreadPool(tuning.io_threads, "io", TUNING["io_threads"].variable)
+        self.user_code_pool = ThreadPool(tuning.sync_tool_threads, "sync-tool", TUNING["sync_tool_threads"].variable)
         self.steps = FinishedSteps(StepOutputs(registry.step_records or step_records_for(self.store), self.store), self.io_pool)
         self.resources = ResourcePool(registry.resources)
         """Live resources created from the registry's equip_resource specs (per task, per worker)."""

@@ -36,17 +36,17 @@ The ``TEMPORAL_*`` variables and the config file are Temporal's standard client 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, ValidationError, ValidatorFunctionWrapHandler, field_validator, model_validator
+from pydantic import Field, field_validator
 from pydantic.fields import FieldInfo
-from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 from temporalio.envconfig import ClientConfigProfile, ClientConfigTLS
 
 from noeta.client.visibility import parse_indexed_metadata
+from noeta.config.settings import EnvSettings, PlainEnvSource, csv, current_environ
 from noeta.context.content_store import ContentStore, LocalContentStore
 from noeta.deltas.broker import DELTA_BROKER_VARIABLE
 from noeta.errors import ConfigurationError
@@ -56,8 +56,6 @@ DEFAULT_TASK_QUEUE = "noeta"
 DEFAULT_SHUTDOWN_GRACE_SECONDS = 60.0
 #: Long enough for a dev server or a cluster that is still starting to begin serving gRPC.
 DEFAULT_CONNECT_TIMEOUT_SECONDS = 15.0
-#: Prefix of the variables of Noeta's own settings (a field's variable unless it names another).
-ENV_PREFIX = "NOETA_"
 
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
@@ -69,7 +67,7 @@ def load_temporal_profile(environ: Mapping[str, str] | None = None) -> ClientCon
     """Temporal's client profile: the config file's ``TEMPORAL_PROFILE`` section with the
     ``TEMPORAL_*`` variables applied over it. Empty variables count as unset; ``TEMPORAL_TLS``
     takes the same words Noeta always accepted."""
-    env = {k: v for k, v in (os.environ if environ is None else environ).items() if v != ""}
+    env = {k: v for k, v in (current_environ() if environ is None else environ).items() if v != ""}
     tls = env.get("TEMPORAL_TLS", "").lower()
     if tls in _TRUE:
         env["TEMPORAL_TLS"] = "true"
@@ -98,33 +96,25 @@ class TemporalProfileSource(PydanticBaseSettingsSource):
             "temporal_address": profile.address,
             "namespace": profile.namespace or "default",
             "api_key": profile.api_key,
-            "tls": (os.environ.get("TEMPORAL_TLS") or "").lower() in _TRUE,
+            "tls": (current_environ().get("TEMPORAL_TLS") or "").lower() in _TRUE,
             "temporal_tls": profile.tls,
             "rpc_metadata": dict(profile.grpc_meta),
         }
 
 
-class PlainEnvSource(EnvSettingsSource):
-    """The ``NOETA_*`` variables as plain text: lists are comma-separated, never JSON, and the
-    Temporal fields are left to TemporalProfileSource."""
-
-    def decode_complex_value(self, field_name: str, field: FieldInfo, value: Any) -> Any:
-        """The text itself; the field's validator parses it."""
-        return value
+class NoetaEnvSource(PlainEnvSource):
+    """The ``NOETA_*`` variables as plain text, the Temporal fields left to TemporalProfileSource."""
 
     def __call__(self) -> dict[str, Any]:
         """The ``NOETA_*`` values found, without the fields TemporalProfileSource provides."""
         return {k: v for k, v in super().__call__().items() if k not in TEMPORAL_FIELDS}
 
 
-class Settings(BaseSettings):
+class Settings(EnvSettings):
     """Where this process finds Temporal, the content store and its data. Each field comes from a
     keyword argument, else its variable (the table above; empty counts as unset), else its default."""
 
-    model_config = SettingsConfigDict(
-        env_prefix=ENV_PREFIX, env_ignore_empty=True, frozen=True, populate_by_name=True,
-        arbitrary_types_allowed=True, use_attribute_docstrings=True,
-    )
+    model_config = SettingsConfigDict(arbitrary_types_allowed=True)
 
     temporal_address: str | None = None
     """``TEMPORAL_ADDRESS`` (or the profile's); None: the embedded dev server."""
@@ -166,17 +156,12 @@ class Settings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         """Keyword arguments, then Temporal's profile, then the ``NOETA_*`` variables (no dotenv
         or secret files: the variables are the interface)."""
-        return init_settings, TemporalProfileSource(settings_cls), PlainEnvSource(settings_cls)
+        return init_settings, TemporalProfileSource(settings_cls), NoetaEnvSource(settings_cls)
 
-    @model_validator(mode="wrap")
     @classmethod
-    def _configuration_error(cls, values: Any, handler: ValidatorFunctionWrapHandler) -> Any:
-        # Every bad setting is a ConfigurationError, as everywhere else in Noeta.
-        try:
-            return handler(values)
-        except ValidationError as err:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors())
-            raise ConfigurationError(f"settings: {problems}") from None
+    def variable(cls, field_name: str) -> str:
+        """The environment variable of the field ``field_name`` (``TEMPORAL_*`` for the profile's)."""
+        return "TEMPORAL_*" if field_name in TEMPORAL_FIELDS else super().variable(field_name)
 
     @field_validator("home", "content_dir", "memory_dir", mode="after")
     @classmethod
@@ -191,7 +176,7 @@ class Settings(BaseSettings):
         except (TypeError, ValueError):
             value = -1.0
         if value < 0:
-            raise ConfigurationError(f"{_variable(info.field_name)} must be a number of seconds >= 0, got {raw!r}")
+            raise ConfigurationError(f"{cls.variable(info.field_name)} must be a number of seconds >= 0, got {raw!r}")
         return value
 
     @field_validator("health_port", mode="before")
@@ -209,9 +194,7 @@ class Settings(BaseSettings):
     def _commands(cls, raw: Any) -> Any:
         if not isinstance(raw, str):
             return raw
-        if raw.strip() == "*":
-            return None
-        return tuple(c.strip() for c in raw.split(",") if c.strip())
+        return None if raw.strip() == "*" else csv(raw)
 
     @field_validator("indexed_metadata", mode="before")
     @classmethod
@@ -273,7 +256,3 @@ class Settings(BaseSettings):
         if url:
             raise ConfigurationError(f"NOETA_CONTENT_STORE must be a postgresql:// URL, got {url.split(':')[0]}:…")
         return LocalContentStore(self.content_dir or self.home / "content", cipher=cipher_from_env())
-
-
-def _variable(field_name: str) -> str:
-    return ENV_PREFIX + field_name.upper()

@@ -37,11 +37,13 @@ wide margin for that while halving temporalio's 10 s wait after a crash.
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from pydantic import Field, ValidationInfo, field_validator
+
+from noeta.config.settings import EnvSettings
 from noeta.errors import ConfigurationError
 
 
@@ -79,39 +81,39 @@ SETTINGS: dict[str, Setting] = {
 }
 
 
-def _from_env(name: str) -> Any:
-    setting = SETTINGS[name]
-    raw = os.environ.get(setting.variable)
-    if not raw:
-        return setting.default
-    try:
-        return int(raw)
-    except ValueError:
-        raise ConfigurationError(f"{setting.variable} must be a whole number, got {raw!r}") from None
+def _setting(name: str) -> Any:
+    # The field's default and variable are its SETTINGS entry's, which the worker's flags use too.
+    return Field(default=SETTINGS[name].default, validation_alias=SETTINGS[name].variable)
 
 
-@dataclass(frozen=True)
-class WorkerTuning:
-    """How much one worker process takes on at once. Unset fields come from the environment."""
+class WorkerTuning(EnvSettings):
+    """How much one worker process takes on at once: keyword arguments, else the variables, else
+    the defaults (the table above)."""
 
-    max_workflow_tasks: int = field(default_factory=lambda: _from_env("max_workflow_tasks"))
-    max_activities: int = field(default_factory=lambda: _from_env("max_activities"))
-    max_cached_workflows: int = field(default_factory=lambda: _from_env("max_cached_workflows"))
-    sync_tool_threads: int = field(default_factory=lambda: _from_env("sync_tool_threads"))
-    io_threads: int = field(default_factory=lambda: _from_env("io_threads"))
-    transcript_cache_mb: int = field(default_factory=lambda: _from_env("transcript_cache_mb"))
-    sticky_queue_timeout_seconds: int = field(default_factory=lambda: _from_env("sticky_queue_timeout_seconds"))
+    max_workflow_tasks: int = _setting("max_workflow_tasks")
+    max_activities: int = _setting("max_activities")
+    max_cached_workflows: int = _setting("max_cached_workflows")
+    sync_tool_threads: int = _setting("sync_tool_threads")
+    io_threads: int = _setting("io_threads")
+    transcript_cache_mb: int = _setting("transcript_cache_mb")
+    sticky_queue_timeout_seconds: int = _setting("sticky_queue_timeout_seconds")
 
-    def __post_init__(self) -> None:
-        """ConfigurationError unless every field is a whole number from 1 to its setting's largest
-        value."""
-        for f in fields(self):
-            setting, value = SETTINGS[f.name], getattr(self, f.name)
-            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= setting.largest:
-                raise ConfigurationError(
-                    f"{f.name} ({setting.variable}) must be a whole number from 1 to {setting.largest}, "
-                    f"got {value!r}"
-                )
+    @field_validator("*", mode="before")
+    @classmethod
+    def _whole_number(cls, raw: Any, info: ValidationInfo) -> Any:
+        """ConfigurationError unless the value is a whole number from 1 to its setting's largest."""
+        name = info.field_name or ""
+        setting = SETTINGS[name]
+        if isinstance(raw, str):
+            try:
+                raw = int(raw)
+            except ValueError:
+                raise ConfigurationError(f"{setting.variable} must be a whole number, got {raw!r}") from None
+        if isinstance(raw, bool) or not isinstance(raw, int) or not 1 <= raw <= setting.largest:
+            raise ConfigurationError(
+                f"{name} ({setting.variable}) must be a whole number from 1 to {setting.largest}, got {raw!r}"
+            )
+        return raw
 
     def worker_kwargs(self) -> dict[str, Any]:
         """The ``temporalio.worker.Worker`` arguments these settings stand for."""
