@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -23,6 +23,15 @@ from noeta.protocols.resources import ResourceSpec
 from noeta.protocols.tool import Tool, ToolSpec, tool_fingerprint
 from noeta.protocols.validation import Validator, as_validator
 from noeta.providers.limits import ProviderLimit
+
+T = TypeVar("T")
+
+
+def _add_once(table: dict[str, T], name: str, item: T, kind: str) -> None:
+    # Registering the same object again is harmless; a second object under its name is a mistake.
+    if name in table and table[name] is not item:
+        raise ConfigurationError(f"two different {kind} are named {name!r}")
+    table[name] = item
 
 
 @dataclass
@@ -102,10 +111,7 @@ class Registry:
         same name."""
         if not isinstance(tool, Tool):
             raise ConfigurationError(f"{tool!r} is not a Tool (decorate it with @tool)")
-        existing = self.tools.get(tool.name)
-        if existing is not None and existing is not tool:
-            raise ConfigurationError(f"two different tools are named {tool.name!r}")
-        self.tools[tool.name] = tool
+        _add_once(self.tools, tool.name, tool, "tools")
 
     def add_provider(self, provider: LLMProvider, name: str | None = None, limit: ProviderLimit | None = None) -> str:
         """Register ``provider`` under ``name`` (default: its registry name), with this worker's
@@ -126,10 +132,7 @@ class Registry:
             key = resource.key
         if not isinstance(key, str) or not key:
             raise ConfigurationError(f"resource {resource!r} needs a non-empty key (or use equip_resource)")
-        existing = self.resources.get(key, resource)
-        if existing is not resource:
-            raise ConfigurationError(f"two different resources are registered as {key!r}")
-        self.resources[key] = resource
+        _add_once(self.resources, key, resource, "resources")
         return key
 
     def add_validator(self, validator: Validator | Callable[[Any], Any]) -> str:
@@ -147,10 +150,7 @@ class Registry:
         another guard of the same name."""
         if not isinstance(guard, Guard):
             raise ConfigurationError(f"{guard!r} is not a Guard (it needs a name and check(action, ctx))")
-        existing = self.guards.get(guard.name)
-        if existing is not None and existing is not guard:
-            raise ConfigurationError(f"two different guards are named {guard.name!r}")
-        self.guards[guard.name] = guard
+        _add_once(self.guards, guard.name, guard, "guards")
         return guard.name
 
     def add_output_model(self, model: type[BaseModel]) -> str:
