@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, Protocol, get_args, overload
+from typing import Any, Generic, Protocol, TypedDict, Unpack, get_args, overload
 
 import jsonschema
 from typing_extensions import TypeVar
@@ -76,39 +76,28 @@ class ToolDecorator(Protocol):
         """Wrap ``fn`` as a DecoratedTool."""
 
 
+class _ToolKeywords(TypedDict, total=False):
+    # tool()'s optional keywords, as its overloads declare them (the defaults are the implementation's).
+    description: str | None
+    risk_level: RiskLevel
+    timeout_seconds: float | None
+    heartbeat_seconds: float | None
+    max_retries: int | None
+    validate_input: bool
+    resources: Sequence[str]
+
+
 # The two overloads are the two ways to use it: tool(fn, name=...) and @tool(name=...). The
 # keywords are required here as they are at run time (omitting one raises TypeError).
 @overload
 def tool(
-    fn: ToolFunction[R],
-    *,
-    name: str,
-    version: str,
-    input_schema: dict[str, Any],
-    description: str | None = None,
-    risk_level: RiskLevel = "low",
-    timeout_seconds: float | None = None,
-    heartbeat_seconds: float | None = None,
-    max_retries: int | None = None,
-    validate_input: bool = False,
-    resources: Sequence[str] = (),
+    fn: ToolFunction[R], *, name: str, version: str, input_schema: dict[str, Any], **keywords: Unpack[_ToolKeywords]
 ) -> DecoratedTool[R]: ...
 
 
 @overload
 def tool(
-    fn: None = None,
-    *,
-    name: str,
-    version: str,
-    input_schema: dict[str, Any],
-    description: str | None = None,
-    risk_level: RiskLevel = "low",
-    timeout_seconds: float | None = None,
-    heartbeat_seconds: float | None = None,
-    max_retries: int | None = None,
-    validate_input: bool = False,
-    resources: Sequence[str] = (),
+    fn: None = None, *, name: str, version: str, input_schema: dict[str, Any], **keywords: Unpack[_ToolKeywords]
 ) -> ToolDecorator: ...
 
 
