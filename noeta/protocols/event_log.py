@@ -51,7 +51,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Callable, Literal, get_args
 
-from noeta.protocols import events_calls, events_oversight, events_task
 from noeta.protocols.events_calls import (
     ProviderCallCompleted,
     ProviderCallFailed,
@@ -77,11 +76,10 @@ from noeta.protocols.events_oversight import (
     ToolCallRefused,
     ValidationFailed,
 )
-# (`X as X`: re-exported through events_task.__all__, not used in this module.)
 from noeta.protocols.events_task import (
-    WORKFLOW_TERMINATED as WORKFLOW_TERMINATED,
-    WORKFLOW_TIMED_OUT as WORKFLOW_TIMED_OUT,
-    ContextChannel as ContextChannel,
+    WORKFLOW_TERMINATED,
+    WORKFLOW_TIMED_OUT,
+    ContextChannel,
     ContextPlanComposed,
     GoalReceived,
     MessagesAppended,
@@ -165,8 +163,46 @@ Subscriber = Callable[[EventEnvelope], None]
 Observer = Subscriber
 
 
-# The payloads are re-exported from their families' modules.
-__all__ = ["Actor", "EVENT_TYPES", "EventEnvelope", "EventPayload", "Observer", "Subscriber"]
-__all__ += events_task.__all__
-__all__ += events_calls.__all__
-__all__ += events_oversight.__all__
+__all__ = [
+    "Actor",
+    "ApprovalDenied",
+    "ApprovalGranted",
+    "ApprovalRequested",
+    "AttemptsExhausted",
+    "BudgetExceeded",
+    "BudgetWarning",
+    "ContextChannel",
+    "ContextPlanComposed",
+    "EVENT_TYPES",
+    "EventEnvelope",
+    "EventPayload",
+    "GoalReceived",
+    "GuardVerdict",
+    "MessagesAppended",
+    "Observer",
+    "ProviderCallCompleted",
+    "ProviderCallFailed",
+    "ProviderCallRetried",
+    "ProviderCallStarted",
+    "ResourceCallObserved",
+    "ResourcesEquipped",
+    "ResourcesReleased",
+    "ScopeEquipped",
+    "Subscriber",
+    "SubtaskCompleted",
+    "SubtaskSpawned",
+    "TaskCancelled",
+    "TaskCompleted",
+    "TaskContinuedAsNew",
+    "TaskCreated",
+    "TaskFailed",
+    "ToolCallCompleted",
+    "ToolCallFailed",
+    "ToolCallProposed",
+    "ToolCallRefused",
+    "ToolCallRetried",
+    "ToolCallStarted",
+    "ValidationFailed",
+    "WORKFLOW_TERMINATED",
+    "WORKFLOW_TIMED_OUT",
+]
