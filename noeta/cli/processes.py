@@ -182,9 +182,11 @@ async def cmd_serve(args: argparse.Namespace) -> int:
     except ImportError as err:  # starlette / uvicorn are the [serve] extra
         raise ConfigurationError(f"noeta serve needs the HTTP extra: pip install 'noeta[serve]' ({err})") from err
     from noeta.client.client import AsyncClient
+    from noeta.security.http_guard import ServerSettings
 
     client = await AsyncClient.connect()
-    keys = "API keys required" if os.environ.get("NOETA_API_KEYS") or os.environ.get("NOETA_API_KEYS_FILE") else "no API keys"
+    server = ServerSettings()
+    keys = "API keys required" if server.api_keys or server.api_keys_file else "no API keys"
     print(f"Noeta HTTP API and console on http://{args.host}:{args.port} ({keys}; see docs/security.md)", flush=True)
     await serve(client, args.host, args.port)
     return 0

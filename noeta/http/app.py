@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import os
 
 import uvicorn
 from fastapi import FastAPI
@@ -30,7 +29,7 @@ from noeta.http.errors import EXCEPTION_HANDLERS
 from noeta.http.quotas import SpendQuotas
 from noeta.http.routes import AppState
 from noeta.http.sse import KEEPALIVE_SECONDS
-from noeta.security.http_guard import GuardConfig, RequestGuard, key_id
+from noeta.security.http_guard import GuardConfig, RequestGuard, ServerSettings, key_id
 
 logger = logging.getLogger(__name__)
 
@@ -97,7 +96,7 @@ async def serve(
     Without API keys it only listens on loopback (``NOETA_ALLOW_UNAUTHENTICATED=1`` overrides,
     for a deployment behind an authenticating proxy)."""
     guard = guard or GuardConfig.from_env(bind_host=host)
-    guard.check_bind(host, allow_unauthenticated=os.environ.get("NOETA_ALLOW_UNAUTHENTICATED") == "1")
+    guard.check_bind(host, allow_unauthenticated=ServerSettings().allow_unauthenticated)
     if not guard.api_keys:
         logger.warning("noeta serve has no API keys (NOETA_API_KEYS): any local process can use it")
     quotas = quotas or SpendQuotas.from_env()

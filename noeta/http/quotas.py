@@ -12,13 +12,16 @@ docs/budgets.md has the details and their limits.
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from pydantic import Field, ValidationInfo, field_validator
 
 from noeta.client.client import AsyncClient
 from noeta.client.options import Options
+from noeta.config.settings import EnvSettings, blank_as_none, csv
 from noeta.errors import ConfigurationError, QuotaExceededError
 from noeta.protocols.budget import UsageLimits
 from noeta.protocols.names import SA_API_KEY, SA_COST_USD, WORKFLOW_TYPES_QUERY
@@ -30,14 +33,42 @@ PER_KEY_VARIABLE = "NOETA_KEY_QUOTAS"
 TASK_VARIABLE = "NOETA_TASK_MAX_COST_USD"
 
 
-def _usd(name: str, raw: str) -> float:
+def _usd(name: str, raw: Any) -> float:
     try:
         value = float(raw)
-    except ValueError:
+    except (TypeError, ValueError):
         value = -1.0
     if not value >= 0 or value == float("inf"):
         raise ConfigurationError(f"{name} must be a number of US dollars >= 0, got {raw!r}")
     return value
+
+
+class QuotaSettings(EnvSettings):
+    """The variables of :class:`SpendQuotas` (empty or blank: unset)."""
+
+    daily_usd: float | None = Field(default=None, validation_alias=DAILY_VARIABLE)
+    per_key: Mapping[str, float] = Field(default_factory=dict, validation_alias=PER_KEY_VARIABLE)
+    """``<key id>=<usd>,...``"""
+    task_max_cost_usd: float | None = Field(default=None, validation_alias=TASK_VARIABLE)
+
+    @field_validator("daily_usd", "task_max_cost_usd", mode="before")
+    @classmethod
+    def _dollars(cls, raw: Any, info: ValidationInfo) -> Any:
+        raw = blank_as_none(raw)
+        return None if raw is None else _usd(cls.variable(info.field_name or ""), raw)
+
+    @field_validator("per_key", mode="before")
+    @classmethod
+    def _per_key(cls, raw: Any) -> Any:
+        if not isinstance(raw, str):
+            return raw
+        per_key: dict[str, float] = {}
+        for item in csv(raw):
+            key, sep, amount = item.partition("=")
+            if not sep or not key.strip():
+                raise ConfigurationError(f"{PER_KEY_VARIABLE} entries look like <key id>=<usd>, got {item!r}")
+            per_key[key.strip()] = _usd(PER_KEY_VARIABLE, amount.strip())
+        return per_key
 
 
 @dataclass(frozen=True)
@@ -55,22 +86,8 @@ class SpendQuotas:
     def from_env(cls, env: Mapping[str, str] | None = None) -> SpendQuotas:
         """``NOETA_KEY_DAILY_USD``, ``NOETA_KEY_QUOTAS`` (``<key id>=<usd>,...``) and
         ``NOETA_TASK_MAX_COST_USD``."""
-        env = os.environ if env is None else env
-        daily = env.get(DAILY_VARIABLE, "").strip()
-        task = env.get(TASK_VARIABLE, "").strip()
-        per_key: dict[str, float] = {}
-        for item in env.get(PER_KEY_VARIABLE, "").split(","):
-            if not item.strip():
-                continue
-            key, sep, amount = item.partition("=")
-            if not sep or not key.strip():
-                raise ConfigurationError(f"{PER_KEY_VARIABLE} entries look like <key id>=<usd>, got {item!r}")
-            per_key[key.strip()] = _usd(PER_KEY_VARIABLE, amount.strip())
-        return cls(
-            daily_usd=_usd(DAILY_VARIABLE, daily) if daily else None,
-            per_key=per_key,
-            task_max_cost_usd=_usd(TASK_VARIABLE, task) if task else None,
-        )
+        settings = QuotaSettings.from_env(env)
+        return cls(daily_usd=settings.daily_usd, per_key=dict(settings.per_key), task_max_cost_usd=settings.task_max_cost_usd)
 
     @property
     def active(self) -> bool:

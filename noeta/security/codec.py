@@ -15,7 +15,6 @@ Client, workers and the codec server must use the same keys.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from typing import TypeGuard
 
@@ -24,9 +23,7 @@ from temporalio.converter import PayloadCodec
 
 from noeta.errors import EncryptionKeyError
 from noeta.config.import_path import load_object
-from noeta.security.keys import KeyRing, keyring_from_env
-
-CODEC_ENV = "NOETA_CODEC"
+from noeta.security.keys import CODEC_ENV, EncryptionSettings, KeyRing
 ENCODING = b"binary/encrypted"
 CIPHER = b"AES-GCM"
 KEY_ID_KEY = "encryption-key-id"
@@ -88,8 +85,8 @@ def load_codec_factory(path: str) -> PayloadCodec:
 
 def codec_from_env(env: Mapping[str, str] | None = None) -> PayloadCodec | None:
     """The codec this process's environment configures, or None (plain payloads)."""
-    env = os.environ if env is None else env
-    if env.get(CODEC_ENV):
-        return load_codec_factory(env[CODEC_ENV])
-    keys = keyring_from_env(env)
+    settings = EncryptionSettings.from_env(env)
+    if settings.codec:
+        return load_codec_factory(settings.codec)
+    keys = settings.keyring()
     return EncryptionCodec(keys) if keys is not None else None

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
@@ -30,7 +29,7 @@ from temporalio.api.common.v1 import Payload, Payloads
 from temporalio.converter import PayloadCodec
 
 from noeta.errors import ConfigurationError, NoetaError
-from noeta.security.http_guard import GuardConfig, RequestGuard, read_keys
+from noeta.security.http_guard import CodecServerSettings, GuardConfig, RequestGuard, ServerSettings
 
 logger = logging.getLogger(__name__)
 
@@ -51,13 +50,11 @@ class BodyReader(Protocol):
 def guard_from_env(bind_host: str, env: Mapping[str, str] | None = None) -> GuardConfig:
     """Tokens: ``NOETA_CODEC_TOKENS`` (or ``_FILE``), falling back to ``NOETA_API_KEYS``; CORS:
     ``NOETA_CODEC_CORS_ORIGINS``; hosts: ``NOETA_CODEC_ALLOWED_HOSTS``."""
-    env = os.environ if env is None else env
-    tokens = read_keys(env.get("NOETA_CODEC_TOKENS"), env.get("NOETA_CODEC_TOKENS_FILE"), "NOETA_CODEC_TOKENS")
-    config = GuardConfig.from_env("NOETA_CODEC", bind_host=bind_host, env=env)
-    if not tokens:
-        tokens = GuardConfig.from_env("NOETA", env=env).api_keys
+    config = CodecServerSettings.from_env(env).guard(bind_host)
+    if config.api_keys:
+        return config
     return GuardConfig(
-        api_keys=tokens,
+        api_keys=ServerSettings.from_env(env).credentials(),
         allowed_hosts=config.allowed_hosts,
         cors_origins=config.cors_origins,
         max_body_bytes=config.max_body_bytes,
@@ -190,7 +187,7 @@ async def serve_codec(
         )
     guard = guard_from_env(host)
     guard = dataclasses.replace(guard, cors_origins=(*guard.cors_origins, *(o.rstrip("/") for o in ui_origins)))
-    guard.check_bind(host, allow_unauthenticated=os.environ.get("NOETA_ALLOW_UNAUTHENTICATED") == "1")
+    guard.check_bind(host, allow_unauthenticated=CodecServerSettings().allow_unauthenticated)
     if not guard.api_keys:
         logger.warning("the codec server has no tokens (NOETA_CODEC_TOKENS): any local process can decode payloads")
     store = open_store() if expand_refs and open_store is not None else None  # none: create_codec_app refuses

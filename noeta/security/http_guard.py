@@ -11,6 +11,11 @@ middleware that checks, in order,
 
 Paths in ``open_paths`` (``/healthz``, ``/readyz``) skip all checks: they reveal nothing and
 load balancers probe them by IP address.
+
+What a server enforces comes from its settings: :class:`ServerSettings` for ``noeta serve``
+(``NOETA_API_KEYS``, ``NOETA_API_KEYS_FILE``, ``NOETA_ALLOWED_HOSTS``, ``NOETA_CORS_ORIGINS``,
+``NOETA_ALLOW_UNAUTHENTICATED``), :class:`CodecServerSettings` for ``noeta codec-server`` (the
+same with ``NOETA_CODEC_`` and ``TOKENS`` for ``API_KEYS``).
 """
 
 from __future__ import annotations
@@ -19,12 +24,15 @@ import hashlib
 import hmac
 import json
 import logging
-import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field, ValidationInfo, field_validator
+from pydantic_settings import SettingsConfigDict
+
+from noeta.config.settings import EnvSettings, csv
 from noeta.errors import ConfigurationError
 
 logger = logging.getLogger(__name__)
@@ -40,19 +48,22 @@ DEFAULT_MAX_BODY = 4 * 1024 * 1024
 _ALLOWED_HEADERS = "authorization, content-type, x-api-key, x-namespace, last-event-id"
 
 
-def read_keys(inline: str | None, path: str | None, what: str) -> tuple[str, ...]:
+def read_keys(inline: str | None, path: str | Path | None, what: str) -> tuple[str, ...]:
     """Keys from a comma-separated value and/or a file (one per line, ``#`` comments)."""
-    keys: list[str] = [k.strip() for k in (inline or "").split(",") if k.strip()]
+    keys: list[str] = list(csv(inline or ""))
     if path:
         try:
             text = Path(path).expanduser().read_text()
         except OSError as err:
             raise ConfigurationError(f"cannot read the {what} file ({err.strerror})") from None
         keys += [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
-    short = [k for k in keys if len(k) < 16]
-    if short:
+    return _long_enough(tuple(keys), what)
+
+
+def _long_enough(keys: tuple[str, ...], what: str) -> tuple[str, ...]:
+    if any(len(k) < 16 for k in keys):
         raise ConfigurationError(f"{what} must be at least 16 characters (use e.g. `openssl rand -hex 32`)")
-    return tuple(keys)
+    return keys
 
 
 def host_of(value: str) -> str:
@@ -87,15 +98,17 @@ class GuardConfig:
     def from_env(
         cls, prefix: str = "NOETA", bind_host: str | None = None, env: Mapping[str, str] | None = None, **overrides: Any
     ) -> GuardConfig:
-        """``{prefix}_API_KEYS`` / ``{prefix}_API_KEYS_FILE``, ``{prefix}_ALLOWED_HOSTS``,
-        ``{prefix}_CORS_ORIGINS`` (comma-separated). The bind host is always allowed."""
-        env = os.environ if env is None else env
-        keys = read_keys(env.get(f"{prefix}_API_KEYS"), env.get(f"{prefix}_API_KEYS_FILE"), f"{prefix}_API_KEYS")
-        hosts = _csv(env.get(f"{prefix}_ALLOWED_HOSTS")) or LOOPBACK_HOSTS
-        if bind_host and bind_host not in ("0.0.0.0", "::") and host_of(bind_host) not in hosts:
-            hosts = (*hosts, host_of(bind_host))
-        origins = tuple(o.rstrip("/") for o in _csv(env.get(f"{prefix}_CORS_ORIGINS")))
-        return cls(api_keys=keys, allowed_hosts=tuple(h.lower() for h in hosts), cors_origins=origins, **overrides)
+        """The guard of ``noeta serve`` (prefix ``NOETA``: :class:`ServerSettings`) or of ``noeta
+        codec-server`` (``NOETA_CODEC``: :class:`CodecServerSettings`), from ``env`` (None: the
+        process's environment). The bind host is always allowed."""
+        settings: GuardSettings
+        if prefix == "NOETA":
+            settings = ServerSettings.from_env(env)
+        elif prefix == "NOETA_CODEC":
+            settings = CodecServerSettings.from_env(env)
+        else:
+            raise ValueError(f"no HTTP server reads settings prefixed {prefix!r}")
+        return settings.guard(bind_host, **overrides)
 
     def check_bind(self, host: str, allow_unauthenticated: bool = False) -> None:
         """Refuse to listen beyond loopback without keys (unless explicitly allowed)."""
@@ -106,8 +119,88 @@ class GuardConfig:
             )
 
 
-def _csv(value: str | None) -> tuple[str, ...]:
-    return tuple(v.strip() for v in (value or "").split(",") if v.strip())
+class GuardSettings(EnvSettings):
+    """What an HTTP server's guard is configured with, from keyword arguments, else the variables
+    (comma-separated lists), else the defaults."""
+
+    allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
+    """``*_ALLOWED_HOSTS``: host names requests may address (lower-cased; ``*`` for any)."""
+    cors_origins: tuple[str, ...] = ()
+    """``*_CORS_ORIGINS``: origins whose browser pages may call the server."""
+    allow_unauthenticated: bool = Field(default=False, validation_alias="NOETA_ALLOW_UNAUTHENTICATED")
+    """``1``: listen beyond loopback without credentials (behind an authenticating proxy); any
+    other value is off."""
+
+    @field_validator("allowed_hosts", mode="before")
+    @classmethod
+    def _hosts(cls, raw: Any) -> Any:
+        hosts = csv(raw)
+        return tuple(h.lower() for h in hosts) if isinstance(hosts, tuple) else hosts
+
+    @field_validator("cors_origins", mode="before")
+    @classmethod
+    def _origins(cls, raw: Any) -> Any:
+        origins = csv(raw)
+        return tuple(o.rstrip("/") for o in origins) if isinstance(origins, tuple) else origins
+
+    @field_validator("allow_unauthenticated", mode="before")
+    @classmethod
+    def _flag(cls, raw: Any) -> Any:
+        # Only the exact "1" opts out of authentication, as documented: a stray "yes" keeps it on.
+        return raw == "1" if isinstance(raw, str) else raw
+
+    def credentials(self) -> tuple[str, ...]:
+        """The keys a request may present (a keys file is read now)."""
+        return ()
+
+    def guard(self, bind_host: str | None = None, **overrides: Any) -> GuardConfig:
+        """The GuardConfig of these settings; ``bind_host`` is added to the allowed hosts."""
+        hosts = self.allowed_hosts or LOOPBACK_HOSTS
+        if bind_host and bind_host not in ("0.0.0.0", "::") and host_of(bind_host) not in hosts:
+            hosts = (*hosts, host_of(bind_host))
+        return GuardConfig(api_keys=self.credentials(), allowed_hosts=hosts, cors_origins=self.cors_origins, **overrides)
+
+
+class ServerSettings(GuardSettings):
+    """``noeta serve``'s guard: ``NOETA_API_KEYS``, ``NOETA_API_KEYS_FILE``, ``NOETA_ALLOWED_HOSTS``,
+    ``NOETA_CORS_ORIGINS``, ``NOETA_ALLOW_UNAUTHENTICATED``."""
+
+    api_keys: tuple[str, ...] = ()
+    """Accepted credentials, at least 16 characters each."""
+    api_keys_file: Path | None = None
+    """More credentials, one per line (``#`` comments); read each time the guard is built."""
+
+    @field_validator("api_keys", mode="before")
+    @classmethod
+    def _keys(cls, raw: Any, info: ValidationInfo) -> Any:
+        keys = csv(raw)
+        return _long_enough(keys, cls.variable(info.field_name or "")) if isinstance(keys, tuple) else keys
+
+    def credentials(self) -> tuple[str, ...]:
+        """``NOETA_API_KEYS`` and the keys of ``NOETA_API_KEYS_FILE``."""
+        return read_keys(",".join(self.api_keys), self.api_keys_file, self.variable("api_keys"))
+
+
+class CodecServerSettings(GuardSettings):
+    """``noeta codec-server``'s guard: ``NOETA_CODEC_TOKENS``, ``NOETA_CODEC_TOKENS_FILE``,
+    ``NOETA_CODEC_ALLOWED_HOSTS``, ``NOETA_CODEC_CORS_ORIGINS``, ``NOETA_ALLOW_UNAUTHENTICATED``."""
+
+    model_config = SettingsConfigDict(env_prefix="NOETA_CODEC_")
+
+    tokens: tuple[str, ...] = ()
+    """Accepted bearer tokens, at least 16 characters each (none: ``noeta serve``'s API keys)."""
+    tokens_file: Path | None = None
+    """More tokens, one per line (``#`` comments); read each time the guard is built."""
+
+    @field_validator("tokens", mode="before")
+    @classmethod
+    def _tokens(cls, raw: Any, info: ValidationInfo) -> Any:
+        tokens = csv(raw)
+        return _long_enough(tokens, cls.variable(info.field_name or "")) if isinstance(tokens, tuple) else tokens
+
+    def credentials(self) -> tuple[str, ...]:
+        """``NOETA_CODEC_TOKENS`` and the tokens of ``NOETA_CODEC_TOKENS_FILE``."""
+        return read_keys(",".join(self.tokens), self.tokens_file, self.variable("tokens"))
 
 
 #: Where the guard leaves the id of the request's API key for the app (``request.state``).

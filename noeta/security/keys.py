@@ -5,7 +5,10 @@ variable                           meaning
 =================================  ==========================================================
 ``NOETA_ENCRYPTION_KEYS``          ``id:base64key[,id:base64key...]``; the first one encrypts
 ``NOETA_ENCRYPTION_KEYS_FILE``     a file with one ``id:base64key`` per line, first = active
-                                   (``#`` comments); for mounted secrets
+                                   (``#`` comments); for mounted secrets; read each time the
+                                   keys are loaded
+``NOETA_CODEC``                    ``package.module:factory`` of your own payload codec
+                                   (:mod:`noeta.security.codec`)
 =================================  ==========================================================
 
 Keys are 16, 24 or 32 random bytes (AES-128/192/256), standard or URL-safe base64. A new key:
@@ -22,8 +25,11 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Self
 
+from pydantic import Field, field_validator, model_validator
+
+from noeta.config.settings import EnvSettings
 from noeta.errors import EncryptionKeyError
 
 if TYPE_CHECKING:
@@ -31,6 +37,7 @@ if TYPE_CHECKING:
 
 KEYS_ENV = "NOETA_ENCRYPTION_KEYS"
 KEYS_FILE_ENV = "NOETA_ENCRYPTION_KEYS_FILE"
+CODEC_ENV = "NOETA_CODEC"
 NONCE_BYTES = 12
 _KEY_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
@@ -107,18 +114,57 @@ def parse_keys(entries: Iterable[str]) -> KeyRing | None:
     return KeyRing(active_id=next(iter(keys)), keys=keys)
 
 
+class EncryptionSettings(EnvSettings):
+    """The payload codec's settings (the table above); a bad value raises EncryptionKeyError."""
+
+    keys: str | None = Field(default=None, validation_alias=KEYS_ENV)
+    keys_file: Path | None = Field(default=None, validation_alias=KEYS_FILE_ENV)
+    codec: str | None = Field(default=None, validation_alias=CODEC_ENV)
+    """``package.module:factory`` of a PayloadCodec; wins over the keys."""
+
+    @field_validator("keys", mode="after")
+    @classmethod
+    def _parses(cls, keys: str | None) -> str | None:
+        # Checked when the settings are read, so a bad key stops a process at its start.
+        if keys is not None:
+            _named(KEYS_ENV, lambda: parse_keys(keys.split(",")))
+        return keys
+
+    @field_validator("keys_file", mode="after")
+    @classmethod
+    def _expand_user(cls, path: Path | None) -> Path | None:
+        return path.expanduser() if path is not None else None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Self:
+        if self.keys and self.keys_file:
+            raise EncryptionKeyError(f"set {KEYS_ENV} or {KEYS_FILE_ENV}, not both")
+        return self
+
+    def keyring(self) -> KeyRing | None:
+        """The key ring configured, if any; the keys file is read now, so a rotated file counts
+        from the next load on."""
+        if self.keys_file is not None:
+            try:
+                text = self.keys_file.read_text()
+            except OSError as err:
+                raise EncryptionKeyError(f"cannot read {KEYS_FILE_ENV} ({err.strerror})") from None
+            return _named(KEYS_FILE_ENV, lambda: parse_keys(text.splitlines()))
+        return parse_keys(self.keys.split(",")) if self.keys else None
+
+
+def _named(variable: str, parse: Any) -> KeyRing | None:
+    try:
+        result: KeyRing | None = parse()
+    except EncryptionKeyError as err:
+        raise EncryptionKeyError(f"{variable}: {err}") from None
+    return result
+
+
 def keyring_from_env(env: Mapping[str, str] | None = None) -> KeyRing | None:
-    """The key ring ``NOETA_ENCRYPTION_KEYS`` or ``NOETA_ENCRYPTION_KEYS_FILE`` configures, if any."""
-    env = os.environ if env is None else env
-    inline, path = env.get(KEYS_ENV, ""), env.get(KEYS_FILE_ENV, "")
-    if inline and path:
-        raise EncryptionKeyError(f"set {KEYS_ENV} or {KEYS_FILE_ENV}, not both")
-    if path:
-        try:
-            return parse_keys(Path(path).expanduser().read_text().splitlines())
-        except OSError as err:
-            raise EncryptionKeyError(f"cannot read {KEYS_FILE_ENV} ({err.strerror})") from None
-    return parse_keys(inline.split(",")) if inline else None
+    """The key ring ``NOETA_ENCRYPTION_KEYS`` or ``NOETA_ENCRYPTION_KEYS_FILE`` configures, if any
+    (from ``env``, else the process's environment)."""
+    return EncryptionSettings.from_env(env).keyring()
 
 
 def new_key_entry(key_id: str) -> str:
