@@ -228,3 +228,21 @@ class LoadTranscriptOutput:
     messages: list[Message]
     omitted: int = 0
     """Oldest messages left out to keep the payload small (the provider still gets them all)."""
+
+
+__all__ = [
+    "CallModelInput",
+    "CallModelOutput",
+    "CheckGuardsInput",
+    "CheckGuardsOutput",
+    "InvokeToolInput",
+    "InvokeToolOutput",
+    "LoadTranscriptInput",
+    "LoadTranscriptOutput",
+    "PrepareInput",
+    "PrepareOutput",
+    "ReleaseInput",
+    "ReleaseOutput",
+    "ValidateInput",
+    "ValidateOutput",
+]

@@ -9,22 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from noeta.protocols.activity_io import (
-    CallModelInput,
-    CallModelOutput,
-    CheckGuardsInput,
-    CheckGuardsOutput,
-    InvokeToolInput,
-    InvokeToolOutput,
-    LoadTranscriptInput,
-    LoadTranscriptOutput,
-    PrepareInput,
-    PrepareOutput,
-    ReleaseInput,
-    ReleaseOutput,
-    ValidateInput,
-    ValidateOutput,
-)
+from noeta.protocols import activity_io
+from noeta.protocols.activity_io import *  # noqa: F403  (re-exported for older imports)
 from noeta.protocols.activity_options import DEFAULT_HEARTBEAT_SECONDS, ActivityOptions
 from noeta.protocols.attempts import (
     MAX_LOST_ATTEMPTS,
@@ -166,32 +152,18 @@ __all__ = [
     "AttemptFailure",
     "AttemptKind",
     "BudgetWarningRecord",
-    "CallModelInput",
-    "CallModelOutput",
     "Carry",
     "ChannelContent",
     "ChannelUse",
-    "CheckGuardsInput",
-    "CheckGuardsOutput",
     "ContextPlan",
     "GoalInput",
     "InjectInput",
-    "InvokeToolInput",
-    "InvokeToolOutput",
-    "LoadTranscriptInput",
-    "LoadTranscriptOutput",
     "OutputSchema",
     "PolicyRef",
-    "PrepareInput",
-    "PrepareOutput",
-    "ReleaseInput",
-    "ReleaseOutput",
     "SubAgentSpec",
     "TaskInput",
     "TaskResult",
     "ToolRefusal",
-    "ValidateInput",
-    "ValidateOutput",
     "approval_timed_out",
     "attempts_cap",
     "denied_by_guard",
@@ -203,3 +175,4 @@ __all__ = [
     "tool_failed_text",
     "validation_feedback",
 ]
+__all__ += activity_io.__all__

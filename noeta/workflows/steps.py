@@ -13,6 +13,22 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
+from noeta.protocols.activity_io import (
+    CallModelInput,
+    CallModelOutput,
+    CheckGuardsInput,
+    CheckGuardsOutput,
+    InvokeToolInput,
+    InvokeToolOutput,
+    LoadTranscriptInput,
+    LoadTranscriptOutput,
+    PrepareInput,
+    PrepareOutput,
+    ReleaseInput,
+    ReleaseOutput,
+    ValidateInput,
+    ValidateOutput,
+)
 from noeta.protocols.activity_options import GUARD_TIMEOUT_SECONDS, LOST_ATTEMPT_MAX_BACKOFF_SECONDS, ActivityOptions
 from noeta.protocols.names import (
     CALL_MODEL,
@@ -32,22 +48,8 @@ from noeta.protocols.scope import merge_scopes
 from noeta.protocols.task import (
     TASK_FATAL_TOOL_ERRORS,
     AttemptBudget,
-    CallModelInput,
-    CallModelOutput,
-    CheckGuardsInput,
-    CheckGuardsOutput,
-    InvokeToolInput,
-    InvokeToolOutput,
-    LoadTranscriptInput,
-    LoadTranscriptOutput,
-    PrepareInput,
-    PrepareOutput,
-    ReleaseInput,
-    ReleaseOutput,
     TaskInput,
     TaskResult,
-    ValidateInput,
-    ValidateOutput,
     attempts_cap,
     subagent_tool,
 )

@@ -23,6 +23,17 @@ from noeta.client.projection.payloads import (
 from noeta.client.projection.rounds import ToolRounds
 from noeta.client.projection.transcript import Transcript
 from noeta.protocols import event_log as ev
+from noeta.protocols.activity_io import (
+    CallModelInput,
+    CallModelOutput,
+    CheckGuardsInput,
+    CheckGuardsOutput,
+    InvokeToolInput,
+    InvokeToolOutput,
+    PrepareOutput,
+    ReleaseOutput,
+    ValidateOutput,
+)
 from noeta.protocols.appends import goal_message, tool_result_block
 from noeta.protocols.hooks import GuardDecision, ProposedToolCall, combine
 from noeta.protocols.messages import Message
@@ -41,22 +52,7 @@ from noeta.protocols.step_failures import (
     validation_gives_up,
     validation_issue,
 )
-from noeta.protocols.task import (
-    AttemptFailure,
-    CallModelInput,
-    CallModelOutput,
-    CheckGuardsInput,
-    CheckGuardsOutput,
-    InvokeToolInput,
-    InvokeToolOutput,
-    PrepareOutput,
-    ReleaseOutput,
-    TaskInput,
-    ValidateOutput,
-    denied_by_guard,
-    finish_denied_feedback,
-    validation_feedback,
-)
+from noeta.protocols.task import AttemptFailure, TaskInput, denied_by_guard, finish_denied_feedback, validation_feedback
 
 #: The marker temporalio records for a completed local activity (details "data" and "result").
 LOCAL_ACTIVITY_MARKER = "core_local_activity"
