@@ -57,7 +57,6 @@ stream folding in :mod:`noeta.providers._anthropic_stream`.
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 import httpx
@@ -81,6 +80,7 @@ from noeta.providers._shapes import (
     parse_arguments,
     stop_reason_for,
 )
+from noeta.providers.settings import ProviderSettings
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 DEFAULT_VERSION = "2023-06-01"
@@ -127,7 +127,7 @@ class AnthropicProvider(HTTPProvider):
         requires one); ``anthropic_version`` is sent as the ``anthropic-version`` header."""
         super().__init__(
             name=name, timeout=timeout, http_client=http_client, base_url=base_url, model=model,
-            api_key=api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY"),
+            api_key=api_key if api_key is not None else ProviderSettings().anthropic_api_key,
         )
         self.max_tokens_default = max_tokens_default
         self.anthropic_version = anthropic_version

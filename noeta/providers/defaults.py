@@ -15,30 +15,24 @@ working unchanged.
 
 from __future__ import annotations
 
-import os
-
 from noeta.errors import ConfigurationError
 from noeta.protocols.messages import LLMProvider
 from noeta.providers.anthropic import DEFAULT_BASE_URL as ANTHROPIC_BASE_URL
 from noeta.providers.anthropic import AnthropicProvider
 from noeta.providers.local import LocalModelProvider
 from noeta.providers.openai import DEFAULT_BASE_URL, OpenAIProvider
+from noeta.providers.settings import ProviderSettings
 
 KNOWN_PROVIDERS: tuple[str, ...] = ("anthropic", "openai", "local")
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
 DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-4-5"
 
 
-def _env(name: str) -> str | None:
-    value = os.environ.get(name, "").strip()
-    return value or None
-
-
-def _anthropic_from_env(*, keyless: bool) -> AnthropicProvider | None:
+def _anthropic_from_env(env: ProviderSettings, *, keyless: bool) -> AnthropicProvider | None:
     """Anthropic from ``ANTHROPIC_API_KEY``; with ``keyless`` also a key-less server at
     ``ANTHROPIC_BASE_URL``."""
-    key, base_url = _env("ANTHROPIC_API_KEY"), _env("ANTHROPIC_BASE_URL")
-    model = _env("NOETA_MODEL") or DEFAULT_ANTHROPIC_MODEL
+    key, base_url = env.anthropic_api_key, env.anthropic_base_url
+    model = env.model or DEFAULT_ANTHROPIC_MODEL
     if key:
         return AnthropicProvider(base_url=base_url or ANTHROPIC_BASE_URL, api_key=key, model=model)
     if base_url and keyless:
@@ -47,8 +41,8 @@ def _anthropic_from_env(*, keyless: bool) -> AnthropicProvider | None:
     return None
 
 
-def _openai_from_env() -> OpenAIProvider | None:
-    key, base_url, model = _env("OPENAI_API_KEY"), _env("OPENAI_BASE_URL"), _env("NOETA_MODEL")
+def _openai_from_env(env: ProviderSettings) -> OpenAIProvider | None:
+    key, base_url, model = env.openai_api_key, env.openai_base_url, env.model
     if key:
         return OpenAIProvider(
             base_url=base_url or DEFAULT_BASE_URL, api_key=key, model=model or DEFAULT_OPENAI_MODEL
@@ -65,8 +59,9 @@ def default_provider(name: str | None = None) -> LLMProvider:
     Raises :class:`ConfigurationError` for an unknown name or an unconfigured ``"anthropic"`` /
     ``"openai"``.
     """
+    env = ProviderSettings()
     if name is None:
-        provider: LLMProvider | None = _anthropic_from_env(keyless=False) or _openai_from_env()
+        provider: LLMProvider | None = _anthropic_from_env(env, keyless=False) or _openai_from_env(env)
         if provider is not None:
             return provider
         try:
@@ -79,7 +74,7 @@ def default_provider(name: str | None = None) -> LLMProvider:
             ) from exc
     key = name.strip().lower()
     if key == "anthropic":
-        provider = _anthropic_from_env(keyless=True)
+        provider = _anthropic_from_env(env, keyless=True)
         if provider is None:
             raise ConfigurationError(
                 "provider 'anthropic' needs ANTHROPIC_API_KEY (or ANTHROPIC_BASE_URL for a "
@@ -87,7 +82,7 @@ def default_provider(name: str | None = None) -> LLMProvider:
             )
         return provider
     if key == "openai":
-        provider = _openai_from_env()
+        provider = _openai_from_env(env)
         if provider is None:
             raise ConfigurationError(
                 "provider 'openai' needs OPENAI_API_KEY (or OPENAI_BASE_URL for a compatible server)"

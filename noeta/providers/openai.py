@@ -17,7 +17,6 @@ response body, which goes through :meth:`OpenAIProvider.parse_response` like a n
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 import httpx
@@ -45,6 +44,7 @@ from noeta.providers._shapes import (
     stop_reason_for,
     tool_result_text,
 )
+from noeta.providers.settings import ProviderSettings
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -77,7 +77,7 @@ class OpenAIProvider(HTTPProvider):
         is used as given and left open, otherwise the provider pools its own."""
         super().__init__(
             name=name, timeout=timeout, http_client=http_client, base_url=base_url, model=model,
-            api_key=api_key if api_key is not None else os.environ.get("OPENAI_API_KEY"),
+            api_key=api_key if api_key is not None else ProviderSettings().openai_api_key,
         )
 
     # -- HTTP -----------------------------------------------------------------------------------

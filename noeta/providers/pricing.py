@@ -12,12 +12,14 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field, field_validator
+
+from noeta.config.settings import EnvSettings, blank_as_none
 from noeta.errors import ConfigurationError
 from noeta.protocols.messages import Usage
 
@@ -82,8 +84,7 @@ class PriceTable:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> PriceTable:
         """The table with the prices of ``NOETA_PRICES`` (JSON, or a JSON file's path), if set."""
-        raw = (os.environ if environ is None else environ).get(PRICES_VARIABLE, "").strip()
-        return cls(models=parse_prices(raw)) if raw else cls()
+        return cls(models=dict(PriceSettings.from_env(environ).prices))
 
     def with_models(self, models: Mapping[str, ModelPrice]) -> PriceTable:
         """A copy with ``models`` added (they win over the table's own entries)."""
@@ -108,6 +109,20 @@ class PriceTable:
     def has_price(self, model: str | None, provider: Any = None) -> bool:
         """Whether ``model`` has a price, in the table or the catalogue."""
         return self.price(Usage(uncached=1), model, provider) is not None
+
+
+class PriceSettings(EnvSettings):
+    """The worker's own prices from ``NOETA_PRICES`` (empty or blank: none)."""
+
+    prices: Mapping[str, ModelPrice] = Field(default_factory=dict, validation_alias=PRICES_VARIABLE)
+
+    @field_validator("prices", mode="before")
+    @classmethod
+    def _parse(cls, raw: Any) -> Any:
+        raw = blank_as_none(raw)
+        if raw is None:
+            return {}
+        return parse_prices(raw) if isinstance(raw, str) else raw
 
 
 def parse_prices(raw: str) -> dict[str, ModelPrice]:
