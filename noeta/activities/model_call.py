@@ -13,7 +13,6 @@ import dataclasses
 import itertools
 import json
 import logging
-import os
 from collections.abc import Awaitable
 from typing import Any
 
@@ -27,7 +26,7 @@ from noeta.activities._services import PREVIEW_CHARS, WorkerServices, call_maybe
 from noeta.context.blob_cache import BlobCache
 from noeta.context.composer import compose_messages
 from noeta.context.transcript import has_refs
-from noeta.deltas import DELTA_BROKER_VARIABLE, broker_for
+from noeta.deltas.broker import DeltaSettings
 from noeta.errors import ProviderError, ProviderNotRegisteredError
 from noeta.providers.pricing import model_of
 from noeta.protocols.activity_io import CallModelInput, CallModelOutput
@@ -75,7 +74,7 @@ class ModelCalls:
         self.registry = services.registry
         self.blobs = BlobCache(services.store)
         self.limiters = {name: Limiter(name, limit) for name, limit in self.registry.provider_limits.items()}
-        self.delta_broker = self.registry.delta_broker or broker_for(os.environ.get(DELTA_BROKER_VARIABLE))
+        self.delta_broker = self.registry.delta_broker or DeltaSettings().broker()
         self._remote_schema_lists: dict[str, dict[str, dict[str, Any]]] = {}  # by content hash
 
     @activity.defn(name=CALL_MODEL)

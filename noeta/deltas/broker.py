@@ -9,6 +9,9 @@ import asyncio
 import dataclasses
 from collections.abc import AsyncIterator
 
+from pydantic import Field, field_validator
+
+from noeta.config.settings import EnvSettings
 from noeta.deltas.base import DeltaBroker, DeltaSink, Subscription, deliver
 from noeta.deltas.redis import RedisBroker
 from noeta.errors import ConfigurationError
@@ -75,11 +78,32 @@ def broker_for(url: str | None) -> DeltaBroker:
     for the in-process broker."""
     if not url:
         return _IN_PROCESS
-    if not url.startswith(("redis://", "rediss://", "unix://")):
-        raise ConfigurationError(f"{DELTA_BROKER_VARIABLE} must be a redis:// URL, got {url.split(':')[0]}:…")
+    _check_url(url)
     if url not in _REDIS:
         _REDIS[url] = RedisBroker(url)
     return _REDIS[url]
+
+
+def _check_url(url: str) -> str:
+    if not url.startswith(("redis://", "rediss://", "unix://")):
+        raise ConfigurationError(f"{DELTA_BROKER_VARIABLE} must be a redis:// URL, got {url.split(':')[0]}:…")
+    return url
+
+
+class DeltaSettings(EnvSettings):
+    """A worker's delta broker, from ``NOETA_DELTA_BROKER`` (empty: unset)."""
+
+    url: str | None = Field(default=None, validation_alias=DELTA_BROKER_VARIABLE)
+    """``redis://``, ``rediss://`` or ``unix://`` URL of the broker (None: in this process)."""
+
+    @field_validator("url", mode="after")
+    @classmethod
+    def _redis(cls, url: str | None) -> str | None:
+        return _check_url(url) if url else None
+
+    def broker(self) -> DeltaBroker:
+        """The broker these settings name."""
+        return broker_for(self.url)
 
 
 class DeltaStream:
@@ -131,6 +155,6 @@ async def subscribe_stream(broker: DeltaBroker, namespace: str, task_id: str) ->
 
 # DeltaBroker, DeltaSink and Subscription are re-exported: callers import them from here.
 __all__ = [
-    "DELTA_BROKER_VARIABLE", "DeltaBroker", "DeltaSink", "DeltaStream", "InProcessBroker", "Subscription",
+    "DELTA_BROKER_VARIABLE", "DeltaBroker", "DeltaSettings", "DeltaSink", "DeltaStream", "InProcessBroker", "Subscription",
     "broker_for", "in_process_broker", "subscribe_stream",
 ]
