@@ -20,7 +20,6 @@ import contextlib
 import contextvars
 import json
 import logging
-import os
 import sys
 import time
 from collections.abc import Iterator, Mapping
@@ -37,9 +36,8 @@ from noeta.errors import (
     ToolRetryableError,
 )
 from noeta.security.scrub import scrub
+from noeta.telemetry.settings import LogSettings
 
-LEVEL_ENV = "NOETA_LOG_LEVEL"
-FORMAT_ENV = "NOETA_LOG_FORMAT"
 CONTEXT_FIELDS = ("task_id", "call_id", "attempt")
 
 # Read-only: log_context sets a new mapping, never changes the one in place (nor the shared default).
@@ -157,10 +155,10 @@ def configure_logging(
 ) -> logging.Handler:
     """Install Noeta's handler on the root logger (replacing one installed before) and return it.
     ``level``/``json_format`` default to ``NOETA_LOG_LEVEL`` / ``NOETA_LOG_FORMAT``."""
-    if level is None:
-        level = os.environ.get(LEVEL_ENV, "INFO").upper()
-    if json_format is None:
-        json_format = os.environ.get(FORMAT_ENV, "").lower() == "json"
+    if level is None or json_format is None:
+        settings = LogSettings()
+        level = settings.level if level is None else level
+        json_format = settings.json_format if json_format is None else json_format
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.set_name(_HANDLER_NAME)
     handler.addFilter(ContextFilter())

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any
@@ -47,6 +46,7 @@ from temporalio.worker import (
 from noeta.protocols.names import UPDATE_APPROVE
 from noeta.protocols.statuses import OPEN_TASK_STATUSES, ApprovalDecision, RunEnd, TaskStatus
 from noeta.protocols.task import TaskResult
+from noeta.telemetry.settings import OtelSettings
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +68,6 @@ OPEN_STATUSES = OPEN_TASK_STATUSES
 def telemetry_config(metrics_address: str | None, env: Mapping[str, str] | None = None) -> TelemetryConfig | None:
     """Prometheus on ``metrics_address`` (``host:port``), else OTLP metrics when the ``OTEL_*``
     variables name an endpoint, else None (no metrics)."""
-    env = os.environ if env is None else env
     if metrics_address:
         return TelemetryConfig(
             metrics=PrometheusConfig(
@@ -78,14 +77,15 @@ def telemetry_config(metrics_address: str | None, env: Mapping[str, str] | None 
                 histogram_bucket_overrides={MODEL_DURATION: DURATION_BUCKETS, TOOL_DURATION: DURATION_BUCKETS},
             )
         )
-    endpoint = env.get("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_ENDPOINT")
-    if endpoint and env.get("OTEL_METRICS_EXPORTER", "otlp").lower() != "none":
-        protocol = env.get("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL") or env.get("OTEL_EXPORTER_OTLP_PROTOCOL") or "grpc"
+    otel = OtelSettings.from_env(env)
+    endpoint = otel.otel_exporter_otlp_metrics_endpoint or otel.otel_exporter_otlp_endpoint
+    if endpoint and otel.otel_metrics_exporter != "none":
+        protocol = otel.otel_exporter_otlp_metrics_protocol or otel.otel_exporter_otlp_protocol or "grpc"
         return TelemetryConfig(
             metrics=OpenTelemetryConfig(
                 url=endpoint,
-                headers=_otel_headers(env.get("OTEL_EXPORTER_OTLP_METRICS_HEADERS") or env.get("OTEL_EXPORTER_OTLP_HEADERS")),
-                metric_periodicity=timedelta(milliseconds=int(env.get("OTEL_METRIC_EXPORT_INTERVAL", "60000"))),
+                headers=_otel_headers(otel.otel_exporter_otlp_metrics_headers or otel.otel_exporter_otlp_headers),
+                metric_periodicity=timedelta(milliseconds=otel.otel_metric_export_interval),
                 durations_as_seconds=True,
                 http=protocol.startswith("http"),
             )

@@ -16,24 +16,18 @@ Off unless configured, and then at no cost. It is on when either
 from __future__ import annotations
 
 import logging
-import os
 import sys
 import threading
 from collections.abc import Mapping
 from typing import Any
+
+from noeta.telemetry.settings import OtelSettings
 
 logger = logging.getLogger(__name__)
 
 TRACER_NAME = "noeta"
 _lock = threading.Lock()
 _configured = False
-
-
-def _otel_env(env: Mapping[str, str]) -> bool:
-    exporter = env.get("OTEL_TRACES_EXPORTER", "").strip().lower()
-    if exporter == "none":
-        return False
-    return bool(exporter or env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
 
 
 def _sdk_provider_installed() -> bool:
@@ -60,18 +54,21 @@ def active_tracer() -> Any | None:
 def tracing_enabled(env: Mapping[str, str] | None = None) -> bool:
     """Whether spans are made: an OTEL_* exporter variable is set or an SDK tracer provider is
     installed, unless OTEL_SDK_DISABLED is true."""
-    env = os.environ if env is None else env
-    if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+    return _enabled(OtelSettings.from_env(env))
+
+
+def _enabled(settings: OtelSettings) -> bool:
+    if settings.otel_sdk_disabled:
         return False
-    return _otel_env(env) or _sdk_provider_installed()
+    return settings.traces_exporter_named or _sdk_provider_installed()
 
 
 def configure_tracing(env: Mapping[str, str] | None = None) -> bool:
     """Install an SDK tracer provider with the exporter the ``OTEL_*`` variables name (once per
     process; a provider the program installed itself is left alone). True if tracing is on."""
     global _configured
-    env = os.environ if env is None else env
-    if not tracing_enabled(env):
+    settings = OtelSettings.from_env(env)
+    if not _enabled(settings):
         return False
     with _lock:
         if _configured or _sdk_provider_installed():
@@ -85,13 +82,13 @@ def configure_tracing(env: Mapping[str, str] | None = None) -> bool:
             logger.warning("OTEL_* tracing variables are set but the [otel] extra is not installed: tracing is off")
             return False
         exporter: Any
-        if env.get("OTEL_TRACES_EXPORTER", "").strip().lower() == "console":
+        if settings.otel_traces_exporter == "console":
             exporter = ConsoleSpanExporter()
         else:
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
             exporter = OTLPSpanExporter()
-        resource = Resource.create({"service.name": env.get("OTEL_SERVICE_NAME") or "noeta"})
+        resource = Resource.create({"service.name": settings.otel_service_name})
         provider = TracerProvider(resource=resource)
         provider.add_span_processor(BatchSpanProcessor(exporter))
         trace.set_tracer_provider(provider)
