@@ -24,7 +24,7 @@ from noeta.activities._errors import to_application_error
 from noeta.activities._heartbeat import AttemptTimedOut, attempt_seconds, with_heartbeat
 from noeta.activities._services import PREVIEW_CHARS, WorkerServices, call_maybe_async
 from noeta.context.blob_cache import BlobCache
-from noeta.context.composer import compose_messages
+from noeta.context.requests import model_request, offered_tools
 from noeta.context.transcript import has_refs
 from noeta.deltas.broker import DeltaSettings
 from noeta.errors import ProviderError, ProviderNotRegisteredError
@@ -40,7 +40,6 @@ from noeta.protocols.messages import (
     TextBlock,
 )
 from noeta.protocols.names import CALL_MODEL
-from noeta.protocols.tool import ToolSpec
 from noeta.providers.errors import classify_exception
 from noeta.providers.limits import MAX_QUEUE_SECONDS, Limiter
 from noeta.telemetry import instrument
@@ -57,11 +56,6 @@ _REMOTE_SCHEMA_LISTS = 256
 
 class _NotInMemory(Exception):
     """Building a request needs the content store: it is built on an I/O thread instead."""
-
-
-def tool_schema(spec: ToolSpec) -> dict[str, Any]:
-    """The provider-neutral tool shape put in ``LLMRequest.tools``."""
-    return {"name": spec.name, "description": spec.description, "input_schema": spec.input_schema}
 
 
 class ModelCalls:
@@ -191,29 +185,18 @@ class ModelCalls:
         remote_tools = {
             **self._remote_schemas(inp.agents_ref, memory_only), **self._remote_schemas(inp.mcp_tools_ref, memory_only)
         }
-        tools = [
-            tool_schema(self.registry.tool_spec(n)) if n in self.registry.tools else remote_tools[n]
-            for n in inp.tools
-            if n in self.registry.tools or n in remote_tools
-        ]
+        registry = self.registry
+        tools = offered_tools(inp.tools, lambda n: registry.tool_spec(n) if n in registry.tools else None, remote_tools)
         volatile = self._body(inp.volatile_ref, memory_only).decode() if inp.volatile_ref else ""
         # From memory, nothing in the transcript refers to a stored body: there is nothing to resolve.
         resolved = transcript if memory_only else transcripts.resolve(transcript)
-        messages, cache_breakpoint = compose_messages(resolved, volatile)
-        metadata: dict[str, Any] = {"task_id": inp.task_id, "turn": inp.turn}
-        if cache_breakpoint is not None:
-            metadata["cache_breakpoint_message"] = cache_breakpoint
-        return LLMRequest(
-            model=inp.model,
-            messages=messages,
+        return model_request(
+            inp,
+            resolved,
             tools=tools,
             system=self._body(inp.system_ref, memory_only).decode() if inp.system_ref else None,
-            temperature=inp.temperature,
-            max_tokens=inp.max_tokens,
-            metadata=metadata,
+            volatile=volatile,
             output_schema=json.loads(self._body(inp.output_schema_ref, memory_only)) if inp.output_schema_ref else None,
-            thinking=inp.thinking,
-            effort=inp.effort,
             timeout_seconds=timeout_seconds,
         )
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic_core import to_jsonable_python
 
+from noeta.cli.recorded import cmd_export
 from noeta.cli.render import approval_line, render, render_envelope, task_line
 from noeta.client.client import AsyncClient, PendingApproval
 from noeta.client.options import Options
@@ -182,4 +183,5 @@ COMMANDS = {
     "tasks": cmd_tasks,
     "setup": cmd_setup,
     "retention": cmd_retention,
+    "export": cmd_export,
 }

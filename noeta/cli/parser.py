@@ -283,6 +283,21 @@ def build() -> argparse.ArgumentParser:
     tasks.add_argument("--limit", type=list_limit, default=50, help="most tasks listed (default 50)")
     tasks.add_argument("--json", action="store_true", help="one JSON object per line")
     command("setup", "register Noeta's search attributes on the cluster (TEMPORAL_ADDRESS)")
+    export = command("export", "a task's history and stored bodies as one JSON document (`noeta export T > task.json`)")
+    _task(export)
+    replay = command(
+        "replay", "ask recorded tasks' model turns again under a change; exit 1 when a decision changed",
+        "For each recorded model turn of each task, rebuild its request from the record (with the changes "
+        "given), ask the provider and compare its decision (tool calls, or the answer) with the recorded one. "
+        "No tool runs. Prints the changed decisions; exit code 1 when there is one.",
+    )
+    replay.add_argument("tasks", nargs="+", type=text, metavar="TASK|FILE",
+                        help="a task id, or an export written by `noeta export` (repeatable)")
+    replay.add_argument("--provider", type=text, help="who answers: anthropic, openai, local, or package.module:attribute "
+                                                      "(default: the environment's provider)")
+    replay.add_argument("--model", type=text, help="the model to ask (default: each turn's recorded model)")
+    replay.add_argument("--system-prompt", type=text, metavar="TEXT|@FILE",
+                        help="the system prompt to ask with (default: the recorded one)")
     retention = command("retention", "delete content-store bodies of tasks closed more than --days ago (never running ones)")
     retention.add_argument("--days", type=days, required=True, help="retention period in days")
     retention.add_argument("--dry-run", action="store_true", help="only report which tasks would be released")

@@ -229,4 +229,14 @@ def cmd_server(args: argparse.Namespace) -> int:
     return 0
 
 
-ASYNC_COMMANDS = {"run": cmd_run, "worker": cmd_worker, "serve": cmd_serve, "codec-server": cmd_codec_server}
+async def cmd_replay(args: argparse.Namespace) -> int:
+    """``noeta replay``: recorded turns asked again (noeta.cli.recorded; it reads exports without a
+    cluster, so it connects only for task ids)."""
+    from noeta.cli.recorded import cmd_replay as replay
+
+    return await replay(args)
+
+
+ASYNC_COMMANDS = {
+    "run": cmd_run, "worker": cmd_worker, "serve": cmd_serve, "codec-server": cmd_codec_server, "replay": cmd_replay,
+}

@@ -29,6 +29,7 @@ from noeta.client.connect import connect_temporal
 from noeta.client.connection import Connection
 from noeta.client.embedded import EmbeddedServer
 from noeta.client.events import EventStream
+from noeta.client.export import export_task
 from noeta.client.host import HostConfig
 from noeta.client.inspection import METADATA_QUERY, Inspection, PendingApproval
 from noeta.client.listing import TaskListing
@@ -290,6 +291,12 @@ class AsyncClient:
     async def messages(self, task_id: str) -> list[ViewItem]:
         """The task's conversation (user, assistant, tool and injected messages), from its event log."""
         return await self._inspection.messages(task_id)
+
+    async def export(self, task_id: str) -> dict[str, Any]:
+        """The task as a JSON-serialisable dict: its history (every run, payloads decoded) and the
+        stored bodies it refers to (see :mod:`noeta.client.export`); ``noeta.sdk.testing.load_task``
+        reads it back. TaskNotFoundError for an unknown task."""
+        return await export_task(self.temporal, self.content_store, task_id)
 
     # Observers and streamed deltas.
 

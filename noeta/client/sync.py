@@ -139,6 +139,10 @@ class Client:
         """The task's conversation as view items (see ``as_messages``)."""
         return self._run(self.aio.messages(task_id))
 
+    def export(self, task_id: str) -> dict[str, Any]:
+        """The task's history and the stored bodies it refers to, as a JSON-serialisable dict."""
+        return self._run(self.aio.export(task_id))
+
     def shutdown(self) -> None:
         """Stop the event-loop thread (``close()`` does, after closing the client). The Temporal
         runtime is the process's, stopped at exit (noeta.client.runtime), or the caller's."""

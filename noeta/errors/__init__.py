@@ -52,6 +52,7 @@ from noeta.errors._steps import (
 )
 from noeta.errors._tasks import (
     ApprovalNotPendingError,
+    ExportFormatError,
     ServerStartError,
     TaskCancelledError,
     TaskFailedError,
@@ -88,6 +89,7 @@ __all__ = [
     "ConfigurationError",
     "ContextLengthError",
     "EncryptionKeyError",
+    "ExportFormatError",
     "GuardNotRegisteredError",
     "McpServerError",
     "McpServerNotAllowedError",

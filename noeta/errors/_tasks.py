@@ -17,6 +17,11 @@ class TaskNotOpenError(NoetaError):
     """A goal was sent to a task that has ended or was not started with ``keep_open=True``."""
 
 
+class ExportFormatError(NoetaError, ValueError):
+    """What was given as a task export is not one (``Client.export`` writes them): not a mapping,
+    another format, or a history that does not decode."""
+
+
 class TaskCancelledError(NoetaError):
     """The task was cancelled before it produced a result."""
 

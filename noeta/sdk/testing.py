@@ -1,12 +1,22 @@
-"""Deterministic, network-free test doubles. Production code never imports this module."""
+"""Deterministic, network-free test doubles, and recorded tasks in tests: ``load_task`` reads an
+export (``Client.export``) back, ``replay`` asks recorded turns again under a change and reports the
+decisions that changed. Production code never imports this module."""
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import threading
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Callable
+from pathlib import Path
+from typing import Any, Callable
 
-from noeta.protocols.messages import LLMRequest, LLMResponse
+from noeta.client.export import LoadedTask, load_export
+from noeta.client.replay import ChangedDecision, ReplayChanges, ReplayReport, SkippedTurn, replay_tasks
+from noeta.errors import ConfigurationError
+from noeta.protocols.messages import LLMProvider, LLMRequest, LLMResponse
+from noeta.protocols.turns import ToolCallDecision, TurnDecision
 
 
 @dataclass
@@ -48,4 +58,78 @@ class FakeLLMProvider:
         return self.responder(request)
 
 
-__all__ = ["FakeLLMProvider"]
+def load_task(export: Mapping[str, Any] | str | bytes | Path) -> LoadedTask:
+    """A task read back from its export: the dict ``Client.export`` returns, its JSON text, or a
+    file holding it (``noeta export TASK > task.json``). ExportFormatError when it is not one."""
+    if isinstance(export, Path):
+        export = export.read_bytes()
+    return load_export(export)
+
+
+def replay(
+    tasks: Iterable[LoadedTask | Mapping[str, Any] | str],
+    *,
+    options: Any = None,
+    provider: LLMProvider | str | None = None,
+    client: Any = None,
+) -> ReplayReport:
+    """Ask every recorded model turn of ``tasks`` again under a change, and report each decision
+    that differs from the recorded one (tool names and arguments, or the final answer). No tool
+    runs. ``tasks`` are loaded tasks, exports, or task ids (exported through ``client``, a
+    ``noeta.sdk.Client``; one connected from the environment when None).
+
+    ``options`` (an ``Options``) changes the model, the system prompt, the temperature or
+    max_tokens where it sets them; ``provider`` answers (an object, or the name of a built-in
+    provider the environment configures), else ``options.provider``.
+    """
+    changes = ReplayChanges(
+        model=getattr(options, "model", None),
+        system_prompt=getattr(options, "system_prompt", None),
+        temperature=getattr(options, "temperature", None),
+        max_tokens=getattr(options, "max_tokens", None),
+    )
+    answering = _provider(provider if provider is not None else getattr(options, "provider", None))
+    items = list(tasks)
+    loaded = [_loaded(item, client) if isinstance(item, str) else item for item in items]
+    ready = [item if isinstance(item, LoadedTask) else load_export(item) for item in loaded]
+    work = replay_tasks(ready, answering, changes)
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(work)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:  # called from async code: a loop of its own
+        return pool.submit(asyncio.run, work).result()
+
+
+def _provider(provider: LLMProvider | str | None) -> LLMProvider:
+    if provider is None:
+        raise ConfigurationError("replay needs a provider to ask: provider=..., or Options(provider=...)")
+    if isinstance(provider, str):
+        from noeta.providers.defaults import default_provider
+
+        return default_provider(provider)
+    return provider
+
+
+def _loaded(task_id: str, client: Any) -> Mapping[str, Any]:
+    if client is None:
+        from noeta.client.sync import Client
+
+        with Client() as own:
+            exported: Mapping[str, Any] = own.export(task_id)
+        return exported
+    exported = client.export(task_id)
+    return exported
+
+
+__all__ = [
+    "ChangedDecision",
+    "FakeLLMProvider",
+    "LoadedTask",
+    "ReplayReport",
+    "SkippedTurn",
+    "ToolCallDecision",
+    "TurnDecision",
+    "load_task",
+    "replay",
+]

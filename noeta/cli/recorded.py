@@ -1,0 +1,71 @@
+"""The CLI commands on tasks' records: ``noeta export TASK`` writes a task's export as JSON,
+``noeta replay TASK|FILE...`` asks the recorded model turns again under a change and exits 1 when a
+decision changed (docs/changing-agents.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, TypeGuard
+
+from noeta.client.client import AsyncClient
+from noeta.client.export import LoadedTask, load_export
+from noeta.client.replay import ReplayChanges, replay_tasks
+from noeta.config.import_path import load_object
+from noeta.errors import ConfigurationError
+from noeta.protocols.messages import LLMProvider
+
+EXIT_CHANGED = 1
+
+
+async def cmd_export(client: AsyncClient, args: argparse.Namespace) -> int:
+    """``noeta export TASK``: the task's history and stored bodies as one JSON document on stdout."""
+    json.dump(await client.export(args.task), sys.stdout, separators=(",", ":"))
+    sys.stdout.write("\n")
+    return 0
+
+
+def _is_provider(value: object) -> TypeGuard[LLMProvider]:
+    return isinstance(value, LLMProvider) and not isinstance(value, type)
+
+
+def replay_provider(name: str | None) -> LLMProvider:
+    """The provider a replay asks: ``package.module:attribute`` (an object, or a factory of one),
+    a built-in provider's name, or (None) the environment's default provider."""
+    if name is not None and ":" in name:
+        return load_object(name, _is_provider, "provider", "--provider")
+    from noeta.providers.defaults import default_provider
+
+    return default_provider(name)
+
+
+def system_prompt(value: str | None) -> str | None:
+    """``--system-prompt``: the text, or ``@FILE`` for a file's text."""
+    if value is None or not value.startswith("@"):
+        return value
+    try:
+        return Path(value[1:]).read_text()
+    except OSError as err:
+        raise ConfigurationError(f"--system-prompt {value}: {err.strerror or err}") from err
+
+
+async def cmd_replay(args: argparse.Namespace) -> int:
+    """``noeta replay TASK|FILE...``: print the table of changed decisions; exit 1 when one changed.
+    A FILE is an export (``noeta export``); anything else is a task id, exported from the cluster."""
+    changes = ReplayChanges(model=args.model, system_prompt=system_prompt(args.system_prompt))
+    provider = replay_provider(args.provider)
+    tasks: list[LoadedTask] = []
+    client: AsyncClient | None = None
+    for item in args.tasks:
+        path = Path(item)
+        if path.is_file():
+            tasks.append(load_export(path.read_bytes()))
+            continue
+        client = client or await AsyncClient.connect()
+        exported: dict[str, Any] = await client.export(item)
+        tasks.append(load_export(exported))
+    report = await replay_tasks(tasks, provider, changes)
+    print(report.summary(), flush=True)
+    return EXIT_CHANGED if report.changed else 0
