@@ -213,3 +213,42 @@ async def test_cli_export_and_replay_exit_codes(
     bad.write_text("{}")
     code, _, err = await cli(capsys, "replay", str(bad), "--provider", "tests.support.recorded:same")
     assert code == 2 and err.startswith("noeta: ExportFormatError: ")
+
+
+async def test_a_task_that_continued_as_new_exports_every_run_and_replays(client: AsyncClient, serve, task_queue):
+    from tests.test_long_runs import STEPS, counting
+    from tests.support.tools import add
+
+    provider = FakeLLMProvider(responder=counting)
+    async with serve(tools=[add], providers=[provider]):
+        task_id = await client.start(
+            "count", Options(provider=provider, allowed_tools=[add], max_history_events=40), task_queue=task_queue
+        )
+        await client.result(task_id)
+    loaded = load_task(await client.export(task_id))
+    assert len(loaded.runs) >= 2  # it did continue as new
+    turns = loaded.recorded().turns
+    assert [t.number for t in turns] == list(range(1, STEPS + 2))  # numbered across the runs
+    assert len({t.run for t in turns}) == len(loaded.runs)
+    again = FakeLLMProvider(responder=counting)
+    report = replay([loaded], provider=again)
+    assert (report.turns, report.changed) == (STEPS + 1, ())
+    # A later run's turn is rebuilt with the whole transcript, as the worker sent it.
+    assert [dataclasses.replace(r, timeout_seconds=None) for r in again.received_requests] == [
+        dataclasses.replace(r, timeout_seconds=None) for r in provider.received_requests
+    ]
+
+
+async def test_an_encrypted_task_exports_readable_and_replays(settings, tmp_path: Path, task_queue: str):
+    from noeta.security.keys import new_key_entry
+    from tests.test_encryption import ANSWER, OUTPUT, plain_provider, ring, run_task
+
+    task_id, secure = await run_task(settings, tmp_path / "content", ring(new_key_entry("v1")), task_queue)
+    export = await secure.export(task_id)
+    loaded = load_task(export)
+    assert ANSWER in repr(loaded.events())  # decoded with the client's codec: readable without it
+    again = plain_provider()
+    assert replay([loaded], provider=again).changed == ()
+    # The tool's stored output (ciphertext in the store) is in the export in the clear.
+    second = again.received_requests[1]
+    assert any(OUTPUT in str(b.output) for m in second.messages for b in m.content if b.type == "tool_result")
