@@ -7,6 +7,7 @@
     noeta send TASK "goal" | result TASK | events TASK [--follow] | messages TASK | cancel TASK | close TASK
     noeta inject TASK "text" | approvals [TASK] | approve TASK CALL [--reason R] | deny TASK CALL [--reason R]
     noeta tasks [--status S] [--search WORDS] [--model M] [--metadata K=V] | setup | retention --days N
+    noeta export TASK > task.json | replay TASK|FILE... [--provider P] [--model M] [--system-prompt TEXT|@FILE]
 
 Every user error is one line on stderr and exit code 2 (a failed goal: 1; interrupted: 130); no
 traceback. ``noeta COMMAND --help`` explains each command (docs/cli.md).
