@@ -252,3 +252,32 @@ async def test_an_encrypted_task_exports_readable_and_replays(settings, tmp_path
     # The tool's stored output (ciphertext in the store) is in the export in the clear.
     second = again.received_requests[1]
     assert any(OUTPUT in str(b.output) for m in second.messages for b in m.content if b.type == "tool_result")
+
+
+async def test_turns_whose_bodies_were_released_are_skipped_and_named(client: AsyncClient, serve, task_queue):
+    export = await client.export(await run_counting_task(client, serve, task_queue))
+    nodes = [d for d, b in export["bodies"].items() if b["media_type"] == NODE_MEDIA_TYPE]
+    for digest in nodes:  # as if retention had released the stored transcript
+        del export["bodies"][digest]
+    report = replay([load_task(export)], provider=FakeLLMProvider(responses=list(SCRIPT)))
+    # Turn 1 needs no stored transcript (its goal is in the record); the later ones do.
+    assert (report.turns, report.changed) == (1, ())
+    assert [s.turn for s in report.skipped] == [2, 3, 4]
+    assert "3 turn(s) skipped" in report.summary()
+
+
+def test_a_decision_is_its_tool_calls_or_its_answer():
+    from noeta.protocols.messages import TextBlock, ToolUseBlock
+    from noeta.protocols.turns import decision_of
+
+    # Call ids are the model's labels: the same calls with other ids are the same decision.
+    assert decision_of([ToolUseBlock("a", "count", {"n": 1})]).same_as(decision_of([ToolUseBlock("z", "count", {"n": 1})]))
+    assert not decision_of([ToolUseBlock("a", "count", {"n": 1})]).same_as(decision_of([ToolUseBlock("a", "count", {"n": 2})]))
+    # Text beside tool calls is not the decision; an answer is.
+    assert decision_of([TextBlock("thinking aloud"), ToolUseBlock("a", "count", {"n": 1})]).answer is None
+    assert not decision_of([ToolUseBlock("a", "count", {"n": 1})]).same_as(decision_of([TextBlock("done")]))
+    # Structured answers compare as data, other answers as text.
+    assert decision_of([TextBlock('{"refund": 100, "ok": true}')]).same_as(decision_of([TextBlock('{ "ok": true, "refund": 100 }')]))
+    assert not decision_of([TextBlock('{"refund": 100}')]).same_as(decision_of([TextBlock('{"refund": 250}')]))
+    assert decision_of([TextBlock("done\n")]).same_as(decision_of([TextBlock("done")]))
+    assert not decision_of([TextBlock("done")]).same_as(decision_of([TextBlock("Done")]))
