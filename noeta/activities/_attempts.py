@@ -13,7 +13,10 @@ the worker, not Temporal's ``maximum_attempts``, decides when a call has had eno
   delay counts against ``max_wait_seconds``, so a burst beyond a provider's quota queues instead
   of failing;
 - a **lost** attempt (no failure recorded: its worker died, or its completion never reached the
-  server) counts against MAX_LOST_ATTEMPTS, so killing workers does not turn a call into a failure.
+  server) counts against MAX_LOST_ATTEMPTS, so killing workers does not turn a call into a failure;
+- a **store** failure (the call finished, the content store could not take its output: full,
+  unreachable, refused) counts against ``max_retries`` on its own; the output is kept and only the
+  write is retried (see noeta.activities._store_writes), so the call never runs again for it.
 
 The worker sets every retry's delay itself (``next_retry_delay``): the budget's backoff (the
 kind's ActivityOptions; 1 s × 2ⁿ up to 60 s by default) over the failures alone, or the
@@ -22,6 +25,7 @@ provider's ``retry-after``.
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict
 from datetime import timedelta
 from typing import Any
@@ -38,6 +42,8 @@ LOST_ATTEMPT = "the attempt ended without a result (it timed out or its worker w
 #: error is raised for either: nothing was caught).
 LOST_ATTEMPT_TYPE = "Timeout"
 DEFAULT_BACKOFF = RetryBackoff()
+#: Writes of a finished output retried when the call has no attempt budget (the task default).
+DEFAULT_STORE_RETRIES = 3
 
 
 def earlier_failures() -> list[AttemptFailure]:
@@ -81,6 +87,8 @@ class AttemptLedger:
 
     def __init__(self, budget: AttemptBudget | None) -> None:
         self.budget = budget
+        self.started = time.monotonic()
+        """When this attempt started (``time.monotonic``)."""
         self.attempt = activity.info().attempt
         self.earlier = earlier_failures()
 
@@ -103,6 +111,24 @@ class AttemptLedger:
             non_retryable=True,
         )
 
+    def store_failed(self, err: NoetaError) -> float | None:
+        """Record that this attempt's finished output could not be stored (heartbeated, so a later
+        attempt counts it too): the delay before the write is tried again, or None once the writes
+        failed more than ``max_retries`` times (``store_gave_up`` is then the error to raise)."""
+        failed = self.count("store") + 1
+        retries = self.budget.max_retries if self.budget is not None else DEFAULT_STORE_RETRIES
+        delay = None if failed > retries else backoff(failed, self.budget)
+        failure = AttemptFailure(self.attempt, scrub(str(err)), type(err).__name__, None, "store", delay)
+        self.earlier = [*self.earlier, failure]
+        activity.heartbeat(as_details(self.earlier))
+        return delay
+
+    def store_gave_up(self, err: NoetaError) -> ApplicationError:
+        """The final error of a call whose output the store would not take (``exhausted``: "store")."""
+        return ApplicationError(
+            scrub(str(err)), error_details(err, self.earlier, "store"), type=type(err).__name__, non_retryable=True
+        )
+
     def failed(self, err: NoetaError, kind: AttemptKind | None = None) -> ApplicationError:
         """Record this attempt's failure (heartbeat, for the next attempt) and the error to raise:
         retried after the delay the ledger chose, or final."""
@@ -119,10 +145,11 @@ class AttemptLedger:
                 if self.waited() + delay > self.budget.max_wait_seconds:
                     exhausted = "rate_limit"
             else:
-                failed = self.count("failure") + 1
+                counted: AttemptKind = "store" if kind == "store" else "failure"
+                failed = self.count(counted) + 1
                 delay = retry_after if retry_after is not None else backoff(failed, self.budget)
                 if failed > self.budget.max_retries:
-                    exhausted = "failures"
+                    exhausted = "store" if kind == "store" else "failures"
         failure = AttemptFailure(self.attempt, scrub(str(err)), type(err).__name__, retry_after, kind, delay)
         failures = [*self.earlier, failure]
         activity.heartbeat(as_details(failures))

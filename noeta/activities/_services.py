@@ -11,6 +11,7 @@ from typing import Any
 
 from noeta.activities._errors import to_application_error
 from noeta.activities._steps import FinishedSteps
+from noeta.activities._store_writes import HeldOutputs
 from noeta.activities._threads import ThreadPool
 from noeta.activities.registry import Registry
 from noeta.context.content_store import ContentStore
@@ -57,6 +58,8 @@ class WorkerServices:
         self.io_pool = ThreadPool(tuning.io_threads, "io", TUNING["io_threads"].variable)
         self.user_code_pool = ThreadPool(tuning.sync_tool_threads, "sync-tool", TUNING["sync_tool_threads"].variable)
         self.steps = FinishedSteps(StepOutputs(registry.step_records or step_records_for(self.store), self.store), self.io_pool)
+        self.held = HeldOutputs()
+        """Finished outputs the store would not take, waiting for their step's next attempt."""
         self.resources = ResourcePool(registry.resources)
         """Live resources created from the registry's equip_resource specs (per task, per worker)."""
         self._env_prices: PriceTable | None = None

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from pydantic import TypeAdapter
 
 from noeta.activities._attempts import AttemptLedger
+from noeta.activities._store_writes import read_stored
 from noeta.activities._threads import ThreadPool
 from noeta.context.step_records import StepOutputs
 from noeta.protocols.activity_io import CallModelOutput, InvokeToolOutput
@@ -35,7 +36,7 @@ class FinishedSteps:
         never reached Temporal: the step is not run again. None on a first attempt."""
         if ledger.attempt == 1 or not key:
             return None
-        recorded: Step | None = await self._io_pool.run(self._read, key, adapter, label="_recorded")
+        recorded: Step | None = await read_stored(ledger, self._io_pool.run(self._read, key, adapter, label="_recorded"))
         if recorded is None:
             return None
         return dataclasses.replace(recorded, attempt=ledger.attempt, retried=ledger.earlier, from_record=True)

@@ -23,6 +23,7 @@ from noeta.activities._attempts import AttemptLedger, as_details
 from noeta.activities._errors import to_application_error
 from noeta.activities._heartbeat import AttemptTimedOut, attempt_seconds, with_heartbeat
 from noeta.activities._services import PREVIEW_CHARS, WorkerServices, call_maybe_async
+from noeta.activities._store_writes import read_stored, stored
 from noeta.context.blob_cache import BlobCache
 from noeta.context.requests import model_request, offered_tools
 from noeta.context.transcript import has_refs
@@ -96,7 +97,7 @@ class ModelCalls:
         try:  # the usual step: building it here costs less than a trip to an I/O thread
             request = self._build_request(inp, seconds_left, memory_only=True)
         except _NotInMemory:  # a worker new to the task, a stored output or image in the transcript
-            request = await self.services.io(self._build_request, inp, seconds_left)
+            request = await read_stored(ledger, self.services.io(self._build_request, inp, seconds_left))
         with instrument.model_call(inp.provider, request, inp.task_id, f"turn-{inp.turn}") as observed:
             try:
                 work = self._limited(inp.provider, provider, request, inp)
@@ -112,10 +113,16 @@ class ModelCalls:
                 raise ledger.failed(classify_exception(inp.provider, exc)) from exc
             observed.finished(response)
         assistant = Message(role="assistant", content=list(response.content))
-        output: CallModelOutput = await self.services.io(
-            self._record_response, inp, assistant, response, provider, ledger
-        )
-        return output
+
+        async def write() -> CallModelOutput:
+            recorded: CallModelOutput = await self.services.io(
+                self._record_response, inp, assistant, response, provider, ledger
+            )
+            return recorded
+
+        # A store that cannot take the answer does not call the provider again: only the write is
+        # retried (noeta.activities._store_writes); an attempt out of time asks the model again.
+        return await stored(ledger, write, hold=lambda: None)
 
     async def _limited(self, name: str, provider: Any, request: LLMRequest, inp: CallModelInput) -> Any:
         """The provider call, inside this worker's limit for the provider (if it has one)."""

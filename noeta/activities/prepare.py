@@ -19,6 +19,9 @@ from noeta.activities._services import WorkerServices, checked_spec
 from noeta.context.composer import compose_system
 from noeta.errors import (
     ConfigurationError,
+    ContentIntegrityError,
+    ContentMissingError,
+    EncryptionKeyError,
     GuardNotRegisteredError,
     NoetaError,
     OutputModelNotRegisteredError,
@@ -142,7 +145,10 @@ class Preparation:
     @activity.defn(name=LOAD_TRANSCRIPT)
     async def load_transcript(self, inp: LoadTranscriptInput) -> LoadTranscriptOutput:
         """The stored transcript for a new run; the oldest messages are left out beyond max_bytes."""
-        messages = list(await self.services.io(self.services.transcripts.load, inp.head))
+        try:
+            messages = list(await self.services.io(self.services.transcripts.load, inp.head))
+        except (ContentIntegrityError, ContentMissingError, EncryptionKeyError) as err:
+            raise to_application_error(err) from err  # not retried: the same body would be read
         kept, size = 0, 0
         for message in reversed(messages):
             size += len(_MESSAGE.dump_json(message))

@@ -20,9 +20,12 @@ from noeta.activities._attempts import AttemptLedger, as_details
 from noeta.activities._errors import to_application_error
 from noeta.activities._heartbeat import AttemptTimedOut, attempt_seconds, with_heartbeat
 from noeta.activities._schema import argument_problem, schema_validator
+from noeta.activities._store_writes import stored
 from noeta.activities._services import PREVIEW_CHARS, THREAD_WAIT_SECONDS, WorkerServices, checked_spec
 from noeta.builtins.memory.tool import RecallResult, memory_tool
 from noeta.errors import (
+    ContentIntegrityError,
+    ContentMissingError,
     NoetaError,
     ResourceNotFoundError,
     ScopeError,
@@ -78,6 +81,9 @@ class ToolCalls:
         recorded = await self.services.steps.earlier(key, ledger, _TOOL_OUTPUT)
         if recorded is not None:
             return recorded
+        held = self.services.held.take(key) if key else None
+        if isinstance(held, InvokeToolOutput):  # it finished; the store would not take its output
+            return await self._finished(key, dataclasses.replace(held, attempt=attempt), ledger)
         ledger.check_lost()
         tool: Tool = self.registry.tools[inp.tool_name]
         # input_schema is metadata for the model; checking arguments against it is opt-in.
@@ -114,7 +120,8 @@ class ToolCalls:
                 result = await with_heartbeat(work, as_details(ledger.earlier), seconds=seconds)
             except asyncio.CancelledError:
                 raise
-            except (ResourceNotFoundError, ScopeError) as err:  # configuration, not the model's doing
+            except (ResourceNotFoundError, ScopeError, ContentIntegrityError, ContentMissingError) as err:
+                # configuration, or a stored body the tool read is damaged or gone: not the model's doing
                 raise to_application_error(err) from err
             except AttemptTimedOut as exc:
                 timeout = ToolTimeoutError(f"tool {inp.tool_name!r} did not finish within {exc.seconds:g} s")
@@ -133,7 +140,7 @@ class ToolCalls:
             result, attempt, retried=ledger.earlier, memories=memories, resource_calls=recorder.calls,
             resource_calls_dropped=recorder.dropped,
         )
-        return await self._finished(key, output)
+        return await self._finished(key, output, ledger)
 
     def _argument_validator(self, tool: Tool) -> Any:
         """A compiled validator per tool object: building one is most of a small tool call's cost."""
@@ -143,13 +150,25 @@ class ToolCalls:
             self._argument_validators[tool.name] = cached
         return cached[1]
 
-    async def _finished(self, key: str, output: InvokeToolOutput) -> InvokeToolOutput:
+    async def _finished(self, key: str, output: InvokeToolOutput, ledger: AttemptLedger) -> InvokeToolOutput:
         """The call's output as history gets it: a large output offloaded, the step recorded
-        under ``key`` (one trip to the I/O pool for both)."""
-        if needs_offload(output.result) or key:
-            finished: InvokeToolOutput = await self.services.io(self._finish_tool, key, output)
+        under ``key`` (one trip to the I/O pool for both). A store that cannot take them does not
+        run the tool again: only the write is retried (noeta.activities._store_writes)."""
+        if not (needs_offload(output.result) or key):
+            return output
+
+        async def write() -> InvokeToolOutput:
+            done = output if len(ledger.earlier) == len(output.retried) else dataclasses.replace(
+                output, retried=ledger.earlier  # the store's failures of this attempt, for the event log
+            )
+            finished: InvokeToolOutput = await self.services.io(self._finish_tool, key, done)
             return finished
-        return output
+
+        def hold() -> None:
+            if key:
+                self.services.held.keep(key, output, len(output.result.output or ""))
+
+        return await stored(ledger, write, hold)
 
     def _finish_tool(self, key: str, output: InvokeToolOutput) -> InvokeToolOutput:
         """Offload a large output and record the finished step (before it is reported)."""
@@ -184,7 +203,7 @@ class ToolCalls:
             else:
                 result = remote.tool_result(called, self.services.store)
             observed.finished(result)
-        return await self._finished(key, InvokeToolOutput(result, ledger.attempt, retried=ledger.earlier))
+        return await self._finished(key, InvokeToolOutput(result, ledger.attempt, retried=ledger.earlier), ledger)
 
     def _offload_output(self, result: ToolResult) -> ToolResult:
         """Move a large output to the content store so history keeps only a reference."""

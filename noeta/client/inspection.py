@@ -16,7 +16,7 @@ from noeta.client.messages import ViewItem, as_messages
 from noeta.client.tasks import TaskOperations
 from noeta.client.visibility import CLOSED_STATUS, TaskInfo, summary_of
 from noeta.context.content_store import ContentStore
-from noeta.errors import NoetaError, TaskNotFoundError, TaskNotOpenError
+from noeta.errors import ContentIntegrityError, ContentMissingError, NoetaError, TaskNotFoundError, TaskNotOpenError
 from noeta.protocols.interaction import ApprovalRequest
 from noeta.protocols.names import QUERY_PENDING_APPROVALS
 
@@ -103,5 +103,13 @@ class Inspection:
         return EventStream(self.connection.temporal, task_id, after_seq=after_seq, follow=follow)
 
     async def messages(self, task_id: str) -> list[ViewItem]:
-        """The task's event log as conversation items, bodies read from the content store."""
-        return as_messages(await self.events(task_id), self.content_store)
+        """The task's event log as conversation items, bodies read from the content store (each
+        checked against its hash): ContentIntegrityError or ContentMissingError naming the body
+        and the task when one is damaged or gone."""
+        events = await self.events(task_id)
+        try:
+            return as_messages(events, self.content_store)
+        except (ContentIntegrityError, ContentMissingError) as err:
+            raise type(err)(
+                f"task {task_id!r}: {err}", digest=err.digest, task_id=task_id, store=err.store
+            ) from err

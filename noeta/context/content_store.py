@@ -20,14 +20,17 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from noeta.context.atomic_files import write_new
 from noeta.context.ownership import current_owner
+from noeta.context.store_failures import altered_body, checked_body, missing_body, store_failure
+from noeta.errors import ContentIntegrityError, ContentMissingError
 from noeta.protocols.messages import ContentRef
 
 if TYPE_CHECKING:
     from noeta.security.sealed_bodies import BodyCipher
 
 
-class ContentNotFoundError(KeyError):
-    """The store has no body with that hash: client and worker are not sharing one store."""
+#: The store has no body with that hash (the name stores and callers used before the error moved
+#: into noeta.errors; still a KeyError).
+ContentNotFoundError = ContentMissingError
 
 
 @runtime_checkable
@@ -124,26 +127,30 @@ class LocalContentStore:
         record the current task as an owner."""
         digest = content_hash(data)  # ours, so a valid name: no _path() check
         path = f"{self._root}/{digest[:2]}/{digest[2:]}"
-        with self._locked(exclusive=False):
-            try:
-                os.utime(path)  # stored again: retention keeps it for a full period from now
-            except FileNotFoundError:
-                write_new(path, self.cipher.seal(data, digest) if self.cipher else data)
-        self._record_owner([digest])
+        try:
+            with self._locked(exclusive=False):
+                try:
+                    os.utime(path)  # stored again: retention keeps it for a full period from now
+                except FileNotFoundError:
+                    write_new(path, self.cipher.seal(data, digest) if self.cipher else data)
+            self._record_owner([digest])
+        except OSError as err:  # a full disk, a read-only or foreign directory
+            raise store_failure(self, err, f"store a body of {len(data)} bytes") from err
         return ContentRef(hash=digest, size=len(data), media_type=media_type)
 
     def get(self, ref: ContentRef | str) -> bytes:
-        """The body with that reference or hash, opened if sealed; ContentNotFoundError when the
-        directory has none."""
+        """The body with that reference or hash, opened if sealed and checked against its hash:
+        ContentMissingError (a ContentNotFoundError) when the directory has none,
+        ContentIntegrityError when it is not the body stored under that hash, ContentStoreError
+        when the directory cannot be read."""
         digest = ref.hash if isinstance(ref, ContentRef) else ref
         try:
             blob = self._path(digest).read_bytes()
         except FileNotFoundError:
-            raise ContentNotFoundError(
-                f"content {digest[:12]}… is not in {self!r}: client and worker must use the same "
-                "content store (NOETA_HOME / NOETA_CONTENT_DIR)"
-            ) from None
-        return open_body(self.cipher, blob, digest)
+            raise missing_body(self, digest, "NOETA_HOME / NOETA_CONTENT_DIR") from None
+        except OSError as err:
+            raise store_failure(self, err, f"read content {digest}") from err
+        return open_checked(self, self.cipher, blob, digest)
 
     # -- retention ------------------------------------------------------------------------------
 
@@ -222,6 +229,16 @@ class LocalContentStore:
             for name in releasing:
                 (self._owners / name).unlink(missing_ok=True)
         return Released(bodies=bodies, bytes=size)
+
+
+def open_checked(store: object, cipher: BodyCipher | None, blob: bytes, digest: str) -> bytes:
+    """A body ``store`` read, opened if sealed and checked against its hash ``digest``:
+    ContentIntegrityError (naming the store and the reading task) when it is not what was stored."""
+    try:
+        plain = open_body(cipher, blob, digest)
+    except ContentIntegrityError as err:  # a sealed body that fails authentication
+        raise altered_body(store, digest) from err
+    return checked_body(store, digest, plain)
 
 
 def open_body(cipher: BodyCipher | None, blob: bytes, digest: str) -> bytes:

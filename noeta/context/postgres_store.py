@@ -17,8 +17,9 @@ from collections.abc import Collection
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from noeta.context.content_store import ContentNotFoundError, Released, content_hash, open_body
+from noeta.context.content_store import Released, content_hash, open_checked
 from noeta.context.ownership import current_owner
+from noeta.context.store_failures import missing_body, store_failure
 from noeta.errors import ConfigurationError
 from noeta.protocols.messages import ContentRef
 
@@ -78,6 +79,26 @@ class PostgresContentStore:
             conn = self._local.conn = self._connect()
         return conn
 
+    def _execute(self, doing: str, query: str, params: tuple[Any, ...]) -> Any:
+        """Run one statement; a database that cannot be reached or refuses it is a
+        ContentStoreError naming the cause (the thread's connection is dropped, so the next call
+        connects afresh)."""
+        try:
+            return self._conn().execute(query, params)
+        except self._psycopg.Error as err:
+            if isinstance(err, (self._psycopg.OperationalError, self._psycopg.InterfaceError)):
+                self._drop_connection()
+            raise store_failure(self, err, doing) from err
+
+    def _drop_connection(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        self._local.conn = None
+        if conn is not None:
+            try:
+                conn.close()
+            except Exception:  # already broken: nothing more to release
+                pass
+
     def put(self, data: bytes, media_type: str = "text/plain") -> ContentRef:
         """Store ``data`` under its hash (storing it again refreshes its time, so retention keeps
         it) and record the current task as an owner."""
@@ -90,10 +111,12 @@ class PostgresContentStore:
         )
         owner = current_owner()
         stored = self.cipher.seal(data, digest) if self.cipher else data
+        doing = f"store a body of {len(data)} bytes"
         if owner is None:
-            self._conn().execute(upsert, (digest, media_type, len(data), stored))
+            self._execute(doing, upsert, (digest, media_type, len(data), stored))
         else:
-            self._conn().execute(
+            self._execute(
+                doing,
                 f"WITH body AS ({upsert} RETURNING hash) "
                 f"INSERT INTO {self.owners} (task_id, hash) SELECT %s, hash FROM body "
                 "ON CONFLICT (task_id, hash) DO UPDATE SET stored_at = now()",
@@ -102,16 +125,17 @@ class PostgresContentStore:
         return ContentRef(hash=digest, size=len(data), media_type=media_type)
 
     def get(self, ref: ContentRef | str) -> bytes:
-        """The body with that reference or hash, opened if sealed; ContentNotFoundError when the
-        table has none."""
+        """The body with that reference or hash, opened if sealed and checked against its hash:
+        ContentMissingError (a ContentNotFoundError) when the table has none,
+        ContentIntegrityError when it is not the body stored under that hash, ContentStoreError
+        when the database cannot be reached."""
         digest = ref.hash if isinstance(ref, ContentRef) else ref
-        row = self._conn().execute(f"SELECT data FROM {self.table} WHERE hash = %s", (digest,)).fetchone()
+        row = self._execute(
+            f"read content {digest}", f"SELECT data FROM {self.table} WHERE hash = %s", (digest,)
+        ).fetchone()
         if row is None:
-            raise ContentNotFoundError(
-                f"content {digest[:12]}… is not in {self!r}: client and worker must use the same "
-                "content store (NOETA_CONTENT_STORE)"
-            )
-        return open_body(self.cipher, bytes(row[0]), digest)
+            raise missing_body(self, digest, "NOETA_CONTENT_STORE")
+        return open_checked(self, self.cipher, bytes(row[0]), digest)
 
     # -- retention ------------------------------------------------------------------------------
 

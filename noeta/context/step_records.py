@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from noeta.context.atomic_files import write_new
 from noeta.context.content_store import ContentStore, LocalContentStore, open_body
+from noeta.context.store_failures import typed_failures
 from noeta.protocols.messages import ContentRef
 
 if TYPE_CHECKING:
@@ -111,18 +112,22 @@ class StepOutputs:
         self._own = records if isinstance(records, OutputRecords) else None
 
     def get(self, key: str) -> bytes | None:
-        """The output recorded for step ``key``, or None."""
-        if self._own is not None:
-            return self._own.get_output(key)
-        ref = self.records.get(key)
+        """The output recorded for step ``key``, or None; ContentStoreError when the records cannot
+        be read."""
+        with typed_failures(self.records, f"read the record of step {key}"):
+            if self._own is not None:
+                return self._own.get_output(key)
+            ref = self.records.get(key)
         return None if ref is None else self.store.get(ref)
 
     def put(self, key: str, data: bytes) -> None:
-        """Record ``data`` as step ``key``'s output (the first record of a key wins)."""
-        if self._own is not None:
-            self._own.put_output(key, data)
-        else:
-            self.records.put(key, self.store.put(data, "application/json"))
+        """Record ``data`` as step ``key``'s output (the first record of a key wins);
+        ContentStoreError when it cannot be written."""
+        with typed_failures(self.records, f"record step {key}"):
+            if self._own is not None:
+                self._own.put_output(key, data)
+            else:
+                self.records.put(key, self.store.put(data, "application/json"))
 
 
 #: A local task's log of step outputs is a sequence of entries, each

@@ -11,6 +11,7 @@ The classes are grouped by idea in private modules; this package is the catalogu
 - ``_configuration``: what a task is given or needs (options, registrations, policies, payload
   sizes, resources, scopes); no model can fix these.
 - ``_steps``: one attempt of a step failed (provider, tool, resource, MCP server), retried or not.
+- ``_storage``: the content store could not take a body, or a body it holds is missing or altered.
 - ``_limits``: a limit was reached (attempts, a task's budget, an API key's quota).
 - ``_tasks``: what a client meets reaching a task (the cluster, a task's end).
 """
@@ -50,6 +51,7 @@ from noeta.errors._steps import (
     ToolTimeoutError,
     WorkerBusyError,
 )
+from noeta.errors._storage import ContentIntegrityError, ContentMissingError, ContentStoreError
 from noeta.errors._tasks import (
     ApprovalNotPendingError,
     ExportFormatError,
@@ -87,6 +89,9 @@ __all__ = [
     "AttemptsExhaustedError",
     "BudgetExceededError",
     "ConfigurationError",
+    "ContentIntegrityError",
+    "ContentMissingError",
+    "ContentStoreError",
     "ContextLengthError",
     "EncryptionKeyError",
     "ExportFormatError",

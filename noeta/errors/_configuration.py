@@ -64,7 +64,20 @@ class McpServerNotAllowedError(ConfigurationError):
 
 class EncryptionKeyError(ConfigurationError):
     """Encryption keys are malformed, or a payload or stored body names a key this process does
-    not have (add the old key to ``NOETA_ENCRYPTION_KEYS`` after the active one)."""
+    not have (add the old key to ``NOETA_ENCRYPTION_KEYS`` after the active one): ``key_id`` names
+    that key when one is known."""
+
+    def __init__(self, message: str, key_id: str | None = None) -> None:
+        """``message`` says what failed and what to do; ``key_id`` is the key it needs, if known."""
+        super().__init__(message)
+        self.key_id = key_id
+
+    def to_details(self) -> dict[str, Any]:
+        return {"message": str(self), "key_id": self.key_id}
+
+    @classmethod
+    def from_details(cls, message: str, details: dict[str, Any]) -> "EncryptionKeyError":
+        return cls(details.get("message", message), key_id=details.get("key_id"))
 
 
 class ResourceNotFoundError(NoetaError):

@@ -15,10 +15,12 @@ MAX_LOST_ATTEMPTS = 10
 #: an attempt, so the net leaves room for many.
 SAFETY_NET_EXTRA_ATTEMPTS = 1000
 
-AttemptKind = Literal["failure", "wait", "lost"]
+AttemptKind = Literal["failure", "wait", "lost", "store"]
 """``failure``: the call failed (counts against ``max_retries``); ``wait``: it was rate-limited or
 found no free thread (counts against ``rate_limit_wait_seconds``); ``lost``: its worker was lost
-(counts against MAX_LOST_ATTEMPTS)."""
+(counts against MAX_LOST_ATTEMPTS); ``store``: the call finished but the content store could not
+take its output (the output is kept and only the write is retried; counts against
+``max_retries`` on its own, never as a lost worker)."""
 
 
 @dataclass(frozen=True, slots=True)

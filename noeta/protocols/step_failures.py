@@ -11,6 +11,9 @@ from __future__ import annotations
 from typing import Literal
 
 from noeta.errors import (
+    ContentIntegrityError,
+    ContentMissingError,
+    ContentStoreError,
     ResourceNotFoundError,
     ScopeError,
     ToolIdentityMismatchError,
@@ -25,12 +28,18 @@ from noeta.protocols.validation import DEFAULT_FAILURE_MESSAGE
 #: raised by a tool or by a sub-agent, they end the task. ApplicationError types, named by the
 #: classes so a rename cannot leave a stale string behind.
 CONFIGURATION_ERRORS: tuple[str, ...] = (ResourceNotFoundError.__name__, ScopeError.__name__)
+#: Content-store failures that end a step for good, whichever step: no model can fix them.
+STORE_ERRORS: tuple[str, ...] = (
+    ContentStoreError.__name__, ContentIntegrityError.__name__, ContentMissingError.__name__
+)
 #: Tool errors that end the task instead of going back to the model as a failed tool result (the
 #: tool activity does not retry them either).
 TASK_FATAL_TOOL_ERRORS: tuple[str, ...] = (
     ToolIdentityMismatchError.__name__,
     ToolNotRegisteredError.__name__,
     *CONFIGURATION_ERRORS,
+    # The content store would not take the finished output, or a stored body is damaged or gone.
+    *STORE_ERRORS,
 )
 
 #: The reason given for a failure that carries neither a message nor an error type.
@@ -77,6 +86,7 @@ def validation_gives_up(rejected: int, max_retries: int) -> bool:
 
 __all__ = [
     "CONFIGURATION_ERRORS",
+    "STORE_ERRORS",
     "TASK_FATAL_TOOL_ERRORS",
     "UNEXPLAINED_FAILURE",
     "failed_tool_result",

@@ -77,12 +77,15 @@ class KeyRing:
         if key is None:
             raise EncryptionKeyError(
                 f"data was encrypted with key {key_id!r}, which this process does not have (it has "
-                f"{', '.join(self.keys)}); keep old keys in {KEYS_ENV} after the active one"
+                f"{', '.join(self.keys)}); keep old keys in {KEYS_ENV} after the active one",
+                key_id=key_id,
             )
         try:
             return _aead(key).decrypt(sealed[:NONCE_BYTES], sealed[NONCE_BYTES:], aad)
         except Exception as err:  # InvalidTag: wrong key material or tampered data
-            raise EncryptionKeyError(f"data under key {key_id!r} failed authentication (wrong key or altered data)") from err
+            raise EncryptionKeyError(
+                f"data under key {key_id!r} failed authentication (wrong key or altered data)", key_id=key_id
+            ) from err
 
 
 def _aead(key: bytes) -> AESGCM:

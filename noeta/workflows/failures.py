@@ -54,14 +54,15 @@ def attempts_exhausted(
 def provider_failure(err: ActivityError, max_retries: int) -> ApplicationError:
     """A model call that failed for good: its own typed error when it was not retryable, else
     AttemptsExhaustedError with one issue per attempt (the worker's attempt ledger marks the
-    failure it gave up on with ``exhausted``: "failures", "rate_limit" or "lost")."""
+    failure it gave up on with ``exhausted``: "failures", "rate_limit", "lost" or "store", the last
+    failing the task with the store's own ContentStoreError)."""
     cause = err.cause
     details = cause.details[0] if isinstance(cause, ApplicationError) and cause.details else {}
     spent = details.get("exhausted") if isinstance(details, dict) else None
-    if isinstance(cause, ApplicationError) and spent is None and (
+    if isinstance(cause, ApplicationError) and spent in (None, "store") and (
         cause.non_retryable or err.retry_state == RetryState.NON_RETRYABLE_FAILURE
     ):
-        return typed_task_error(cause)
+        return typed_task_error(cause)  # its own error; for the store, ContentStoreError
     failures = details.get("attempt_failures") if isinstance(details, dict) else None
     issues = [f["error"] for f in failures] if failures else [failure_message(err)]
     attempts = len(failures) if spent is not None and failures else max_retries + 1

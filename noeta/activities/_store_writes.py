@@ -1,0 +1,117 @@
+"""Storing a finished step's output without ever running the step again for it.
+
+A tool that finished has done its work (and its side effects). When the content store cannot take
+its output (a full disk, PostgreSQL down, a directory the worker may not write), running the tool
+again would repeat the work for nothing: the store would refuse the next output as well. So the
+attempt keeps the output and retries only the write, on the step's backoff, heartbeating while it
+waits; each failed write is a ``store`` failure in the attempt ledger (counted against
+``max_retries`` on its own, never as a lost worker). When the writes failed more than
+``max_retries`` times the step fails with :class:`~noeta.errors.ContentStoreError`, which names
+the store and the cause.
+
+An attempt whose time would run out before its next write hands the output to the worker's
+:class:`HeldOutputs` and asks Temporal for a retry after the delay: the next attempt of the step,
+on this worker, takes the output back and goes on writing. (A retry that another worker picks up
+does not find it there; that worker runs the step again, as after a worker lost between a step's
+end and its record.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from typing import TypeVar
+
+from temporalio.exceptions import ApplicationError
+
+from noeta.activities._attempts import AttemptLedger, as_details, error_details
+from noeta.activities._heartbeat import attempt_seconds, with_heartbeat
+from noeta.activities._errors import to_application_error
+from noeta.errors import ContentIntegrityError, ContentMissingError, ContentStoreError, EncryptionKeyError
+from noeta.security.scrub import scrub
+
+T = TypeVar("T")
+
+#: What one worker keeps at most of outputs waiting for the store; the oldest go first beyond it
+#: (their steps then run again when retried).
+HELD_LIMIT_BYTES = 256 * 2**20
+#: Time kept free at the end of an attempt for handing the output back to Temporal.
+HAND_BACK_MARGIN_SECONDS = 1.0
+
+
+class HeldOutputs:
+    """Finished outputs by step key, waiting for the next attempt of their step on this worker.
+    Thread-safe; bounded by ``limit_bytes`` (each output's size as its caller measures it)."""
+
+    def __init__(self, limit_bytes: int = HELD_LIMIT_BYTES) -> None:
+        """``limit_bytes``: what may be held in all before the oldest outputs are dropped."""
+        self._limit = limit_bytes
+        self._held: OrderedDict[str, tuple[object, int]] = OrderedDict()
+        self._size = 0
+        self._lock = threading.Lock()
+
+    def keep(self, key: str, output: object, size: int) -> None:
+        """Hold ``output`` (about ``size`` bytes) for step ``key``'s next attempt."""
+        with self._lock:
+            self._pop(key)
+            self._held[key] = (output, size)
+            self._size += size
+            while self._size > self._limit and len(self._held) > 1:
+                self._pop(next(iter(self._held)))
+
+    def take(self, key: str) -> object | None:
+        """The output held for step ``key`` (no longer held), or None."""
+        with self._lock:
+            return self._pop(key)
+
+    def _pop(self, key: str) -> object | None:
+        found = self._held.pop(key, None)
+        if found is None:
+            return None
+        self._size -= found[1]
+        return found[0]
+
+
+async def stored(
+    ledger: AttemptLedger,
+    write: Callable[[], Awaitable[T]],
+    hold: Callable[[], None],
+) -> T:
+    """``await write()`` until the store takes the output: a ContentStoreError is recorded in
+    ``ledger`` and the write retried after the step's backoff (heartbeating meanwhile). Raises the
+    final ContentStoreError once the writes are spent; when the attempt has no time left for the
+    next write, calls ``hold()`` (the output waits for the next attempt) and raises a retry."""
+    seconds = attempt_seconds()
+    deadline = None if seconds is None else ledger.started + seconds
+    while True:
+        try:
+            return await write()
+        except ContentStoreError as err:
+            delay = ledger.store_failed(err)
+            if delay is None:
+                raise ledger.store_gave_up(err) from err
+            if deadline is not None and time.monotonic() + delay + HAND_BACK_MARGIN_SECONDS > deadline:
+                hold()
+                raise ApplicationError(
+                    scrub(str(err)),
+                    error_details(err, ledger.earlier),
+                    type=type(err).__name__,
+                    next_retry_delay=timedelta(seconds=delay),
+                ) from err
+            await with_heartbeat(asyncio.sleep(delay), as_details(ledger.earlier))
+
+
+async def read_stored(ledger: AttemptLedger, read: Awaitable[T]) -> T:
+    """``await read`` (a step reading stored bodies): a body that is damaged, missing or sealed
+    under a key this worker lacks fails the step at once with its own error (another attempt
+    would read the same); a store that cannot be reached is a ``store`` failure, retried."""
+    try:
+        return await read
+    except (ContentIntegrityError, ContentMissingError, EncryptionKeyError) as err:
+        raise to_application_error(err, ledger.earlier) from err
+    except ContentStoreError as err:
+        raise ledger.failed(err, "store") from err
