@@ -206,6 +206,30 @@ class AsyncClient:
             provider_name=provider_name, task_queue=task_queue, api_key_id=api_key_id,
         )
 
+    async def fork(
+        self,
+        source: str,
+        /,
+        *,
+        at_turn: int,
+        options: Options | None = None,
+        goal: str | None = None,
+        task_id: str | None = None,
+        task_queue: str | None = None,
+        api_key_id: str | None = None,
+    ) -> str:
+        """Start a new task whose transcript is ``source``'s up to its model turn ``at_turn`` (that
+        turn is decided anew) and return its id. The fork runs with ``options``' settings where
+        they differ from Options' defaults, the source's recorded ones otherwise; tool calls before
+        the fork point are not run again (their results come from the record); the source is not
+        changed. ``goal``: a message of the human's added at the fork point (default: none; the
+        fork carries the source's goal). TurnNotFoundError, naming the valid range, for a turn the
+        source has not recorded; TaskNotFoundError for an unknown source."""
+        return await self._tasks.fork(
+            source, at_turn=at_turn, options=options, goal=goal, task_id=task_id, task_queue=task_queue,
+            api_key_id=api_key_id,
+        )
+
     async def send_goal(self, task_id: str, goal: str, images: Sequence[ImageBlock] = ()) -> TaskResult:
         """Send the next goal to a task started with ``keep_open=True``; returns that goal's result."""
         return await self._tasks.send_goal(task_id, goal, images)

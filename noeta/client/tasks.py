@@ -14,6 +14,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from noeta.client.connection import Connection
 from noeta.client.failures import _run_ended_first, translate_failure
+from noeta.client.forks import fork_input, source_record
 from noeta.client.observation import Observation
 from noeta.client.options import Options, build_task_input
 from noeta.client.task_input import check_goal, task_provider_name
@@ -31,7 +32,8 @@ from noeta.protocols.names import (
     UPDATE_SEND_GOAL,
     workflow_name_for,
 )
-from noeta.protocols.task import MAX_INJECTION_CHARS
+from noeta.protocols.event_log import Observer
+from noeta.protocols.task import MAX_INJECTION_CHARS, TaskInput
 
 #: How long ``AsyncClient.result`` keeps waiting while the Temporal server cannot be reached.
 SERVER_OUTAGE_WAIT_SECONDS = 600.0
@@ -86,6 +88,23 @@ class TaskOperations:
             workspace_dir=workspace_dir,
             task_id=task_id,
         )
+        return await self.launch(
+            task_input, task_id, task_queue=task_queue, api_key_id=api_key_id, observers=options.observers
+        )
+
+    async def launch(
+        self,
+        task_input: TaskInput,
+        task_id: str,
+        *,
+        task_queue: str | None = None,
+        api_key_id: str | None = None,
+        observers: Sequence[Observer] = (),
+        forked_from: str | None = None,
+    ) -> str:
+        """Start the workflow of a built ``task_input`` as ``task_id`` (indexed where the cluster
+        has the search attributes; ``forked_from``: the task a fork was taken from)."""
+        goal, provider_name = task_input.goal, task_input.provider
         connection = self.connection
         registered = await connection.registered_attributes()
         indexed = set(BASE_SEARCH_ATTRIBUTES) <= registered
@@ -100,18 +119,41 @@ class TaskOperations:
             task_queue=task_queue or self.task_queue,
             static_summary=goal if len(goal) <= 200 else goal[:199] + "…",
             static_details=(
-                f"**provider** {provider_name} · **model** {options.model or 'default'} · "
-                f"**tools** {', '.join(task_input.tools) or 'none'} · **max_turns** {options.max_turns}"
+                f"**provider** {provider_name} · **model** {task_input.model or 'default'} · "
+                f"**tools** {', '.join(task_input.tools) or 'none'} · **max_turns** {task_input.max_turns}"
+                + (f" · **forked from** {forked_from} at turn {task_input.fork.turn}" if task_input.fork else "")
             ),
             search_attributes=initial_search_attributes(
-                registered, None if connection.encrypted else goal, options.model, options.metadata,
-                self.indexed_metadata, api_key_id,
+                registered, None if connection.encrypted else goal, task_input.model, task_input.metadata,
+                self.indexed_metadata, api_key_id, forked_from,
             )
             if indexed
             else None,
         )
-        self.observation.follow(task_id, options.observers)
+        self.observation.follow(task_id, observers)
         return task_id
+
+    async def fork(
+        self,
+        source: str,
+        *,
+        at_turn: int,
+        options: Options | None = None,
+        goal: str | None = None,
+        task_id: str | None = None,
+        task_queue: str | None = None,
+        api_key_id: str | None = None,
+    ) -> str:
+        """Start a fork of ``source`` at its turn ``at_turn`` (see ``AsyncClient.fork``)."""
+        if not isinstance(at_turn, int) or isinstance(at_turn, bool):
+            raise ConfigurationError(f"at_turn must be a turn number (an int from 1), got {at_turn!r}")
+        record = await source_record(self.connection.temporal, source)
+        task_id = task_id or f"task-{uuid.uuid4().hex[:12]}"
+        task_input = fork_input(record, source, at_turn, options, goal, task_id)
+        return await self.launch(
+            task_input, task_id, task_queue=task_queue, api_key_id=api_key_id,
+            observers=options.observers if options is not None else (), forked_from=source,
+        )
 
     async def send_goal(self, task_id: str, goal: str, images: Sequence[ImageBlock] = ()) -> TaskResult:
         """Send a keep-open task its next goal (as an update) and return that goal's result."""

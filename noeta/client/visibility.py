@@ -26,6 +26,7 @@ from noeta.errors import ConfigurationError, NoetaError
 from noeta.protocols.names import (
     BASE_SEARCH_ATTRIBUTES,
     GOAL_ATTRIBUTE_CHARS,
+    SA_FORKED_FROM,
     SA_GOAL,
     SA_METADATA,
     SA_MODEL,
@@ -105,16 +106,20 @@ def initial_search_attributes(
     metadata: Mapping[str, Any],
     indexed_metadata: Sequence[str],
     api_key_id: str | None = None,
+    forked_from: str | None = None,
 ) -> TypedSearchAttributes:
     """What a task starts with; the workflow keeps status, turns, tokens (and a resolved model)
     current. ``api_key_id``: the ``noeta serve`` key that starts it (its spend is summed by it).
     ``goal`` None leaves NoetaGoal unset (encrypted tasks: search attributes are stored in plain
-    text, so the goal stays in the encrypted payloads)."""
+    text, so the goal stays in the encrypted payloads). ``forked_from``: the task a fork was taken
+    from (NoetaForkedFrom)."""
     pairs: list[SearchAttributePair[Any]] = [SearchAttributePair(keys.STATUS, "running"), SearchAttributePair(keys.TURNS, 0)]
     if model:
         pairs.append(SearchAttributePair(keys.MODEL, model))
     if api_key_id:
         pairs.append(SearchAttributePair(keys.API_KEY, api_key_id))
+    if forked_from and SA_FORKED_FROM in registered:
+        pairs.append(SearchAttributePair(keys.FORKED_FROM, forked_from))
     if goal is not None and SA_GOAL in registered:
         pairs.append(SearchAttributePair(keys.GOAL, goal[:GOAL_ATTRIBUTE_CHARS]))
     entries = metadata_entries(metadata, indexed_metadata)

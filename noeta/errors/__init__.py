@@ -61,6 +61,7 @@ from noeta.errors._tasks import (
     TaskNotFoundError,
     TaskNotOpenError,
     TemporalUnavailableError,
+    TurnNotFoundError,
 )
 
 #: Every error of the catalogue by class name: the ``type`` it travels under as an ApplicationError.
@@ -122,6 +123,7 @@ __all__ = [
     "ToolInputError",
     "ToolNotRegisteredError",
     "ToolRetryableError",
+    "TurnNotFoundError",
     "ToolTimeoutError",
     "ValidatorNotRegisteredError",
     "WorkerBusyError",

@@ -22,6 +22,19 @@ class ExportFormatError(NoetaError, ValueError):
     another format, or a history that does not decode."""
 
 
+class TurnNotFoundError(NoetaError, ValueError):
+    """A turn was named that the task has not recorded (forking at a turn that does not exist);
+    the message names the valid range."""
+
+    def __init__(self, message: str, task_id: str = "", valid: range = range(0)) -> None:
+        """``valid``: the turns the task has recorded (empty: none yet)."""
+        super().__init__(message)
+        self.task_id = task_id
+        """The task that was asked for the turn."""
+        self.valid = valid
+        """The turns it has recorded, as a range (1..n)."""
+
+
 class TaskCancelledError(NoetaError):
     """The task was cancelled before it produced a result."""
 

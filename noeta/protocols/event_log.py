@@ -9,6 +9,7 @@ refusals, validation, attempts, budgets), and are all importable from here.
 ===========================  ===========================================================
 type                         meaning
 ===========================  ===========================================================
+TaskForked                   the task is a fork of another task's transcript up to a turn (first event)
 TaskCreated                  the workflow started: goal, model, provider, tools, limits
 ScopeEquipped                the task's scope: each level (root first) and the merged view
 ContextPlanComposed          the task's context was composed: system prompt, tools
@@ -91,6 +92,7 @@ from noeta.protocols.events_task import (
     TaskContinuedAsNew,
     TaskCreated,
     TaskFailed,
+    TaskForked,
 )
 
 Actor = str  # "engine", "provider:<name>", "tool:<name>", "guard:<name>", "human"
@@ -129,6 +131,7 @@ EventPayload = (
     | ResourcesEquipped
     | ResourcesReleased
     | ResourceCallObserved
+    | TaskForked
 )
 
 #: Each payload type by its name, in the union's order.
@@ -196,6 +199,7 @@ __all__ = [
     "TaskContinuedAsNew",
     "TaskCreated",
     "TaskFailed",
+    "TaskForked",
     "ToolCallCompleted",
     "ToolCallFailed",
     "ToolCallProposed",

@@ -31,6 +31,14 @@ class TaskCreated:
 
 
 @dataclass(frozen=True, slots=True)
+class TaskForked:
+    """The task is a fork: its transcript is the source task's up to model turn ``turn``, which it
+    decides anew (the first event of a forked task's log)."""
+    source_task_id: str
+    turn: int
+
+
+@dataclass(frozen=True, slots=True)
 class ScopeEquipped:
     """The task's scope, as the chain of tasks that equipped it and as merged."""
     levels: list[ScopeLevel]
@@ -137,6 +145,7 @@ __all__ = [
     "TaskContinuedAsNew",
     "TaskCreated",
     "TaskFailed",
+    "TaskForked",
     "WORKFLOW_TERMINATED",
     "WORKFLOW_TIMED_OUT",
 ]

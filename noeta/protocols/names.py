@@ -78,6 +78,8 @@ SA_GOAL = "NoetaGoal"
 """The task's first goal (its first GOAL_ATTRIBUTE_CHARS characters), set when the task starts."""
 SA_METADATA = "NoetaMetadata"
 """``key=value`` for the ``Options.metadata`` keys the starter chose to index (NOETA_INDEXED_METADATA)."""
+SA_FORKED_FROM = "NoetaForkedFrom"
+"""The task a forked task was taken from (``Client.fork``); unset on other tasks."""
 #: name -> Temporal type, for registering them on a cluster.
 SEARCH_ATTRIBUTES = {
     SA_STATUS: "Keyword",
@@ -89,6 +91,7 @@ SEARCH_ATTRIBUTES = {
     SA_API_KEY: "Keyword",
     SA_GOAL: "Text",
     SA_METADATA: "KeywordList",
+    SA_FORKED_FROM: "Keyword",
 }
 #: The attributes a task is indexed with at all; the rest came later and are used where registered.
 BASE_SEARCH_ATTRIBUTES = (SA_STATUS, SA_MODEL, SA_TURNS, SA_TOKENS_IN, SA_TOKENS_OUT)

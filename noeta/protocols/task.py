@@ -21,6 +21,7 @@ from noeta.protocols.attempts import (
     attempts_cap,
 )
 from noeta.protocols.channels import ChannelContent, ChannelUse, ContextPlan
+from noeta.protocols.forks import ForkPoint
 from noeta.protocols.feedback import (
     approval_timed_out,
     denied_by_guard,
@@ -108,6 +109,9 @@ class TaskInput(TaskSettings):
     was recorded used: the wire default differs from the one new tasks get from Options."""
     carry: "Carry | None" = None
     """Set on runs after the first: where the previous run left off."""
+    fork: "ForkPoint | None" = None
+    """Set on a forked task: the source's recorded transcript it starts from instead of its goal
+    (see noeta.protocols.forks)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +160,7 @@ __all__ = [
     "ChannelContent",
     "ChannelUse",
     "ContextPlan",
+    "ForkPoint",
     "GoalInput",
     "InjectInput",
     "OutputSchema",

@@ -72,6 +72,7 @@ _LAZY: dict[str, str] = {
     "ToolNotRegisteredError": "noeta.errors",
     "ToolRetryableError": "noeta.errors",
     "ToolTimeoutError": "noeta.errors",
+    "TurnNotFoundError": "noeta.errors",
     "ValidatorNotRegisteredError": "noeta.errors",
     "WorkerBusyError": "noeta.errors",
     "NoetaPlugin": "noeta.worker.plugin",
@@ -165,6 +166,7 @@ if TYPE_CHECKING:
         ToolNotRegisteredError,
         ToolRetryableError,
         ToolTimeoutError,
+        TurnNotFoundError,
         ValidatorNotRegisteredError,
         WorkerBusyError,
     )
@@ -222,5 +224,5 @@ __all__ = [
     "OpenAIProvider", "OutputModelNotRegisteredError", "PolicyDecisionError", "PolicyError",
     "PolicyLoadError", "ProviderLimit", "ProviderNotRegisteredError", "ProviderResponseError",
     "ServerStartError", "TemporalUnavailableError", "ToolDefinitionError", "ToolInputError",
-    "ToolTimeoutError", "ValidatorNotRegisteredError", "WorkerBusyError", "WorkerTuning",
+    "ToolTimeoutError", "TurnNotFoundError", "ValidatorNotRegisteredError", "WorkerBusyError", "WorkerTuning",
 ]

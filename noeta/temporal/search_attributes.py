@@ -8,6 +8,7 @@ from temporalio.common import SearchAttributeKey
 from noeta.protocols.names import (
     SA_API_KEY,
     SA_COST_USD,
+    SA_FORKED_FROM,
     SA_GOAL,
     SA_METADATA,
     SA_MODEL,
@@ -26,5 +27,6 @@ COST_USD = SearchAttributeKey.for_float(SA_COST_USD)
 API_KEY = SearchAttributeKey.for_keyword(SA_API_KEY)
 GOAL = SearchAttributeKey.for_text(SA_GOAL)
 METADATA = SearchAttributeKey.for_keyword_list(SA_METADATA)
+FORKED_FROM = SearchAttributeKey.for_keyword(SA_FORKED_FROM)
 
-__all__ = ["API_KEY", "COST_USD", "GOAL", "METADATA", "MODEL", "STATUS", "TOKENS_IN", "TOKENS_OUT", "TURNS"]
+__all__ = ["API_KEY", "COST_USD", "FORKED_FROM", "GOAL", "METADATA", "MODEL", "STATUS", "TOKENS_IN", "TOKENS_OUT", "TURNS"]

@@ -53,6 +53,7 @@ from noeta.workflows.actions import StepRunner
 from noeta.workflows.approvals import Approvals
 from noeta.workflows.budget import Budget, spend_of, with_spend
 from noeta.workflows.continuation import Continuation
+from noeta.workflows.forks import start_from_fork
 from noeta.workflows.gates import Gate
 from noeta.workflows.goals import accept_goal, check_goal
 from noeta.workflows.injections import queue_injection
@@ -199,10 +200,13 @@ class AgentWorkflow:
         state = run.state
         policy = load_policy(task.policy)
         resumed = task.carry is not None
+        forked = task.fork is not None and not resumed
         if resumed:
             await continuation.restore()
         else:
             run.prepared(await steps.prepare(task), task.trace_id or info.workflow_id)
+            if task.fork is not None:  # only forked tasks take this step: other histories replay as before
+                await start_from_fork(run, task.fork)
         ctx = StepContext(
             task_id=info.workflow_id,
             trace_id=state.trace_id,
@@ -215,13 +219,15 @@ class AgentWorkflow:
             subagents=tuple(a.name for a in task.subagents),
         )
         index = state.goal_index
-        goal: GoalInput | None = None if resumed else GoalInput(goal=task.goal, images=task.images)
+        # A fork's first goal is its source's, already in the transcript it starts from.
+        goal: GoalInput | None = None if resumed or forked else GoalInput(goal=task.goal, images=task.images)
+        forked_turns = task.fork.goal_turns if forked and task.fork is not None else None
         resuming_idle = resumed and not state.in_goal  # its result came in the carry
         results = state.recent_results
         while True:
             if not resuming_idle:
-                results[index] = await self._goals.run_goal(policy, ctx, goal, index)
-            resuming_idle = False
+                results[index] = await self._goals.run_goal(policy, ctx, goal, index, forked_turns=forked_turns)
+            resuming_idle, forked_turns = False, None
             if not task.keep_open:
                 status.update_index(results[index].status)
                 return results[index]

@@ -50,12 +50,17 @@ class GoalLoop:
         self._status = status
         self._budget = budget
 
-    async def run_goal(self, policy: Policy, ctx: StepContext, goal: GoalInput | None, index: int) -> TaskResult:
-        """Run goal ``index`` to its result; ``goal`` None resumes it after continue-as-new."""
+    async def run_goal(
+        self, policy: Policy, ctx: StepContext, goal: GoalInput | None, index: int, *, forked_turns: int | None = None
+    ) -> TaskResult:
+        """Run goal ``index`` to its result; ``goal`` None resumes it after continue-as-new, or
+        (``forked_turns`` set) starts a fork's first goal, whose transcript is already in place,
+        with that many of its model calls made."""
         run, state = self._run, self._run.state
-        if goal is not None:
-            run.append(goal_message(goal.goal, goal.images))
-            state.turn = 0
+        if goal is not None or forked_turns is not None:
+            if goal is not None:
+                run.append(goal_message(goal.goal, goal.images))
+            state.turn = forked_turns or 0
             state.validation_issues = []
             self._gate.goal_started()
             if self._budget is not None:

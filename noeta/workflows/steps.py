@@ -195,11 +195,13 @@ async def prepare(task: TaskInput) -> PrepareOutput:
         raise
 
 
-async def load_transcript(task: TaskInput, inp: LoadTranscriptInput, run: int) -> LoadTranscriptOutput:
+async def load_transcript(
+    task: TaskInput, inp: LoadTranscriptInput, run: int, summary: str | None = None
+) -> LoadTranscriptOutput:
     """Read back the stored transcript when a run resumes (``run``: the run's number, for the
-    summary)."""
+    summary) or a fork starts (``summary`` says so)."""
     return await execute(
-        LOAD_TRANSCRIPT, inp, LoadTranscriptOutput, f"resume run {run}", BOOKKEEPING,
+        LOAD_TRANSCRIPT, inp, LoadTranscriptOutput, summary or f"resume run {run}", BOOKKEEPING,
         start_to_close=BOOKKEEPING_SECONDS, retry=retry_policy(BOOKKEEPING, task.max_retries), heartbeat=None,
     )
 

@@ -44,6 +44,10 @@ class Lifecycle:
         self._log.adopt_trace(task.trace_id)
         if self._log.envelopes:  # a continued run: the earlier run already told the story so far
             return task
+        forked = None
+        if task.fork is not None:
+            fork = ev.TaskForked(source_task_id=task.fork.source_task_id, turn=task.fork.turn)
+            forked = self._log.emit(fork, "human", event, None)
         created = self._log.emit(
             ev.TaskCreated(
                 goal=task.goal,
@@ -56,7 +60,7 @@ class Lifecycle:
             ),
             "human",
             event,
-            None,
+            forked,
         )
         if task.scope:
             scope = ev.ScopeEquipped(levels=list(task.scope), scope=merge_scopes(task.scope))

@@ -202,7 +202,8 @@ class Steps:
                 self._rounds.result(tool_result_block(inp.call_id, result), actor, event, seq)
 
     def _prepared(self, plan: PrepareOutput, event: HistoryEvent) -> None:
-        """prepare_task's result: the context plan, then the goal as the first message."""
+        """prepare_task's result: the context plan, then the goal as the first message (a fork's:
+        the messages its source had added since the stored transcript it starts from)."""
         task = self.task
         seq = self._log.emit(
             ev.ContextPlanComposed(
@@ -230,7 +231,11 @@ class Steps:
                 event,
                 seq,
             )
-        self._transcript.append([goal_message(task.goal, task.images)], "human", event, seq)
+        if task.fork is None:
+            self._transcript.append([goal_message(task.goal, task.images)], "human", event, seq)
+            return
+        for message in task.fork.append:  # a fork starts from its source's record, not its goal
+            self._transcript.append([message], "human" if message.origin == "human" else "engine", event, seq)
 
     def _model_answered(self, out: CallModelOutput, sched: _Scheduled, event: HistoryEvent) -> None:
         provider = self.task.provider
