@@ -59,9 +59,16 @@ def policy_ref(policy: Policy | None) -> PolicyRef | None:
 
 
 def check_goal(goal: str) -> None:
-    """ConfigurationError for an empty goal, PayloadTooLargeError for one over MAX_GOAL_BYTES."""
+    """ConfigurationError for an empty goal or one that is not valid text (a lone surrogate),
+    PayloadTooLargeError for one over MAX_GOAL_BYTES."""
     if not isinstance(goal, str) or not goal.strip():
         raise ConfigurationError("goal must be a non-empty string")
+    try:
+        goal.encode()
+    except UnicodeEncodeError as err:  # a lone surrogate: no payload can carry it
+        raise ConfigurationError(
+            f"goal is not valid text: it holds a lone surrogate ({goal[err.start]!r}) at position {err.start}"
+        ) from None
     if len(goal.encode()) > MAX_GOAL_BYTES:
         raise PayloadTooLargeError(
             f"goal is {len(goal.encode())} bytes; the limit is {MAX_GOAL_BYTES}. Put large "

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import re
 
 import uvicorn
 from fastapi import FastAPI
@@ -30,6 +31,7 @@ from noeta.http.quotas import SpendQuotas
 from noeta.http.routes import AppState
 from noeta.http.sse import KEEPALIVE_SECONDS
 from noeta.security.http_guard import GuardConfig, RequestGuard, ServerSettings, key_id
+from noeta.security.scrub import scrub
 
 logger = logging.getLogger(__name__)
 
@@ -81,6 +83,24 @@ def create_app(
     return app
 
 
+class QueryRedactor(logging.Filter):
+    """Keeps secrets out of the access log: every query-string value of a logged request line is
+    replaced by ``[redacted]`` (an API key sent as ``?api_key=...`` is refused, and never
+    written down either), and the rest of the line goes through ``scrub``."""
+
+    _VALUE = re.compile(r"([?&][^=&#\s]*=)[^&#\s]*")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Rewrite the record's arguments (uvicorn logs the path with its query as one of them)."""
+        if isinstance(record.args, tuple):
+            record.args = tuple(
+                scrub(self._VALUE.sub(r"\1[redacted]", a)) if isinstance(a, str) else a for a in record.args
+            )
+        elif isinstance(record.msg, str):
+            record.msg = scrub(self._VALUE.sub(r"\1[redacted]", record.msg))
+        return True
+
+
 async def serve(
     client: AsyncClient,
     host: str = "127.0.0.1",
@@ -111,6 +131,9 @@ async def serve(
         log_level=log_level,
         timeout_graceful_shutdown=5,  # open SSE streams would otherwise hold shutdown forever
     )
+    access_log = logging.getLogger("uvicorn.access")
+    if not any(isinstance(f, QueryRedactor) for f in access_log.filters):
+        access_log.addFilter(QueryRedactor())
     server = uvicorn.Server(config)
     running = asyncio.ensure_future(server.serve())
     try:
