@@ -298,6 +298,19 @@ def build() -> argparse.ArgumentParser:
     replay.add_argument("--model", type=text, help="the model to ask (default: each turn's recorded model)")
     replay.add_argument("--system-prompt", type=text, metavar="TEXT|@FILE",
                         help="the system prompt to ask with (default: the recorded one)")
+    fork = command(
+        "fork", "start a new task from a task's model turn N, decided anew with other settings; prints its id",
+        "The fork's transcript is the task's up to turn N (the tool results before it come from the record: no "
+        "tool runs again); settings not given are the task's recorded ones. The task itself is not changed.",
+    )
+    _task(fork)
+    fork.add_argument("--at-turn", type=int, required=True, metavar="N", help="the model turn to decide anew (from 1)")
+    fork.add_argument("--provider", type=name, help="provider name on the worker (default: the task's)")
+    fork.add_argument("--model", type=text, help="the model (default: the task's)")
+    fork.add_argument("--system-prompt", type=text, metavar="TEXT|@FILE", help="the system prompt (default: the task's)")
+    fork.add_argument("--goal", type=text, help="a message of yours added at the fork point (default: none)")
+    fork.add_argument("--task-id", type=text, help="the fork's id (default: a new one)")
+    fork.add_argument("--queue", type=name, help="the workers' task queue (default: NOETA_TASK_QUEUE or 'noeta')")
     retention = command("retention", "delete content-store bodies of tasks closed more than --days ago (never running ones)")
     retention.add_argument("--days", type=days, required=True, help="retention period in days")
     retention.add_argument("--dry-run", action="store_true", help="only report which tasks would be released")

@@ -1,6 +1,7 @@
 """The CLI commands on tasks' records: ``noeta export TASK`` writes a task's export as JSON,
 ``noeta replay TASK|FILE...`` asks the recorded model turns again under a change and exits 1 when a
-decision changed (docs/changing-agents.md)."""
+decision changed, ``noeta fork TASK --at-turn N`` starts a new task from one of the task's turns
+(docs/changing-agents.md)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any, TypeGuard
 
 from noeta.client.client import AsyncClient
 from noeta.client.export import LoadedTask, load_export
+from noeta.client.options import Options
 from noeta.client.replay import ReplayChanges, replay_tasks
 from noeta.config.import_path import load_object
 from noeta.errors import ConfigurationError
@@ -49,6 +51,17 @@ def system_prompt(value: str | None) -> str | None:
         return Path(value[1:]).read_text()
     except OSError as err:
         raise ConfigurationError(f"--system-prompt {value}: {err.strerror or err}") from err
+
+
+async def cmd_fork(client: AsyncClient, args: argparse.Namespace) -> int:
+    """``noeta fork TASK --at-turn N``: start a fork of the task from its model turn N (decided anew
+    with the settings given, the task's recorded ones otherwise) and print the fork's id."""
+    options = Options(provider=args.provider, model=args.model, system_prompt=system_prompt(args.system_prompt))
+    fork = await client.fork(
+        args.task, at_turn=args.at_turn, options=options, goal=args.goal, task_id=args.task_id, task_queue=args.queue
+    )
+    print(fork, flush=True)
+    return 0
 
 
 async def cmd_replay(args: argparse.Namespace) -> int:

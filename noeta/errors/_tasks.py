@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from noeta.errors._base import NoetaError
 
 
@@ -33,6 +35,12 @@ class TurnNotFoundError(NoetaError, ValueError):
         """The task that was asked for the turn."""
         self.valid = valid
         """The turns it has recorded, as a range (1..n)."""
+
+    def to_details(self) -> dict[str, Any]:
+        """The message, the task and the valid turns (``first_turn``..``last_turn``; none: 0, 0)."""
+        last = self.valid.stop - 1 if self.valid else 0
+        return {"message": str(self), "task_id": self.task_id, "first_turn": self.valid.start if self.valid else 0,
+                "last_turn": last}
 
 
 class TaskCancelledError(NoetaError):

@@ -26,6 +26,7 @@ from noeta.errors import (
     QuotaExceededError,
     ServerStartError,
     TaskNotFoundError,
+    TurnNotFoundError,
     TemporalUnavailableError,
 )
 
@@ -58,7 +59,7 @@ def error_status(err: NoetaError) -> int:
     """The HTTP status of a Noeta error (docs/http.md, "Errors")."""
     if isinstance(err, PayloadTooLargeError):
         return 413
-    if isinstance(err, ConfigurationError):
+    if isinstance(err, (ConfigurationError, TurnNotFoundError)):
         return 422
     if isinstance(err, TaskNotFoundError):
         return 404

@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
 from noeta.client.client import PendingApproval
 from noeta.client.options import Options
@@ -58,6 +58,16 @@ class StartTask(Request):
     task_id: StrictStr | None = Field(default=None, description="default: a new random id; must not contain '/'")
     task_queue: StrictStr | None = Field(default=None, description="default: the server's (NOETA_TASK_QUEUE)")
     options: TaskOptions | None = None
+
+
+class ForkTask(Request):
+    """Fork a task from one of its model turns: the turn to decide anew, and the options that
+    change (``null`` or absent: the task's recorded ones)."""
+    at_turn: StrictInt = Field(description="the source's model turn the fork decides anew (from 1)")
+    options: TaskOptions | None = None
+    goal: StrictStr | None = Field(default=None, description="a message of the human's added at the fork point")
+    task_id: StrictStr | None = Field(default=None, description="the fork's id (default: a new random id; no '/')")
+    task_queue: StrictStr | None = Field(default=None, description="default: the server's (NOETA_TASK_QUEUE)")
 
 
 class Goal(Request):

@@ -125,6 +125,27 @@ async def start_task(body: models.StartTask, state: State, key: KeyId) -> models
     return models.TaskRef(task_id=task_id)
 
 
+@api.post(
+    "/tasks/{task_id}/fork", status_code=201, tags=["tasks"],
+    summary="Fork a task from one of its model turns, decided anew with other options", responses=answers(401, 404, 409, 413, 422, 429),
+)
+async def fork_task(task_id: TaskId, body: models.ForkTask, state: State, key: KeyId) -> models.TaskRef:
+    """Start a new task whose transcript is this task's up to model turn ``at_turn`` (tool calls
+    before it are not run again), continuing with the body's options where given and the task's
+    recorded ones otherwise; answers the fork's id. A turn the task has not recorded: 422
+    TurnNotFoundError naming the valid range. Spend quotas apply as to a new task."""
+    fork_id = _non_empty(body.task_id, "task_id")
+    if fork_id is not None and "/" in fork_id:
+        raise ConfigurationError("task_id must not contain '/' (it is part of the task's URLs)")
+    options = (body.options or models.TaskOptions()).to_options()
+    options = state.quotas.cap(options, await state.quotas.admit(state.client, key))  # 429 once spent
+    fork_id = await state.client.fork(
+        task_id, at_turn=body.at_turn, options=options, goal=body.goal, task_id=fork_id,
+        task_queue=_non_empty(body.task_queue, "task_queue"), api_key_id=key,
+    )
+    return models.TaskRef(task_id=fork_id)
+
+
 @api.get("/tasks", tags=["tasks"], summary="List tasks, newest first", responses=answers(401, 422))
 async def list_tasks(
     state: State,
