@@ -310,7 +310,7 @@ def build() -> argparse.ArgumentParser:
     fork.add_argument("--system-prompt", type=text, metavar="TEXT|@FILE", help="the system prompt (default: the task's)")
     fork.add_argument("--goal", type=text, help="a message of yours added at the fork point (default: none)")
     fork.add_argument("--task-id", type=text, help="the fork's id (default: a new one)")
-    fork.add_argument("--queue", type=name, help="the workers' task queue (default: NOETA_TASK_QUEUE or 'noeta')")
+    fork.add_argument("--queue", type=name, help="the workers' task queue (default: the one the task was started on)")
     retention = command("retention", "delete content-store bodies of tasks closed more than --days ago (never running ones)")
     retention.add_argument("--days", type=days, required=True, help="retention period in days")
     retention.add_argument("--dry-run", action="store_true", help="only report which tasks would be released")

@@ -223,7 +223,8 @@ class AsyncClient:
         they differ from Options' defaults, the source's recorded ones otherwise; tool calls before
         the fork point are not run again (their results come from the record); the source is not
         changed. ``goal``: a message of the human's added at the fork point (default: none; the
-        fork carries the source's goal). TurnNotFoundError, naming the valid range, for a turn the
+        fork carries the source's goal). The fork runs on ``task_queue``, by default the source's
+        (its workers have its tools). TurnNotFoundError, naming the valid range, for a turn the
         source has not recorded; TaskNotFoundError for an unknown source."""
         return await self._tasks.fork(
             source, at_turn=at_turn, options=options, goal=goal, task_id=task_id, task_queue=task_queue,

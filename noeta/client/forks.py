@@ -34,9 +34,9 @@ _FROM_RECORD = frozenset(
 _TOOLS = ("tools", "tool_fingerprints", "mcp_servers")
 
 
-async def source_record(temporal: TemporalClient, task_id: str) -> RecordedTask:
+async def source_record(temporal: TemporalClient, task_id: str) -> tuple[RecordedTask, str]:
     """The source task's recorded turns, read from its history (every run; TaskNotFoundError for
-    an unknown task)."""
+    an unknown task), and the task queue it was started on (where a fork runs by default)."""
     runs: list[list[HistoryEvent]] = []
     current = -1
     async for run, event in history_events(temporal, task_id):
@@ -44,7 +44,8 @@ async def source_record(temporal: TemporalClient, task_id: str) -> RecordedTask:
             runs.append([])
             current = run
         runs[-1].append(event)
-    return recorded_turns(runs)
+    queue = runs[0][0].workflow_execution_started_event_attributes.task_queue.name if runs and runs[0] else ""
+    return recorded_turns(runs), queue
 
 
 def fork_turn(record: RecordedTask, task_id: str, at_turn: int) -> RecordedTurn:

@@ -147,11 +147,11 @@ class TaskOperations:
         """Start a fork of ``source`` at its turn ``at_turn`` (see ``AsyncClient.fork``)."""
         if not isinstance(at_turn, int) or isinstance(at_turn, bool):
             raise ConfigurationError(f"at_turn must be a turn number (an int from 1), got {at_turn!r}")
-        record = await source_record(self.connection.temporal, source)
+        record, source_queue = await source_record(self.connection.temporal, source)
         task_id = task_id or f"task-{uuid.uuid4().hex[:12]}"
         task_input = fork_input(record, source, at_turn, options, goal, task_id)
         return await self.launch(
-            task_input, task_id, task_queue=task_queue, api_key_id=api_key_id,
+            task_input, task_id, task_queue=task_queue or source_queue or None, api_key_id=api_key_id,
             observers=options.observers if options is not None else (), forked_from=source,
         )
 

@@ -67,7 +67,7 @@ class ForkTask(Request):
     options: TaskOptions | None = None
     goal: StrictStr | None = Field(default=None, description="a message of the human's added at the fork point")
     task_id: StrictStr | None = Field(default=None, description="the fork's id (default: a new random id; no '/')")
-    task_queue: StrictStr | None = Field(default=None, description="default: the server's (NOETA_TASK_QUEUE)")
+    task_queue: StrictStr | None = Field(default=None, description="default: the task queue the source was started on")
 
 
 class Goal(Request):

@@ -270,6 +270,28 @@ function eventLine(env) {
     h("span", { class: "muted", text: env.actor }), h("span", { text: what }));
 }
 
+// "fork from here" on a model turn: a new task from that turn of this one, decided anew with the
+// settings typed here (blank: the task's own); the console then opens the fork.
+function forkAction(taskId, turn) {
+  const provider = h("input", { name: "provider", placeholder: "provider (the task's)", "data-testid": "fork-provider" });
+  const model = h("input", { name: "model", placeholder: "model (the task's)", "data-testid": "fork-model" });
+  const system = h("input", { name: "system_prompt", placeholder: "system prompt (the task's)", "data-testid": "fork-system-prompt" });
+  const form = h("form", { class: "inline-form fork-form", hidden: true, "data-testid": "fork-form", onsubmit: async (e) => {
+    e.preventDefault();
+    const options = {};
+    if (provider.value.trim()) options.provider = provider.value.trim();
+    if (model.value.trim()) options.model = model.value.trim();
+    if (system.value.trim()) options.system_prompt = system.value;
+    try {
+      const fork = await post(`/tasks/${encodeURIComponent(taskId)}/fork`, { at_turn: turn, options });
+      location.hash = taskHref(fork.task_id);
+    } catch (err) { showError(err); }
+  } }, provider, model, system, h("button", { type: "submit", "data-testid": "fork-submit", text: `Fork at turn ${turn}` }));
+  const open = h("button", { type: "button", class: "quiet", "data-testid": "fork-turn", "data-turn": turn,
+    title: `a new task from turn ${turn}, decided anew`, text: "fork from here", onclick: () => { form.hidden = !form.hidden; } });
+  return h("div", { class: "fork" }, open, form);
+}
+
 function taskView(taskId) {
   const title = h("h1", { "data-testid": "task-goal", text: taskId });
   const meta = h("div", { class: "meta", "data-testid": "task-meta" });
@@ -359,9 +381,14 @@ function taskView(taskId) {
     pending = setTimeout(() => { pending = null; refresh(); }, 150);
   }
 
+  let turn = null; // the model turn under way (its ProviderCallStarted), forkable once it completes
   const stopEvents = follow(`/tasks/${encodeURIComponent(taskId)}/events`, (type, env) => {
-    events.append(eventLine(env));
+    const line = eventLine(env);
+    events.append(line);
     const p = env.payload || {};
+    if (type === "ProviderCallStarted") turn = p.turn;
+    if (type === "ProviderCallCompleted" && turn) line.append(forkAction(taskId, turn));
+    if (type === "TaskForked") line.append(h("a", { href: taskHref(p.source_task_id), "data-testid": "forked-from", text: `from ${p.source_task_id} at turn ${p.turn}` }));
     if (type === "ToolCallProposed") callRow(p).state.replaceChildren(badge("proposed"));
     if (type === "ToolCallStarted") callRow(p).state.replaceChildren(badge("running"));
     if (type === "ToolCallCompleted") callRow(p).state.replaceChildren(badge(p.success ? "completed" : "failed"));
