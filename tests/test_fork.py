@@ -160,3 +160,33 @@ async def test_fork_of_a_task_waiting_for_approval(client: AsyncClient, serve, t
         assert [r.call_id for r in await client.pending_approvals(source)] == ["w2"]
         assert (await client.describe(source)).status == "awaiting_approval"
         await client.cancel(source)
+
+
+async def test_fork_after_a_finished_sub_agent_takes_its_result_from_the_record(client: AsyncClient, task_queue):
+    import json
+
+    from tests.support.resources import serving
+    from tests.test_subagents import child_of, researcher
+
+    report = {"topic": "tides", "findings": ["the moon", "the sun"]}
+
+    def responder(request):
+        if child_of(request):
+            return call(("s1", "search", {"q": "tides"})) if not outputs(request) else say(json.dumps(report))
+        return call(("r1", "researcher", {"goal": "Research tides"})) if not outputs(request) else say("tides: moon, sun")
+
+    provider = FakeLLMProvider(responder=responder)
+    options = Options(provider=provider, subagents=[researcher])
+    async with serving(client, task_queue, options, provider) as registry:
+        source = await client.start("Why are there tides?", options, task_queue=task_queue)
+        assert (await client.result(source)).answer == "tides: moon, sun"
+        asked = len(provider.received_requests)  # the parent's two turns and the child's two
+        other = FakeLLMProvider(responses=[say("the moon, mostly")])
+        registry.add_provider(other, name="other")
+        fork = await client.fork(source, at_turn=2, options=Options(provider="other"))
+        assert (await client.result(fork)).answer == "the moon, mostly"
+    assert len(provider.received_requests) == asked  # the sub-agent did not run again
+    (request,) = other.received_requests
+    assert [json.loads(o) for o in outputs(request)] == [report]
+    types = [e.type for e in await client.events(fork)]
+    assert "SubtaskSpawned" not in types and types[0] == "TaskForked"
