@@ -36,6 +36,7 @@ import traceback
 import weakref
 from typing import Protocol
 
+from temporalio.envconfig import ClientConfig
 from temporalio.runtime import Runtime, TelemetryConfig
 
 from noeta.client.host import HostConfig
@@ -95,6 +96,7 @@ def release(runtime: weakref.ref[Runtime]) -> bool:
     its last call into Python can still hold a way to it for a moment, so collect until gone.
     """
     deadline = time.monotonic() + RELEASE_SECONDS
+    drop_deferred_references()
     gc.collect()
     while runtime() is not None:
         if time.monotonic() >= deadline:
@@ -103,8 +105,25 @@ def release(runtime: weakref.ref[Runtime]) -> bool:
                            RELEASE_SECONDS, holders(runtime()))
             return False
         time.sleep(_RELEASE_POLL_SECONDS)
+        drop_deferred_references()
         gc.collect()
     return True
+
+
+def drop_deferred_references() -> None:
+    """Let temporalio's native bridge drop the references to Python objects that its own threads
+    let go of while not holding the GIL.
+
+    The bridge (built with PyO3) cannot decrement a reference count on a thread that does not hold
+    the GIL, so it queues the decrement until a thread next calls into the bridge. A runtime thread
+    finishing a call (the activity worker's last poll, answered with the worker's shutdown) lets go
+    of the call's Python future that way. That future holds its exception, whose traceback holds the
+    frames of the worker's poll loop, and through them the worker, its client and the runtime. After
+    a script's last call into Temporal nothing calls into the bridge again, so the queued decrements
+    stayed queued and the runtime stayed referenced (about one script in a few hundred, when the
+    last poll's answer came after the script's last call). Any call into the bridge drains the
+    queue; parsing an empty client configuration is the cheapest one, and touches nothing."""
+    ClientConfig.load(config_source=b"", override_env_vars={})
 
 
 def holders(target: object, depth: int = 4, width: int = 6) -> str:
@@ -175,4 +194,4 @@ def _stop_at_exit() -> None:
         gc.collect()
 
 
-__all__ = ["clear_finished_frames", "close_at_exit", "closed", "holders", "release", "shared_runtime", "with_shared_runtime"]
+__all__ = ["clear_finished_frames", "close_at_exit", "closed", "drop_deferred_references", "holders", "release", "shared_runtime", "with_shared_runtime"]
