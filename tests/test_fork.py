@@ -190,3 +190,33 @@ async def test_fork_after_a_finished_sub_agent_takes_its_result_from_the_record(
     assert [json.loads(o) for o in outputs(request)] == [report]
     types = [e.type for e in await client.events(fork)]
     assert "SubtaskSpawned" not in types and types[0] == "TaskForked"
+
+
+async def test_fork_of_an_export_on_another_installation(client: AsyncClient, serve, settings, tmp_path, task_queue):
+    """An export taken from one installation is forked on another one (its own content store,
+    empty until the fork puts the export's bodies there)."""
+    from noeta.activities.registry import Registry
+    from noeta.client.host import HostConfig
+    from noeta.context.content_store import LocalContentStore
+    from noeta.worker import build_worker
+
+    source = await run_counting_task(client, serve, task_queue)
+    export = await client.export(source)
+    laptop_store = LocalContentStore(tmp_path / "laptop")
+    laptop = await AsyncClient.connect(HostConfig(settings=settings, content_store=laptop_store))
+    runs_before = len(recorded.RUNS)
+    other = FakeLLMProvider(responder=fixed_rest)
+    queue = f"{task_queue}-laptop"
+    registry = Registry.of(tools=[count], providers={"other": other}, content_store=laptop_store)
+    async with build_worker(laptop.temporal, registry, queue, workflow_failure_exception_types=[Exception]):
+        fork = await laptop.fork(load_task(export), at_turn=3, options=Options(provider="other"), task_queue=queue)
+        assert (await laptop.result(fork)).answer == "the other provider's answer"
+    assert outputs(other.received_requests[0]) == ["counted 1", "counted 2"]
+    assert first_system(other) == "Count carefully."
+    assert len(recorded.RUNS) == runs_before + 1  # only the fork's own call ran
+    forked = (await laptop.events(fork))[0].payload
+    assert forked == TaskForked(source_task_id=source, turn=3)
+
+
+def first_system(provider: FakeLLMProvider) -> str | None:
+    return provider.received_requests[0].system

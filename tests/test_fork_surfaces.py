@@ -39,17 +39,25 @@ async def test_cli_fork(client: AsyncClient, serve, task_queue, settings, data_d
     runs_before = len(recorded.RUNS)
     prompt = tmp_path / "prompt.txt"
     prompt.write_text("Count less.")
-    other = FakeLLMProvider(responses=[say("forked from the command line")])
+    other = FakeLLMProvider(responses=[say("forked from the command line"), say("forked from a file")])
     async with serve(tools=[count], providers={"other": other}):
         code, out, _ = await cli(
             capsys, "fork", source, "--at-turn", "3", "--provider", "other", "--model", "m-9",
-            "--system-prompt", f"@{prompt}", "--queue", task_queue,
+            "--system-prompt", f"@{prompt}",  # on the source's task queue
         )
         assert code == 0
         fork = out.strip()
         assert (await client.result(fork)).answer == "forked from the command line"
-    (request,) = other.received_requests
+        # An export written by `noeta export` forks too.
+        code, out, _ = await cli(capsys, "export", source)
+        exported = tmp_path / "task.json"
+        exported.write_text(out)
+        code, out, _ = await cli(capsys, "fork", str(exported), "--at-turn", "2", "--provider", "other", "--queue", task_queue)
+        assert code == 0
+        assert (await client.result(out.strip())).answer == "forked from a file"
+    request, from_file = other.received_requests
     assert (request.system, request.model) == ("Count less.", "m-9")
+    assert [str(b.output) for m in from_file.messages for b in m.content if b.type == "tool_result"] == ["counted 1"]
     assert len(recorded.RUNS) == runs_before
     # A turn the task has not recorded: one line naming the range, exit code 2, nothing started.
     code, _, err = await cli(capsys, "fork", source, "--at-turn", "7", "--queue", task_queue)

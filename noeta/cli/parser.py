@@ -303,7 +303,8 @@ def build() -> argparse.ArgumentParser:
         "The fork's transcript is the task's up to turn N (the tool results before it come from the record: no "
         "tool runs again); settings not given are the task's recorded ones. The task itself is not changed.",
     )
-    _task(fork)
+    fork.add_argument("task", type=text, metavar="TASK|FILE",
+                      help="the task id, or an export written by `noeta export` (a task of another cluster)")
     fork.add_argument("--at-turn", type=int, required=True, metavar="N", help="the model turn to decide anew (from 1)")
     fork.add_argument("--provider", type=name, help="provider name on the worker (default: the task's)")
     fork.add_argument("--model", type=text, help="the model (default: the task's)")

@@ -54,11 +54,15 @@ def system_prompt(value: str | None) -> str | None:
 
 
 async def cmd_fork(client: AsyncClient, args: argparse.Namespace) -> int:
-    """``noeta fork TASK --at-turn N``: start a fork of the task from its model turn N (decided anew
-    with the settings given, the task's recorded ones otherwise) and print the fork's id."""
+    """``noeta fork TASK|FILE --at-turn N``: start a fork of the task from its model turn N (decided
+    anew with the settings given, the task's recorded ones otherwise) and print the fork's id. A
+    FILE is an export (``noeta export``), perhaps of another cluster: its bodies are stored here
+    first."""
     options = Options(provider=args.provider, model=args.model, system_prompt=system_prompt(args.system_prompt))
+    path = Path(args.task)
+    source: str | LoadedTask = load_export(path.read_bytes()) if path.is_file() else args.task
     fork = await client.fork(
-        args.task, at_turn=args.at_turn, options=options, goal=args.goal, task_id=args.task_id, task_queue=args.queue
+        source, at_turn=args.at_turn, options=options, goal=args.goal, task_id=args.task_id, task_queue=args.queue
     )
     print(fork, flush=True)
     return 0

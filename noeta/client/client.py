@@ -17,6 +17,7 @@ events, messages). Its methods hand each call to the one that does it.
 
 from __future__ import annotations
 
+import asyncio
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,7 +30,8 @@ from noeta.client.connect import connect_temporal
 from noeta.client.connection import Connection
 from noeta.client.embedded import EmbeddedServer
 from noeta.client.events import EventStream
-from noeta.client.export import export_task
+from noeta.client.export import LoadedTask, export_task
+from noeta.client.forks import load_bodies
 from noeta.client.host import HostConfig
 from noeta.client.inspection import METADATA_QUERY, Inspection, PendingApproval
 from noeta.client.listing import TaskListing
@@ -208,7 +210,7 @@ class AsyncClient:
 
     async def fork(
         self,
-        source: str,
+        source: str | LoadedTask,
         /,
         *,
         at_turn: int,
@@ -225,7 +227,12 @@ class AsyncClient:
         changed. ``goal``: a message of the human's added at the fork point (default: none; the
         fork carries the source's goal). The fork runs on ``task_queue``, by default the source's
         (its workers have its tools). TurnNotFoundError, naming the valid range, for a turn the
-        source has not recorded; TaskNotFoundError for an unknown source."""
+        source has not recorded; TaskNotFoundError for an unknown source. ``source`` may be an
+        export read with ``noeta.sdk.testing.load_task`` (a task of another cluster): its bodies are
+        put into this client's content store first, and the fork runs on this client's task queue.
+        """
+        if isinstance(source, LoadedTask):
+            await asyncio.to_thread(load_bodies, source, self.content_store)
         return await self._tasks.fork(
             source, at_turn=at_turn, options=options, goal=goal, task_id=task_id, task_queue=task_queue,
             api_key_id=api_key_id,

@@ -5,6 +5,9 @@ The fork's input is built from the source's record: its first run's input (the s
 started with), overridden by every setting the caller's Options change from their defaults, and a
 :class:`~noeta.protocols.forks.ForkPoint` holding the source turn's recorded request (the stored
 transcript head and the messages added since). Nothing of the source is changed or copied.
+
+The source may also be an export (``noeta.sdk.testing.load_task``) taken on another cluster: its
+bodies are put into this installation's content store first, and the fork starts from its record.
 """
 
 from __future__ import annotations
@@ -16,9 +19,11 @@ from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client as TemporalClient
 
 from noeta.client.events import history_events
+from noeta.client.export import LoadedTask
 from noeta.client.options import Options, build_task_input
 from noeta.client.projection.turns import RecordedTask, RecordedTurn, recorded_turns
 from noeta.client.task_input import check_goal, task_provider_name
+from noeta.context.content_store import ContentStore
 from noeta.errors import ConfigurationError, TurnNotFoundError
 from noeta.protocols.appends import goal_message
 from noeta.protocols.forks import ForkPoint
@@ -46,6 +51,15 @@ async def source_record(temporal: TemporalClient, task_id: str) -> tuple[Recorde
         runs[-1].append(event)
     queue = runs[0][0].workflow_execution_started_event_attributes.task_queue.name if runs and runs[0] else ""
     return recorded_turns(runs), queue
+
+
+def load_bodies(task: LoadedTask, store: ContentStore) -> int:
+    """Put an exported task's bodies into ``store`` (under the same hashes: the record's references
+    resolve there), so a fork of it runs on this installation; returns how many."""
+    bodies = task.store.items()
+    for _, data in bodies:
+        store.put(data)
+    return len(bodies)
 
 
 def fork_turn(record: RecordedTask, task_id: str, at_turn: int) -> RecordedTurn:

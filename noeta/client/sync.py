@@ -10,6 +10,7 @@ from collections.abc import Coroutine, Iterator, Sequence
 from typing import Any, TypeVar
 
 from noeta.client.client import AsyncClient
+from noeta.client.export import LoadedTask
 from noeta.client.host import HostConfig
 from noeta.client.messages import ViewItem
 from noeta.client.options import Options
@@ -145,7 +146,7 @@ class Client:
 
     def fork(
         self,
-        source: str,
+        source: str | LoadedTask,
         /,
         *,
         at_turn: int,

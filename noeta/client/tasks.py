@@ -14,6 +14,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from noeta.client.connection import Connection
 from noeta.client.failures import _run_ended_first, translate_failure
+from noeta.client.export import LoadedTask
 from noeta.client.forks import fork_input, source_record
 from noeta.client.observation import Observation
 from noeta.client.options import Options, build_task_input
@@ -135,7 +136,7 @@ class TaskOperations:
 
     async def fork(
         self,
-        source: str,
+        source: str | LoadedTask,
         *,
         at_turn: int,
         options: Options | None = None,
@@ -147,12 +148,16 @@ class TaskOperations:
         """Start a fork of ``source`` at its turn ``at_turn`` (see ``AsyncClient.fork``)."""
         if not isinstance(at_turn, int) or isinstance(at_turn, bool):
             raise ConfigurationError(f"at_turn must be a turn number (an int from 1), got {at_turn!r}")
-        record, source_queue = await source_record(self.connection.temporal, source)
+        if isinstance(source, LoadedTask):  # an export: its bodies are in this installation's store
+            record, source_queue, source_id = source.recorded(), "", source.task_id
+        else:
+            record, source_queue = await source_record(self.connection.temporal, source)
+            source_id = source
         task_id = task_id or f"task-{uuid.uuid4().hex[:12]}"
-        task_input = fork_input(record, source, at_turn, options, goal, task_id)
+        task_input = fork_input(record, source_id, at_turn, options, goal, task_id)
         return await self.launch(
             task_input, task_id, task_queue=task_queue or source_queue or None, api_key_id=api_key_id,
-            observers=options.observers if options is not None else (), forked_from=source,
+            observers=options.observers if options is not None else (), forked_from=source_id,
         )
 
     async def send_goal(self, task_id: str, goal: str, images: Sequence[ImageBlock] = ()) -> TaskResult:

@@ -34,6 +34,11 @@ class MemoryContentStore:
         except KeyError:
             raise ContentNotFoundError(f"no body {digest} in this in-memory store") from None
 
+    def items(self) -> list[tuple[str, bytes]]:
+        """Every body with its hash (a copy: what was put so far)."""
+        with self._lock:
+            return list(self._bodies.items())
+
     def __len__(self) -> int:
         """How many bodies it holds."""
         return len(self._bodies)
