@@ -94,8 +94,8 @@ THREADS = AT_EXIT_CHECK + textwrap.dedent("""
         client.list_tasks(limit=1)
         task_id = client.start("Wait here.", Options(), task_queue="nobody-polls-this")
         try:
-            client.start("Wait here.", Options(), task_id=task_id, task_queue="nobody-polls-this")
-        except Exception as err:  # the id is taken: a start that fails on the server
+            client.start("Wait there.", Options(), task_id=task_id, task_queue="nobody-polls-this")
+        except Exception as err:  # the id is taken by another task: a start that fails on the server
             print("failed start", type(err).__name__, runtimes(), flush=True)
         client.cancel(task_id)
     print("client closed", runtimes(), flush=True)
@@ -118,7 +118,7 @@ def test_query_and_the_sync_client_share_one_runtime_that_stops_at_exit(temporal
     proc = run_script(THREADS, temporal_server.address, tmp_path / "home")
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    assert lines[:3] == ["failed query 1", "query ok 1", "failed start WorkflowAlreadyStartedError 1"], proc.stderr
+    assert lines[:3] == ["failed query 1", "query ok 1", "failed start TaskAlreadyExistsError 1"], proc.stderr
     assert lines[3:] == [
         "client closed 1",  # the runtime is the process's: it outlives the client
         "this Client is closed",

@@ -247,7 +247,10 @@ async def test_cancel_a_running_task(api: httpx.AsyncClient, serve, task_queue):
         assert (running["running"], running["status"], running["result"]) == (True, "running", None)
 
         duplicate = await api.post("/tasks", json={"goal": "again", "task_id": task_id, "task_queue": task_queue})
-        assert (duplicate.status_code, duplicate.json()["error"]) == (409, "WorkflowAlreadyStartedError")
+        assert (duplicate.status_code, duplicate.json()["error"]) == (409, "TaskAlreadyExistsError")
+        same = await api.post("/tasks", json={"goal": "x", "task_id": task_id, "task_queue": task_queue,
+                                              "options": {"provider": PROVIDER, "allowed_tools": ["wait"]}})
+        assert (same.status_code, same.json()) == (201, {"task_id": task_id})  # a retried start returns it
 
         response = await api.post(f"/tasks/{task_id}/cancel")
         assert (response.status_code, response.json()) == (202, {"task_id": task_id})

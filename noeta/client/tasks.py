@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,6 +19,7 @@ from noeta.client.export import LoadedTask
 from noeta.client.forks import fork_input, source_record
 from noeta.client.observation import Observation
 from noeta.client.options import Options, build_task_input
+from noeta.client.starts import start_workflow
 from noeta.client.task_input import check_goal, task_provider_name
 from noeta.client.visibility import initial_search_attributes
 from noeta.errors import ConfigurationError, NoetaError, PayloadTooLargeError, TaskFailedError, TaskNotFoundError
@@ -34,6 +36,7 @@ from noeta.protocols.names import (
     workflow_name_for,
 )
 from noeta.protocols.event_log import Observer
+from noeta.protocols.ids import check_task_id, check_task_queue
 from noeta.protocols.task import MAX_INJECTION_CHARS, TaskInput
 
 #: How long ``AsyncClient.result`` keeps waiting while the Temporal server cannot be reached.
@@ -79,7 +82,7 @@ class TaskOperations:
         options = options or Options()
         if provider_name is None:
             provider_name = task_provider_name(options.provider)
-        task_id = task_id or f"task-{uuid.uuid4().hex[:12]}"
+        task_id = f"task-{uuid.uuid4().hex[:12]}" if task_id is None else check_task_id(task_id)
         task_input = build_task_input(
             options,
             goal,
@@ -106,6 +109,8 @@ class TaskOperations:
         """Start the workflow of a built ``task_input`` as ``task_id`` (indexed where the cluster
         has the search attributes; ``forked_from``: the task a fork was taken from)."""
         goal, provider_name = task_input.goal, task_input.provider
+        check_task_id(task_id)
+        task_queue = check_task_queue(task_queue or self.task_queue)
         connection = self.connection
         registered = await connection.registered_attributes()
         indexed = set(BASE_SEARCH_ATTRIBUTES) <= registered
@@ -113,11 +118,11 @@ class TaskOperations:
             task_input = dataclasses.replace(task_input, index=True, index_cost=await connection.has_attribute(SA_COST_USD))
         if api_key_id is not None and not await connection.has_attribute(SA_API_KEY):
             api_key_id = None  # an older cluster: `noeta setup` registers it
-        await connection.temporal.start_workflow(
+        send = functools.partial(
+            connection.temporal.start_workflow,
             workflow_name_for(task_input.policy),
             task_input,
-            id=task_id,
-            task_queue=task_queue or self.task_queue,
+            task_queue=task_queue,
             static_summary=goal if len(goal) <= 200 else goal[:199] + "…",
             static_details=(
                 f"**provider** {provider_name} · **model** {task_input.model or 'default'} · "
@@ -131,6 +136,7 @@ class TaskOperations:
             if indexed
             else None,
         )
+        await start_workflow(connection.temporal, task_input, task_id, send)
         self.observation.follow(task_id, observers)
         return task_id
 

@@ -16,6 +16,7 @@ from temporalio.worker import Worker
 from noeta.activities.registry import Registry
 from noeta.temporal.converter import is_noeta_converter
 from noeta.errors import ConfigurationError
+from noeta.protocols.ids import check_task_queue
 from noeta.config.import_path import load_object
 from noeta.worker.plugin import NoetaWorkerPlugin
 from noeta.config.tuning import WorkerTuning
@@ -44,6 +45,7 @@ def build_worker(
     ``temporalio.worker.Worker`` arguments pass through and win over it.
     """
     registry.store()  # refuse a registry without a content store before connecting anything
+    check_task_queue(task_queue)
     if not is_noeta_converter(client.data_converter):
         raise ConfigurationError(
             "the Temporal client does not use Noeta's data converter: connect it with "
