@@ -38,6 +38,7 @@ from noeta.client.listing import TaskListing
 from noeta.client.messages import ViewItem
 from noeta.client.observation import Observation
 from noeta.client.options import Options
+from noeta.client.pollers import no_worker_message, unpolled_queue
 from noeta.client.tasks import SERVER_OUTAGE_WAIT_SECONDS, SERVER_UNREACHABLE, TaskOperations
 from noeta.client.visibility import (
     TaskInfo,
@@ -239,8 +240,15 @@ class AsyncClient:
         )
 
     async def send_goal(self, task_id: str, goal: str, images: Sequence[ImageBlock] = ()) -> TaskResult:
-        """Send the next goal to a task started with ``keep_open=True``; returns that goal's result."""
+        """Send the next goal to a task started with ``keep_open=True``; returns that goal's result
+        (saying, as ``result`` does, when no worker polls the task's queue)."""
         return await self._tasks.send_goal(task_id, goal, images)
+
+    async def waiting_for_worker(self, task_id: str) -> str | None:
+        """What to tell a user when the task runs and no worker polls its queue (which queue, how
+        to start a worker); None when a worker polls it or the task has ended."""
+        queue = await unpolled_queue(self.temporal, task_id)
+        return None if queue is None else no_worker_message(task_id, queue)
 
     async def inject(self, task_id: str, text: str, origin: str = "system") -> None:
         """Give the model host context at its next step (origin "system" or "memory"); it shows as
@@ -264,6 +272,8 @@ class AsyncClient:
 
     async def result(self, task_id: str) -> TaskResult:
         """Wait for the task's (last goal's) result; raises the task's typed error if it failed.
+        While no worker polls the task's queue it says so (a warning on the ``noeta.client``
+        logger, within seconds: which queue and how to start a worker) and keeps waiting.
 
         Keeps waiting through a Temporal outage of up to SERVER_OUTAGE_WAIT_SECONDS (the task goes
         on once the server is back); a longer one raises the RPCError."""

@@ -19,6 +19,7 @@ from noeta.client.export import LoadedTask
 from noeta.client.forks import fork_input, source_record
 from noeta.client.observation import Observation
 from noeta.client.options import Options, build_task_input
+from noeta.client.pollers import saying_when_unpolled
 from noeta.client.starts import start_workflow
 from noeta.client.task_input import check_goal, task_provider_name
 from noeta.client.visibility import initial_search_attributes
@@ -174,7 +175,7 @@ class TaskOperations:
         while True:
             handle = connection.temporal.get_workflow_handle(task_id)  # the task's current run
             try:
-                async with connection.reaching(task_id):
+                async with connection.reaching(task_id), saying_when_unpolled(connection.temporal, task_id):
                     result: TaskResult = await handle.execute_update(UPDATE_SEND_GOAL, request, result_type=TaskResult)
                 return result
             except WorkflowUpdateFailedError as err:
@@ -229,7 +230,11 @@ class TaskOperations:
 
     async def result(self, task_id: str) -> TaskResult:
         """Wait for the task's workflow result, through a server outage of up to
-        SERVER_OUTAGE_WAIT_SECONDS."""
+        SERVER_OUTAGE_WAIT_SECONDS, saying when no worker polls the task's queue."""
+        async with saying_when_unpolled(self.connection.temporal, task_id):
+            return await self._result(task_id)
+
+    async def _result(self, task_id: str) -> TaskResult:
         handle = self.connection.temporal.get_workflow_handle(task_id, result_type=TaskResult)
         loop = asyncio.get_running_loop()
         gave_up_at: float | None = None

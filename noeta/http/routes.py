@@ -173,8 +173,14 @@ async def list_tasks(
 async def get_task(task_id: TaskId, state: State) -> models.TaskOut:
     """The task's status, usage and result or error; a running task also says what it does now."""
     info = await state.client.describe(task_id)
-    details = await _current_details(state.client, task_id) if info.running else ""
+    details = await _details(state.client, task_id) if info.running else ""
     return models.TaskOut.of_info(info, error_body(info.error) if info.error else None, details)
+
+
+async def _details(client: AsyncClient, task_id: str) -> str:
+    """What a running task does now; when no worker polls its queue, that (and how to start one)."""
+    notice = await client.waiting_for_worker(task_id)
+    return f"**no worker** · {notice}" if notice else await _current_details(client, task_id)
 
 
 async def _current_details(client: AsyncClient, task_id: str) -> str:

@@ -1,0 +1,110 @@
+"""No silent waits: while a client waits for a task (a result, a goal's answer), it asks Temporal
+whether any worker polls the task's queue, and says so when none does — which queue, and how to
+start a worker for it — then keeps waiting.
+
+Temporal's task-queue description lists the workers that polled a queue lately with the time of
+each one's last poll. A live worker polls again at least once a minute (a long poll lasts up to
+about a minute), so a queue whose latest poll is older than :data:`POLLER_FRESH_SECONDS` (or that
+has never been polled) has no worker now. The server remembers a stopped worker for a few minutes,
+so a worker that went away is noticed after POLLER_FRESH_SECONDS; a queue no worker ever polled
+(the common mistake: no worker started, or started on another queue) is noticed at the first look.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable
+from datetime import datetime, timezone
+
+from temporalio.api.enums.v1 import TaskQueueKind, TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+from temporalio.client import Client as TemporalClient
+from temporalio.client import WorkflowExecutionStatus
+from temporalio.service import RPCError
+
+logger = logging.getLogger("noeta.client")
+
+#: A poll older than this does not count as a live worker.
+POLLER_FRESH_SECONDS = 90.0
+#: How long a wait goes before its first look at the queue (the notice comes within 15 s).
+FIRST_LOOK_SECONDS = 5.0
+#: How often a wait looks again after that.
+LOOK_EVERY_SECONDS = 30.0
+
+Say = Callable[[str], None]
+
+
+async def queue_has_worker(temporal: TemporalClient, task_queue: str) -> bool:
+    """Whether a worker polled ``task_queue`` for workflow tasks within POLLER_FRESH_SECONDS."""
+    answer = await temporal.workflow_service.describe_task_queue(
+        DescribeTaskQueueRequest(
+            namespace=temporal.namespace,
+            task_queue=TaskQueue(name=task_queue, kind=TaskQueueKind.TASK_QUEUE_KIND_NORMAL),
+            task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+        ),
+        retry=True,
+    )
+    now = datetime.now(timezone.utc)
+    for poller in answer.pollers:
+        last = poller.last_access_time.ToDatetime(tzinfo=timezone.utc)
+        if (now - last).total_seconds() <= POLLER_FRESH_SECONDS:
+            return True
+    return False
+
+
+def no_worker_message(task_id: str, task_queue: str) -> str:
+    """What a wait says when no worker polls the task's queue."""
+    return (
+        f"task {task_id} is waiting: no worker polls its task queue {task_queue!r}. Start one for it: "
+        f"`noeta worker --task-queue {task_queue}` (or `python worker.py --task-queue {task_queue}`), with "
+        "the --registry holding the task's tools and providers; still waiting"
+    )
+
+
+async def unpolled_queue(temporal: TemporalClient, task_id: str) -> str | None:
+    """The task's queue when the task runs and no worker polls that queue; None otherwise (the
+    task has ended, a worker polls, or the server could not say)."""
+    try:
+        description = await temporal.get_workflow_handle(task_id).describe()
+        if description.status != WorkflowExecutionStatus.RUNNING:
+            return None
+        if await queue_has_worker(temporal, description.task_queue):
+            return None
+        return description.task_queue
+    except RPCError:
+        return None  # the wait itself reports what is wrong with the task or the server
+
+
+async def watch(temporal: TemporalClient, task_id: str, say: Say) -> None:
+    """Look at the task's queue after FIRST_LOOK_SECONDS, then every LOOK_EVERY_SECONDS; ``say``
+    the no-worker message when nobody polls it (again only after a worker has come and gone)."""
+    said = False
+    await asyncio.sleep(FIRST_LOOK_SECONDS)
+    while True:
+        queue = await unpolled_queue(temporal, task_id)
+        if queue is not None and not said:
+            say(no_worker_message(task_id, queue))
+        said = queue is not None
+        await asyncio.sleep(LOOK_EVERY_SECONDS)
+
+
+@contextlib.asynccontextmanager
+async def saying_when_unpolled(temporal: TemporalClient, task_id: str, say: Say | None = None) -> AsyncIterator[None]:
+    """Around a wait for ``task_id``: the no-worker message (through ``say``, default: a warning
+    on the ``noeta.client`` logger) when no worker polls the task's queue."""
+    watcher = asyncio.ensure_future(watch(temporal, task_id, say or logger.warning))
+    try:
+        yield
+    finally:
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await watcher
+
+
+__all__ = [
+    "FIRST_LOOK_SECONDS", "LOOK_EVERY_SECONDS", "POLLER_FRESH_SECONDS", "no_worker_message", "queue_has_worker",
+    "saying_when_unpolled", "unpolled_queue", "watch",
+]

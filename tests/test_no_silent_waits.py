@@ -1,0 +1,165 @@
+"""No silent waits: a client waiting for a task whose queue no worker polls says so — which
+queue, and how to start a worker for it — and keeps waiting; a worker started then finishes it."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from noeta.client import pollers
+from noeta.client.client import AsyncClient
+from noeta.client.options import Options
+from noeta.sdk.testing import FakeLLMProvider
+from tests.support.processes import ROOT
+from tests.support.scripts import say
+from tests.support.waiting import eventually
+from tests.test_http_api import api  # noqa: F401 (the HTTP API served on a local port)
+
+#: The README's Client example, as a user runs it (no worker started).
+README_CLIENT = textwrap.dedent("""
+    from noeta.sdk import Client, Options
+
+    client = Client()                                   # embedded server, or TEMPORAL_ADDRESS
+    task_id = client.start("Triage ticket #4411", Options(allowed_tools=["lookup_ticket"]), keep_open=True)
+    print(task_id, flush=True)
+    print(client.send_goal(task_id, "Now draft the reply").answer)
+""")
+
+
+def notices(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "noeta.client" and "no worker polls" in r.getMessage()]
+
+
+async def test_result_says_no_worker_polls_the_queue_and_finishes_once_one_does(
+    client: AsyncClient, serve, task_queue: str, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setattr(pollers, "FIRST_LOOK_SECONDS", 0.2)
+    caplog.set_level(logging.WARNING, logger="noeta.client")
+    provider = FakeLLMProvider(responses=[say("hi")])
+    task_id = await client.start("Say hi.", Options(provider=provider), task_queue=task_queue)
+    waiting = asyncio.ensure_future(client.result(task_id))
+    await eventually(lambda: notices(caplog), timeout=15)
+    assert notices(caplog) == [
+        f"task {task_id} is waiting: no worker polls its task queue {task_queue!r}. Start one for it: "
+        f"`noeta worker --task-queue {task_queue}` (or `python worker.py --task-queue {task_queue}`), with the "
+        "--registry holding the task's tools and providers; still waiting"
+    ]
+    assert not waiting.done()  # it keeps waiting
+    async with serve(providers=[provider]):
+        result = await asyncio.wait_for(waiting, 30)
+    assert (result.status, result.answer) == ("completed", "hi")
+
+
+async def test_a_goal_sent_to_a_task_no_worker_serves_says_so_and_gets_its_answer_later(
+    client: AsyncClient, serve, task_queue: str, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setattr(pollers, "FIRST_LOOK_SECONDS", 0.2)
+    caplog.set_level(logging.WARNING, logger="noeta.client")
+    provider = FakeLLMProvider(responses=[say("one"), say("two")])
+    task_id = await client.start("First.", Options(provider=provider), task_queue=task_queue, keep_open=True)
+    goal = asyncio.ensure_future(client.send_goal(task_id, "Second."))
+    await eventually(lambda: notices(caplog), timeout=15)
+    assert f"no worker polls its task queue {task_queue!r}" in notices(caplog)[0]
+    assert not goal.done()
+    async with serve(providers=[provider]):
+        answer = await asyncio.wait_for(goal, 30)
+        await client.close_task(task_id)
+        await asyncio.wait_for(client.result(task_id), 30)
+    assert answer.answer == "two"
+
+
+async def test_a_served_queue_gets_no_notice(
+    client: AsyncClient, serve, task_queue: str, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setattr(pollers, "FIRST_LOOK_SECONDS", 0.0)
+    monkeypatch.setattr(pollers, "LOOK_EVERY_SECONDS", 0.05)
+    caplog.set_level(logging.WARNING, logger="noeta.client")
+    looks: list[str | None] = []
+    real = pollers.unpolled_queue
+
+    async def counted(temporal, task_id):  # the watcher's own looks, recorded
+        looks.append(await real(temporal, task_id))
+        return looks[-1]
+
+    monkeypatch.setattr(pollers, "unpolled_queue", counted)
+    provider = FakeLLMProvider(responses=[say("one")])
+    async with serve(providers=[provider]):
+        await eventually(lambda: pollers.queue_has_worker(client.temporal, task_queue))
+        task_id = await client.start("First.", Options(provider=provider), task_queue=task_queue, keep_open=True)
+        waiting = asyncio.ensure_future(client.result(task_id))  # the task idles, waiting for a goal
+        await eventually(lambda: len(looks) >= 3)
+        await client.close_task(task_id)
+        result = await asyncio.wait_for(waiting, 30)
+    assert result.answer == "one" and looks[:3] == [None, None, None]
+    assert notices(caplog) == []
+
+
+def test_the_readme_client_example_with_no_worker_says_so_within_15_seconds(temporal_server, tmp_path: Path):
+    queue = f"readme-{uuid.uuid4().hex[:8]}"
+    env = {**os.environ, "TEMPORAL_ADDRESS": temporal_server.address, "NOETA_HOME": str(tmp_path / "home"),
+           "NOETA_TASK_QUEUE": queue, "PYTHONPATH": str(ROOT)}
+    began = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "-c", README_CLIENT], cwd=tmp_path, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert proc.stderr is not None and proc.stdout is not None
+        task_id = proc.stdout.readline().strip()
+        line = proc.stderr.readline()
+        took = time.monotonic() - began
+        assert line.startswith(f"task {task_id} is waiting: no worker polls its task queue '{queue}'"), line
+        assert f"`noeta worker --task-queue {queue}`" in line
+        assert took < 15, took
+        assert proc.poll() is None  # still waiting
+    finally:
+        proc.kill()
+        proc.wait()
+    subprocess.run([str(Path(sys.executable).parent / "temporal"), "workflow", "terminate", "--address",
+                    temporal_server.address, "--workflow-id", task_id, "--reason", "test over"],
+                   capture_output=True, timeout=30)
+
+
+async def test_the_console_shows_that_no_worker_polls_a_task_queue(api, client: AsyncClient, task_queue: str):  # noqa: F811
+    created = await api.post("/tasks", json={"goal": "Wait.", "task_queue": task_queue})
+    task_id = created.json()["task_id"]
+    try:
+        task = (await api.get(f"/tasks/{task_id}")).json()
+        assert task["running"] is True
+        assert task["current_details"].startswith(
+            f"**no worker** · task {task_id} is waiting: no worker polls its task queue '{task_queue}'"
+        )
+        assert await client.waiting_for_worker(task_id) == task["current_details"].removeprefix("**no worker** · ")
+    finally:
+        await client.temporal.get_workflow_handle(task_id).terminate("test over")
+    assert await client.waiting_for_worker(task_id) is None  # ended: nothing waits
+
+
+def test_noeta_result_says_no_worker_polls_the_queue(temporal_server, client: AsyncClient, tmp_path: Path):
+    queue = f"cli-{uuid.uuid4().hex[:8]}"
+    env = {**os.environ, "TEMPORAL_ADDRESS": temporal_server.address, "NOETA_HOME": str(tmp_path / "home"),
+           "NOETA_TASK_QUEUE": queue, "PYTHONPATH": str(ROOT)}
+    started = subprocess.run([sys.executable, "-m", "noeta.cli", "start", "Wait.", "--queue", queue], env=env,
+                             capture_output=True, text=True, timeout=60)
+    assert started.returncode == 0, started.stderr
+    task_id = started.stdout.split()[-1]
+    proc = subprocess.Popen([sys.executable, "-m", "noeta.cli", "result", task_id], env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        assert f"task {task_id} is waiting: no worker polls its task queue '{queue}'" in line, line
+        assert proc.poll() is None
+    finally:
+        proc.kill()
+        proc.wait()
+        subprocess.run([str(Path(sys.executable).parent / "temporal"), "workflow", "terminate", "--address",
+                        temporal_server.address, "--workflow-id", task_id, "--reason", "test over"],
+                       capture_output=True, timeout=30)
