@@ -12,10 +12,12 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypedDict, Unpack, get_args, overload
 
 import jsonschema
+from pydantic import BaseModel
 from typing_extensions import TypeVar
 
 from noeta.errors import ToolDefinitionError
 from noeta.protocols.tool import RiskLevel, ToolContext, ToolResult, tool_fingerprint
+from noeta.protocols.tool_schema import schema_of
 
 ToolReturn = ToolResult | Awaitable[ToolResult]
 """What a tool function returns: a ToolResult, or an awaitable of one (``async def``)."""
@@ -28,6 +30,9 @@ an ``async def``; a bare ``DecoratedTool`` is any tool."""
 ToolFunction = Callable[[dict[str, Any], ToolContext], R]
 
 _MISSING: Any = object()
+
+InputSchema = dict[str, Any] | type[BaseModel]
+"""A tool's input schema as ``@tool`` takes it: a JSON Schema dict, or a pydantic model class."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,13 +96,13 @@ class _ToolKeywords(TypedDict, total=False):
 # keywords are required here as they are at run time (omitting one raises TypeError).
 @overload
 def tool(
-    fn: ToolFunction[R], *, name: str, version: str, input_schema: dict[str, Any], **keywords: Unpack[_ToolKeywords]
+    fn: ToolFunction[R], *, name: str, version: str, input_schema: InputSchema, **keywords: Unpack[_ToolKeywords]
 ) -> DecoratedTool[R]: ...
 
 
 @overload
 def tool(
-    fn: None = None, *, name: str, version: str, input_schema: dict[str, Any], **keywords: Unpack[_ToolKeywords]
+    fn: None = None, *, name: str, version: str, input_schema: InputSchema, **keywords: Unpack[_ToolKeywords]
 ) -> ToolDecorator: ...
 
 
@@ -106,7 +111,7 @@ def tool(
     *,
     name: str = _MISSING,
     version: str = _MISSING,
-    input_schema: dict[str, Any] = _MISSING,
+    input_schema: InputSchema = _MISSING,
     description: str | None = None,
     risk_level: RiskLevel = "low",
     timeout_seconds: float | None = None,
@@ -117,6 +122,11 @@ def tool(
 ) -> DecoratedTool[Any] | ToolDecorator:
     """Declare a tool. ``name``, ``version`` and ``input_schema`` are required keywords: the version
     feeds the tool's identity fingerprint, so omitting it raises TypeError.
+
+    ``input_schema`` is a JSON Schema dict or a pydantic model class (its ``model_json_schema()``
+    is the schema); :func:`~noeta.protocols.tool_schema.tool_description` derives ``name``,
+    ``description`` and ``input_schema`` from a typed function. Either way the schema is metadata
+    for the model, not a validator (``validate_input`` turns checking on).
 
     Use as ``@tool(name=..., version=..., input_schema=...)`` or ``tool(fn, name=..., ...)``.
     """
@@ -131,8 +141,7 @@ def tool(
         raise ToolDefinitionError(f"tool {name!r}: version must be a non-empty string")
     if risk_level not in get_args(RiskLevel):
         raise ToolDefinitionError(f"tool {name!r}: risk_level must be one of {get_args(RiskLevel)}")
-    if not isinstance(input_schema, dict):
-        raise ToolDefinitionError(f"tool {name!r}: input_schema must be a JSON Schema dict")
+    input_schema = schema_of(input_schema, name)
     try:
         jsonschema.validators.validator_for(input_schema).check_schema(input_schema)
     except jsonschema.exceptions.SchemaError as err:
@@ -161,4 +170,4 @@ def tool(
     return wrap(fn) if fn is not None else wrap
 
 
-__all__ = ["DecoratedTool", "ToolDecorator", "ToolFunction", "ToolReturn", "tool"]
+__all__ = ["DecoratedTool", "InputSchema", "ToolDecorator", "ToolFunction", "ToolReturn", "tool"]

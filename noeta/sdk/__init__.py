@@ -107,6 +107,7 @@ _LAZY: dict[str, str] = {
     "SdkMcpServer": "noeta.sdk.tools",
     "create_sdk_mcp_server": "noeta.sdk.tools",
     "tool": "noeta.sdk.tools",
+    "tool_description": "noeta.sdk.tools",
     "WorkerTuning": "noeta.config.tuning",
     "Registry": "noeta.worker",
     "MemoryStore": "noeta.builtins.memory.impl",
@@ -188,7 +189,7 @@ if TYPE_CHECKING:
     from noeta.resources.instrument import ObservedCall, instrument
     from noeta.sdk._query import QueryResult, aquery, query
     from noeta.sdk.images import image
-    from noeta.sdk.tools import DecoratedTool, SdkMcpServer, create_sdk_mcp_server, tool
+    from noeta.sdk.tools import DecoratedTool, SdkMcpServer, create_sdk_mcp_server, tool, tool_description
     from noeta.config.tuning import WorkerTuning
     from noeta.worker import Registry
 
@@ -218,7 +219,7 @@ __all__ = [
     "TaskCancelledError", "TaskFailedError", "TaskNotFoundError", "TaskNotOpenError", "TaskAlreadyExistsError", "TaskResult",
     "ToolIdentityMismatchError", "ToolNotRegisteredError", "ToolResultView", "ToolRetryableError",
     "ToolUse", "UserMessage", "Validator", "ViewItem", "aquery", "expect_validator", "as_messages", "create_sdk_mcp_server",
-    "envelope_to_dict", "image", "project", "query", "tool",
+    "envelope_to_dict", "image", "project", "query", "tool", "tool_description",
     "ObservedCall", "ResourceCall", "ResourceError", "ResourceNotFoundError", "ResourceSpec", "ScopeError", "SubAgent",
     "equip_resource", "equip_scope", "expect_resource", "expect_scope", "instrument", "run_with",
     "AnthropicProvider", "ApprovalNotPendingError", "EncryptionKeyError", "ExportFormatError", "GuardNotRegisteredError",

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from noeta.protocols.tool import ToolResult
 from noeta.protocols.tool_decorator import DecoratedTool, ToolDecorator, ToolFunction, ToolReturn, tool
+from noeta.protocols.tool_schema import ToolDescription, tool_description
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,6 @@ def create_sdk_mcp_server(name: str, version: str = "1.0.0", tools: Iterable[Dec
 
 
 __all__ = [
-    "DecoratedTool", "SdkMcpServer", "ToolDecorator", "ToolFunction", "ToolResult", "ToolReturn", "create_sdk_mcp_server",
-    "tool",
+    "DecoratedTool", "SdkMcpServer", "ToolDecorator", "ToolDescription", "ToolFunction", "ToolResult", "ToolReturn",
+    "create_sdk_mcp_server", "tool", "tool_description",
 ]
