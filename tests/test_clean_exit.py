@@ -108,6 +108,11 @@ THREADS = AT_EXIT_CHECK + textwrap.dedent("""
 """)
 
 
+def own_lines(stdout: str) -> list[str]:
+    """The lines a test script printed itself (the Temporal core's log lines left out)."""
+    return [line for line in stdout.splitlines() if "temporalio_sdk_core" not in line]
+
+
 def run_script(code: str, address: str, home: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "TEMPORAL_ADDRESS": address, "NOETA_HOME": str(home), "PYTHONPATH": str(ROOT)}
     return subprocess.run([sys.executable, "-c", code], cwd=home.parent, env=env, capture_output=True, text=True,
@@ -117,7 +122,7 @@ def run_script(code: str, address: str, home: Path) -> subprocess.CompletedProce
 def test_query_and_the_sync_client_share_one_runtime_that_stops_at_exit(temporal_server, tmp_path: Path):
     proc = run_script(THREADS, temporal_server.address, tmp_path / "home")
     assert proc.returncode == 0, proc.stderr
-    lines = proc.stdout.splitlines()
+    lines = own_lines(proc.stdout)
     assert lines[:3] == ["failed query 1", "query ok 1", "failed start TaskAlreadyExistsError 1"], proc.stderr
     assert lines[3:] == [
         "client closed 1",  # the runtime is the process's: it outlives the client
@@ -142,14 +147,17 @@ def test_scripts_ending_with_a_failed_query_never_abort_at_exit(temporal_server,
         results = list(pool.map(one, range(runs)))
     failures = [(code, err[-600:]) for code, _, err in results if code != 0]
     assert failures == [], f"{len(failures)} of {runs} runs failed: {failures[:2]}"
-    left = [(out, err[-1500:]) for _, out, err in results if out != "ResourceNotFoundError database\nat exit 0\n"]
+    # Only the script's own lines count: on a loaded machine the Temporal core may log a warning (a
+    # slow workflow task) to stdout as well.
+    expected = ["ResourceNotFoundError database", "at exit 0"]
+    left = [(out, err[-1500:]) for _, out, err in results if own_lines(out) != expected]
     assert left == [], f"{len(left)} of {runs} runs left runtime threads: {left[:1]}"
 
 
 def test_a_script_whose_query_error_is_not_caught_still_stops_the_runtime(temporal_server, tmp_path: Path):
     proc = run_script(UNCAUGHT_QUERY, temporal_server.address, tmp_path / "home")
     assert proc.returncode == 1 and "ResourceNotFoundError" in proc.stderr
-    assert proc.stdout == "at exit 0\n", proc.stderr
+    assert own_lines(proc.stdout) == ["at exit 0"], proc.stderr
 
 
 class _HeldElsewhere:
