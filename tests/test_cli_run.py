@@ -140,3 +140,17 @@ def test_sigterm_to_noeta_server_stops_the_dev_server_it_started(tmp_path: Path)
         time.sleep(0.1)
     assert not pid_alive(state["pid"])
     assert not (tmp_path / "temporal" / "server.json").exists()
+
+
+def test_noeta_run_prints_its_own_progress_and_other_libraries_logs_only_with_v(cli_env, chat: FakeChatServer):
+    env = {**cli_env, "NOETA_TEST_CHAT_URL": chat.base_url, "NOETA_LOG_LEVEL": "INFO"}
+    run = [sys.executable, "-m", "noeta.cli", "run", "say hi", "--registry", "tests.support.registry:terminal_registry"]
+    chat.reply(completion({"content": "hi"}))
+    quiet = subprocess.run(run, cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
+    chat.reply(completion({"content": "hi"}))
+    verbose = subprocess.run([*run, "-v"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
+    for proc in (quiet, verbose):
+        assert proc.returncode == 0, proc.stderr
+        assert "[model] turn 1" in proc.stderr and "[completed]" in proc.stderr
+    assert "HTTP Request: POST" in verbose.stderr  # httpx's INFO line, shown with -v
+    assert "HTTP Request" not in quiet.stderr and "httpx" not in quiet.stderr and "temporalio" not in quiet.stderr

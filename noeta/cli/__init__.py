@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import atexit
+import logging
 import os
 import signal
 import sys
@@ -71,6 +72,11 @@ async def _doctor(args: argparse.Namespace) -> int:
     return 1 if any(c.status == "failed" for c in checks) else 0
 
 
+def only_noeta_below_warning(record: logging.LogRecord) -> bool:
+    """A log filter: other libraries' records only from WARNING up (``noeta run`` without -v)."""
+    return record.levelno >= logging.WARNING or record.name == "noeta" or record.name.startswith("noeta.")
+
+
 def _fail(text: str) -> None:
     print(f"noeta: {text}".replace("\n", " "), file=sys.stderr, flush=True)
 
@@ -82,7 +88,9 @@ def run(argv: Sequence[str] | None = None) -> int:
         from noeta.telemetry.logs import configure_logging
         from noeta.telemetry.tracing import configure_tracing
 
-        configure_logging()  # NOETA_LOG_LEVEL, NOETA_LOG_FORMAT=json
+        log_handler = configure_logging()  # NOETA_LOG_LEVEL, NOETA_LOG_FORMAT=json
+        if args.command == "run" and not args.verbose:
+            log_handler.addFilter(only_noeta_below_warning)  # Noeta's progress lines, not httpx's
         configure_tracing()  # OTEL_* (off when unset)
     try:
         if args.command == "server":

@@ -208,6 +208,8 @@ def build() -> argparse.ArgumentParser:
                      help="print each model and tool step on stderr (default: on)")
     run.add_argument("--stream", action=argparse.BooleanOptionalAction, default=None,
                      help="print the model's text as it is generated (default: when stdout is a terminal)")
+    run.add_argument("--verbose", "-v", action="store_true",
+                     help="also print other libraries' log lines (httpx, temporalio) below WARNING")
 
     worker = command("worker", "serve tasks from a task queue")
     worker.add_argument("--registry", type=registry_path, help="tools/providers to serve, as package.module:attribute")

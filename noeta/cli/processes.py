@@ -145,8 +145,10 @@ async def cmd_run(args: argparse.Namespace) -> int:
     task_id = await client.start(args.goal, options, task_id=args.task_id, workspace_dir=os.getcwd(), task_queue=queue)
     _say(f"task {task_id} started (task queue {queue})")
     link = client.task_url(task_id)
+    # A dev server this run started stops with it, and the next one listens elsewhere: say so.
+    ours = client.server is not None and client.server.owned
     if link:
-        _say(f"Temporal UI: {link}")
+        _say(f"Temporal UI: {link}" + (" (while this run lasts)" if ours else ""))
     follower = asyncio.ensure_future(print_progress(client, task_id, printer)) if args.progress else None
     result_future = asyncio.ensure_future(client.result(task_id))
     await serve_until_signal(worker, result_future)
@@ -172,6 +174,9 @@ async def cmd_run(args: argparse.Namespace) -> int:
         f"[{result.status}] task {task_id} · {result.turns} model call(s) · "
         f"{result.usage.input} in / {result.usage.output} out tokens · {cost_text(result.usage.cost_usd)}"
     )
+    if link and ours:
+        _say(f"the Temporal UI stops with this run: `noeta server` serves it again (with this task, {task_id}); "
+             f"`noeta events {task_id}` shows its steps")
     return 0 if result.status == "completed" else 1
 
 
