@@ -19,8 +19,10 @@ from noeta.client.client import AsyncClient
 from noeta.client.options import Options
 from noeta.providers.limits import ProviderLimit
 from noeta.providers.openai import OpenAIProvider
+from noeta.providers.rate_windows import RedisWindows
 from noeta.worker import Registry, build_worker
 from tests.support.fault_server import running_fault_server
+from tests.support.resources import REDIS_URL, require_redis, unique
 
 QUOTA = 10
 
@@ -57,3 +59,58 @@ async def test_a_worker_limit_keeps_calls_under_the_quota(client: AsyncClient, c
             results = await asyncio.wait_for(asyncio.gather(*(client.result(t) for t in task_ids)), 120)
     assert [r.status for r in results] == ["completed"] * 40
     assert (server.served(200), server.served(429)) == (40, 0)
+
+
+class CountedRedisWindows(RedisWindows):
+    """Redis counts that also count the starts granted through this worker."""
+
+    granted = 0
+
+    async def reserve(self, provider, requests, per_seconds, max_wait):
+        reservation = await super().reserve(provider, requests, per_seconds, max_wait)
+        self.granted += reservation.granted
+        return reservation
+
+
+@pytest.mark.slow
+async def test_a_quota_announced_as_spent_is_waited_out_not_hammered(client: AsyncClient, content_store, task_queue):
+    # One call at a time, no limit of the worker's own: only the provider's headers
+    # (x-ratelimit-remaining-requests: 0 and its reset) can keep the 4th call of a window from
+    # being sent into a 429.
+    with running_fault_server(quota=(3, 1.0), rate_headers=True) as server:
+        provider = OpenAIProvider(base_url=server.base_url, api_key="", model="m", name="announced")
+        limit = ProviderLimit(max_concurrent=1)
+        registry = Registry.of(providers=[provider], content_store=content_store, provider_limits={"announced": limit})
+        async with build_worker(client.temporal, registry, task_queue):
+            task_ids = await start_all(client, 8, "announced", task_queue, max_retries=0)
+            results = await asyncio.wait_for(asyncio.gather(*(client.result(t) for t in task_ids)), 120)
+    assert [r.status for r in results] == ["completed"] * 8
+    assert (server.served(200), server.served(429)) == (8, 0)
+
+
+@pytest.mark.slow
+async def test_a_limit_counted_in_redis_holds_for_two_workers_together(client: AsyncClient, host, content_store, task_queue):
+    # Each worker alone would send up to 5 a second, the two together 10: over the quota of 6.
+    # Counted in Redis, the fleet sends 5.
+    require_redis()
+    prefix = unique("rate") + ":"
+    with running_fault_server(quota=(6, 1.0)) as server:
+        def registry() -> Registry:
+            provider = OpenAIProvider(base_url=server.base_url, api_key="", model="m", name="fleet")
+            made = Registry.of(providers=[provider], content_store=content_store,
+                               provider_limits={"fleet": ProviderLimit(requests=5, per_seconds=1.0)})
+            made.rate_limits = CountedRedisWindows(REDIS_URL, prefix=prefix)
+            return made
+
+        first, second = registry(), registry()
+        # Two workers need two connections (one per worker process in a fleet).
+        async with await AsyncClient.connect(host) as other, build_worker(client.temporal, first, task_queue), \
+                build_worker(other.temporal, second, task_queue):
+            task_ids = await start_all(client, 30, "fleet", task_queue, max_retries=0)
+            results = await asyncio.wait_for(asyncio.gather(*(client.result(t) for t in task_ids)), 120)
+        for made in (first, second):
+            await made.rate_limits.aclose()
+    assert [r.status for r in results] == ["completed"] * 30
+    assert (server.served(200), server.served(429)) == (30, 0)
+    # Both workers called the provider.
+    assert first.rate_limits.granted > 0 and second.rate_limits.granted > 0

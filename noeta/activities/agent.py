@@ -63,9 +63,13 @@ class AgentActivities:
 
     async def aclose(self) -> None:
         """Stop what the activities started: the idle threads of the pools (a hung call keeps its
-        thread until it returns), the MCP connections and the stdio servers behind them."""
+        thread until it returns), the MCP connections and the stdio servers behind them, the
+        connections to shared rate-limit counts."""
         self.services.close_threads()
-        await self.mcp.aclose()
+        try:
+            await self.mcp.aclose()
+        finally:
+            await self.model_calls.aclose()
 
 
 __all__ = ["AgentActivities"]

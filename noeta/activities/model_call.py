@@ -42,7 +42,8 @@ from noeta.protocols.messages import (
 )
 from noeta.protocols.names import CALL_MODEL
 from noeta.providers.errors import classify_exception
-from noeta.providers.limits import MAX_QUEUE_SECONDS, Limiter
+from noeta.providers.limits import MAX_QUEUE_SECONDS, Limiter, ProviderLimit
+from noeta.providers.rate_windows import rate_windows
 from noeta.telemetry import instrument
 
 _MODEL_OUTPUT = TypeAdapter(CallModelOutput)
@@ -68,9 +69,17 @@ class ModelCalls:
         self.services = services
         self.registry = services.registry
         self.blobs = BlobCache(services.store)
-        self.limiters = {name: Limiter(name, limit) for name, limit in self.registry.provider_limits.items()}
+        # Every provider gets one: unlimited ones still honour the pauses their answers ask for.
+        self.rate_windows = rate_windows(self.registry.rate_limits)
+        self.limiters: dict[str, Limiter] = {}
         self.delta_broker = self.registry.delta_broker or DeltaSettings().broker()
         self._remote_schema_lists: dict[str, dict[str, dict[str, Any]]] = {}  # by content hash
+
+    async def aclose(self) -> None:
+        """Close the connections to shared rate-limit counts this worker opened (counts passed in
+        as an object are the caller's to close)."""
+        if self.registry.rate_limits is None or isinstance(self.registry.rate_limits, str):
+            await self.rate_windows.aclose()
 
     @activity.defn(name=CALL_MODEL)
     async def call_model(self, inp: CallModelInput) -> CallModelOutput:
@@ -125,10 +134,11 @@ class ModelCalls:
         return await stored(ledger, write, hold=lambda: None)
 
     async def _limited(self, name: str, provider: Any, request: LLMRequest, inp: CallModelInput) -> Any:
-        """The provider call, inside this worker's limit for the provider (if it has one)."""
+        """The provider call, inside the provider's limit (if it has one) and the pauses it asked for."""
         limiter = self.limiters.get(name)
         if limiter is None:
-            return await self._complete(provider, request, inp)
+            limit = self.registry.provider_limits.get(name, ProviderLimit())
+            limiter = self.limiters[name] = Limiter(name, limit, self.rate_windows)
         queue = min(MAX_QUEUE_SECONDS, (request.timeout_seconds or MAX_QUEUE_SECONDS * 4) / 4)
         async with limiter.slot(queue):
             return await self._complete(provider, request, inp)

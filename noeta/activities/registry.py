@@ -62,7 +62,11 @@ class Registry:
     prices: PriceTable | None = None
     """How model calls are priced (None: ``NOETA_PRICES`` over the genai-prices catalogue)."""
     provider_limits: dict[str, ProviderLimit] = field(default_factory=dict)
-    """This worker's own rate / concurrency limit per provider name (see noeta.providers.limits)."""
+    """The rate / concurrency limit per provider name (see noeta.providers.limits)."""
+    rate_limits: Any = None
+    """Where the limits and the pauses providers ask for are counted: a
+    :class:`noeta.providers.rate_windows.RateWindows` or a ``redis://`` / ``postgresql://`` URL
+    shared by the fleet's workers (None: ``NOETA_RATE_LIMITS``, else this worker alone)."""
     step_records: StepRecords | None = None
     """Where finished steps are recorded (default: beside the content store; see
     noeta.context.step_records)."""

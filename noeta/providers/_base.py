@@ -2,6 +2,8 @@
 the streaming skeleton. An adapter supplies its URL, headers, request body, response parser and a
 :class:`StreamAssembler`; it never reaches into another adapter.
 
+Every answer's rate-limit headers go to the call's limiter (noeta.providers.rate_headers).
+
 Timeouts: ``LLMRequest.timeout_seconds`` (the worker sets it to what is left of the model call's
 attempt, i.e. ``model_activity.start_to_close_seconds``) wins over the adapter's own ``timeout``, so a
 long answer is never cut by a fixed HTTP timeout shorter than the attempt's. A timeout becomes a retryable
@@ -23,6 +25,7 @@ from noeta.errors import ProviderError
 from noeta.protocols.messages import DeltaCallback, LLMRequest, LLMResponse
 from noeta.providers._shapes import error_text
 from noeta.providers.errors import error_from_response
+from noeta.providers.rate_headers import observe as observe_rate
 from noeta.security.scrub import register_secret, scrub
 
 #: Longest wait for a TCP connection, whatever the request's timeout.
@@ -166,6 +169,7 @@ class HTTPProvider:
             response = await self.http().post(url, json=body, headers=headers, timeout=self.timeout_for(request))
         except httpx.TimeoutException as exc:
             raise self.timed_out(request, exc) from exc
+        observe_rate(response.headers)
         if response.status_code >= 400:
             raise self.status_error(response)
         return self.parse_response(self._json_of(response, "response is not JSON:", 500, response.status_code))
@@ -185,6 +189,7 @@ class HTTPProvider:
                 self.http(), "POST", url, json=body, headers=sse_headers, timeout=self.timeout_for(request)
             ) as source:
                 response = source.response
+                observe_rate(response.headers)
                 if response.status_code >= 400:
                     await response.aread()
                     raise self.status_error(response)

@@ -1,27 +1,42 @@
-"""A worker's own limit on how fast it calls a provider, shared by all its activities.
+"""How fast a worker calls a provider: a limit shared by all its activities, or by the whole fleet.
 
 ``Registry.of(providers={"openai": p}, provider_limits={"openai": ProviderLimit.per_minute(120)})``
-keeps this worker under a provider's quota, so a burst of tasks queues here instead of collecting
-429s. A call that would have to wait longer than it may inside one attempt hands its place back to
+keeps calls under a provider's quota, so a burst of tasks queues here instead of collecting 429s.
+A call that would have to wait longer than it may inside one attempt hands its place back to
 Temporal with a retry delay instead (a *wait* for the attempt ledger: it never uses up the call's
 retries, only its ``rate_limit_wait_seconds``), so waiting calls do not hold worker slots for long.
 
-Several worker processes each keep their own count: give each its share of the quota.
+Every provider, limited or not, also honours what its answers say: a 429's ``retry-after`` and a
+quota announced as spent (``x-ratelimit-remaining-requests: 0`` and its reset; see
+noeta.providers.rate_headers) pause all later calls to it until then, instead of sending them into
+more 429s.
+
+The counts are this worker's own unless the registry's ``rate_limits`` (else ``NOETA_RATE_LIMITS``)
+names a Redis or PostgreSQL server (noeta.providers.rate_windows): then a limit and a pause hold for
+every worker of the fleet together, each worker configured with the same limit. ``max_concurrent``
+is always per worker.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
+import logging
 import math
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 from noeta.errors import ConfigurationError, ProviderError
+from noeta.providers.rate_headers import RateSignal, watching
+from noeta.providers.rate_windows import LocalWindows, RateWindows
+
+logger = logging.getLogger(__name__)
 
 #: Longest a call queues inside one attempt before it hands its place back to Temporal.
 MAX_QUEUE_SECONDS = 30.0
+#: After shared counts could not be reached, how long this worker counts alone before trying again.
+SHARED_RETRY_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -52,51 +67,108 @@ class ProviderLimit:
 
 @dataclass
 class Limiter:
-    """The live counts for one :class:`ProviderLimit` (one per provider name, per worker)."""
+    """The live state of one provider's limit in this worker: how many of its calls run, and the
+    starts and pauses kept in ``windows`` (this worker's, or shared by the fleet)."""
 
     provider: str
-    limit: ProviderLimit
-    _starts: collections.deque[float] = field(default_factory=collections.deque)
-    """Start times granted (some in the future: reserved), oldest first, within the window."""
+    limit: ProviderLimit = field(default_factory=ProviderLimit)
+    windows: RateWindows = field(default_factory=LocalWindows)
+    """Where starts and pauses are counted; when a shared place cannot be reached, this worker
+    counts on its own (and logs it) until it can again."""
     _running: int = 0
-
-    def _next_start(self, now: float) -> float:
-        """The earliest time a new call may start under the window rule."""
-        window, requests = self.limit.per_seconds, self.limit.requests
-        while self._starts and self._starts[0] <= now - window:
-            self._starts.popleft()
-        if requests is None or len(self._starts) < requests:
-            return now
-        return self._starts[-requests] + window
+    _fallback: LocalWindows = field(default_factory=LocalWindows)
+    _warned_at: float = -math.inf
+    _shared_again_at: float = -math.inf
 
     def _busy(self, what: str, delay: float) -> ProviderError:
         return ProviderError(
             provider=self.provider,
-            message=f"this worker's limit for the provider is reached ({what}); retrying in {delay:.1f} s",
+            message=f"the limit for the provider is reached ({what}); retrying in {delay:.1f} s",
             status=429,
             retryable=True,
             retry_after=delay,
         )
 
+    def _windows(self) -> RateWindows:
+        """The shared counts, or the local ones for a while after the shared ones failed."""
+        return self._fallback if time.monotonic() < self._shared_again_at else self.windows
+
+    def _unreachable(self, exc: Exception) -> LocalWindows:
+        """The local counts, used for SHARED_RETRY_SECONDS once the shared ones cannot be reached
+        (logged once a minute)."""
+        now = time.monotonic()
+        self._shared_again_at = now + SHARED_RETRY_SECONDS
+        if now - self._warned_at >= 60.0:
+            self._warned_at = now
+            logger.warning(
+                "rate limits for provider %r cannot be counted %s (%s: %s); this worker counts its own calls meanwhile",
+                self.provider, self.windows.where, type(exc).__name__, exc,
+            )
+        return self._fallback
+
+    async def _reserve(self, requests: int | None, max_wait: float) -> float:
+        """Seconds until this call may start (its start reserved); a 429-like ProviderError when
+        that is beyond ``max_wait``."""
+        windows = self._windows()
+        try:
+            reservation = await windows.reserve(self.provider, requests, self.limit.per_seconds, max_wait)
+        except Exception as exc:  # noqa: BLE001 (a shared store that is down must not stop calls)
+            if windows is self._fallback:
+                raise
+            reservation = await self._unreachable(exc).reserve(self.provider, requests, self.limit.per_seconds, max_wait)
+        if not reservation.granted:
+            what = "a pause the provider asked for" if requests is None else (
+                f"{requests} calls per {self.limit.per_seconds:g} s {windows.where}"
+            )
+            raise self._busy(what, reservation.wait)
+        return reservation.wait
+
+    async def _pause(self, seconds: float) -> None:
+        """Hold back every later call to the provider for ``seconds``."""
+        windows = self._windows()
+        try:
+            await windows.pause(self.provider, seconds)
+        except Exception as exc:  # noqa: BLE001 (as in _reserve)
+            if windows is self._fallback:
+                raise
+            await self._unreachable(exc).pause(self.provider, seconds)
+
     @asynccontextmanager
-    async def slot(self, max_wait: float = MAX_QUEUE_SECONDS) -> AsyncIterator[None]:
+    async def slot(self, max_wait: float = MAX_QUEUE_SECONDS) -> AsyncIterator[RateSignal]:
         """Hold a place for one call; waits up to ``max_wait``, else raises a 429-like
-        ProviderError whose ``retry_after`` says when to come back."""
+        ProviderError whose ``retry_after`` says when to come back. What the call's answers say
+        about the provider's quota (its :class:`RateSignal`, and a 429's ``retry-after``) pauses
+        later calls."""
         loop = asyncio.get_running_loop()
-        now = loop.time()
-        start = self._next_start(now)
-        if start - now > max_wait:
-            raise self._busy(f"{self.limit.requests} calls per {self.limit.per_seconds:g} s", start - now)
-        self._starts.append(start)  # reserved: later callers queue behind it
-        if start > now:
-            await asyncio.sleep(start - now)
-        deadline = loop.time() + max(0.0, max_wait - (start - now))
+        deadline = loop.time() + max_wait
+        waited = await self._reserve(self.limit.requests, max_wait)
+        if waited > 0:
+            await asyncio.sleep(waited)
         while self.limit.max_concurrent is not None and self._running >= self.limit.max_concurrent:
             if loop.time() >= deadline:
                 raise self._busy(f"{self.limit.max_concurrent} calls at once", 1.0)
+            waited = max(waited, 0.05)
             await asyncio.sleep(0.05)
-        self._running += 1
+        self._running += 1  # held from here, also while waiting out a pause
         try:
-            yield
-        finally:
+            if waited > 0:  # a pause learnt while this call waited its turn
+                pause = await self._reserve(None, max(0.0, deadline - loop.time()))
+                if pause > 0:
+                    await asyncio.sleep(pause)
+        except BaseException:
             self._running -= 1
+            raise
+        signal = RateSignal()
+        try:
+            with watching(signal):
+                yield signal
+        except ProviderError as exc:
+            if exc.status == 429 and exc.retry_after:
+                signal.ask(exc.retry_after)
+            raise
+        finally:
+            try:
+                if signal.pause_seconds > 0:
+                    await self._pause(signal.pause_seconds)
+            finally:
+                self._running -= 1

@@ -14,7 +14,10 @@ Each request takes the next fault from ``faults`` (then answers normally):
 ``quota=(n, seconds)`` admits at most ``n`` requests per fixed ``seconds`` window (windows start at
 multiples of ``seconds``); the others get a 429 whose ``retry-after`` is the time to the next window,
 as hosted APIs do. ``refuse_first=True`` answers the first request of each conversation (by its
-first message) with a 429 and ``retry-after: 1``, whatever the load. The normal answer comes from ``answer(body)``: by default the text ``"ok"``.
+first message) with a 429 and ``retry-after: 1``, whatever the load. ``rate_headers=True`` (with a
+quota) announces what is left of the window on every answer, as OpenAI does
+(``x-ratelimit-limit-requests``, ``x-ratelimit-remaining-requests``, ``x-ratelimit-reset-requests``
+as a duration such as ``0.734s``). The normal answer comes from ``answer(body)``: by default the text ``"ok"``.
 Every request is logged in ``seen`` (time, status) so tests can check what the server served.
 """
 
@@ -50,6 +53,7 @@ class FaultServer:
     faults: list[Fault] = field(default_factory=list)
     quota: tuple[int, float] | None = None
     refuse_first: bool = False
+    rate_headers: bool = False
     answer: Callable[[dict[str, Any]], dict[str, Any]] = lambda body: completion({"content": "ok"})
     seen: list[Served] = field(default_factory=list)
 
@@ -62,11 +66,13 @@ class FaultServer:
         class Handler(QuietHandler):
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
-                fault, retry_after = outer._next(body)
+                fault, retry_after, rate = outer._next(body)
                 name = fault if isinstance(fault, str) else fault[0]
                 if name == "quota":
                     outer._log(429, name)
-                    self.send_json(429, {"error": {"message": "quota exceeded"}}, {"retry-after": f"{retry_after:.3f}"})
+                    self.send_json(
+                        429, {"error": {"message": "quota exceeded"}}, {"retry-after": f"{retry_after:.3f}", **rate}
+                    )
                 elif name == "hang":
                     outer._log(0, name)
                     self.client_left(120)
@@ -104,19 +110,20 @@ class FaultServer:
                     if name == "slow":
                         time.sleep(fault[1])
                     outer._log(200, name)
-                    self.send_json(200, outer.answer(body))
+                    self.send_json(200, outer.answer(body), rate)
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
 
-    def _next(self, body: dict[str, Any]) -> tuple[Fault, float]:
+    def _next(self, body: dict[str, Any]) -> tuple[Fault, float, dict[str, str]]:
+        """The fault for this request, the retry-after of a refusal and the rate-limit headers."""
         with self._lock:
             if self.refuse_first:
                 first = json.dumps(body.get("messages", [])[:2], sort_keys=True)
                 if first not in self._conversations:
                     self._conversations.add(first)
-                    return "quota", 1.0
+                    return "quota", 1.0, {}
             if self.quota is not None:
                 limit, seconds = self.quota
                 now = time.time()
@@ -124,11 +131,24 @@ class FaultServer:
                 window, admitted = self._window
                 if window != index:
                     window, admitted = index, 0
+                reset = (index + 1) * seconds - now
                 if admitted >= limit:
                     self._window = (window, admitted)
-                    return "quota", (index + 1) * seconds - now
+                    return "quota", reset, self._rate(limit, 0, reset)
                 self._window = (window, admitted + 1)
-            return (self.faults.pop(0) if self.faults else "ok"), 0.0
+                rate = self._rate(limit, limit - admitted - 1, reset)
+            else:
+                rate = {}
+            return (self.faults.pop(0) if self.faults else "ok"), 0.0, rate
+
+    def _rate(self, limit: int, remaining: int, reset: float) -> dict[str, str]:
+        if not self.rate_headers:
+            return {}
+        return {
+            "x-ratelimit-limit-requests": str(limit),
+            "x-ratelimit-remaining-requests": str(remaining),
+            "x-ratelimit-reset-requests": f"{math.ceil(reset * 1000) / 1000:.3f}s",
+        }
 
     def _log(self, status: int, fault: str) -> None:
         with self._lock:
