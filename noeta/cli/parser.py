@@ -300,6 +300,10 @@ def build() -> argparse.ArgumentParser:
     replay.add_argument("--model", type=text, help="the model to ask (default: each turn's recorded model)")
     replay.add_argument("--system-prompt", type=text, metavar="TEXT|@FILE",
                         help="the system prompt to ask with (default: the recorded one)")
+    replay.add_argument("--policy", type=text, metavar="package.module:Class",
+                        help="a policy that decides each turn first, from the view the task had before it; its model "
+                             "calls are answered by --provider, or without one by the record when the request is the "
+                             "recorded one")
     fork = command(
         "fork", "start a new task from a task's model turn N, decided anew with other settings; prints its id",
         "The fork's transcript is the task's up to turn N (the tool results before it come from the record: no "

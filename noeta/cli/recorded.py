@@ -14,6 +14,7 @@ from typing import Any, TypeGuard
 from noeta.client.client import AsyncClient
 from noeta.client.export import LoadedTask, load_export
 from noeta.client.options import Options
+from noeta.client.policy_replay import is_policy
 from noeta.client.replay import ReplayChanges, replay_tasks
 from noeta.config.import_path import load_object
 from noeta.errors import ConfigurationError
@@ -69,10 +70,13 @@ async def cmd_fork(client: AsyncClient, args: argparse.Namespace) -> int:
 
 
 async def cmd_replay(args: argparse.Namespace) -> int:
-    """``noeta replay TASK|FILE...``: print the table of changed decisions; exit 1 when one changed.
-    A FILE is an export (``noeta export``); anything else is a task id, exported from the cluster."""
+    """``noeta replay TASK|FILE... [--policy module:Class]``: print the table of changed decisions;
+    exit 1 when one changed. A FILE is an export (``noeta export``); anything else is a task id,
+    exported from the cluster."""
     changes = ReplayChanges(model=args.model, system_prompt=system_prompt(args.system_prompt))
-    provider = replay_provider(args.provider)
+    policy = load_object(args.policy, is_policy, "Policy", "--policy") if args.policy is not None else None
+    # With a policy and no change of the request, the record answers its unchanged model calls.
+    provider = replay_provider(args.provider) if args.provider or policy is None or changes != ReplayChanges() else None
     tasks: list[LoadedTask] = []
     client: AsyncClient | None = None
     for item in args.tasks:
@@ -83,6 +87,6 @@ async def cmd_replay(args: argparse.Namespace) -> int:
         client = client or await AsyncClient.connect()
         exported: dict[str, Any] = await client.export(item)
         tasks.append(load_export(exported))
-    report = await replay_tasks(tasks, provider, changes)
+    report = await replay_tasks(tasks, provider, changes, policy)
     print(report.summary(), flush=True)
     return EXIT_CHANGED if report.changed else 0

@@ -6,6 +6,10 @@ have decided at that point of the task.
 
 The request is built by the same function as the worker's ``call_model`` builds it
 (:func:`noeta.context.requests.model_request`), from the bodies the record points at.
+
+With a policy, each turn is first decided by the policy from the View the workflow had before it
+(:mod:`noeta.client.policy_replay`): its model call is answered by the provider (without one, by
+the record when its request is the recorded one), its tool calls or finish are compared directly.
 """
 
 from __future__ import annotations
@@ -18,11 +22,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from noeta.client.export import LoadedTask
+from noeta.client.policy_replay import PolicyJudge, PolicyStep, decided_without_model, request_difference
 from noeta.client.projection.turns import RecordedTask, RecordedTurn
 from noeta.context.content_store import ContentNotFoundError, ContentStore
 from noeta.context.requests import model_request, offered_tools
 from noeta.context.transcript import TranscriptStore
+from noeta.errors import ConfigurationError
+from noeta.protocols.decisions import CallModel
 from noeta.protocols.messages import LLMProvider, LLMRequest, LLMResponse
+from noeta.protocols.policy import Policy
 from noeta.protocols.turns import TurnDecision, decision_of
 
 
@@ -44,7 +52,9 @@ class ChangedDecision:
     task_id: str
     turn: int
     recorded: TurnDecision
-    new: TurnDecision
+    new: TurnDecision | PolicyStep
+    """The new decision: a model's (or a policy's tool calls or answer), or a policy's step no
+    model decision stands for (replaying a policy)."""
 
 
 @dataclass(frozen=True)
@@ -129,24 +139,61 @@ async def ask(provider: LLMProvider, request: LLMRequest) -> LLMResponse:
 
 
 async def replay_tasks(
-    tasks: Sequence[LoadedTask], provider: LLMProvider, changes: ReplayChanges = ReplayChanges()
+    tasks: Sequence[LoadedTask],
+    provider: LLMProvider | None,
+    changes: ReplayChanges = ReplayChanges(),
+    policy: Policy | None = None,
 ) -> ReplayReport:
-    """Ask ``provider`` every recorded turn of ``tasks`` again under ``changes`` and compare
-    decisions (one turn at a time, in order)."""
+    """Ask every recorded turn of ``tasks`` again under ``changes`` and compare decisions (one turn
+    at a time, in order): ``provider`` answers each turn's request or, with ``policy``, the policy
+    decides first and the provider answers its model calls (see the module). ConfigurationError
+    without a provider when there is no policy, or when ``changes`` change every request."""
+    if provider is None and (policy is None or changes != ReplayChanges()):
+        raise ConfigurationError(
+            "replay needs a provider to ask: provider=..., or Options(provider=...)"
+            + ("; a changed model or request settings can only be answered by one" if policy is not None else "")
+        )
     changed: list[ChangedDecision] = []
     skipped: list[SkippedTurn] = []
     asked = 0
     for task in tasks:
         record = task.recorded()
         transcripts = TranscriptStore(task.store)
+        judge = None
+        if policy is not None:
+            judge = PolicyJudge(policy, record, task.task_id, transcripts, changes.model, changes.system_prompt)
         for turn in record.turns:
             try:
-                request = rebuild_request(turn, record, task.store, changes, transcripts)
+                new = await _new_decision(turn, record, task, provider, changes, transcripts, judge)
             except ContentNotFoundError as err:
                 skipped.append(SkippedTurn(task.task_id, turn.number, f"a stored body is missing ({err})"))
                 continue
-            new = decision_of((await ask(provider, request)).content)
             asked += 1
-            if not turn.decision.same_as(new):
+            if not new.same_as(turn.decision):
                 changed.append(ChangedDecision(task.task_id, turn.number, turn.decision, new))
     return ReplayReport(len(tasks), asked, tuple(changed), tuple(skipped))
+
+
+async def _new_decision(
+    turn: RecordedTurn,
+    record: RecordedTask,
+    task: LoadedTask,
+    provider: LLMProvider | None,
+    changes: ReplayChanges,
+    transcripts: TranscriptStore,
+    judge: PolicyJudge | None,
+) -> TurnDecision | PolicyStep:
+    """The decision taken now at ``turn``: the policy's (when judged), else the provider's."""
+    asked = turn
+    if judge is not None:
+        decision = judge.decide(turn)
+        if not isinstance(decision, CallModel):
+            return decided_without_model(decision)
+        asked = judge.model_call(turn, decision)
+        if provider is None:
+            if asked.request == turn.request:
+                return turn.decision  # the recorded request: the recorded answer is its answer
+            return PolicyStep(f"calls the model with {request_difference(turn, asked)}; no provider to answer")
+    assert provider is not None  # replay_tasks refuses a replay without one and without a policy
+    request = rebuild_request(asked, record, task.store, changes, transcripts)
+    return decision_of((await ask(provider, request)).content)

@@ -13,9 +13,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from noeta.client.export import LoadedTask, load_export
+from noeta.client.policy_replay import PolicyStep, is_policy
 from noeta.client.replay import ChangedDecision, ReplayChanges, ReplayReport, SkippedTurn, replay_tasks
+from noeta.config.import_path import load_object
 from noeta.errors import ConfigurationError
 from noeta.protocols.messages import LLMProvider, LLMRequest, LLMResponse
+from noeta.protocols.policy import Policy
 from noeta.protocols.turns import ToolCallDecision, TurnDecision
 
 
@@ -71,6 +74,7 @@ def replay(
     *,
     options: Any = None,
     provider: LLMProvider | str | None = None,
+    policy: Policy | str | None = None,
     client: Any = None,
 ) -> ReplayReport:
     """Ask every recorded model turn of ``tasks`` again under a change, and report each decision
@@ -81,6 +85,11 @@ def replay(
     ``options`` (an ``Options``) changes the model, the system prompt, the temperature or
     max_tokens where it sets them; ``provider`` answers (an object, or the name of a built-in
     provider the environment configures), else ``options.provider``.
+
+    ``policy`` (a Policy, or ``"package.module:Class"``) decides each turn first, from the View
+    the workflow had before it (docs/changing-agents.md): its model calls are answered by the
+    provider, or without one by the record when the request is the recorded one; its tool calls
+    or finish are compared with the turn's decision directly.
     """
     changes = ReplayChanges(
         model=getattr(options, "model", None),
@@ -88,11 +97,13 @@ def replay(
         temperature=getattr(options, "temperature", None),
         max_tokens=getattr(options, "max_tokens", None),
     )
-    answering = _provider(provider if provider is not None else getattr(options, "provider", None))
+    named = provider if provider is not None else getattr(options, "provider", None)
+    answering = _provider(named) if named is not None or policy is None else None
+    deciding = load_object(policy, is_policy, "Policy", "policy") if isinstance(policy, str) else policy
     items = list(tasks)
     loaded = [_loaded(item, client) if isinstance(item, str) else item for item in items]
     ready = [item if isinstance(item, LoadedTask) else load_export(item) for item in loaded]
-    work = replay_tasks(ready, answering, changes)
+    work = replay_tasks(ready, answering, changes, deciding)
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -126,6 +137,7 @@ __all__ = [
     "ChangedDecision",
     "FakeLLMProvider",
     "LoadedTask",
+    "PolicyStep",
     "ReplayReport",
     "SkippedTurn",
     "ToolCallDecision",
