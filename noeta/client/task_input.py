@@ -14,7 +14,7 @@ from noeta.builtins.llm_policy import LLMPolicy
 from noeta.errors import ConfigurationError, PayloadTooLargeError
 from noeta.protocols.messages import LLMProvider, registry_name
 from noeta.protocols.names import DEFAULT_PROVIDER
-from noeta.protocols.policy import Policy
+from noeta.protocols.policy import Policy, importable_by_path, in_process_policy, policy_path
 from noeta.protocols.task import MAX_GOAL_BYTES, OutputSchema, PolicyRef
 
 
@@ -47,15 +47,17 @@ def policy_ref(policy: Policy | None) -> PolicyRef | None:
     if policy is None or type(policy) is LLMPolicy:
         return None
     cls = type(policy)
-    if cls.__module__ == "__main__" or "<locals>" in cls.__qualname__:
+    if not importable_by_path(cls) and in_process_policy(policy_path(cls)) is not cls:
         raise ConfigurationError(
-            f"policy class {cls.__qualname__} must be defined at module level in an importable "
-            "module (not __main__ or a function): the workflow loads it by import path"
+            f"policy class {cls.__qualname__} is not importable by a worker (it is defined in "
+            f"{'a function' if '<locals>' in cls.__qualname__ else 'the running script, __main__'}): "
+            "define it at module level in an importable module, or run the task with query(), whose "
+            "worker runs in this process and serves the script's own policy classes"
         )
     params: dict[str, Any] = {}
     if dataclasses.is_dataclass(policy):
         params = {f.name: getattr(policy, f.name) for f in dataclasses.fields(policy) if f.init}
-    return PolicyRef(path=f"{cls.__module__}:{cls.__qualname__}", params=params)
+    return PolicyRef(path=policy_path(cls), params=params)
 
 
 def check_goal(goal: str) -> None:

@@ -30,6 +30,7 @@ from noeta.errors import ConfigurationError
 from noeta.protocols.budget import CallCounts
 from noeta.protocols.event_log import EventEnvelope
 from noeta.protocols.messages import ImageBlock, LLMProvider, Usage
+from noeta.protocols.policy import importable_by_path, serve_in_process
 from noeta.protocols.statuses import GoalStatus
 from noeta.resources.context import ambient_resources
 from noeta.worker import Registry, build_worker
@@ -86,6 +87,17 @@ def registry_for(options: Options, store: ContentStore, resources: Mapping[str, 
     return registry
 
 
+def serve_script_policies(options: Options) -> None:
+    """Serve the policy classes of the running script (which a worker elsewhere could not import)
+    to this process's workflows: query()'s worker runs here, as it does for the script's tools."""
+    for opts in [options, *(o for agent in options.subagents for o in agent.all_options())]:
+        if opts.policy is not None and not importable_by_path(type(opts.policy)):
+            try:
+                serve_in_process(type(opts.policy))
+            except ValueError as err:
+                raise ConfigurationError(str(err)) from None
+
+
 def _registry_for(
     options: Options, provider: LLMProvider | str | None, store: ContentStore, settings: Settings,
     resources: Mapping[str, Any],
@@ -119,6 +131,7 @@ async def aquery(
     store = host.store()
     # Nearest wins: this call's resources, then the enclosing run_with blocks', then the host's.
     run_resources = {**host.resources, **ambient_resources(), **(resources or {})}
+    serve_script_policies(options)
     registry, provider_name = _registry_for(options, provider, store, host.settings, run_resources)
     # The in-process worker hands deltas to the sink itself (all of them before the result returns);
     # the client does not subscribe to the broker as well.
