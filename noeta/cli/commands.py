@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic_core import to_jsonable_python
 
-from noeta.cli.recorded import cmd_export, cmd_fork
+from noeta.cli.recorded import cmd_export, cmd_fork, cmd_import
 from noeta.cli.render import approval_line, render, render_envelope, task_line
 from noeta.client.client import AsyncClient, PendingApproval
 from noeta.client.options import Options
@@ -185,4 +185,5 @@ COMMANDS = {
     "retention": cmd_retention,
     "export": cmd_export,
     "fork": cmd_fork,
+    "import": cmd_import,
 }

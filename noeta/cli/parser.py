@@ -318,6 +318,14 @@ def build() -> argparse.ArgumentParser:
     fork.add_argument("--goal", type=text, help="a message of yours added at the fork point (default: none)")
     fork.add_argument("--task-id", type=text, help="the fork's id (default: a new one)")
     fork.add_argument("--queue", type=name, help="the workers' task queue (default: the one the task was started on)")
+    imported = command(
+        "import", "make an export (`noeta export`) a task of this installation, addressable by id; prints its id",
+        "The export's bodies go into this installation's content store (each checked against its hash), and the "
+        "task is recorded here under its id as an imported task, finished as it finished: `noeta export`, "
+        "`noeta replay` and `noeta fork` take its id. Nothing of the task runs again.",
+    )
+    imported.add_argument("file", type=text, metavar="FILE", help="an export written by `noeta export`")
+    imported.add_argument("--task-id", type=text, help="the id here (default: the exported task's)")
     retention = command("retention", "delete content-store bodies of tasks closed more than --days ago (never running ones)")
     retention.add_argument("--days", type=days, required=True, help="retention period in days")
     retention.add_argument("--dry-run", action="store_true", help="only report which tasks would be released")

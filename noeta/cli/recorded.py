@@ -1,7 +1,7 @@
 """The CLI commands on tasks' records: ``noeta export TASK`` writes a task's export as JSON,
 ``noeta replay TASK|FILE...`` asks the recorded model turns again under a change and exits 1 when a
 decision changed, ``noeta fork TASK --at-turn N`` starts a new task from one of the task's turns
-(docs/changing-agents.md)."""
+and ``noeta import FILE`` makes an export a task of this installation (docs/changing-agents.md)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Any, TypeGuard
 
 from noeta.client.client import AsyncClient
 from noeta.client.export import LoadedTask, load_export
+from noeta.client.imports import import_task
 from noeta.client.options import Options
 from noeta.client.policy_replay import is_policy
 from noeta.client.replay import ReplayChanges, replay_tasks
@@ -66,6 +67,17 @@ async def cmd_fork(client: AsyncClient, args: argparse.Namespace) -> int:
         source, at_turn=args.at_turn, options=options, goal=args.goal, task_id=args.task_id, task_queue=args.queue
     )
     print(fork, flush=True)
+    return 0
+
+
+async def cmd_import(client: AsyncClient, args: argparse.Namespace) -> int:
+    """``noeta import FILE [--task-id ID]``: record an export as a task of this installation (see
+    :mod:`noeta.client.imports`) and print its id."""
+    try:
+        data = Path(args.file).read_bytes()
+    except OSError as err:
+        raise ConfigurationError(f"{args.file}: {err.strerror or err}") from err
+    print(await import_task(client.temporal, client.content_store, data, args.task_id), flush=True)
     return 0
 
 

@@ -32,6 +32,7 @@ from noeta.client.embedded import EmbeddedServer
 from noeta.client.events import EventStream
 from noeta.client.export import LoadedTask, export_task
 from noeta.client.forks import load_bodies
+from noeta.client.imports import imported_export, imported_source
 from noeta.client.host import HostConfig
 from noeta.client.inspection import METADATA_QUERY, Inspection, PendingApproval
 from noeta.client.listing import TaskListing
@@ -232,6 +233,7 @@ class AsyncClient:
         export read with ``noeta.sdk.testing.load_task`` (a task of another cluster): its bodies are
         put into this client's content store first, and the fork runs on this client's task queue.
         """
+        source = await imported_source(self.temporal, self.content_store, source)  # imported: its export
         if isinstance(source, LoadedTask):
             await asyncio.to_thread(load_bodies, source, self.content_store)
         return await self._tasks.fork(
@@ -337,8 +339,9 @@ class AsyncClient:
     async def export(self, task_id: str) -> dict[str, Any]:
         """The task as a JSON-serialisable dict: its history (every run, payloads decoded) and the
         stored bodies it refers to (see :mod:`noeta.client.export`); ``noeta.sdk.testing.load_task``
-        reads it back. TaskNotFoundError for an unknown task."""
-        return await export_task(self.temporal, self.content_store, task_id)
+        reads it back (an imported task's: the export it was imported from). TaskNotFoundError for an unknown task."""
+        imported = await imported_export(self.temporal, self.content_store, task_id)
+        return imported if imported is not None else await export_task(self.temporal, self.content_store, task_id)
 
     # Observers and streamed deltas.
 
