@@ -72,6 +72,8 @@ class Progress:
             return [f"[budget] {p.limit}: {p.used:g} of {p.allowed:g} used"]
         if env.type == "BudgetExceeded":
             return [f"[budget] {p.limit} reached ({p.used:g} of {p.allowed:g}): the task stops"]
+        if env.type == "TaskStalled":
+            return [f"[worker] cannot run the next step, waiting for one that can: {p.error_type}: {_short(p.message, 120)}"]
         return []
 
     def _result(self, block: ToolResultBlock, at: datetime | None) -> str:

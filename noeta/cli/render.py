@@ -75,6 +75,8 @@ def describe(env: EventEnvelope) -> str:
         line = f"[{p.status}] {p.answer}"
     elif env.type == "TaskFailed":
         line = f"{p.error_type}: {p.reason}"
+    elif env.type == "TaskStalled":
+        line = f"{p.error_type}: {p.message}"
     elif hasattr(p, "error"):
         line = str(p.error)
     else:

@@ -17,7 +17,7 @@ from temporalio.client import Client as TemporalClient
 from temporalio.service import RPCError, RPCStatusCode
 
 from noeta.client.projection import Projector
-from noeta.errors import TaskNotFoundError
+from noeta.errors import EncryptionKeyError, TaskNotFoundError
 from noeta.protocols.event_log import EventEnvelope, Observer
 from noeta.security.history_codec import decode_message
 
@@ -50,7 +50,13 @@ async def history_events(
         next_run = None
         async for event in handle.fetch_history_events(wait_new_event=follow):
             if codec is not None:
-                await decode_message(event, codec)
+                try:
+                    await decode_message(event, codec)
+                except EncryptionKeyError:
+                    # A worker with other keys reported why it could not run the task (sealed with
+                    # its own key): the parts in the clear still say so (noeta.client.projection.stalls).
+                    if event.event_type != EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
+                        raise
             yield run, event
             if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
                 next_run = event.workflow_execution_continued_as_new_event_attributes.new_execution_run_id

@@ -17,6 +17,7 @@ from noeta.client.tasks import TaskOperations
 from noeta.client.visibility import CLOSED_STATUS, TaskInfo, summary_of
 from noeta.context.content_store import ContentStore
 from noeta.errors import ContentIntegrityError, ContentMissingError, NoetaError, TaskNotFoundError, TaskNotOpenError
+from noeta.protocols.events_task import TaskStalled
 from noeta.protocols.interaction import ApprovalRequest
 from noeta.protocols.names import QUERY_PENDING_APPROVALS
 
@@ -63,9 +64,17 @@ class Inspection:
         return TaskInfo(**{**summary, "status": result.status, "cost_usd": cost}, result=result)
 
     async def current_details(self, task_id: str) -> str:
-        """A running task's "Current Details", asked of a live worker; empty once ended."""
-        if not await self.connection.is_running(task_id):
+        """A running task's "Current Details", asked of a live worker; empty once ended. When the
+        worker cannot run the task (its step stalled: a payload key it lacks...), what stops it."""
+        description = await self.connection.describe(task_id)
+        if description.status != WorkflowExecutionStatus.RUNNING:
             return ""
+        if description.raw_description.pending_workflow_task.attempt > 1:
+            # Its steps fail on the workers (a key they lack...): no worker can answer for it,
+            # and the log says why.
+            stalled = await self._stalled(task_id)
+            if stalled:
+                return stalled
         handle = self.connection.temporal.get_workflow_handle(task_id)
         try:
             metadata = await handle.query(METADATA_QUERY, result_type=WorkflowMetadata)
@@ -73,6 +82,14 @@ class Inspection:
             return ""
         details: str = metadata.current_details
         return details
+
+    async def _stalled(self, task_id: str) -> str:
+        """What stops a task whose last event is a TaskStalled ("" for any other task)."""
+        envelopes = await EventStream(self.connection.temporal, task_id)
+        last = envelopes[-1].payload if envelopes else None
+        if not isinstance(last, TaskStalled):
+            return ""
+        return f"**Stalled**: a worker could not run the next step: {last.error_type or 'error'}: {last.message}"
 
     async def pending_approvals(self, task_id: str) -> list[ApprovalRequest]:
         """A running task's actions waiting for a human, asked of the live workflow; none once ended."""

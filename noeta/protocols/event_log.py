@@ -42,6 +42,8 @@ TaskCompleted                a goal ended with an answer (status completed or fa
 TaskFailed                   the workflow failed with an error
 TaskCancelled                the task was cancelled
 TaskContinuedAsNew           the task continued in a new run (same task id)
+TaskStalled                  a worker could not run the task's next step (e.g. it lacks the task's
+                             payload key: error type, message, key id); the step waits for one that can
 ResourcesReleased            the task ended and its task-scoped resources were destroyed
 ===========================  ===========================================================
 """
@@ -93,6 +95,7 @@ from noeta.protocols.events_task import (
     TaskCreated,
     TaskFailed,
     TaskForked,
+    TaskStalled,
 )
 
 Actor = str  # "engine", "provider:<name>", "tool:<name>", "guard:<name>", "human"
@@ -132,6 +135,7 @@ EventPayload = (
     | ResourcesReleased
     | ResourceCallObserved
     | TaskForked
+    | TaskStalled
 )
 
 #: Each payload type by its name, in the union's order.
@@ -200,6 +204,7 @@ __all__ = [
     "TaskCreated",
     "TaskFailed",
     "TaskForked",
+    "TaskStalled",
     "ToolCallCompleted",
     "ToolCallFailed",
     "ToolCallProposed",

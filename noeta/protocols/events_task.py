@@ -125,6 +125,18 @@ class TaskContinuedAsNew:
 
 
 @dataclass(frozen=True, slots=True)
+class TaskStalled:
+    """A worker could not run the task's next step (its workflow task failed), so the step waits
+    for a worker that can: one without the payload key the task is encrypted with, for instance.
+    Temporal keeps retrying the step; the task goes on, nothing lost, once such a worker runs it."""
+    error_type: str | None
+    """The error the worker reported (``EncryptionKeyError``...)."""
+    message: str
+    key_id: str | None = None
+    """For an ``EncryptionKeyError``: the key the worker lacks."""
+
+
+@dataclass(frozen=True, slots=True)
 class ResourcesReleased:
     """The task-scoped resources destroyed when the task ended, and the errors of those whose
     destroy raised."""
@@ -146,6 +158,7 @@ __all__ = [
     "TaskCreated",
     "TaskFailed",
     "TaskForked",
+    "TaskStalled",
     "WORKFLOW_TERMINATED",
     "WORKFLOW_TIMED_OUT",
 ]

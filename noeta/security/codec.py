@@ -74,6 +74,30 @@ class EncryptionCodec(PayloadCodec):
         return plain
 
 
+def sealed_key_id(payload: Payload) -> str | None:
+    """The id of the key an encrypted payload is sealed with; None for a payload that is not
+    encrypted."""
+    if payload.metadata.get("encoding") != ENCODING:
+        return None
+    return payload.metadata.get(KEY_ID_KEY, b"").decode(errors="replace") or "?"
+
+
+def no_keys_error(key_id: str) -> EncryptionKeyError:
+    """The error of a process without encryption keys that meets data sealed with ``key_id``."""
+    return EncryptionKeyError(
+        f"this task's data is encrypted with key {key_id!r}, and this process has no encryption keys: "
+        "set NOETA_ENCRYPTION_KEYS (or NOETA_ENCRYPTION_KEYS_FILE) to the keys its workers use",
+        key_id=key_id,
+    )
+
+
+def refuse_sealed(payload: Payload) -> None:
+    """EncryptionKeyError naming the key when ``payload`` is encrypted (for readers without a codec)."""
+    key_id = sealed_key_id(payload)
+    if key_id is not None:
+        raise no_keys_error(key_id)
+
+
 def _is_codec(value: object) -> TypeGuard[PayloadCodec]:
     return isinstance(value, PayloadCodec)
 

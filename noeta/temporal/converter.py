@@ -28,16 +28,22 @@ from typing import Any
 from pydantic import TypeAdapter
 from pydantic_core import SchemaSerializer, to_json
 from temporalio.api.common.v1 import Payload
+from temporalio.api.failure.v1 import Failure
 from temporalio.contrib.pydantic import PydanticJSONPlainPayloadConverter
 from temporalio.converter import (
     CompositePayloadConverter,
     DataConverter,
     DefaultFailureConverter,
-    DefaultFailureConverterWithEncodedAttributes,
     DefaultPayloadConverter,
+    EncodingPayloadConverter,
     JSONPlainPayloadConverter,
     PayloadCodec,
+    PayloadConverter,
 )
+
+from noeta.errors import EncryptionKeyError
+
+from noeta.security.codec import ENCODING, no_keys_error, sealed_key_id
 
 #: Distinct type hints seen by a worker are few (Noeta's inputs and outputs, users' output models);
 #: the bound only matters for type hints built afresh per task, which then cannot pile up.
@@ -129,8 +135,28 @@ class SharedCacheJSONConverter(PydanticJSONPlainPayloadConverter):
         return adapter.validate_json(payload.data)
 
 
+class SealedPayloadConverter(EncodingPayloadConverter):
+    """Reads an encrypted payload that reached the converter still sealed (a process without
+    encryption keys): EncryptionKeyError naming the key, instead of "unknown encoding". Never
+    writes one (the codec does)."""
+
+    @property
+    def encoding(self) -> str:
+        """The encrypted payloads' encoding."""
+        return ENCODING.decode()
+
+    def to_payload(self, value: Any) -> Payload | None:
+        """Never: values are encrypted by the codec, after conversion."""
+        return None
+
+    def from_payload(self, payload: Payload, type_hint: type | None = None) -> Any:
+        """Always EncryptionKeyError naming the payload's key."""
+        raise no_keys_error(sealed_key_id(payload) or "?")
+
+
 class NoetaPayloadConverter(CompositePayloadConverter):
-    """Temporal's default converter chain with :class:`SharedCacheJSONConverter` for JSON."""
+    """Temporal's default converter chain with :class:`SharedCacheJSONConverter` for JSON, and
+    :class:`SealedPayloadConverter` for encrypted payloads that were not decrypted."""
 
     def __init__(self) -> None:
         """Temporal's default converters, with the JSON one replaced by a SharedCacheJSONConverter.
@@ -141,18 +167,41 @@ class NoetaPayloadConverter(CompositePayloadConverter):
             *(
                 json_converter if isinstance(c, JSONPlainPayloadConverter) else c
                 for c in DefaultPayloadConverter.default_encoding_payload_converters
-            )
+            ),
+            SealedPayloadConverter(),
         )
+
+
+class SealedFailureConverter(DefaultFailureConverter):
+    """Failure messages and stack traces moved into an encoded payload (so a codec seals them: they
+    may quote customer data, a tool's error, a provider's error body), except an
+    ``EncryptionKeyError``'s: it names key ids only, and a reader without the writer's key must
+    still learn which key a worker lacks."""
+
+    def __init__(self) -> None:
+        """Encodes the common attributes, as ``DefaultFailureConverterWithEncodedAttributes``."""
+        super().__init__(encode_common_attributes=True)
+
+    def to_failure(self, exception: BaseException, payload_converter: PayloadConverter, failure: Failure) -> None:
+        """The failure of ``exception``, with key errors along its chain left in the clear."""
+        super().to_failure(exception, payload_converter, failure)
+        node: Failure | None = failure
+        while node is not None:
+            if node.application_failure_info.type == EncryptionKeyError.__name__ and node.HasField("encoded_attributes"):
+                attributes = payload_converter.from_payloads([node.encoded_attributes])[0]
+                node.message, node.stack_trace = attributes.get("message", ""), attributes.get("stack_trace", "")
+                node.ClearField("encoded_attributes")
+            node = node.cause if node.HasField("cause") else None
 
 
 def data_converter(codec: PayloadCodec | None = None) -> DataConverter:
     """Noeta's data converter, with ``codec`` (e.g. encryption) applied to every payload. With a
-    codec, failure messages and stack traces are moved into an encoded payload too: they may quote
-    customer data (a tool's error, a provider's error body)."""
+    codec, failure messages and stack traces are moved into an encoded payload too
+    (:class:`SealedFailureConverter`)."""
     return DataConverter(
         payload_converter_class=NoetaPayloadConverter,
         payload_codec=codec,
-        failure_converter_class=DefaultFailureConverterWithEncodedAttributes if codec else DefaultFailureConverter,
+        failure_converter_class=SealedFailureConverter if codec else DefaultFailureConverter,
     )
 
 

@@ -11,14 +11,17 @@ from temporalio.api.failure.v1 import Failure
 from temporalio.api.history.v1 import HistoryEvent
 
 from noeta.protocols.step_failures import failure_reason
+from noeta.security.codec import refuse_sealed
 
 _ADAPTERS: dict[type, TypeAdapter[Any]] = {}
 
 
 def decode(payload: Payload, cls: type) -> Any:
-    """A Noeta payload (JSON, or null) as ``cls``."""
+    """A Noeta payload (JSON, or null) as ``cls``; EncryptionKeyError naming the key for one still
+    encrypted (a reader without the keys)."""
     if payload.metadata.get("encoding") == b"binary/null":
         return None
+    refuse_sealed(payload)
     adapter = _ADAPTERS.get(cls) or _ADAPTERS.setdefault(cls, TypeAdapter(cls))
     return adapter.validate_python(json.loads(payload.data))
 

@@ -19,6 +19,7 @@ from noeta.client.projection.lifecycle import Lifecycle
 from noeta.client.projection.log import EnvelopeLog
 from noeta.client.projection.payloads import decode_first
 from noeta.client.projection.rounds import ToolRounds
+from noeta.client.projection.stalls import stall_of
 from noeta.client.projection.steps import Steps
 from noeta.client.projection.subtasks import Subtasks
 from noeta.client.projection.transcript import Transcript
@@ -102,6 +103,10 @@ class Projector:
             self._subtasks.completed(event)
         elif t in _CHILD_ENDED:
             self._subtasks.ended(event)
+        elif t == E.EVENT_TYPE_WORKFLOW_TASK_FAILED:
+            stall = stall_of(event)
+            if stall is not None:
+                self._log.emit(stall, "engine", event, None)
         else:
             self._lifecycle.closed(event)
 
