@@ -42,6 +42,7 @@ from noeta.errors._configuration import (
 from noeta.errors._limits import AttemptsExhaustedError, BudgetExceededError, QuotaExceededError
 from noeta.errors._steps import (
     ContextLengthError,
+    McpAuthError,
     McpServerError,
     ProviderError,
     ProviderResponseError,
@@ -98,6 +99,7 @@ __all__ = [
     "EncryptionKeyError",
     "ExportFormatError",
     "GuardNotRegisteredError",
+    "McpAuthError",
     "McpServerError",
     "McpServerNotAllowedError",
     "NoetaError",

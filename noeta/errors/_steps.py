@@ -95,3 +95,29 @@ class McpServerError(NoetaError):
     broke, it timed out); the worker retries, reconnecting or restarting the server."""
 
     non_retryable = False
+
+
+class McpAuthError(McpServerError):
+    """A remote MCP server refused the worker's authorization (HTTP 401 or 403) or its OAuth flow
+    could not complete: names the server's ``alias`` and ``url`` and what to do (log in again,
+    ask for a missing scope, fix the client's credentials). Not retried: another attempt with the
+    same credentials would be refused the same way."""
+
+    non_retryable = True
+
+    def __init__(self, message: str, alias: str = "", url: str = "", status: int | None = None) -> None:
+        """``message`` says what failed and what to do; ``status`` is the server's HTTP status, if any."""
+        super().__init__(message)
+        self.alias, self.url, self.status = alias, url, status
+
+    def to_details(self) -> dict[str, Any]:
+        return {"message": str(self), "alias": self.alias, "url": self.url, "status": self.status}
+
+    @classmethod
+    def from_details(cls, message: str, details: dict[str, Any]) -> "McpAuthError":
+        return cls(
+            details.get("message", message),
+            alias=details.get("alias", ""),
+            url=details.get("url", ""),
+            status=details.get("status"),
+        )

@@ -12,10 +12,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import fields
+from collections.abc import Callable
 from typing import Any
 
 from noeta.errors import ConfigurationError, McpServerNotAllowedError
-from noeta.protocols.mcp import McpServerConfig
+from noeta.protocols.mcp import McpOAuthConfig, McpServerConfig
 
 #: Only these variables of a worker's environment can be referenced from a server configuration.
 ENV_PREFIX = "MCP_"
@@ -24,8 +25,11 @@ _ALIAS = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$")
 _SECRET_NAME = re.compile(r"auth|token|secret|passw|api[-_]?key|cookie|credential|private", re.IGNORECASE)
 _KEYS = {
     "stdio": {"type", "command", "args", "env", "cwd"},
-    "http": {"type", "url", "headers"},
+    "http": {"type", "url", "headers", "auth"},
 }
+_AUTH_KEYS = {f.name for f in fields(McpOAuthConfig)}
+_GRANTS = ("client_credentials", "authorization_code")
+_AUTH_METHODS = ("client_secret_basic", "client_secret_post", "none", "private_key_jwt")
 
 
 def is_remote(server: Any) -> bool:
@@ -69,7 +73,51 @@ def parse_server(alias: str, raw: Mapping[str, Any] | McpServerConfig) -> McpSer
         headers = _strings(where, "headers", data.get("headers") or {})
         _no_literal_secrets(where, "headers", headers)
         _check_references(where, url)
-        config = McpServerConfig(type="http", url=url, headers=headers)
+        auth = data.get("auth")
+        config = McpServerConfig(
+            type="http", url=url, headers=headers, auth=None if auth is None else parse_auth(f"{where}.auth", auth)
+        )
+    return config
+
+
+def parse_auth(where: str, raw: Mapping[str, Any] | McpOAuthConfig) -> McpOAuthConfig:
+    """An http server's ``auth`` entry; ConfigurationError says what is wrong. Secrets
+    (``client_secret``, ``private_key``) must be ``${MCP_*}`` references."""
+    if isinstance(raw, McpOAuthConfig):
+        data: dict[str, Any] = {f.name: getattr(raw, f.name) for f in fields(raw)}
+    elif isinstance(raw, Mapping):
+        data = dict(raw)
+    else:
+        raise ConfigurationError(f"{where} must be a mapping of OAuth settings")
+    unknown = sorted(set(data) - _AUTH_KEYS)
+    if unknown:
+        raise ConfigurationError(f"{where}: unknown key(s): {', '.join(unknown)} (known: {', '.join(sorted(_AUTH_KEYS))})")
+    for name, value in data.items():
+        if value is not None and not isinstance(value, str):
+            raise ConfigurationError(f"{where}: {name} must be a string")
+        if value is not None:
+            _check_references(where, value)
+    grant = data.get("grant") or "client_credentials"
+    if grant not in _GRANTS:
+        raise ConfigurationError(f"{where}: grant must be one of {', '.join(_GRANTS)}, got {grant!r}")
+    method = data.get("token_endpoint_auth_method")
+    if method is not None and method not in _AUTH_METHODS:
+        raise ConfigurationError(f"{where}: token_endpoint_auth_method must be one of {', '.join(_AUTH_METHODS)}")
+    _no_literal_secrets(where, "auth", {k: data[k] for k in ("client_secret", "private_key") if data.get(k)})
+    values: dict[str, Any] = {**data, "grant": grant, "signing_algorithm": data.get("signing_algorithm") or "RS256"}
+    config = McpOAuthConfig(**values)
+    jwt = method == "private_key_jwt" or (method is None and config.private_key)
+    if grant == "client_credentials":
+        if not config.client_id:
+            raise ConfigurationError(f"{where}: the client_credentials grant needs a client_id")
+        if jwt and not config.private_key:
+            raise ConfigurationError(f"{where}: private_key_jwt needs a private_key (a ${{{ENV_PREFIX}*}} reference)")
+        if not jwt and (method == "none" or not config.client_secret):
+            raise ConfigurationError(
+                f"{where}: the client_credentials grant needs a client_secret (basic or post) or a private_key"
+            )
+    elif jwt:
+        raise ConfigurationError(f"{where}: private_key_jwt is supported for the client_credentials grant only")
     return config
 
 
@@ -130,5 +178,12 @@ def resolve(alias: str, config: McpServerConfig, environ: Mapping[str, str]) -> 
         cwd=config.cwd,
         url=sub(config.url) if config.url else None,
         headers={k: sub(v) for k, v in config.headers.items()},
+        auth=None if config.auth is None else _resolve_auth(config.auth, sub),
     )
     return resolved, used
+
+
+def _resolve_auth(auth: McpOAuthConfig, sub: Callable[[str], str]) -> McpOAuthConfig:
+    values: dict[str, Any] = {f.name: getattr(auth, f.name) for f in fields(auth)}
+    resolved: dict[str, Any] = {k: sub(v) if isinstance(v, str) else v for k, v in values.items()}
+    return McpOAuthConfig(**resolved)

@@ -30,8 +30,12 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.types import CallToolResult, Implementation, Tool
 
-from noeta.errors import McpServerError, McpServerNotAllowedError
+import noeta
+from noeta.errors import McpServerError, McpServerNotAllowedError, NoetaError
 from noeta.mcp.config import resolve
+from noeta.mcp.failures import explain
+from noeta.mcp.oauth import build_auth
+from noeta.mcp.tokens import McpTokenStore
 from noeta.protocols.mcp import McpServerConfig
 from noeta.security.scrub import register_secret
 
@@ -44,19 +48,26 @@ CONNECT_TIMEOUT_SECONDS = 30.0
 CLOSE_TIMEOUT_SECONDS = 2.0
 #: Errors that say the connection is gone before a request could be sent.
 _NOT_SENT = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream)
+#: How this client introduces itself to servers (``initialize``'s ``clientInfo``).
+CLIENT_INFO = Implementation(name="noeta", version=noeta.__version__)
 
 
 class _Connection:
     """One open session, owned by a task that holds the transport open until :meth:`close`."""
 
-    def __init__(self, alias: str, config: McpServerConfig) -> None:
+    def __init__(self, alias: str, config: McpServerConfig, tokens: McpTokenStore | None = None) -> None:
         self.alias = alias
         self.config = config
+        self.tokens = tokens
+        self.failure: NoetaError | None = None
+        """Why the connection broke, in a user's words (None while it works or after a close)."""
         self.session: ClientSession | None = None
         self.server_info: Implementation | None = None
         self.broken = False
         self._ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._closing = asyncio.Event()
+        self.ended = asyncio.Event()
+        """Set when the transport is gone: calls still waiting for an answer will not get one."""
         self._task: asyncio.Task[None] | None = None
 
     async def open(self, timeout: float) -> None:
@@ -81,27 +92,35 @@ class _Connection:
                     )
                     read, write = await stack.enter_async_context(stdio_client(params))
                 else:
-                    http = await stack.enter_async_context(create_mcp_http_client(headers=dict(self.config.headers)))
+                    auth = None
+                    if self.config.auth is not None:
+                        auth = build_auth(self.alias, self.config, self.tokens or McpTokenStore.from_env())
+                    http = await stack.enter_async_context(
+                        create_mcp_http_client(headers=dict(self.config.headers), auth=auth)
+                    )
                     read, write, _ = await stack.enter_async_context(
                         streamable_http_client(self.config.url or "", http_client=http)
                     )
-                session = await stack.enter_async_context(ClientSession(read, write))
+                session = await stack.enter_async_context(ClientSession(read, write, client_info=CLIENT_INFO))
                 initialized = await session.initialize()
                 self.session, self.server_info = session, initialized.serverInfo
                 self._ready.set_result(None)
                 await self._closing.wait()
         except BaseException as err:  # noqa: BLE001 (reported to whoever waits for the handshake)
             self.broken = True
+            if not isinstance(err, asyncio.CancelledError):
+                self.failure = explain(self.alias, self.config, err, "" if self._ready.done() else "while connecting")
             if not self._ready.done():
                 self._ready.set_exception(
-                    McpServerError(f"cannot connect to MCP server {self.alias!r}: {type(err).__name__}: {err}")
+                    self.failure or McpServerError(f"MCP server {self.alias!r}: the connection was cancelled")
                 )
-            elif not self._closing.is_set():
-                logger.warning("MCP server %r: connection lost (%s: %s)", self.alias, type(err).__name__, err)
+            elif not self._closing.is_set() and self.failure is not None:
+                logger.warning("connection lost: %s", self.failure)
             if isinstance(err, asyncio.CancelledError):
                 raise
         finally:
             self.broken = True
+            self.ended.set()
 
     async def close(self) -> None:
         self.broken = True
@@ -120,16 +139,21 @@ class McpConnections:
     """Live MCP sessions of one worker, by server configuration.
 
     ``allowed_commands``: the stdio commands this worker may start (None: any). ``environ``: where
-    ``${MCP_*}`` references are resolved (default: the process environment).
+    ``${MCP_*}`` references are resolved (default: the process environment). ``tokens``: where
+    servers' OAuth tokens are kept (default: :meth:`McpTokenStore.from_env`, read when first needed).
     """
 
     def __init__(
-        self, allowed_commands: Collection[str] | None = None, environ: Mapping[str, str] | None = None
+        self,
+        allowed_commands: Collection[str] | None = None,
+        environ: Mapping[str, str] | None = None,
+        tokens: McpTokenStore | None = None,
     ) -> None:
         """See the class docstring for the arguments; no connection is opened before it is needed.
         """
         self.allowed_commands = None if allowed_commands is None else frozenset(allowed_commands)
         self._environ = environ
+        self.tokens = tokens
         self._open: dict[str, _Connection] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self.connects = 0
@@ -157,7 +181,9 @@ class McpConnections:
                 return current
             if current is not None:
                 await current.close()
-            connection = _Connection(alias, config)
+            if config.auth is not None and self.tokens is None:
+                self.tokens = McpTokenStore.from_env(dict(os.environ if self._environ is None else self._environ))
+            connection = _Connection(alias, config, self.tokens)
             await connection.open(CONNECT_TIMEOUT_SECONDS)
             self.connects += 1
             self._open[key] = connection
@@ -176,19 +202,42 @@ class McpConnections:
             connection = await self._connection(alias, config)
             assert connection.session is not None
             try:
-                return await send(connection.session)
+                return await self._unless_broken(connection, send(connection.session))
             except _NOT_SENT as err:
                 await self._drop(connection)
-                if fresh_try:
-                    raise McpServerError(f"MCP server {alias!r} is not reachable: {type(err).__name__}") from err
+                if fresh_try or connection.failure is not None:
+                    raise self._failure(alias, connection, err) from None
             except McpError as err:
                 # CONNECTION_CLOSED, a session the server no longer knows (restarted), a timeout.
                 await self._drop(connection)
+                if connection.failure is not None:
+                    raise connection.failure from None
                 raise McpServerError(f"MCP server {alias!r}: {err.error.message}") from err
             except Exception as err:  # a transport failure (HTTP, pipes): reconnect on the next attempt
                 await self._drop(connection)
-                raise McpServerError(f"MCP server {alias!r}: {type(err).__name__}: {err}") from err
+                raise self._failure(alias, connection, err) from None
         raise AssertionError("unreachable")
+
+    @staticmethod
+    async def _unless_broken(connection: _Connection, request: Any) -> Any:
+        """``request``'s result, or the connection's failure if the transport dies first (a call in
+        flight when a server refuses a token would otherwise wait for an answer that never comes)."""
+        call = asyncio.ensure_future(request)
+        ended = asyncio.ensure_future(connection.ended.wait())
+        try:
+            await asyncio.wait({call, ended}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            ended.cancel()
+            if not call.done():
+                call.cancel()
+        if call.done() and not call.cancelled():
+            return call.result()
+        raise connection.failure or McpServerError(f"MCP server {connection.alias!r}: the connection was lost")
+
+    @staticmethod
+    def _failure(alias: str, connection: _Connection, err: BaseException) -> NoetaError:
+        """Why a request failed: what broke the connection when that is known, else ``err`` explained."""
+        return connection.failure or explain(alias, connection.config, err)
 
     async def server_version(self, alias: str, config: McpServerConfig) -> str:
         """The version the server reported when connecting (empty if none)."""

@@ -13,12 +13,41 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 McpTransport = Literal["stdio", "http"]
+#: How a worker obtains an access token: as a machine (``client_credentials``) or with tokens a
+#: user granted once through ``noeta mcp login`` (``authorization_code``, with PKCE).
+McpGrant = Literal["client_credentials", "authorization_code"]
+#: How the client authenticates at the token endpoint (RFC 8414 names).
+McpTokenAuthMethod = Literal["client_secret_basic", "client_secret_post", "none", "private_key_jwt"]
 
 #: Prefix of a remote server's tools, as the model sees them: ``mcp__{alias}__{tool}``.
 MCP_PREFIX = "mcp__"
 #: The longest tool name every supported provider accepts (OpenAI: 64, Anthropic: 128).
 MAX_TOOL_NAME = 64
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+@dataclass(frozen=True, slots=True)
+class McpOAuthConfig:
+    """OAuth 2.1 authorization of an http server, as the MCP authorization spec describes it: the
+    worker discovers the server's authorization server and gets (and refreshes) its own tokens.
+
+    Secrets (``client_secret``, ``private_key``) are ``${MCP_*}`` references, like headers."""
+
+    grant: McpGrant = "client_credentials"
+    client_id: str | None = None
+    """A pre-registered client; None: registered dynamically where the server offers it
+    (``authorization_code`` only)."""
+    client_secret: str | None = None
+    private_key: str | None = None
+    """``private_key_jwt``: the PEM key the client signs its assertions with."""
+    token_endpoint_auth_method: McpTokenAuthMethod | None = None
+    """None: ``private_key_jwt`` with a private key, ``client_secret_basic`` with a secret, else ``none``."""
+    signing_algorithm: str = "RS256"
+    """``private_key_jwt``: the JWS algorithm of the assertion (``RS256``, ``ES256``, …)."""
+    scope: str | None = None
+    """Scopes to ask for; None: those the server asks for (``WWW-Authenticate``, its metadata)."""
+    issuer: str | None = None
+    """The authorization server the client's credentials belong to; None: whichever the server names."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +66,8 @@ class McpServerConfig:
     """http: the server's MCP endpoint, e.g. ``https://example.com/mcp``."""
     headers: dict[str, str] = field(default_factory=dict)
     """http: request headers (values may hold ``${NAME}`` references)."""
+    auth: McpOAuthConfig | None = None
+    """http: OAuth authorization (None: only ``headers``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
@@ -30,8 +31,9 @@ def _log(line: str) -> None:
             f.write(line + "\n")
 
 
-def build_server(name: str = "noeta-test", port: int = 0) -> FastMCP:
-    server = FastMCP(name, host="127.0.0.1", port=port, log_level="WARNING")
+def build_server(name: str = "noeta-test", port: int = 0, **settings: Any) -> FastMCP:
+    """The test tools; ``settings`` go to FastMCP (e.g. ``auth`` and ``token_verifier``)."""
+    server = FastMCP(name, host="127.0.0.1", port=port, log_level="WARNING", **settings)
 
     @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
     def add(a: int, b: int) -> str:
