@@ -81,3 +81,20 @@ def test_codec_is_applied_to_the_converter():
 
     codec = Marker()
     assert data_converter(codec).payload_codec is codec  # type: ignore[arg-type]
+
+
+def test_a_worker_builds_the_payload_serializers_before_its_first_workflow_task(tmp_path):
+    """Built on first use, they cost the first workflow task seconds on a loaded machine, inside
+    its activation, where Temporal's deadlock detector fails it after 2 s."""
+    from noeta.protocols.activity_io import CallModelInput, InvokeToolInput, PrepareInput
+    from noeta.protocols.task import TaskInput
+    from noeta.context.content_store import LocalContentStore
+    from noeta.temporal.converter import compact_serializer
+
+    compact_serializer.cache_clear()
+    NoetaWorkerPlugin(Registry.of(content_store=LocalContentStore(tmp_path)))
+    before = compact_serializer.cache_info()
+    for cls in (TaskInput, TaskResult, PrepareInput, CallModelInput, InvokeToolInput):
+        compact_serializer(cls)
+    after = compact_serializer.cache_info()
+    assert (after.misses, after.hits) == (before.misses, before.hits + 5)

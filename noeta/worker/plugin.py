@@ -32,7 +32,7 @@ from temporalio.plugin import SimplePlugin
 from temporalio.worker import WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from noeta.temporal.converter import data_converter
+from noeta.temporal.converter import compact_serializer, data_converter, type_adapter
 
 if TYPE_CHECKING:
     from noeta.activities.registry import Registry
@@ -80,6 +80,21 @@ class NoetaPlugin(SimplePlugin):
         return data_converter(codec)
 
 
+def warm_payload_types() -> None:
+    """Build the payload converter's (process-wide) adapters and serializers for the workflow's
+    inputs, outputs and activity payloads now, as a worker is made. Built on first use instead, the
+    first workflow task to send one spends that time inside its activation: on a loaded machine
+    over the 2 s after which Temporal's deadlock detector fails the workflow task (it is retried,
+    but logs a warning and costs a round trip)."""
+    from noeta.protocols import activity_io
+    from noeta.protocols.task import TaskInput, TaskResult
+
+    kinds: list[type] = [getattr(activity_io, name) for name in activity_io.__all__]
+    for cls in [TaskInput, TaskResult, *(kind for kind in kinds if dataclasses.is_dataclass(kind))]:
+        type_adapter(cls)
+        compact_serializer(cls)
+
+
 class NoetaWorkerPlugin(SimplePlugin):
     """``AgentWorkflow`` (both workflow types) and the activities that serve it, for the tools and providers of ``registry``."""
 
@@ -91,6 +106,7 @@ class NoetaWorkerPlugin(SimplePlugin):
         from noeta.workflows import WORKFLOWS
 
         activities = AgentActivities(registry, tuning)
+        warm_payload_types()
 
         @contextlib.asynccontextmanager
         async def running() -> AsyncIterator[None]:
@@ -114,4 +130,4 @@ class NoetaWorkerPlugin(SimplePlugin):
         )
 
 
-__all__ = ["PASSTHROUGH_MODULES", "NoetaPlugin", "NoetaWorkerPlugin", "sandbox_runner"]
+__all__ = ["PASSTHROUGH_MODULES", "NoetaPlugin", "NoetaWorkerPlugin", "sandbox_runner", "warm_payload_types"]
