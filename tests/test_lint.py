@@ -25,6 +25,19 @@ def test_bugbear_rules_pass_on_the_library():
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+#: The project's limit on a module's length: past it, a module holds more than one idea.
+MAX_MODULE_LINES = 400
+
+
+def test_no_module_is_over_400_lines():
+    long = {
+        str(path.relative_to(ROOT)): lines
+        for path in sorted((ROOT / "noeta").rglob("*.py"))
+        if (lines := len(path.read_text().splitlines())) > MAX_MODULE_LINES
+    }
+    assert long == {}, "split these by idea"
+
+
 def public_modules() -> list[str]:
     """The library's public modules: neither the file name nor any of its package directories
     starts with ``_`` (a package's ``__init__.py`` counts as the package itself)."""

@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 
 from noeta.context.content_store import LocalContentStore
+from noeta.context.step_keys import sha256_hex as _sha256
 from noeta.context.step_records import (
     LocalStepRecords,
     MemoryStepRecords,
     StepOutputs,
-    _sha256,
     stored_step_records,
 )
-from noeta.errors import EncryptionKeyError
+from noeta.errors import ContentIntegrityError
 from noeta.security.keys import parse_keys
 from noeta.security.sealed_bodies import BodyCipher
 
@@ -85,7 +85,7 @@ def test_with_an_encrypted_store_the_record_is_sealed_and_bound_to_its_key(tmp_p
     # The entry relabelled as another step's does not open: the key is the sealing's associated data.
     other = "task-1/run-1/model-9"
     log.write_bytes(log.read_bytes().replace(_sha256(KEY).encode(), _sha256(other).encode()))
-    with pytest.raises(EncryptionKeyError, match="failed authentication"):
+    with pytest.raises(ContentIntegrityError, match="fails authentication under key 'k1'"):
         StepOutputs(records, store).get(other)
 
 
