@@ -39,6 +39,7 @@ from noeta.worker import Registry, build_worker
 from tests.support.postgres import DSN, require_postgres
 from tests.support.scripts import call, say
 from tests.support.tcp_proxy import running_proxy
+from tests.support.waiting import eventually
 
 RUNS: list[str] = []
 
@@ -124,6 +125,15 @@ async def test_a_store_that_fills_up_then_frees_space_stores_the_kept_output_and
         options = Options(provider=provider, allowed_tools=[big_output], max_retries=2)
         task_id = await client.start("store 3 MB", options, task_queue=task_queue)
         assert await asyncio.to_thread(store.failed.wait, 60)
+        # While the write waits, the task's Current Details say why (the step told its task).
+        shown: list[str] = []
+
+        async def outage_shown() -> bool:
+            shown[:] = [await client.current_details(task_id)]
+            return "content store outage" in shown[0]
+
+        await eventually(outage_shown, timeout=30)
+        assert "(full)" in shown[0] and "is not run again" in shown[0] and "running tools" in shown[0]
         filler.unlink()  # the operator frees space
         result = await asyncio.wait_for(client.result(task_id), 60)
     assert (result.status, result.answer, len(RUNS)) == ("completed", "stored", 1)

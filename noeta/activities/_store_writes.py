@@ -14,11 +14,15 @@ An attempt whose time would run out before its next write hands the output to th
 on this worker, takes the output back and goes on writing. (A retry that another worker picks up
 does not find it there; that worker runs the step again, as after a worker lost between a step's
 end and its record.)
+
+While the store fails under a step, the step tells its task (:func:`report_outage`, a signal that
+issues no command), which shows the outage in its Current Details until its next step.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 from collections import OrderedDict
@@ -26,13 +30,17 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import TypeVar
 
+from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from noeta.activities._attempts import AttemptLedger, as_details, error_details
 from noeta.activities._heartbeat import attempt_seconds, with_heartbeat
 from noeta.activities._errors import to_application_error
 from noeta.errors import ContentIntegrityError, ContentMissingError, ContentStoreError, EncryptionKeyError
+from noeta.protocols.names import SIGNAL_STORE_OUTAGE
 from noeta.security.scrub import scrub
+
+logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -41,6 +49,8 @@ T = TypeVar("T")
 HELD_LIMIT_BYTES = 256 * 2**20
 #: Time kept free at the end of an attempt for handing the output back to Temporal.
 HAND_BACK_MARGIN_SECONDS = 1.0
+#: Longest a step waits to tell its task about a store outage.
+REPORT_TIMEOUT_SECONDS = 5.0
 
 
 class HeldOutputs:
@@ -76,6 +86,20 @@ class HeldOutputs:
         return found[0]
 
 
+async def report_outage(ledger: AttemptLedger, err: ContentStoreError, what: str) -> None:
+    """Tell the step's task that the store fails under it, for its Current Details (a signal: the
+    task's commands stay the same). Best effort: a task that cannot be told still retries."""
+    text = f"**content store outage** ({err.cause or 'error'}): {what}; attempt {ledger.attempt}: {scrub(str(err))}"
+    try:
+        info = activity.info()
+        if info.workflow_id is None:  # an activity run on its own: no task to tell
+            return
+        handle = activity.client().get_workflow_handle(info.workflow_id, run_id=info.workflow_run_id)
+        await asyncio.wait_for(handle.signal(SIGNAL_STORE_OUTAGE, text), REPORT_TIMEOUT_SECONDS)
+    except Exception as exc:  # noqa: BLE001 (the report is a courtesy; the retry is what matters)
+        logger.debug("could not report the store outage to the task: %s", exc)
+
+
 async def stored(
     ledger: AttemptLedger,
     write: Callable[[], Awaitable[T]],
@@ -87,10 +111,14 @@ async def stored(
     next write, calls ``hold()`` (the output waits for the next attempt) and raises a retry."""
     seconds = attempt_seconds()
     deadline = None if seconds is None else ledger.started + seconds
+    reported = False
     while True:
         try:
             return await write()
         except ContentStoreError as err:
+            if not reported:
+                reported = True
+                await report_outage(ledger, err, "the step finished; its output waits for the store (the step is not run again)")
             delay = ledger.store_failed(err)
             if delay is None:
                 raise ledger.store_gave_up(err) from err
@@ -114,4 +142,5 @@ async def read_stored(ledger: AttemptLedger, read: Awaitable[T]) -> T:
     except (ContentIntegrityError, ContentMissingError, EncryptionKeyError) as err:
         raise to_application_error(err, ledger.earlier) from err
     except ContentStoreError as err:
+        await report_outage(ledger, err, "the step cannot read what it needs from the store; retrying")
         raise ledger.failed(err, "store") from err

@@ -40,6 +40,9 @@ UPDATE_SEND_GOAL = "send_goal"
 UPDATE_APPROVE = "approve"
 SIGNAL_INJECT = "inject"
 SIGNAL_CLOSE = "close"
+#: Sent by a worker's step to its own task while the content store fails under it (a text for the
+#: task's Current Details); only during an outage, so ordinary tasks never see it.
+SIGNAL_STORE_OUTAGE = "noeta.store_outage"
 QUERY_PENDING_APPROVALS = "pending_approvals"
 QUERY_PROGRESS = "progress"
 

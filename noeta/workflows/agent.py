@@ -33,6 +33,7 @@ from noeta.protocols.names import (
     QUERY_PROGRESS,
     SIGNAL_CLOSE,
     SIGNAL_INJECT,
+    SIGNAL_STORE_OUTAGE,
     UPDATE_APPROVE,
     UPDATE_SEND_GOAL,
     WORKFLOW_NAME,
@@ -133,6 +134,14 @@ class AgentWorkflow:
     def close(self) -> None:
         """End a keep-open task once queued goals are done."""
         self._run_state.state.closed = True
+
+    @workflow.signal(name=SIGNAL_STORE_OUTAGE, description="Sent by the task's own step while the content store fails.")
+    def store_outage(self, text: str) -> None:
+        """Show in Current Details that the current step waits for the content store (no command:
+        a task's history and commands are the same with or without it)."""
+        status = getattr(self, "_status", None)
+        if status is not None:
+            status.outage(text)
 
     @workflow.query(name=QUERY_PROGRESS, description="Turns, messages, usage and goals done so far.")
     def progress(self) -> dict[str, Any]:

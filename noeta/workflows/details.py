@@ -103,23 +103,32 @@ def finished(status: GoalStatus, answer: str) -> str:
 
 
 class CurrentDetails:
-    """The latest step, with pending approvals on top (they are what a person can act on)."""
+    """The latest step, with pending approvals on top (they are what a person can act on) and a
+    store outage the step is riding out above the step."""
 
     def __init__(self) -> None:
         """Starts with nothing to say."""
         self._doing = ""
+        self._outage = ""
 
     def doing(self, text: str, pending: dict[str, ApprovalRequest], timeout_seconds: float) -> None:
-        """Set what the task does now and show it (under any pending approvals)."""
-        self._doing = text
+        """Set what the task does now and show it (under any pending approvals); a new step means
+        the store took the last one's output: an outage shown is over."""
+        self._doing, self._outage = text, ""
+        self.refresh(pending, timeout_seconds)
+
+    def outage(self, text: str, pending: dict[str, ApprovalRequest], timeout_seconds: float) -> None:
+        """Show that the current step waits for the content store (``text``, from the step's worker)."""
+        self._outage = text
         self.refresh(pending, timeout_seconds)
 
     def refresh(self, pending: dict[str, ApprovalRequest], timeout_seconds: float) -> None:
         """Show the current step under the pending approvals as the workflow's current details."""
+        doing = f"{self._outage}\n\n{self._doing}" if self._outage and self._doing else self._outage or self._doing
         if pending:
             text = awaiting_approval(pending.values(), timeout_seconds)
-            if self._doing:
-                text += f"\n\nthen: {self._doing}"
+            if doing:
+                text += f"\n\nthen: {doing}"
         else:
-            text = self._doing
+            text = doing
         workflow.set_current_details(text)

@@ -35,6 +35,11 @@ class RunStatus:
         """What the run is doing now (a line of ``details``)."""
         self._details.doing(text, self._approvals.pending, self._run.task.approval_timeout_seconds)
 
+    def outage(self, text: str) -> None:
+        """The content store fails under the current step (``text`` says how); shown until the next
+        step."""
+        self._details.outage(text, self._approvals.pending, self._run.task.approval_timeout_seconds)
+
     def refresh(self) -> None:
         """Show the approvals waiting now above what the run is doing."""
         self._details.refresh(self._approvals.pending, self._run.task.approval_timeout_seconds)
