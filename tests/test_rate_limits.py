@@ -61,6 +61,22 @@ async def test_a_worker_limit_keeps_calls_under_the_quota(client: AsyncClient, c
     assert (server.served(200), server.served(429)) == (40, 0)
 
 
+@pytest.mark.slow
+async def test_a_limit_from_the_environment_keeps_calls_under_the_quota(
+    client: AsyncClient, content_store, task_queue, monkeypatch
+):
+    # As `noeta worker` deploys it: no limit in the registry, NOETA_PROVIDER_LIMITS in the environment.
+    monkeypatch.setenv("NOETA_PROVIDER_LIMITS", "from_env=8/1")
+    with running_fault_server(quota=(10, 1.0)) as server:
+        provider = OpenAIProvider(base_url=server.base_url, api_key="", model="m", name="from_env")
+        registry = Registry.of(providers=[provider], content_store=content_store)
+        async with build_worker(client.temporal, registry, task_queue):
+            task_ids = await start_all(client, 40, "from_env", task_queue)
+            results = await asyncio.wait_for(asyncio.gather(*(client.result(t) for t in task_ids)), 120)
+    assert [r.status for r in results] == ["completed"] * 40
+    assert (server.served(200), server.served(429)) == (40, 0)
+
+
 class CountedRedisWindows(RedisWindows):
     """Redis counts that also count the starts granted through this worker."""
 

@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 import pytest
 
 from noeta.errors import ConfigurationError, ProviderError
-from noeta.providers.limits import Limiter, ProviderLimit
+from noeta.providers.limits import Limiter, ProviderLimit, ProviderLimitSettings
 from noeta.providers.rate_headers import observe, pause_of, reset_seconds
 from noeta.providers.rate_windows import (
     LocalWindows,
@@ -172,3 +172,12 @@ async def test_concurrent_reservations_in_postgres_never_exceed_the_limit():
         for w in workers:
             await w.aclose()
     assert sum(r.granted for r in results) == 5
+
+
+def test_provider_limits_from_the_environment():
+    limits = ProviderLimitSettings.from_env({"NOETA_PROVIDER_LIMITS": "openai=120/60, anthropic=50/60/8"}).limits
+    assert limits == {"openai": ProviderLimit(120, 60.0), "anthropic": ProviderLimit(50, 60.0, max_concurrent=8)}
+    assert ProviderLimitSettings.from_env({"NOETA_PROVIDER_LIMITS": ""}).limits == {}
+    for bad in ("openai", "openai=120", "openai=0/60", "openai=1/0", "=1/60", "openai=1/60/x"):
+        with pytest.raises(ConfigurationError, match=f"NOETA_PROVIDER_LIMITS: '{bad}' is not name=REQUESTS/SECONDS"):
+            ProviderLimitSettings.from_env({"NOETA_PROVIDER_LIMITS": bad})

@@ -42,7 +42,7 @@ from noeta.protocols.messages import (
 )
 from noeta.protocols.names import CALL_MODEL
 from noeta.providers.errors import classify_exception
-from noeta.providers.limits import MAX_QUEUE_SECONDS, Limiter, ProviderLimit
+from noeta.providers.limits import MAX_QUEUE_SECONDS, Limiter, ProviderLimit, ProviderLimitSettings
 from noeta.providers.rate_windows import rate_windows
 from noeta.telemetry import instrument
 
@@ -71,6 +71,7 @@ class ModelCalls:
         self.blobs = BlobCache(services.store)
         # Every provider gets one: unlimited ones still honour the pauses their answers ask for.
         self.rate_windows = rate_windows(self.registry.rate_limits)
+        self.env_limits = ProviderLimitSettings().limits  # NOETA_PROVIDER_LIMITS: a bad one stops the worker here
         self.limiters: dict[str, Limiter] = {}
         self.delta_broker = self.registry.delta_broker or DeltaSettings().broker()
         self._remote_schema_lists: dict[str, dict[str, dict[str, Any]]] = {}  # by content hash
@@ -137,7 +138,7 @@ class ModelCalls:
         """The provider call, inside the provider's limit (if it has one) and the pauses it asked for."""
         limiter = self.limiters.get(name)
         if limiter is None:
-            limit = self.registry.provider_limits.get(name, ProviderLimit())
+            limit = self.registry.provider_limits.get(name) or self.env_limits.get(name) or ProviderLimit()
             limiter = self.limiters[name] = Limiter(name, limit, self.rate_windows)
         queue = min(MAX_QUEUE_SECONDS, (request.timeout_seconds or MAX_QUEUE_SECONDS * 4) / 4)
         async with limiter.slot(queue):

@@ -11,6 +11,10 @@ quota announced as spent (``x-ratelimit-remaining-requests: 0`` and its reset; s
 noeta.providers.rate_headers) pause all later calls to it until then, instead of sending them into
 more 429s.
 
+``NOETA_PROVIDER_LIMITS=openai=120/60,anthropic=50/60/8`` (``name=REQUESTS/SECONDS[/CONCURRENT]``)
+states limits for every worker started with it (``noeta worker`` included); a registry's own limit
+for a provider wins.
+
 The counts are this worker's own unless the registry's ``rate_limits`` (else ``NOETA_RATE_LIMITS``)
 names a Redis or PostgreSQL server (noeta.providers.rate_windows): then a limit and a pause hold for
 every worker of the fleet together, each worker configured with the same limit. ``max_concurrent``
@@ -26,7 +30,11 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
+from pydantic import Field, field_validator
+
+from noeta.config.settings import EnvSettings
 from noeta.errors import ConfigurationError, ProviderError
 from noeta.providers.rate_headers import RateSignal, watching
 from noeta.providers.rate_windows import LocalWindows, RateWindows
@@ -63,6 +71,46 @@ class ProviderLimit:
     def per_minute(cls, requests: int, max_concurrent: int | None = None) -> ProviderLimit:
         """A quota stated as providers usually publish it: ``requests`` per minute."""
         return cls(requests=requests, per_seconds=60.0, max_concurrent=max_concurrent)
+
+
+#: Provider limits for every worker started with this environment: ``name=REQUESTS/SECONDS``
+#: (``/CONCURRENT`` optional), comma-separated, e.g. ``openai=120/60,anthropic=50/60/8``.
+PROVIDER_LIMITS_VARIABLE = "NOETA_PROVIDER_LIMITS"
+
+
+def parse_provider_limits(text: str) -> dict[str, ProviderLimit]:
+    """The limits ``NOETA_PROVIDER_LIMITS`` states, by provider name; ConfigurationError naming the
+    variable and the entry for anything else."""
+    limits: dict[str, ProviderLimit] = {}
+    for entry in (e.strip() for e in text.split(",")):
+        if not entry:
+            continue
+        name, _, rule = entry.partition("=")
+        parts = rule.split("/")
+        try:
+            if not name.strip() or len(parts) not in (2, 3) or name.strip() in limits:
+                raise ValueError(entry)
+            concurrent = int(parts[2]) if len(parts) == 3 else None
+            limits[name.strip()] = ProviderLimit(requests=int(parts[0]), per_seconds=float(parts[1]), max_concurrent=concurrent)
+        except (ValueError, ConfigurationError) as err:
+            raise ConfigurationError(
+                f"{PROVIDER_LIMITS_VARIABLE}: {entry!r} is not name=REQUESTS/SECONDS[/CONCURRENT] "
+                f"(e.g. openai=120/60){'' if isinstance(err, ValueError) else f': {err}'}"
+            ) from None
+    return limits
+
+
+class ProviderLimitSettings(EnvSettings):
+    """Provider limits from the environment (``NOETA_PROVIDER_LIMITS``; empty: none). A limit the
+    worker's registry sets for a provider wins over this one."""
+
+    limits: dict[str, ProviderLimit] = Field(default_factory=dict, validation_alias=PROVIDER_LIMITS_VARIABLE)
+    """The limits by provider name."""
+
+    @field_validator("limits", mode="before")
+    @classmethod
+    def _parse(cls, raw: Any) -> Any:
+        return parse_provider_limits(raw) if isinstance(raw, str) else raw
 
 
 @dataclass
