@@ -30,6 +30,7 @@ from noeta.errors import (
     EncryptionKeyError,
     rebuild_error,
 )
+from noeta.protocols.names import SIGNAL_STORE_OUTAGE
 from noeta.protocols.tool import ToolContext, ToolResult
 from noeta.sdk.testing import FakeLLMProvider
 from noeta.sdk.tools import tool
@@ -37,6 +38,7 @@ from noeta.security.keys import parse_keys
 from noeta.security.sealed_bodies import BodyCipher
 from noeta.worker import Registry, build_worker
 from tests.support.postgres import DSN, require_postgres
+from tests.support.replay import replay
 from tests.support.scripts import call, say
 from tests.support.tcp_proxy import running_proxy
 from tests.support.waiting import eventually
@@ -143,6 +145,12 @@ async def test_a_store_that_fills_up_then_frees_space_stores_the_kept_output_and
     assert (completed.success, completed.attempt) == (True, 1)  # one attempt: only the write was retried
     digest = hashlib.sha256(b"x" * 3 * 2**20).hexdigest()
     assert store.get(digest) == b"x" * 3 * 2**20
+    # The step's report is a signal in the task's history, and that history replays.
+    history = await client.temporal.get_workflow_handle(task_id).fetch_history()
+    signals = [e.workflow_execution_signaled_event_attributes.signal_name for e in history.events
+               if e.HasField("workflow_execution_signaled_event_attributes")]
+    assert signals == [SIGNAL_STORE_OUTAGE]
+    assert await replay(history) is None
 
 
 @tool(name="outage", version="1", input_schema={"type": "object"}, description="Cuts the database off as it ends.")
