@@ -8,6 +8,7 @@ only another key, and run by a worker without keys or with only another key, the
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from noeta.client.options import HostConfig, Options
 from noeta.context.content_store import LocalContentStore
 from noeta.errors import EncryptionKeyError
 from noeta.cli.progress import Progress
+from noeta.client import pollers
 from noeta.cli.render import render_envelope
 from noeta.protocols.event_log import EventEnvelope
 from noeta.protocols.events_task import TaskStalled
@@ -27,6 +29,10 @@ from noeta.security.sealed_bodies import BodyCipher
 from noeta.worker import Registry, build_worker
 from tests.support.waiting import eventually
 from tests.test_encryption import ANSWER, GOAL, ledger_lookup, plain_provider, ring, run_task
+
+
+def stall_notices(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "noeta.client" and "is stalled" in r.getMessage()]
 
 
 def host(settings: Settings, store_dir: Path, keys: KeyRing | None) -> HostConfig:
@@ -55,7 +61,8 @@ async def test_a_client_without_keys_names_the_key_at_once(settings: Settings, t
 
 @pytest.mark.parametrize("worker_keys", ["none", "another key"])
 async def test_a_worker_without_the_key_shows_it_on_the_task_and_the_task_resumes_with_the_key(
-    settings: Settings, tmp_path: Path, task_queue: str, worker_keys: str
+    settings: Settings, tmp_path: Path, task_queue: str, worker_keys: str,
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch,
 ):
     store_dir = tmp_path / "content"
     v1 = ring(new_key_entry("v1"))
@@ -75,10 +82,19 @@ async def test_a_worker_without_the_key_shows_it_on_the_task_and_the_task_resume
 
                 await eventually(stalled, timeout=10)
                 details = await client.current_details(task_id)
+                # A client waiting for the result says so too (and keeps waiting).
+                monkeypatch.setattr(pollers, "FIRST_LOOK_SECONDS", 0.2)
+                caplog.set_level(logging.WARNING, logger="noeta.client")
+                waiting = asyncio.ensure_future(client.result(task_id))
+                await eventually(lambda: stall_notices(caplog), timeout=15)
+                assert not waiting.done()
         stall = found[0].payload
         assert stall.error_type == "EncryptionKeyError" and stall.key_id == "v1"
         assert "'v1'" in stall.message
         assert "EncryptionKeyError" in details and "'v1'" in details
+        [notice] = stall_notices(caplog)
+        assert notice.startswith(f"task {task_id} is stalled: a worker could not run the next step: EncryptionKeyError:")
+        assert "'v1'" in notice and notice.endswith("still waiting (it goes on once a worker can run it)")
         # The CLI's log and progress lines say it too.
         assert "EncryptionKeyError" in render_envelope(found[0]) and "'v1'" in render_envelope(found[0])
         assert any("EncryptionKeyError" in line for line in Progress().lines(found[0]))
@@ -86,7 +102,7 @@ async def test_a_worker_without_the_key_shows_it_on_the_task_and_the_task_resume
         # The key deployed: a worker that has it runs the task to the end, nothing lost.
         registry = Registry.of(tools=[ledger_lookup], providers={"fake": plain_provider()}, content_store=client.content_store)
         async with build_worker(client.temporal, registry, task_queue):
-            result = await asyncio.wait_for(client.result(task_id), 60)
+            result = await asyncio.wait_for(waiting, 60)
         assert result.answer == ANSWER
         types = [e.type for e in await client.events(task_id)]
         assert types.count("TaskStalled") == 1 and types.count("ToolCallCompleted") == 1 and types[-1] == "TaskCompleted"

@@ -13,11 +13,11 @@ from noeta.client.connection import Connection
 from noeta.client.events import EventStream, history_events
 from noeta.client.listing import TaskListing
 from noeta.client.messages import ViewItem, as_messages
+from noeta.client.stalls import current_stall, stall_text
 from noeta.client.tasks import TaskOperations
 from noeta.client.visibility import CLOSED_STATUS, TaskInfo, summary_of
 from noeta.context.content_store import ContentStore
 from noeta.errors import ContentIntegrityError, ContentMissingError, NoetaError, TaskNotFoundError, TaskNotOpenError
-from noeta.protocols.events_task import TaskStalled
 from noeta.protocols.interaction import ApprovalRequest
 from noeta.protocols.names import QUERY_PENDING_APPROVALS
 
@@ -66,15 +66,13 @@ class Inspection:
     async def current_details(self, task_id: str) -> str:
         """A running task's "Current Details", asked of a live worker; empty once ended. When the
         worker cannot run the task (its step stalled: a payload key it lacks...), what stops it."""
-        description = await self.connection.describe(task_id)
-        if description.status != WorkflowExecutionStatus.RUNNING:
+        if not await self.connection.is_running(task_id):
             return ""
-        if description.raw_description.pending_workflow_task.attempt > 1:
-            # Its steps fail on the workers (a key they lack...): no worker can answer for it,
-            # and the log says why.
-            stalled = await self._stalled(task_id)
-            if stalled:
-                return stalled
+        # Its next step fails on the workers (a key they lack...): no worker can answer for it,
+        # and the log says why.
+        stall = await current_stall(self.connection.temporal, task_id)
+        if stall is not None:
+            return f"**Stalled**: {stall_text(stall)}"
         handle = self.connection.temporal.get_workflow_handle(task_id)
         try:
             metadata = await handle.query(METADATA_QUERY, result_type=WorkflowMetadata)
@@ -82,14 +80,6 @@ class Inspection:
             return ""
         details: str = metadata.current_details
         return details
-
-    async def _stalled(self, task_id: str) -> str:
-        """What stops a task whose last event is a TaskStalled ("" for any other task)."""
-        envelopes = await EventStream(self.connection.temporal, task_id)
-        last = envelopes[-1].payload if envelopes else None
-        if not isinstance(last, TaskStalled):
-            return ""
-        return f"**Stalled**: a worker could not run the next step: {last.error_type or 'error'}: {last.message}"
 
     async def pending_approvals(self, task_id: str) -> list[ApprovalRequest]:
         """A running task's actions waiting for a human, asked of the live workflow; none once ended."""

@@ -25,6 +25,8 @@ from temporalio.client import Client as TemporalClient
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.service import RPCError
 
+from noeta.client.stalls import current_stall, stall_text
+
 logger = logging.getLogger("noeta.client")
 
 #: A poll older than this does not count as a live worker.
@@ -78,16 +80,33 @@ async def unpolled_queue(temporal: TemporalClient, task_id: str) -> str | None:
         return None  # the wait itself reports what is wrong with the task or the server
 
 
+async def stalled_message(temporal: TemporalClient, task_id: str) -> str | None:
+    """What to tell a user waiting on a task whose next step fails on its workers (a payload key
+    they lack...); None for a task that moves, or when the server could not say."""
+    try:
+        stall = await current_stall(temporal, task_id)
+    except RPCError:
+        return None
+    if stall is None:
+        return None
+    return f"task {task_id} is stalled: {stall_text(stall)}; still waiting (it goes on once a worker can run it)"
+
+
 async def watch(temporal: TemporalClient, task_id: str, say: Say) -> None:
     """Look at the task's queue after FIRST_LOOK_SECONDS, then every LOOK_EVERY_SECONDS; ``say``
-    the no-worker message when nobody polls it (again only after a worker has come and gone)."""
-    said = False
+    the no-worker message when nobody polls it (again only after a worker has come and gone), and
+    the stall message when its workers cannot run its next step (again only after it moved)."""
+    said = stalled = False
     await asyncio.sleep(FIRST_LOOK_SECONDS)
     while True:
         queue = await unpolled_queue(temporal, task_id)
         if queue is not None and not said:
             say(no_worker_message(task_id, queue))
         said = queue is not None
+        stall = None if said else await stalled_message(temporal, task_id)
+        if stall is not None and not stalled:
+            say(stall)
+        stalled = stall is not None
         await asyncio.sleep(LOOK_EVERY_SECONDS)
 
 
@@ -106,5 +125,5 @@ async def saying_when_unpolled(temporal: TemporalClient, task_id: str, say: Say 
 
 __all__ = [
     "FIRST_LOOK_SECONDS", "LOOK_EVERY_SECONDS", "POLLER_FRESH_SECONDS", "no_worker_message", "queue_has_worker",
-    "saying_when_unpolled", "unpolled_queue", "watch",
+    "saying_when_unpolled", "stalled_message", "unpolled_queue", "watch",
 ]
