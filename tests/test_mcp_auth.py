@@ -9,9 +9,13 @@ the server when they are revoked. No token reaches history, events or logs.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import logging
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -185,3 +189,38 @@ async def test_a_login_is_refreshed_mid_task_and_a_revoked_one_is_an_auth_error(
     issued = protected.state.issued
     assert len(issued) == 4  # the login's access and refresh tokens, and the refreshed pair
     assert not [t for t in issued if t.encode() in history or t in shown]
+
+
+FOLLOW_REDIRECTS = "import sys, httpx; httpx.get(sys.argv[1], follow_redirects=True).raise_for_status()"
+
+
+async def test_noeta_mcp_login_stores_what_workers_use(protected: ProtectedServer, tmp_path: Path):
+    browser = tmp_path / "browser.py"
+    browser.write_text(FOLLOW_REDIRECTS)
+    key = base64.b64encode(b"k" * 32).decode()
+    env = {
+        **os.environ, "BROWSER": f"{sys.executable} {browser} %s", "NOETA_MCP_TOKENS_DIR": str(tmp_path / "tokens"),
+        "NOETA_ENCRYPTION_KEYS": f"k1:{key}", "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+    }
+    done = await asyncio.to_thread(
+        subprocess.run, [sys.executable, "-m", "noeta.cli", "mcp", "login", "crm", "--url", protected.url],
+        env=env, capture_output=True, text=True, timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"logged in to 'crm' ({protected.url}); its tools: add, echo" in done.stdout
+    assert protected.state.grants == ["authorization_code"]
+    [record] = (tmp_path / "tokens").iterdir()
+    assert not [t for t in protected.state.issued if t in record.read_text()]
+    # A worker with the same store and keys uses the login: no new authorization.
+    store = McpTokenStore(tmp_path / "tokens", KEYS)
+    connections = McpConnections(tokens=store)
+    server = parse_server("crm", {"type": "http", "url": protected.url, "auth": {"grant": "authorization_code"}})
+    try:
+        assert (await connections.call_tool("crm", server, "echo", {"text": "hi"}, None)).content[0].text == "hi"
+    finally:
+        await connections.aclose()
+    assert protected.state.grants == ["authorization_code"]
+    # Without a login, a worker says how to get one.
+    other = parse_server("other", {"type": "http", "url": protected.url, "auth": {"grant": "authorization_code", "client_id": "x"}})
+    with pytest.raises(McpAuthError, match="run `noeta mcp login other --url"):
+        await McpConnections(tokens=store).list_tools("other", other)

@@ -8,6 +8,7 @@ import math
 from collections.abc import Callable
 from importlib import metadata
 
+from noeta.cli import mcp_login
 from noeta.protocols.bounds import BOUNDS, bound_problem
 from noeta.protocols.statuses import TASK_STATUSES
 from noeta.config.tuning import SETTINGS as TUNING_SETTINGS
@@ -326,6 +327,7 @@ def build() -> argparse.ArgumentParser:
     )
     imported.add_argument("file", type=text, metavar="FILE", help="an export written by `noeta export`")
     imported.add_argument("--task-id", type=text, help="the id here (default: the exported task's)")
+    mcp_login.add_parser(command)
     retention = command("retention", "delete content-store bodies of tasks closed more than --days ago (never running ones)")
     retention.add_argument("--days", type=days, required=True, help="retention period in days")
     retention.add_argument("--dry-run", action="store_true", help="only report which tasks would be released")

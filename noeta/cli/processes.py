@@ -14,6 +14,7 @@ from noeta.client.config import Settings
 from noeta.client.embedded import ensure_server
 from noeta.errors import ConfigurationError
 from noeta.cli.lifecycle import EXIT_INTERRUPTED, serve_until_signal
+from noeta.cli.mcp_login import cmd_mcp
 from noeta.protocols.names import DEFAULT_PROVIDER
 from noeta.config.tuning import SETTINGS as TUNING_SETTINGS
 from noeta.config.tuning import WorkerTuning
@@ -244,4 +245,5 @@ async def cmd_replay(args: argparse.Namespace) -> int:
 
 ASYNC_COMMANDS = {
     "run": cmd_run, "worker": cmd_worker, "serve": cmd_serve, "codec-server": cmd_codec_server, "replay": cmd_replay,
+    "mcp": cmd_mcp,
 }

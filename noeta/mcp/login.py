@@ -7,6 +7,7 @@ workers read. Workers refresh them from then on; they never open a browser thems
 from __future__ import annotations
 
 import asyncio
+import os
 import webbrowser
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
@@ -17,6 +18,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from noeta.errors import McpServerError
+from noeta.mcp.config import resolve
 from noeta.mcp.connections import CLIENT_INFO
 from noeta.mcp.failures import explain
 from noeta.mcp.oauth import build_auth
@@ -29,7 +31,8 @@ _PAGE = b"<!doctype html><title>noeta</title><p>Logged in; you can close this wi
 class _Callback:
     """A loopback HTTP listener that waits for the authorization server's redirect."""
 
-    def __init__(self) -> None:
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
         self.result: asyncio.Future[tuple[str, str | None]] = asyncio.get_running_loop().create_future()
         self.server: asyncio.Server | None = None
 
@@ -60,7 +63,10 @@ class _Callback:
             writer.close()
 
     async def wait(self) -> tuple[str, str | None]:
-        return await self.result
+        try:
+            return await asyncio.wait_for(asyncio.shield(self.result), self.timeout)
+        except asyncio.TimeoutError:
+            raise McpServerError(f"no answer from the browser within {self.timeout:g} s; the login was abandoned") from None
 
     async def close(self) -> None:
         if self.server is not None:
@@ -82,16 +88,18 @@ async def login(
     port: int = 0,
     timeout: float = 300.0,
 ) -> list[str]:
-    """Log in to ``server`` (an http server whose auth grant is ``authorization_code``, references
-    resolved) and store the tokens; returns the names of the server's tools. ``port``: the loopback
+    """Log in to ``server`` (an http server whose auth grant is ``authorization_code``; its
+    ``${MCP_*}`` references are resolved from this process's environment) and store the tokens; returns the names of the server's tools. ``port``: the loopback
     port the browser comes back to (0: any free one; a pre-registered client needs the one it was
     registered with). McpAuthError or McpServerError say what failed."""
     if server.type != "http" or server.auth is None or server.auth.grant != "authorization_code":
         raise McpServerError(f"mcp_servers[{alias!r}]: a login needs an http server with auth grant 'authorization_code'")
-    callback = _Callback()
+    server, _ = resolve(alias, server, os.environ)
+    callback = _Callback(timeout)
     redirect_uri = await callback.start(port)
     try:
         auth = build_auth(alias, server, store, open_browser, callback.wait, redirect_uri)
+        await auth.forget_tokens()  # a login always asks the user again
         async with AsyncExitStack() as stack:
             http = await stack.enter_async_context(create_mcp_http_client(headers=dict(server.headers), auth=auth))
             read, write, _ = await stack.enter_async_context(streamable_http_client(server.url or "", http_client=http))

@@ -25,6 +25,7 @@ from typing import Any
 
 import httpx
 from mcp.client.auth import OAuthClientProvider
+from mcp.client.auth.utils import extract_field_from_www_auth
 from mcp.client.auth.extensions.client_credentials import (
     ClientCredentialsOAuthProvider,
     PrivateKeyJWTOAuthProvider,
@@ -96,6 +97,14 @@ class _FleetTokens(OAuthClientProvider):
         self._login, self._alias, self._server = login, alias, server
         login.metadata = lambda: self.context.oauth_metadata
 
+    async def forget_tokens(self) -> None:
+        """Drop the stored tokens (the registered client stays): the next request authorizes anew."""
+        record = await self._login.reload()
+        if record.pop("tokens", None) is not None:
+            record.pop("expires_at", None)
+            await asyncio.to_thread(self._login.store.save, self._login.key, record)
+        self.context.clear_tokens()
+
     async def _load(self) -> None:
         record = await self._login.reload()
         self.context.current_tokens = await self._login.get_tokens()
@@ -130,6 +139,18 @@ class _FleetTokens(OAuthClientProvider):
             status=status,
         )
 
+    def _needs_scope(self, scope: str) -> McpAuthError:
+        granted = self.context.current_tokens.scope if self.context.current_tokens else None
+        wanted = " ".join(dict.fromkeys(f"{granted or ''} {scope}".split()))
+        return McpAuthError(
+            f"MCP server {self._alias!r} ({self._server.url}) needs scope {scope!r}, which this login was not "
+            f"granted (HTTP 403 insufficient_scope); log in again asking for it: "
+            f"`noeta mcp login {self._alias} --url {self._server.url} --scope '{wanted}'`",
+            alias=self._alias,
+            url=self._server.url or "",
+            status=403,
+        )
+
     def _needs_login(self) -> bool:
         """A user's login that only ``noeta mcp login`` can renew (this process opens no browser)."""
         return isinstance(self, LoginTokens) and self.context.redirect_handler is None
@@ -161,6 +182,9 @@ class _FleetTokens(OAuthClientProvider):
                         continue
                     if self._needs_login():
                         raise self._refused(401)
+                if outgoing is request and response.status_code == 403 and self._needs_login():
+                    if extract_field_from_www_auth(response, "error") == "insufficient_scope":
+                        raise self._needs_scope(extract_field_from_www_auth(response, "scope") or "")
                 outgoing = await flow.asend(response)
         except StopAsyncIteration:
             return
@@ -184,11 +208,18 @@ class LoginTokens(_FleetTokens):
         """The SDK provider's arguments, and the pre-registered client if there is one."""
         super().__init__(*args, **kwargs)
         self._fixed_client = fixed_client
+        self._scope = self.context.client_metadata.scope
 
     async def _initialize(self) -> None:
         await super()._initialize()
         if self._fixed_client is not None:
             self.context.client_info = self._fixed_client
+
+    async def _perform_authorization_code_grant(self) -> tuple[str, str]:
+        # The scopes the server asks for (WWW-Authenticate, its metadata), and those the operator asked for.
+        asked = f"{self.context.client_metadata.scope or ''} {self._scope or ''}".split()
+        self.context.client_metadata.scope = " ".join(dict.fromkeys(asked)) or None
+        return await super()._perform_authorization_code_grant()
 
 
 def _auth_method(auth: McpOAuthConfig) -> str:

@@ -1,0 +1,150 @@
+"""The client program the MCP conformance suite runs: ``python -m tests.support.mcp_conformance_client URL``.
+
+It runs a real Noeta task against the scenario's server: a worker of this process connects to the
+Temporal cluster named by ``NOETA_CONFORMANCE_TEMPORAL`` (``host:port``), ``prepare_task`` lists
+the server's tools, and a scripted model calls each tool once (arguments made from its schema)
+before it answers. The server's configuration comes from the scenario (``MCP_CONFORMANCE_SCENARIO``)
+and its context (``MCP_CONFORMANCE_CONTEXT``, JSON):
+
+- ``auth/client-credentials-*``: the ``client_credentials`` grant with the context's client (a
+  secret, or a private key for ``private_key_jwt``);
+- other ``auth/*`` scenarios: a user's login first (``noeta.mcp.login`` with a browser that
+  follows the authorization server's redirects, as a real one would when approval needs no
+  click), then the task with the ``authorization_code`` grant; a pre-registered client when the
+  context gives one;
+- the rest: no authorization.
+
+A user's login that lacks a scope a call needs (``auth/scope-step-up``) fails that call with
+McpAuthError naming the scope; the program then logs in again asking for it and runs the task
+again, as an operator would.
+
+Secrets go to this process's environment as ``MCP_*`` variables and reach the task only as
+references. Exits 0 when the task completed, 1 with the error otherwise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from noeta.client.client import AsyncClient
+from noeta.client.config import Settings
+from noeta.client.options import HostConfig, Options
+from noeta.context.content_store import LocalContentStore
+from noeta.mcp.config import parse_server
+from noeta.mcp.connections import McpConnections
+from noeta.mcp.login import login
+from noeta.mcp.tokens import McpTokenStore
+from noeta.protocols.messages import LLMRequest, LLMResponse, ToolResultBlock
+from noeta.sdk.testing import FakeLLMProvider
+from noeta.worker import Registry, build_worker
+from tests.support.scripts import call, say
+
+ALIAS = "conformance"
+STEP_UP = re.compile(r"--scope '([^']*)'")
+
+
+def server_config(url: str, scenario: str, context: dict[str, Any]) -> dict[str, Any]:
+    """The ``mcp_servers`` entry for the scenario (secrets as ``${MCP_*}`` references, set here)."""
+    config: dict[str, Any] = {"type": "http", "url": url}
+    if not scenario.startswith("auth/"):
+        return config
+    auth: dict[str, Any] = {}
+    if context.get("client_id"):
+        auth["client_id"] = context["client_id"]
+    if context.get("client_secret"):
+        os.environ["MCP_CONFORMANCE_SECRET"] = context["client_secret"]
+        auth["client_secret"] = "${MCP_CONFORMANCE_SECRET}"
+    if context.get("private_key_pem"):
+        os.environ["MCP_CONFORMANCE_KEY"] = context["private_key_pem"]
+        auth["private_key"] = "${MCP_CONFORMANCE_KEY}"
+        auth["signing_algorithm"] = context.get("signing_algorithm") or "RS256"
+    auth["grant"] = "client_credentials" if scenario.startswith("auth/client-credentials") else "authorization_code"
+    config["auth"] = auth
+    return config
+
+
+def argument(schema: dict[str, Any]) -> Any:
+    """A value of the JSON schema's type."""
+    kind = schema.get("type")
+    if "default" in schema:
+        return schema["default"]
+    if "enum" in schema:
+        return schema["enum"][0]
+    return {"integer": 1, "number": 1, "boolean": True, "array": [], "object": {}}.get(str(kind), "test")
+
+
+def respond(request: LLMRequest) -> LLMResponse:
+    """Call every tool once, then report what they returned."""
+    done = [b for m in request.messages for b in m.content if isinstance(b, ToolResultBlock)]
+    if done or not request.tools:
+        return say(json.dumps({b.call_id: [b.success, b.output] for b in done}))
+    calls = []
+    for n, tool in enumerate(request.tools):
+        schema = tool.get("input_schema") or {}
+        props = schema.get("properties") or {}
+        args = {name: argument(props[name]) for name in schema.get("required") or [] if name in props}
+        calls.append((f"c{n}", tool["name"], args))
+    return call(*calls)
+
+
+async def headless_browser(url: str) -> None:
+    """Follow the authorization server's redirects back to the login's loopback address."""
+    async with httpx.AsyncClient(follow_redirects=True, timeout=30) as http:
+        (await http.get(url)).raise_for_status()
+
+
+async def run(url: str) -> None:
+    scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    address = os.environ["NOETA_CONFORMANCE_TEMPORAL"]
+    home = Path(tempfile.mkdtemp(prefix="noeta-conformance-"))
+    store = McpTokenStore(home / "tokens")
+    config = server_config(url, scenario, context)
+    if config.get("auth", {}).get("grant") == "authorization_code":
+        await login(ALIAS, parse_server(ALIAS, config), store, headless_browser)
+    provider = FakeLLMProvider(responder=respond)
+    content = LocalContentStore(home / "content")
+    registry = Registry.of(providers=[provider], content_store=content)
+    registry.mcp_connections = McpConnections(tokens=store)
+    client = await AsyncClient.connect(HostConfig(settings=Settings(temporal_address=address, home=home), content_store=content))
+    task_queue = f"conformance-{uuid.uuid4().hex[:8]}"
+    options = Options(provider=provider, mcp_servers={ALIAS: config}, tool_retries=0)
+    async with build_worker(client.temporal, registry, task_queue):
+        task_id = await client.start(f"conformance scenario {scenario}", options, task_queue=task_queue)
+        result = await client.result(task_id)
+        print(result.answer)
+        # What an operator does when a user's login lacks a scope a call needs (step-up): log in
+        # again asking for it, as the McpAuthError says, and run the task again.
+        failed = [e.payload for e in await client.events(task_id) if e.type == "ToolCallFailed"]
+        wanted = [m.group(1) for f in failed if f.error_type == "McpAuthError" and (m := STEP_UP.search(f.error))]
+        if wanted:
+            config["auth"]["scope"] = wanted[0]
+            await login(ALIAS, parse_server(ALIAS, config), store, headless_browser)
+            task_id = await client.start(f"conformance scenario {scenario}, again", options, task_queue=task_queue)
+            print((await client.result(task_id)).answer)
+            failed = [e.payload for e in await client.events(task_id) if e.type == "ToolCallFailed"]
+        if failed:
+            raise RuntimeError(f"{failed[0].error_type}: {failed[0].error}")
+
+
+def main() -> int:
+    try:
+        asyncio.run(run(sys.argv[1]))
+    except Exception as err:  # noqa: BLE001 (reported to the suite)
+        print(f"{type(err).__name__}: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
