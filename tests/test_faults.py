@@ -167,6 +167,7 @@ BAD_OPTIONS = [
     ("max_turns", 0, "max_turns must be a whole number from 1 to 10000, got 0"),
     ("temperature", math.nan, "temperature must be a number from 0 to 2, got nan"),
     ("rate_limit_wait_seconds", -1, "rate_limit_wait_seconds must be a number from 0 to 86400, got -1"),
+    ("store_outage_wait_seconds", 10**6, "store_outage_wait_seconds must be a number from 0 to 86400, got 1000000"),
 ]
 
 

@@ -10,6 +10,7 @@ import errno
 import hashlib
 import subprocess
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +20,7 @@ import pytest
 
 from noeta.client.client import AsyncClient
 from noeta.client.options import Options
+from noeta.protocols.interaction import TaskResult
 from noeta.context.content_store import ContentNotFoundError, LocalContentStore
 from noeta.context.ownership import owned_by
 from noeta.context.postgres_store import PostgresContentStore
@@ -157,19 +159,27 @@ async def test_a_store_that_fills_up_then_frees_space_stores_the_kept_output_and
 async def outage(arguments: dict, ctx: ToolContext) -> ToolResult:
     RUNS.append(ctx.idempotency_key)
     PROXIES[0].down()  # PostgreSQL goes away while the tool finishes
+    DOWN_AT[:] = [time.monotonic()]
     return ToolResult(success=True, output=f"{ctx.idempotency_key} " + "y" * 20000)
 
 
 PROXIES: list = []
+DOWN_AT: list[float] = [0.0]
 
 
-async def test_postgres_cut_off_mid_task_is_a_store_outage_the_task_rides_out(client: AsyncClient, task_queue: str):
+async def cut_off_mid_task(
+    client: AsyncClient, task_queue: str, outage_seconds: float | None, **settings: object
+) -> tuple[str, object, list[str]]:
+    """Run a task whose tool cuts PostgreSQL (the content store, behind a proxy) off as it ends;
+    the database comes back ``outage_seconds`` after that (None: never). The task's id, its
+    result (or the error it failed with) and the Current Details seen during the outage."""
     require_postgres()
     import psycopg
 
     RUNS.clear()
     parts = urlsplit(DSN)
     table = f"noeta_outage_{uuid.uuid4().hex[:8]}"
+    shown: list[str] = []
     with running_proxy((parts.hostname or "127.0.0.1", parts.port or 5432)) as proxy:
         PROXIES[:] = [proxy]
         netloc = f"{parts.username}@127.0.0.1:{proxy.port}" if parts.username else f"127.0.0.1:{proxy.port}"
@@ -187,19 +197,70 @@ async def test_postgres_cut_off_mid_task_is_a_store_outage_the_task_rides_out(cl
         store.put = watched_put  # type: ignore[method-assign]
         provider = FakeLLMProvider(responses=[call(("c1", "outage", {})), say("rode it out")])
         registry = Registry.of(tools=[outage], providers=[provider], content_store=store)
+        options = Options(provider=provider, allowed_tools=[outage], **settings)  # type: ignore[arg-type]
         try:
             async with build_worker(client.temporal, registry, task_queue):
-                task_id = await client.start("x", Options(provider=provider, allowed_tools=[outage]), task_queue=task_queue)
+                task_id = await client.start("x", options, task_queue=task_queue)
                 assert await asyncio.to_thread(failed.wait, 60)
-                proxy.up()  # the database is back
-                result = await asyncio.wait_for(client.result(task_id), 60)
+                if outage_seconds is not None:
+
+                    async def outage_shown() -> bool:
+                        shown[:] = [await client.current_details(task_id)]
+                        return "content store outage" in shown[0]
+
+                    await eventually(outage_shown, timeout=30)
+                    await asyncio.sleep(max(0.0, outage_seconds - (time.monotonic() - DOWN_AT[0])))
+                    proxy.up()  # the database is back
+                try:
+                    result: object = await asyncio.wait_for(client.result(task_id), 120)
+                except ContentStoreError as err:
+                    result = err
         finally:
             with psycopg.connect(DSN, autocommit=True) as conn:
                 conn.execute(f"DROP TABLE IF EXISTS {table}, {table}_owner, {table}_steps")
-    assert (result.status, result.answer, len(RUNS)) == ("completed", "rode it out", 1)
+    return task_id, result, shown
+
+
+async def assert_outage_on_record(client: AsyncClient, task_id: str) -> None:
+    """Every retry of the tool is the store's outage, named as such: none is a lost worker."""
     retried = await events_of(client, task_id, "ToolCallRetried")
-    assert retried and all(r.error_type == "ContentStoreError" and "unreachable" in r.error for r in retried)
-    assert "lost" not in " ".join(r.error for r in retried)
+    assert retried and all(r.error_type == "ContentStoreError" and "it is unreachable" in r.error for r in retried)
+    assert not [r for r in retried if "lost" in r.error or r.error_type == "Timeout"]
+
+
+async def test_postgres_cut_off_mid_task_is_a_store_outage_the_task_rides_out(client: AsyncClient, task_queue: str):
+    task_id, result, shown = await cut_off_mid_task(client, task_queue, 0.0)
+    assert isinstance(result, TaskResult)
+    assert (result.status, result.answer, len(RUNS)) == ("completed", "rode it out", 1)
+    assert "(unreachable)" in shown[0] and "is not run again" in shown[0]
+    await assert_outage_on_record(client, task_id)
+
+
+@pytest.mark.slow
+async def test_postgres_stopped_for_30_seconds_mid_task_the_task_completes_and_the_tool_ran_once(
+    client: AsyncClient, task_queue: str
+):
+    # With max_retries=1 the step's retries alone (1 s) would not outlast the outage: the wait
+    # for an unreachable store does not use them up.
+    task_id, result, _ = await cut_off_mid_task(client, task_queue, 30.0, max_retries=1)
+    assert isinstance(result, TaskResult)
+    assert (result.status, result.answer, len(RUNS)) == ("completed", "rode it out", 1)
+    await assert_outage_on_record(client, task_id)
+    [completed] = await events_of(client, task_id, "ToolCallCompleted")
+    assert (completed.success, completed.attempt) == (True, 1)  # only the write was tried again
+    assert await events_of(client, task_id, "ToolCallFailed") == []
+
+
+async def test_an_outage_longer_than_store_outage_wait_seconds_fails_the_task_naming_the_unreachable_store(
+    client: AsyncClient, task_queue: str
+):
+    task_id, result, _ = await cut_off_mid_task(client, task_queue, None, store_outage_wait_seconds=2, max_retries=0)
+    assert isinstance(result, ContentStoreError) and result.cause == "unreachable", result
+    assert "it is unreachable" in str(result) and "password" not in str(result)
+    assert len(RUNS) == 1  # the tool was not run again for the store
+    await assert_outage_on_record(client, task_id)
+    failed = await events_of(client, task_id, "TaskFailed")
+    assert failed and failed[-1].error_type == "ContentStoreError"
 
 
 # -- bodies that are altered or gone --------------------------------------------------------------

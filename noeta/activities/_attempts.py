@@ -16,7 +16,11 @@ the worker, not Temporal's ``maximum_attempts``, decides when a call has had eno
   server) counts against MAX_LOST_ATTEMPTS, so killing workers does not turn a call into a failure;
 - a **store** failure (the call finished, the content store could not take its output: full,
   unreachable, refused) counts against ``max_retries`` on its own; the output is kept and only the
-  write is retried (see noeta.activities._store_writes), so the call never runs again for it.
+  write is retried (see noeta.activities._store_writes), so the call never runs again for it;
+- an **outage** (the content store cannot be reached: PostgreSQL stopped, a partition) does not
+  count against ``max_retries``: the write (or read) is tried again every few seconds (1 s × 2ⁿ,
+  at most OUTAGE_MAX_DELAY_SECONDS) while the delays add up to at most ``max_outage_seconds``
+  (the task's ``store_outage_wait_seconds``); past it the call fails with the ContentStoreError.
 
 The worker sets every retry's delay itself (``next_retry_delay``): the budget's backoff (the
 kind's ActivityOptions; 1 s × 2ⁿ up to 60 s by default) over the failures alone, or the
@@ -44,6 +48,10 @@ LOST_ATTEMPT_TYPE = "Timeout"
 DEFAULT_BACKOFF = RetryBackoff()
 #: Writes of a finished output retried when the call has no attempt budget (the task default).
 DEFAULT_STORE_RETRIES = 3
+#: The longest pause between two tries of an unreachable store: it is usually back within seconds.
+OUTAGE_MAX_DELAY_SECONDS = 5.0
+#: How long a call with no attempt budget waits for an unreachable store (the task default).
+DEFAULT_OUTAGE_SECONDS = AttemptBudget(0).max_outage_seconds
 
 
 def earlier_failures() -> list[AttemptFailure]:
@@ -122,6 +130,23 @@ class AttemptLedger:
         self.earlier = [*self.earlier, failure]
         activity.heartbeat(as_details(self.earlier))
         return delay
+
+    def outage(self, err: NoetaError) -> float | None:
+        """Record that the content store could not be reached (``outage``, heartbeated): the delay
+        before trying it again, or None once the waits for it would pass ``max_outage_seconds``
+        (``store_gave_up`` is then the error to raise). Never counted against ``max_retries``."""
+        waits = [f.delay or 0.0 for f in self.earlier if f.kind == "outage"]
+        delay = min(OUTAGE_MAX_DELAY_SECONDS, DEFAULT_BACKOFF.delay(len(waits) + 1))
+        most = self.budget.max_outage_seconds if self.budget is not None else DEFAULT_OUTAGE_SECONDS
+        left = most - sum(waits)
+        if left <= 0:
+            found: float | None = None
+        else:
+            found = min(delay, left)
+        failure = AttemptFailure(self.attempt, scrub(str(err)), type(err).__name__, None, "outage", found)
+        self.earlier = [*self.earlier, failure]
+        activity.heartbeat(as_details(self.earlier))
+        return found
 
     def store_gave_up(self, err: NoetaError) -> ApplicationError:
         """The final error of a call whose output the store would not take (``exhausted``: "store")."""

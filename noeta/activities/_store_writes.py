@@ -3,11 +3,14 @@
 A tool that finished has done its work (and its side effects). When the content store cannot take
 its output (a full disk, PostgreSQL down, a directory the worker may not write), running the tool
 again would repeat the work for nothing: the store would refuse the next output as well. So the
-attempt keeps the output and retries only the write, on the step's backoff, heartbeating while it
-waits; each failed write is a ``store`` failure in the attempt ledger (counted against
-``max_retries`` on its own, never as a lost worker). When the writes failed more than
-``max_retries`` times the step fails with :class:`~noeta.errors.ContentStoreError`, which names
-the store and the cause.
+attempt keeps the output and retries only the write, heartbeating while it waits. A store that
+cannot be reached (cause ``unreachable``: PostgreSQL stopped, a partition) is waited for: each
+failed write is an ``outage`` in the attempt ledger, tried again every few seconds for up to the
+task's ``store_outage_wait_seconds`` in all, without using up ``max_retries``. Any other failed
+write (the store is full, or refuses the worker) is a ``store`` failure, retried on the step's
+backoff and counted against ``max_retries`` on its own (never as a lost worker). Past either
+bound the step fails with :class:`~noeta.errors.ContentStoreError`, which names the store and
+the cause.
 
 An attempt whose time would run out before its next write hands the output to the worker's
 :class:`HeldOutputs` and asks Temporal for a retry after the delay: the next attempt of the step,
@@ -106,8 +109,9 @@ async def stored(
     hold: Callable[[], None],
 ) -> T:
     """``await write()`` until the store takes the output: a ContentStoreError is recorded in
-    ``ledger`` and the write retried after the step's backoff (heartbeating meanwhile). Raises the
-    final ContentStoreError once the writes are spent; when the attempt has no time left for the
+    ``ledger`` and the write retried after a delay (heartbeating meanwhile): an unreachable store's
+    within ``store_outage_wait_seconds``, any other's on the step's backoff. Raises the final
+    ContentStoreError once the waits or the writes are spent; when the attempt has no time left for the
     next write, calls ``hold()`` (the output waits for the next attempt) and raises a retry."""
     seconds = attempt_seconds()
     deadline = None if seconds is None else ledger.started + seconds
@@ -119,7 +123,7 @@ async def stored(
             if not reported:
                 reported = True
                 await report_outage(ledger, err, "the step finished; its output waits for the store (the step is not run again)")
-            delay = ledger.store_failed(err)
+            delay = ledger.outage(err) if err.cause == "unreachable" else ledger.store_failed(err)
             if delay is None:
                 raise ledger.store_gave_up(err) from err
             if deadline is not None and time.monotonic() + delay + HAND_BACK_MARGIN_SECONDS > deadline:
@@ -136,11 +140,20 @@ async def stored(
 async def read_stored(ledger: AttemptLedger, read: Awaitable[T]) -> T:
     """``await read`` (a step reading stored bodies): a body that is damaged, missing or sealed
     under a key this worker lacks fails the step at once with its own error (another attempt
-    would read the same); a store that cannot be reached is a ``store`` failure, retried."""
+    would read the same); a store that cannot be reached is waited for (an ``outage``, retried
+    within ``store_outage_wait_seconds``); any other store failure is a ``store`` failure, retried."""
     try:
         return await read
     except (ContentIntegrityError, ContentMissingError, EncryptionKeyError) as err:
         raise to_application_error(err, ledger.earlier) from err
     except ContentStoreError as err:
         await report_outage(ledger, err, "the step cannot read what it needs from the store; retrying")
-        raise ledger.failed(err, "store") from err
+        if err.cause != "unreachable":
+            raise ledger.failed(err, "store") from err
+        delay = ledger.outage(err)
+        if delay is None:
+            raise ledger.store_gave_up(err) from err
+        raise ApplicationError(
+            scrub(str(err)), error_details(err, ledger.earlier), type=type(err).__name__,
+            next_retry_delay=timedelta(seconds=delay),
+        ) from err

@@ -15,12 +15,14 @@ MAX_LOST_ATTEMPTS = 10
 #: an attempt, so the net leaves room for many.
 SAFETY_NET_EXTRA_ATTEMPTS = 1000
 
-AttemptKind = Literal["failure", "wait", "lost", "store"]
+AttemptKind = Literal["failure", "wait", "lost", "store", "outage"]
 """``failure``: the call failed (counts against ``max_retries``); ``wait``: it was rate-limited or
 found no free thread (counts against ``rate_limit_wait_seconds``); ``lost``: its worker was lost
 (counts against MAX_LOST_ATTEMPTS); ``store``: the call finished but the content store could not
 take its output (the output is kept and only the write is retried; counts against
-``max_retries`` on its own, never as a lost worker)."""
+``max_retries`` on its own, never as a lost worker); ``outage``: the content store could not be
+reached (PostgreSQL down, a partition), so the write or read waits for it and is tried again
+(counts against ``store_outage_wait_seconds``, never ``max_retries``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +67,8 @@ class AttemptBudget:
     backoff: RetryBackoff | None = None
     """The worker's delays between attempts (None: the default, 1 s × 2ⁿ up to 60 s). Set only
     when the kind's ActivityOptions change it: a default task's steps stay as small as before."""
+    max_outage_seconds: float = 120.0
+    """Total time the call may wait for an unreachable content store (``store_outage_wait_seconds``)."""
 
 
 def attempts_cap(max_retries: int) -> int:

@@ -64,6 +64,7 @@ BOUNDS: dict[str, Bound] = {
     # A step takes ~12 events; the server terminates a run at 51,200.
     "max_history_events": Bound(20, 50_000, whole=True, optional=True),
     "rate_limit_wait_seconds": Bound(0, DAY, whole=False),
+    "store_outage_wait_seconds": Bound(0, DAY, whole=False),
     "index_interval_seconds": Bound(1, DAY, whole=False, optional=True),
 }
 

@@ -89,6 +89,11 @@ class TaskSettings:
     """Most time one model or tool call may spend waiting on rate limits in all (a provider's 429
     and its retry-after, the worker's provider limiter, a full sync-tool pool) before it fails
     with AttemptsExhaustedError. These waits do not use up ``max_retries``."""
+    store_outage_wait_seconds: float = 120.0
+    """Most time one model or tool call may wait in all for a content store it cannot reach
+    (PostgreSQL stopped, a partition) to come back, trying again every few seconds; past it the
+    call fails with ContentStoreError (cause "unreachable"). These waits do not use up
+    ``max_retries`` (a full store or a refused permission does)."""
     model_activity: ActivityOptions = field(default_factory=ActivityOptions)
     """Timeouts, heartbeat and retry backoff of model calls; start-to-close defaults to 300 s. Each
     kind's defaults: noeta.protocols.activity_options, docs/retries.md."""

@@ -91,7 +91,9 @@ def retry_policy(
 
 def attempt_budget(task: TaskInput, options: ActivityOptions, max_retries: int) -> AttemptBudget:
     """What a model or tool call may spend on retries, and the backoff its worker applies."""
-    return AttemptBudget(max_retries, task.rate_limit_wait_seconds, options.backoff())
+    return AttemptBudget(
+        max_retries, task.rate_limit_wait_seconds, options.backoff(), max_outage_seconds=task.store_outage_wait_seconds
+    )
 
 
 async def execute(
