@@ -254,11 +254,13 @@ async def test_postgres_stopped_for_30_seconds_mid_task_the_task_completes_and_t
 async def test_an_outage_longer_than_store_outage_wait_seconds_fails_the_task_naming_the_unreachable_store(
     client: AsyncClient, task_queue: str
 ):
-    task_id, result, _ = await cut_off_mid_task(client, task_queue, None, store_outage_wait_seconds=2, max_retries=0)
+    task_id, result, _ = await cut_off_mid_task(client, task_queue, None, store_outage_wait_seconds=2, max_retries=5)
     assert isinstance(result, ContentStoreError) and result.cause == "unreachable", result
     assert "it is unreachable" in str(result) and "password" not in str(result)
     assert len(RUNS) == 1  # the tool was not run again for the store
     await assert_outage_on_record(client, task_id)
+    # Tried again after 1 s and after the 1 s left of the 2 s: the bound, not max_retries=5, ended it.
+    assert len(await events_of(client, task_id, "ToolCallRetried")) == 2
     failed = await events_of(client, task_id, "TaskFailed")
     assert failed and failed[-1].error_type == "ContentStoreError"
 
