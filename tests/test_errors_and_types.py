@@ -181,7 +181,11 @@ def test_every_error_class_is_documented_and_rebuilt_by_its_name() -> None:
 
 def test_step_failure_rules() -> None:
     # The wire strings retry policies and recorded histories carry, named by the classes.
-    assert TASK_FATAL_TOOL_ERRORS == ("ToolIdentityMismatchError", "ToolNotRegisteredError", "ResourceNotFoundError", "ScopeError")
+    assert TASK_FATAL_TOOL_ERRORS == (
+        "ToolIdentityMismatchError", "ToolNotRegisteredError", "ResourceNotFoundError", "ScopeError",
+        # the content store would not take the finished output, or a stored body is damaged or gone
+        "ContentStoreError", "ContentIntegrityError", "ContentMissingError",
+    )
     assert tool_failure_ends_task("ToolNotRegisteredError") and not tool_failure_ends_task("ToolTimeoutError")
     assert subtask_failure_ends_task("ScopeError") and not subtask_failure_ends_task("ToolNotRegisteredError")
     assert not tool_failure_ends_task(None)
