@@ -162,3 +162,40 @@ async def test_a_policy_that_keeps_finishing_against_a_guard_is_stopped(client: 
         "finishing was refused 3 times; the last refusal: Denied by guard 'no-early-finish': a draft is not an answer"
     )
     assert provider.received_requests == []
+
+
+async def test_the_inbox_is_not_held_up_by_a_task_whose_worker_is_down(
+    client: AsyncClient, content_store, serve, task_queue
+):
+    """Every task awaiting approval is asked at once, each within a bound: one whose worker is
+    down cannot answer, and the others' approvals still come back."""
+    import time
+
+    from noeta.client.inspection import INBOX_QUERY_SECONDS
+    from noeta.worker import Registry, build_worker
+
+    def waiting_task(tag: str) -> tuple[FakeLLMProvider, Options]:
+        provider = FakeLLMProvider(responses=[call((f"{tag}1", "wire_money", {"amount": 2500})), say("paid")])
+        return provider, Options(provider=provider, allowed_tools=[wire_money], guards=[AmountGuard()])
+
+    async def in_inbox(task_id: str) -> bool:
+        return any(p.task_id == task_id for p in await client.approvals_waiting())
+
+    orphan_provider, orphan_options = waiting_task("o")
+    orphan_queue = f"{task_queue}-orphan"
+    registry = Registry.of(tools=[wire_money], providers=[orphan_provider], guards=[AmountGuard()],
+                           content_store=content_store)
+    async with build_worker(client.temporal, registry, orphan_queue):
+        orphan = await client.start("pay the orphan", orphan_options, task_queue=orphan_queue)
+        await eventually(lambda: in_inbox(orphan))
+    # Its worker is gone: the orphan stays awaiting approval with no one to answer a query.
+    provider, options = waiting_task("l")
+    async with serve(tools=[wire_money], providers=[provider], guards=[AmountGuard()]):
+        live = await client.start("pay the live one", options, task_queue=task_queue)
+        await eventually(lambda: in_inbox(live), timeout=60)
+        started = time.monotonic()
+        inbox = {p.task_id for p in await client.approvals_waiting()}
+        took = time.monotonic() - started
+    assert live in inbox and orphan not in inbox
+    assert took < INBOX_QUERY_SECONDS + 10  # one bounded round, not a wait on the silent task
+    assert runs == []

@@ -3,11 +3,14 @@ history, event log and messages."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
+from datetime import timedelta
 
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import WorkflowExecutionStatus, WorkflowQueryFailedError
+from temporalio.service import RPCError
 
 from noeta.client.connection import Connection
 from noeta.client.events import EventStream, history_events
@@ -23,6 +26,9 @@ from noeta.protocols.names import QUERY_PENDING_APPROVALS
 
 #: The query the Temporal UI sends for "Current Details" (and the handlers' descriptions).
 METADATA_QUERY = "__temporal_workflow_metadata"
+#: How long the approvals inbox waits for one task's live workflow to answer: a task whose worker
+#: is down cannot answer until one runs again, and must not hold up every other task's approvals.
+INBOX_QUERY_SECONDS = 3.0
 
 
 @dataclass(frozen=True)
@@ -81,25 +87,35 @@ class Inspection:
         details: str = metadata.current_details
         return details
 
-    async def pending_approvals(self, task_id: str) -> list[ApprovalRequest]:
-        """A running task's actions waiting for a human, asked of the live workflow; none once ended."""
+    async def pending_approvals(self, task_id: str, timeout: timedelta | None = None) -> list[ApprovalRequest]:
+        """A running task's actions waiting for a human, asked of the live workflow (within
+        ``timeout`` when given); none once ended."""
         if not await self.connection.is_running(task_id):
             return []
         pending: list[ApprovalRequest] = await self.connection.temporal.get_workflow_handle(task_id).query(
-            QUERY_PENDING_APPROVALS, result_type=list[ApprovalRequest]
+            QUERY_PENDING_APPROVALS, result_type=list[ApprovalRequest], rpc_timeout=timeout
         )
         return pending
 
     async def approvals_waiting(self, limit: int = 100) -> list[PendingApproval]:
-        """The pending approvals of every task the listing shows as awaiting_approval."""
-        waiting: list[PendingApproval] = []
-        for task in await self.listing.list_tasks("awaiting_approval", limit):
-            try:
-                requests = await self.pending_approvals(task.task_id)
-            except (TaskNotFoundError, TaskNotOpenError, WorkflowQueryFailedError):
-                continue  # answered or ended since the (lagging) list was read
-            waiting += [PendingApproval(task.task_id, task.goal, r) for r in requests]
-        return waiting
+        """The pending approvals of every task the listing shows as awaiting_approval, asked of all
+        of them at once; a task that does not answer within INBOX_QUERY_SECONDS (its worker is
+        down) is left out until it does."""
+        tasks = await self.listing.list_tasks("awaiting_approval", limit)
+        answers = await asyncio.gather(*(self._answering(task.task_id) for task in tasks))
+        return [
+            PendingApproval(task.task_id, task.goal, request)
+            for task, requests in zip(tasks, answers, strict=True)
+            for request in requests
+        ]
+
+    async def _answering(self, task_id: str) -> list[ApprovalRequest]:
+        try:
+            return await self.pending_approvals(task_id, timedelta(seconds=INBOX_QUERY_SECONDS))
+        except (TaskNotFoundError, TaskNotOpenError, WorkflowQueryFailedError):
+            return []  # answered or ended since the (lagging) list was read
+        except RPCError:
+            return []  # no worker answered in time
 
     async def history(self, task_id: str) -> list[HistoryEvent]:
         """The raw history events of every run of the task, in order."""
