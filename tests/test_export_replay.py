@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from noeta.cli import run
 from noeta.client.client import AsyncClient
 from noeta.client.options import Options
 from noeta.client.wire import envelope_to_dict
@@ -25,7 +24,7 @@ from noeta.protocols.messages import LLMRequest, LLMResponse
 from noeta.protocols.turns import ToolCallDecision, TurnDecision
 from noeta.sdk.testing import FakeLLMProvider, load_task, replay
 from tests.support import recorded
-from tests.support.recorded import count, one_change, three_counts
+from tests.support.recorded import cli, count, one_change, three_counts
 from tests.support.replay import replay as replay_history
 from tests.support.scripts import call, say
 from tests.support.tools import big_output
@@ -167,14 +166,6 @@ async def test_export_of_an_unknown_task_is_task_not_found(client: AsyncClient):
 
     with pytest.raises(TaskNotFoundError):
         await client.export("no-such-task-for-export")
-
-
-async def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = await asyncio.to_thread(run, list(args))
-    out, err = capsys.readouterr()
-    assert "Traceback" not in err
-    return code, out, err
 
 
 async def test_cli_export_and_replay_exit_codes(

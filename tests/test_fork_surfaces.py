@@ -3,13 +3,10 @@ test's dev server) and ``POST /tasks/{id}/fork`` (the HTTP API behind its API-ke
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import httpx
-import pytest
 
-from noeta.cli import run
 from noeta.client.client import AsyncClient
 from noeta.http import create_app
 from noeta.sdk.testing import FakeLLMProvider
@@ -17,19 +14,11 @@ from noeta.security.http_guard import GuardConfig
 from noeta.temporal.search_attributes import FORKED_FROM
 from tests.support import recorded
 from tests.support.asgi import serving
-from tests.support.recorded import count
+from tests.support.recorded import cli, count
 from tests.support.scripts import say
 from tests.test_export_replay import run_counting_task
 
 KEY = "fork-key-" + "c3" * 16
-
-
-async def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = await asyncio.to_thread(run, list(args))
-    out, err = capsys.readouterr()
-    assert "Traceback" not in err
-    return code, out, err
 
 
 async def test_cli_fork(client: AsyncClient, serve, task_queue, settings, data_dir: Path, tmp_path: Path, capsys, monkeypatch):

@@ -12,14 +12,13 @@ from pathlib import Path
 import pytest
 
 from noeta.builtins.llm_policy import LLMPolicy
-from noeta.cli import run
 from noeta.client.client import AsyncClient
 from noeta.client.options import Options
 from noeta.errors import ConfigurationError
 from noeta.protocols.turns import ToolCallDecision, TurnDecision
 from noeta.sdk.testing import FakeLLMProvider, PolicyStep, load_task, replay
 from tests.support import recorded
-from tests.support.recorded import count, one_change, three_counts
+from tests.support.recorded import cli, count, one_change, three_counts
 from tests.support.replay_policies import BrokenAtTurnTwo, StopJobSevenEarly, ViewDependentPolicy, stop_at_three
 
 
@@ -97,14 +96,6 @@ def test_a_replay_without_provider_needs_a_policy_and_an_unchanged_request():
         replay([], options=Options(model="m-2"), policy=LLMPolicy())
     with pytest.raises(ConfigurationError, match="not a Policy"):
         replay([], policy="tests.support.recorded:RUNS")
-
-
-async def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = await asyncio.to_thread(run, list(args))
-    out, err = capsys.readouterr()
-    assert "Traceback" not in err
-    return code, out, err
 
 
 async def test_cli_replay_with_a_policy_exit_codes(

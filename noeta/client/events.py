@@ -63,6 +63,19 @@ async def history_events(
         run_id, run = next_run, run + 1
 
 
+async def history_runs(temporal: TemporalClient, task_id: str) -> list[list[HistoryEvent]]:
+    """The task's history events as one list per run (continue-as-new starts the next), payloads
+    decoded as :func:`history_events` does. TaskNotFoundError for an unknown task."""
+    runs: list[list[HistoryEvent]] = []
+    current = -1
+    async for run, event in history_events(temporal, task_id):
+        if run != current:
+            runs.append([])
+            current = run
+        runs[-1].append(event)
+    return runs
+
+
 class EventStream:
     """A task's envelopes after ``after_seq``: awaitable (a list) and async-iterable."""
 

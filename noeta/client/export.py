@@ -34,7 +34,7 @@ from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client as TemporalClient
 from temporalio.client import WorkflowHistory
 
-from noeta.client.events import history_events
+from noeta.client.events import history_runs
 from noeta.client.projection import project
 from noeta.client.projection.turns import RecordedTask, recorded_turns
 from noeta.context.content_store import ContentNotFoundError, ContentStore
@@ -50,13 +50,7 @@ _JSON_ENCODINGS = (b"json/plain",)
 async def export_task(temporal: TemporalClient, store: ContentStore, task_id: str) -> dict[str, Any]:
     """The export of ``task_id``: its runs' history (decoded with the client's codec) and the
     bodies they refer to, read from ``store``. TaskNotFoundError for an unknown task."""
-    runs: list[list[HistoryEvent]] = []
-    current = -1
-    async for run, event in history_events(temporal, task_id):
-        if run != current:
-            runs.append([])
-            current = run
-        runs[-1].append(event)
+    runs = await history_runs(temporal, task_id)
     bodies, missing = collect_bodies(runs, store)
     return {
         "format": EXPORT_FORMAT,

@@ -15,10 +15,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 
-from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client as TemporalClient
 
-from noeta.client.events import history_events
+from noeta.client.events import history_runs
 from noeta.client.export import LoadedTask
 from noeta.client.options import Options, build_task_input
 from noeta.client.projection.turns import RecordedTask, RecordedTurn, recorded_turns
@@ -42,13 +41,7 @@ _TOOLS = ("tools", "tool_fingerprints", "mcp_servers")
 async def source_record(temporal: TemporalClient, task_id: str) -> tuple[RecordedTask, str]:
     """The source task's recorded turns, read from its history (every run; TaskNotFoundError for
     an unknown task), and the task queue it was started on (where a fork runs by default)."""
-    runs: list[list[HistoryEvent]] = []
-    current = -1
-    async for run, event in history_events(temporal, task_id):
-        if run != current:
-            runs.append([])
-            current = run
-        runs[-1].append(event)
+    runs = await history_runs(temporal, task_id)
     queue = runs[0][0].workflow_execution_started_event_attributes.task_queue.name if runs and runs[0] else ""
     return recorded_turns(runs), queue
 

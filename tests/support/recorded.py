@@ -3,8 +3,12 @@ CLI loads a provider by ``package.module:attribute``)."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 
+import pytest
+
+from noeta.cli import run
 from noeta.protocols.messages import LLMRequest, LLMResponse, TextBlock, ToolResultBlock
 from noeta.protocols.tool import ToolContext, ToolResult
 from noeta.sdk.testing import FakeLLMProvider
@@ -55,3 +59,12 @@ def one_change(request: LLMRequest) -> LLMResponse:
 
 same = FakeLLMProvider(responder=three_counts)
 changed = FakeLLMProvider(responder=one_change)
+
+
+async def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """Run the ``noeta`` command line in this process: (exit code, stdout, stderr), no traceback."""
+    capsys.readouterr()
+    code = await asyncio.to_thread(run, list(args))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    return code, out, err
