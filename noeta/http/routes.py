@@ -78,6 +78,14 @@ def _non_empty(value: str | None, name: str) -> str | None:
     return value
 
 
+def _new_task_id(value: str | None) -> str | None:
+    """A task id given for a new task (start or fork): non-empty, without '/'."""
+    task_id = _non_empty(value, "task_id")
+    if task_id is not None and "/" in task_id:
+        raise ConfigurationError("task_id must not contain '/' (it is part of the task's URLs)")
+    return task_id
+
+
 # -- health ------------------------------------------------------------------------------------------
 
 
@@ -113,9 +121,7 @@ async def start_task(body: models.StartTask, state: State, key: KeyId) -> models
     today."""
     if not body.goal.strip():
         raise ConfigurationError("goal must be a non-empty string")
-    task_id = _non_empty(body.task_id, "task_id")
-    if task_id is not None and "/" in task_id:
-        raise ConfigurationError("task_id must not contain '/' (it is part of the task's URLs)")
+    task_id = _new_task_id(body.task_id)
     options = (body.options or models.TaskOptions()).to_options()
     options = state.quotas.cap(options, await state.quotas.admit(state.client, key))  # 429 once spent
     task_id = await state.client.start(
@@ -134,9 +140,7 @@ async def fork_task(task_id: TaskId, body: models.ForkTask, state: State, key: K
     before it are not run again), continuing with the body's options where given and the task's
     recorded ones otherwise; answers the fork's id. A turn the task has not recorded: 422
     TurnNotFoundError naming the valid range. Spend quotas apply as to a new task."""
-    fork_id = _non_empty(body.task_id, "task_id")
-    if fork_id is not None and "/" in fork_id:
-        raise ConfigurationError("task_id must not contain '/' (it is part of the task's URLs)")
+    fork_id = _new_task_id(body.task_id)
     options = (body.options or models.TaskOptions()).to_options()
     options = state.quotas.cap(options, await state.quotas.admit(state.client, key))  # 429 once spent
     fork_id = await state.client.fork(

@@ -139,9 +139,7 @@ class AgentWorkflow:
     def store_outage(self, text: str) -> None:
         """Show in Current Details that the current step waits for the content store (no command:
         a task's history and commands are the same with or without it)."""
-        status = getattr(self, "_status", None)
-        if status is not None:
-            status.outage(text)
+        self._status.outage(text)
 
     @workflow.query(name=QUERY_PROGRESS, description="Turns, messages, usage and goals done so far.")
     def progress(self) -> dict[str, Any]:
