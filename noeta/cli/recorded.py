@@ -91,14 +91,18 @@ async def cmd_replay(args: argparse.Namespace) -> int:
     provider = replay_provider(args.provider) if args.provider or policy is None or changes != ReplayChanges() else None
     tasks: list[LoadedTask] = []
     client: AsyncClient | None = None
-    for item in args.tasks:
-        path = Path(item)
-        if path.is_file():
-            tasks.append(load_export(path.read_bytes()))
-            continue
-        client = client or await AsyncClient.connect()
-        exported: dict[str, Any] = await client.export(item)
-        tasks.append(load_export(exported))
+    try:
+        for item in args.tasks:
+            path = Path(item)
+            if path.is_file():
+                tasks.append(load_export(path.read_bytes()))
+                continue
+            client = client or await AsyncClient.connect()
+            exported: dict[str, Any] = await client.export(item)
+            tasks.append(load_export(exported))
+    finally:
+        if client is not None:
+            await client.close()
     report = await replay_tasks(tasks, provider, changes, policy)
     print(report.summary(), flush=True)
     return EXIT_CHANGED if report.changed else 0

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -101,7 +102,8 @@ def replay(
     answering = _provider(named) if named is not None or policy is None else None
     deciding = load_object(policy, is_policy, "Policy", "policy") if isinstance(policy, str) else policy
     items = list(tasks)
-    loaded = [_loaded(item, client) if isinstance(item, str) else item for item in items]
+    with _exporter(client, any(isinstance(item, str) for item in items)) as exporter:
+        loaded = [exporter.export(item) if isinstance(item, str) else item for item in items]
     ready = [item if isinstance(item, LoadedTask) else load_export(item) for item in loaded]
     work = replay_tasks(ready, answering, changes, deciding)
     try:
@@ -122,15 +124,17 @@ def _provider(provider: LLMProvider | str | None) -> LLMProvider:
     return provider
 
 
-def _loaded(task_id: str, client: Any) -> Mapping[str, Any]:
-    if client is None:
-        from noeta.client.sync import Client
+@contextlib.contextmanager
+def _exporter(client: Any, needed: bool) -> Iterator[Any]:
+    """``client``, or (when task ids need exporting and none was given) one client connected from
+    the environment for all of them, closed afterwards."""
+    if client is not None or not needed:
+        yield client
+        return
+    from noeta.client.sync import Client
 
-        with Client() as own:
-            exported: Mapping[str, Any] = own.export(task_id)
-        return exported
-    exported = client.export(task_id)
-    return exported
+    with Client() as own:
+        yield own
 
 
 __all__ = [
