@@ -72,11 +72,12 @@ class Inspection:
     async def current_details(self, task_id: str) -> str:
         """A running task's "Current Details", asked of a live worker; empty once ended. When the
         worker cannot run the task (its step stalled: a payload key it lacks...), what stops it."""
-        if not await self.connection.is_running(task_id):
+        description = await self.connection.describe(task_id)
+        if description.status != WorkflowExecutionStatus.RUNNING:
             return ""
         # Its next step fails on the workers (a key they lack...): no worker can answer for it,
         # and the log says why.
-        stall = await current_stall(self.connection.temporal, task_id)
+        stall = await current_stall(self.connection.temporal, task_id, description)
         if stall is not None:
             return f"**Stalled**: {stall_text(stall)}"
         handle = self.connection.temporal.get_workflow_handle(task_id)

@@ -9,16 +9,18 @@ stuck there now.
 from __future__ import annotations
 
 from temporalio.client import Client as TemporalClient
-from temporalio.client import WorkflowExecutionStatus
+from temporalio.client import WorkflowExecutionDescription, WorkflowExecutionStatus
 
 from noeta.client.events import EventStream
 from noeta.protocols.events_task import TaskStalled
 
 
-async def current_stall(temporal: TemporalClient, task_id: str) -> TaskStalled | None:
+async def current_stall(
+    temporal: TemporalClient, task_id: str, description: WorkflowExecutionDescription | None = None
+) -> TaskStalled | None:
     """The ``TaskStalled`` of a running task whose next step keeps failing on its workers; None for
-    a task that moves (or has ended)."""
-    description = await temporal.get_workflow_handle(task_id).describe()
+    a task that moves (or has ended). ``description``: the task's, when the caller has just read it."""
+    description = description or await temporal.get_workflow_handle(task_id).describe()
     if description.status != WorkflowExecutionStatus.RUNNING:
         return None
     if description.raw_description.pending_workflow_task.attempt <= 1:
