@@ -139,10 +139,7 @@ class AttemptLedger:
         delay = min(OUTAGE_MAX_DELAY_SECONDS, DEFAULT_BACKOFF.delay(len(waits) + 1))
         most = self.budget.max_outage_seconds if self.budget is not None else DEFAULT_OUTAGE_SECONDS
         left = most - sum(waits)
-        if left <= 0:
-            found: float | None = None
-        else:
-            found = min(delay, left)
+        found = min(delay, left) if left > 0 else None
         failure = AttemptFailure(self.attempt, scrub(str(err)), type(err).__name__, None, "outage", found)
         self.earlier = [*self.earlier, failure]
         activity.heartbeat(as_details(self.earlier))

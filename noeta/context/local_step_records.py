@@ -58,10 +58,6 @@ def _log_entries(log: bytes) -> Iterator[tuple[str, bytes]]:
             at = log.find(_ENTRY_START, at + 1)
 
 
-#: How a record of an earlier release begins: a ContentRef's JSON, one file per key.
-_REF_RECORD = b"{"
-
-
 class LocalStepRecords:
     """A log file per task, ``root/<task>.log`` (the task id's sha256), to which each finished
     step appends its output: appending costs a fraction of creating a file (a step's other records

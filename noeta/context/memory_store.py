@@ -3,10 +3,9 @@
 
 from __future__ import annotations
 
-import hashlib
 import threading
 
-from noeta.context.content_store import ContentNotFoundError
+from noeta.context.content_store import ContentNotFoundError, content_hash
 from noeta.protocols.messages import ContentRef
 
 
@@ -21,7 +20,7 @@ class MemoryContentStore:
 
     def put(self, data: bytes, media_type: str = "text/plain") -> ContentRef:
         """Keep ``data`` under its sha256 and return its reference."""
-        digest = hashlib.sha256(data).hexdigest()
+        digest = content_hash(data)
         with self._lock:
             self._bodies.setdefault(digest, bytes(data))
         return ContentRef(hash=digest, size=len(data), media_type=media_type)

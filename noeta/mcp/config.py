@@ -10,9 +10,8 @@ make a worker send just any variable of its environment to a server the task cho
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import fields
-from collections.abc import Callable
 from typing import Any
 
 from noeta.errors import ConfigurationError, McpServerNotAllowedError

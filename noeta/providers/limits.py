@@ -163,7 +163,8 @@ class Limiter:
         except Exception as exc:  # noqa: BLE001 (a shared store that is down must not stop calls)
             if windows is self._fallback:
                 raise
-            reservation = await self._unreachable(exc).reserve(self.provider, requests, self.limit.per_seconds, max_wait)
+            windows = self._unreachable(exc)  # the refusal below names where the call was counted
+            reservation = await windows.reserve(self.provider, requests, self.limit.per_seconds, max_wait)
         if not reservation.granted:
             what = "a pause the provider asked for" if requests is None else (
                 f"{requests} calls per {self.limit.per_seconds:g} s {windows.where}"
