@@ -11,7 +11,7 @@ import pytest
 from noeta.client.client import AsyncClient
 from noeta.client.options import Options
 from noeta.client.wire import envelope_to_dict
-from noeta.errors import TaskNotFoundError, TurnNotFoundError
+from noeta.errors import ConfigurationError, TaskNotFoundError, TurnNotFoundError
 from noeta.protocols.event_log import TaskForked
 from noeta.protocols.messages import LLMRequest, LLMResponse, ToolResultBlock
 from noeta.sdk.testing import FakeLLMProvider, load_task
@@ -93,6 +93,8 @@ async def test_forking_a_turn_that_does_not_exist_names_the_valid_range(client: 
             await client.describe(f"{source}-fork-{turn}")
     with pytest.raises(TaskNotFoundError):
         await client.fork("no-such-task-to-fork", at_turn=1)
+    with pytest.raises(ConfigurationError, match="task_id must not be empty"):  # as start() refuses it
+        await client.fork(source, at_turn=2, task_id="", task_queue=task_queue)
 
 
 async def test_fork_of_a_task_that_continued_as_new(client: AsyncClient, serve, task_queue):

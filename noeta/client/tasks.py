@@ -46,6 +46,11 @@ SERVER_OUTAGE_WAIT_SECONDS = 600.0
 SERVER_UNREACHABLE = frozenset({RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.UNKNOWN})
 
 
+def task_id_or_new(task_id: str | None) -> str:
+    """The caller's task id, checked (ConfigurationError for an empty or odd one), or a new one."""
+    return f"task-{uuid.uuid4().hex[:12]}" if task_id is None else check_task_id(task_id)
+
+
 class TaskOperations:
     """What a client does to tasks, on its connection; the tasks it starts go to ``task_queue``
     unless told otherwise, and ``observation`` follows them for the client's observers.
@@ -83,7 +88,7 @@ class TaskOperations:
         options = options or Options()
         if provider_name is None:
             provider_name = task_provider_name(options.provider)
-        task_id = f"task-{uuid.uuid4().hex[:12]}" if task_id is None else check_task_id(task_id)
+        task_id = task_id_or_new(task_id)
         task_input = build_task_input(
             options,
             goal,
@@ -160,7 +165,7 @@ class TaskOperations:
         else:
             record, source_queue = await source_record(self.connection.temporal, source)
             source_id = source
-        task_id = task_id or f"task-{uuid.uuid4().hex[:12]}"
+        task_id = task_id_or_new(task_id)
         task_input = fork_input(record, source_id, at_turn, options, goal, task_id)
         return await self.launch(
             task_input, task_id, task_queue=task_queue or source_queue or None, api_key_id=api_key_id,
