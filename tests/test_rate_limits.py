@@ -106,11 +106,13 @@ async def test_a_quota_announced_as_spent_is_waited_out_not_hammered(client: Asy
 
 @pytest.mark.slow
 async def test_a_limit_counted_in_redis_holds_for_two_workers_together(client: AsyncClient, host, content_store, task_queue):
-    # Each worker alone would send up to 5 a second, the two together 10: over the quota of 6.
-    # Counted in Redis, the fleet sends 5.
+    # Each worker alone would send up to 5 a second, the two together 10: over the quota of 8.
+    # Counted in Redis, the fleet sends 5. (The quota leaves room above 5: the server counts calls
+    # as they arrive in its fixed windows, and on a loaded machine a call reserved at the end of
+    # one second can arrive in the next.)
     require_redis()
     prefix = unique("rate") + ":"
-    with running_fault_server(quota=(6, 1.0)) as server:
+    with running_fault_server(quota=(8, 1.0)) as server:
         def registry() -> Registry:
             provider = OpenAIProvider(base_url=server.base_url, api_key="", model="m", name="fleet")
             made = Registry.of(providers=[provider], content_store=content_store,
