@@ -21,7 +21,6 @@ from noeta.client.client import AsyncClient
 from noeta.client.config import Settings
 from noeta.client.options import HostConfig, Options
 from noeta.context.content_store import LocalContentStore
-from noeta.protocols.names import BUILTIN_POLICY_WORKFLOW_NAME
 from noeta.protocols.tool import ToolContext, ToolResult
 from noeta.sdk.testing import FakeLLMProvider
 from noeta.sdk.tools import tool
@@ -38,10 +37,11 @@ _exporter = InMemorySpanExporter()
 @pytest.fixture(scope="module")
 def spans() -> InMemorySpanExporter:
     """The process's tracer provider, exporting to memory (OpenTelemetry allows one per process)."""
-    if not isinstance(trace.get_tracer_provider(), TracerProvider):
+    provider = trace.get_tracer_provider()
+    if not isinstance(provider, TracerProvider):
         provider = TracerProvider()
-        provider.add_span_processor(SimpleSpanProcessor(_exporter))
         trace.set_tracer_provider(provider)
+    provider.add_span_processor(SimpleSpanProcessor(_exporter))
     return _exporter
 
 
@@ -56,10 +56,6 @@ async def run_with_tool(client: AsyncClient, store: LocalContentStore, task_queu
     return task_id
 
 
-#: A task on the built-in policy runs as this workflow type.
-START = f"StartWorkflow:{BUILTIN_POLICY_WORKFLOW_NAME}"
-
-
 async def test_spans_of_a_task_with_a_tool_call(
     spans: InMemorySpanExporter, settings: Settings, content_store: LocalContentStore, task_queue: str
 ):
@@ -69,26 +65,18 @@ async def test_spans_of_a_task_with_a_tool_call(
     client = await AsyncClient.connect(HostConfig(settings=settings, content_store=content_store))
     task_id = await run_with_tool(client, content_store, task_queue)
 
-    finished = [s for s in spans.get_finished_spans() if s.attributes.get("temporalWorkflowID", task_id) == task_id]
-    by_name = {s.name: s for s in finished}
-    by_id = {s.context.span_id: s for s in finished}
-    start = by_name[START]
+    [agent] = [s for s in spans.get_finished_spans() if s.attributes.get("gen_ai.agent.id") == task_id]
+    finished = [s for s in spans.get_finished_spans() if s.context.trace_id == agent.context.trace_id]
     chat = [s for s in finished if s.name == "chat gpt-test"]
-    tool_span = by_name["execute_tool add"]
+    [tool_span] = [s for s in finished if s.name == "execute_tool add"]
     assert len(chat) == 2
-    assert {s.context.trace_id for s in finished} == {start.context.trace_id}  # one trace
-
-    def ancestors(span) -> list[str]:
-        names = []
-        while span.parent is not None and span.parent.span_id in by_id:
-            span = by_id[span.parent.span_id]
-            names.append(span.name)
-        return names
-
-    # client → workflow (its activity starts hang off the workflow's context) → activity → call
-    assert ancestors(by_name[f"RunWorkflow:{BUILTIN_POLICY_WORKFLOW_NAME}"]) == [START]
-    assert ancestors(chat[0]) == ["RunActivity:noeta.call_model", "StartActivity:noeta.call_model", START]
-    assert ancestors(tool_span) == ["RunActivity:noeta.invoke_tool", "StartActivity:noeta.invoke_tool", START]
+    # One trace: the run's invoke_agent span (a root: the client had no trace) and its calls.
+    assert agent.name == "invoke_agent noeta" and agent.parent is None
+    assert {s.parent.span_id for s in [*chat, tool_span]} == {agent.context.span_id}
+    assert agent.attributes["gen_ai.operation.name"] == "invoke_agent"
+    assert agent.attributes["gen_ai.request.model"] == "gpt-test"
+    assert agent.attributes["gen_ai.usage.input_tokens"] == 20 and agent.attributes["noeta.status"] == "completed"
+    assert agent.start_time <= min(s.start_time for s in chat) and agent.end_time >= tool_span.end_time
 
     first = min(chat, key=lambda s: s.start_time)
     assert first.kind == trace.SpanKind.CLIENT
