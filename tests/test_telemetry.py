@@ -22,6 +22,7 @@ from noeta.client.config import Settings
 from noeta.client.options import HostConfig, Options
 from noeta.context.content_store import LocalContentStore
 from noeta.protocols.tool import ToolContext, ToolResult
+from noeta.providers.pricing import ModelPrice, PriceTable
 from noeta.sdk.testing import FakeLLMProvider
 from noeta.sdk.tools import tool
 from noeta.telemetry import tracing
@@ -45,9 +46,14 @@ def spans() -> InMemorySpanExporter:
     return _exporter
 
 
+#: gpt-test's price on the worker of these tests: $1000 / $2000 per million input / output tokens.
+PRICES = PriceTable({"gpt-test": ModelPrice(input_per_mtok=1000, output_per_mtok=2000)})
+
+
 async def run_with_tool(client: AsyncClient, store: LocalContentStore, task_queue: str, tools=(add,)) -> str:
     provider = FakeLLMProvider(responses=[call(("c1", tools[0].name, {"a": 2, "b": 3})), say("5")])
     registry = Registry.of(tools=tools, providers=[provider], content_store=store)
+    registry.prices = PRICES
     async with build_worker(client.temporal, registry, task_queue, workflow_failure_exception_types=[Exception]):
         task_id = await client.start(
             "add 2 and 3", Options(provider=provider, model="gpt-test", allowed_tools=list(tools)), task_queue=task_queue
@@ -115,9 +121,16 @@ async def test_metrics_endpoint_after_a_task(settings: Settings, content_store: 
     runtime = runtime_for(address)
     assert runtime is not None
     client = await AsyncClient.connect(HostConfig(settings=settings, content_store=content_store, runtime=runtime))
-    await run_with_tool(client, content_store, task_queue)
+    task_id = await run_with_tool(client, content_store, task_queue)
     async with httpx.AsyncClient() as http:
         text = (await http.get(f"http://{address}/metrics")).text
+
+    # The cost series is the task's recorded cost (two calls: 20 input and 8 output tokens).
+    recorded = (await client.result(task_id)).usage.cost_usd
+    assert recorded == pytest.approx((20 * 1000 + 8 * 2000) / 1e6)
+    cost = sample(text, "noeta_cost_usd_total", provider="FakeLLMProvider", model="gpt-test", task_queue=task_queue)
+    assert cost == pytest.approx(recorded)
+    assert sample(text, "noeta_model_tokens_total", provider="FakeLLMProvider", model="gpt-test", kind="output", task_queue=task_queue) == 8
 
     assert sample(text, "noeta_model_tokens_total", model="gpt-test", kind="input", task_queue=task_queue) == 20
     assert sample(text, "noeta_model_tokens_total", model="gpt-test", kind="output", task_queue=task_queue) == 8
