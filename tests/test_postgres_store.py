@@ -104,9 +104,9 @@ def test_retention_calls_name_an_unreachable_database_and_lose_nothing(store: Po
         "tasks": store.tasks,
         "release": lambda: store.release(["task-a"], datetime.now(timezone.utc)),
     }
-    for name, call in calls.items():
+    for name, attempt in calls.items():
         with owned_by("task-b"), pytest.raises(ContentStoreError) as failed:
-            call()
+            attempt()
         assert type(failed.value) is ContentStoreError, name
         assert failed.value.cause == "unreachable", (name, str(failed.value))
     store.dsn = reachable
