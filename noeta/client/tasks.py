@@ -33,6 +33,7 @@ from noeta.protocols.names import (
     SIGNAL_CLOSE,
     SIGNAL_INJECT,
     UPDATE_APPROVE,
+    UPDATE_REFUSE,
     UPDATE_SEND_GOAL,
     workflow_name_for,
 )
@@ -229,7 +230,9 @@ class TaskOperations:
         handle = self.connection.temporal.get_workflow_handle(task_id)
         try:
             async with self.connection.reaching(task_id):
-                await handle.execute_update(UPDATE_APPROVE, ApprovalInput(call_id, approved, reason, approver))
+                # Two names, so the Temporal UI's timeline shows which answer it was.
+                name = UPDATE_APPROVE if approved else UPDATE_REFUSE
+                await handle.execute_update(name, ApprovalInput(call_id, approved, reason, approver))
         except WorkflowUpdateFailedError as err:
             raise translate_failure(err) from err
 

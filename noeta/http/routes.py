@@ -167,7 +167,7 @@ async def list_tasks(
             raise ConfigurationError(f"metadata filters look like key=value, got {item!r}")
         wanted[key] = value
     tasks = await state.client.list_tasks(status, limit, search=search or None, model=model or None, metadata=wanted)
-    return [models.TaskSummaryOut.of(t) for t in tasks]
+    return [models.TaskSummaryOut.of(t, state.client.task_url(t.task_id)) for t in tasks]
 
 
 @api.get(
@@ -178,7 +178,8 @@ async def get_task(task_id: TaskId, state: State) -> models.TaskOut:
     """The task's status, usage and result or error; a running task also says what it does now."""
     info = await state.client.describe(task_id)
     details = await _details(state.client, task_id) if info.running else ""
-    return models.TaskOut.of_info(info, error_body(info.error) if info.error else None, details)
+    error = error_body(info.error) if info.error else None
+    return models.TaskOut.of_info(info, error, details, state.client.task_url(task_id))
 
 
 async def _details(client: AsyncClient, task_id: str) -> str:

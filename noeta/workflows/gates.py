@@ -45,6 +45,9 @@ class Gate:
         """Refused finishes in the current goal (and run)."""
         self.last_refusal = ""
         """Why the last finish was refused."""
+        self.approved_by: dict[str, str] = {}
+        """Who approved the actions approved by a human and not yet run, by call id (their step's
+        summary in the Temporal UI names the approver)."""
 
     def goal_started(self) -> None:
         """A new goal: its finishes have not been refused yet."""
@@ -91,6 +94,8 @@ class Gate:
         if verdict.verdict == "deny":
             return denied_by_guard(verdict.guard, verdict.reason)
         decision = await self._await_approval(ApprovalRequest(action.call_id, action, verdict.reason, verdict.guard))
+        if decision.approved:
+            self.approved_by[action.call_id] = decision.approver or "a human"
         return None if decision.approved else not_approved(decision)
 
     async def check(self, action: ProposedAction) -> str | None:
