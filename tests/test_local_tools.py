@@ -225,3 +225,19 @@ async def test_a_worker_killed_during_a_local_tool_the_step_completes_on_another
     assert await tool_activity_events(client, task_id) == (0, 1)
     [completed] = [e.payload for e in await client.events(task_id) if e.type == "ToolCallCompleted"]
     assert (completed.attempt, completed.local, completed.success) == (1, True, True)
+
+
+async def test_a_five_step_task_with_a_local_tool_costs_these_events(client: AsyncClient, serve, task_queue):
+    """The count a change must not raise silently (bench/RESULTS.md has the breakdown): 5 steps
+    of one model call and one local tool call, then the answer."""
+    from noeta.builtins.tools import calculator
+
+    steps = [call((f"c{n}", "calculator", {"expression": f"{n} + 1"})) for n in range(5)]
+    provider = FakeLLMProvider(responses=[*steps, say("done")])
+    async with serve(tools=[calculator], providers=[provider]):
+        task_id = await client.start("x", Options(provider=provider, allowed_tools=[calculator]), task_queue=task_queue)
+        assert (await client.result(task_id)).answer == "done"
+    history = await client.temporal.get_workflow_handle(task_id).fetch_history()
+    kinds = [EventType.Name(e.event_type) for e in history.events]
+    workflow_tasks = kinds.count("EVENT_TYPE_WORKFLOW_TASK_COMPLETED")
+    assert (len(kinds), workflow_tasks) == (51, 7), kinds
