@@ -140,6 +140,10 @@ PATCH_TASK_RESOURCES = "task-resources"
 """A task that owns task-scoped resources ends with a release_resources local activity (also when
 it fails or is cancelled). Asked only by such tasks, so others pay nothing."""
 PATCH_REFUSALS_RECORDED = "refusals-recorded"
+PATCH_LOCAL_TOOLS = "local-tools"
+"""A call of a tool declared ``local=True`` (calculator, word_count and current_time among them)
+runs as an invoke_tool local activity (a marker) instead of an activity. Asked at a task's first
+local tool call, so tasks without local tools pay nothing."""
 #: A sub-agent on the built-in policy runs as BUILTIN_POLICY_WORKFLOW_NAME (before: WORKFLOW_NAME).
 PATCH_BUILTIN_POLICY_CHILDREN = "builtin-policy-children"
 """A tool call that a guard denied, a human refused (or let time out) or that names an unknown tool
