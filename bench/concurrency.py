@@ -503,8 +503,9 @@ class Figures:
     server_operations_per_step: dict[str, float] = field(default_factory=dict)
     """With --server-metrics: what the server did during the run, per step (tests/support/server_metrics.py)."""
     server_requests_per_step: float | None = None
-    """With --server-metrics: the requests the server's frontend answered (its ``service_requests``,
-    every operation: polls, completions, starts, the driver's result calls), per step."""
+    """With --server-metrics: the requests the server's services handled (``service_requests`` of
+    its frontend, history and matching services, every operation: polls, completions, starts, the
+    driver's result calls), per step."""
     errors: list[str] = field(default_factory=list)
 
 
@@ -603,7 +604,7 @@ async def measure(
 
 
 def requests_per_step(before: dict[str, float] | None, after: dict[str, float] | None, steps: int) -> float | None:
-    """The server's frontend requests (``service_requests``, all operations) during the run, per step."""
+    """The server's requests (``service_requests``, all services and operations) during the run, per step."""
     if not before or not after or not steps:
         return None
     ops = operations_per_step(before, after, steps)

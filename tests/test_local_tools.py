@@ -242,15 +242,3 @@ async def test_a_five_step_task_with_a_local_tool_costs_these_events(client: Asy
     workflow_tasks = kinds.count("EVENT_TYPE_WORKFLOW_TASK_COMPLETED")
     assert (len(kinds), workflow_tasks) == (51, 7), kinds
 
-
-async def test_a_start_is_eager_where_this_process_runs_the_worker(client: AsyncClient, serve, task_queue):
-    provider = FakeLLMProvider(responses=[say("done")])
-    before = client.eager_starts
-    async with serve(providers=[provider]):
-        task_id = await client.start("x", Options(provider=provider), task_queue=task_queue)
-        assert (await client.result(task_id)).answer == "done"
-    assert client.eager_starts == before + 1
-    # No worker of this process on the queue: an ordinary start, the task waits for a worker.
-    other = await client.start("y", Options(provider=provider), task_queue=f"{task_queue}-elsewhere")
-    assert client.eager_starts == before + 1
-    await client.temporal.get_workflow_handle(other).terminate()

@@ -1,0 +1,74 @@
+"""Round trips a step does not pay: the first workflow task handed over with the start (eager
+workflow start) and activities handed over with the workflow task that schedules them (eager
+activity dispatch), where the starter's process runs the worker."""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from pathlib import Path
+
+import httpx
+
+from noeta.client.client import AsyncClient
+from noeta.client.config import Settings
+from noeta.client.embedded import EmbeddedServer, free_port
+from noeta.client.options import HostConfig, Options
+from noeta.sdk.testing import FakeLLMProvider
+from noeta.worker import Registry, build_worker
+from tests.support.scripts import call, say
+from tests.support.tools import add
+from tests.support.waiting import eventually
+
+
+async def test_a_start_is_eager_where_this_process_runs_the_worker(client: AsyncClient, serve, task_queue):
+    provider = FakeLLMProvider(responses=[say("done")])
+    before = client.eager_starts
+    async with serve(providers=[provider]):
+        task_id = await client.start("x", Options(provider=provider), task_queue=task_queue)
+        assert (await client.result(task_id)).answer == "done"
+    assert client.eager_starts == before + 1
+    # No worker of this process on the queue: an ordinary start, the task waits for a worker.
+    other = await client.start("y", Options(provider=provider), task_queue=f"{task_queue}-elsewhere")
+    assert client.eager_starts == before + 1
+    await client.temporal.get_workflow_handle(other).terminate()
+
+
+def counter(text: str, name: str, **labels: str) -> float:
+    """The sum of metric ``name``'s samples whose labels include ``labels``."""
+    total = 0.0
+    for line in text.splitlines():
+        match = re.match(rf"^{name}{{([^}}]*)}} (\S+)$", line)
+        if match and all(f'{k}="{v}"' in match[1] for k, v in labels.items()):
+            total += float(match[2])
+    return total
+
+
+async def test_activities_are_dispatched_with_the_workflow_task_that_schedules_them(tmp_path: Path):
+    port = free_port()
+    server = EmbeddedServer(tmp_path / "temporal", headless=True, extra_args=("--metrics-port", str(port))).start()
+    try:
+        client = await AsyncClient.connect(HostConfig(settings=Settings(temporal_address=server.address, home=tmp_path)))
+        provider = FakeLLMProvider(responses=[call(("c1", "add", {"a": 1, "b": 2})), say("3")])
+        registry = Registry.of(tools=[add], providers=[provider], content_store=client.content_store)
+        async with build_worker(client.temporal, registry, "eager"):
+            task_id = await client.start("x", Options(provider=provider, allowed_tools=[add]), task_queue="eager")
+            assert (await client.result(task_id)).answer == "3"
+            frontend = {"namespace": "default", "operation": "PollActivityTaskQueue", "service_name": "frontend"}
+
+            async def metrics() -> str:
+                return httpx.get(f"http://127.0.0.1:{port}/metrics").text
+
+            async def reported() -> bool:  # the server publishes its counters about once a second
+                return counter(await metrics(), "workflow_eager_execution", taskqueue="eager") >= 1
+
+            await eventually(reported)
+            text = await metrics()
+            # Three activities ran (two model calls, one tool) and no activity poll was answered:
+            # every poll the worker sent is still open, each activity came with a workflow task.
+            assert counter(text, "service_requests", namespace="default", operation="RespondActivityTaskCompleted",
+                           service_name="frontend") == 3
+            assert counter(text, "service_requests", **frontend) == counter(text, "service_pending_requests", **frontend)
+        assert client.eager_starts == 1
+    finally:
+        server.stop()
