@@ -5,7 +5,6 @@ activity dispatch), where the starter's process runs the worker."""
 from __future__ import annotations
 
 import re
-import tempfile
 from pathlib import Path
 
 import httpx
@@ -19,19 +18,6 @@ from noeta.worker import Registry, build_worker
 from tests.support.scripts import call, say
 from tests.support.tools import add
 from tests.support.waiting import eventually
-
-
-async def test_a_start_is_eager_where_this_process_runs_the_worker(client: AsyncClient, serve, task_queue):
-    provider = FakeLLMProvider(responses=[say("done")])
-    before = client.eager_starts
-    async with serve(providers=[provider]):
-        task_id = await client.start("x", Options(provider=provider), task_queue=task_queue)
-        assert (await client.result(task_id)).answer == "done"
-    assert client.eager_starts == before + 1
-    # No worker of this process on the queue: an ordinary start, the task waits for a worker.
-    other = await client.start("y", Options(provider=provider), task_queue=f"{task_queue}-elsewhere")
-    assert client.eager_starts == before + 1
-    await client.temporal.get_workflow_handle(other).terminate()
 
 
 def counter(text: str, name: str, **labels: str) -> float:
@@ -60,8 +46,12 @@ async def test_activities_are_dispatched_with_the_workflow_task_that_schedules_t
                 return httpx.get(f"http://127.0.0.1:{port}/metrics").text
 
             async def reported() -> bool:  # the server publishes its counters about once a second
-                return counter(await metrics(), "workflow_eager_execution", taskqueue="eager") >= 1
+                text = await metrics()
+                return counter(text, "workflow_eager_execution", taskqueue="eager") >= 1 and counter(
+                    text, "service_requests", operation="StartWorkflowExecution", service_name="history"
+                ) >= 2
 
+            other = await client.start("y", Options(provider=provider), task_queue="no-worker-here")
             await eventually(reported)
             text = await metrics()
             # Three activities ran (two model calls, one tool) and no activity poll was answered:
@@ -69,6 +59,10 @@ async def test_activities_are_dispatched_with_the_workflow_task_that_schedules_t
             assert counter(text, "service_requests", namespace="default", operation="RespondActivityTaskCompleted",
                            service_name="frontend") == 3
             assert counter(text, "service_requests", **frontend) == counter(text, "service_pending_requests", **frontend)
-        assert client.eager_starts == 1
+            # The start came with its first workflow task; one to a queue no worker of this process
+            # polls is an ordinary start (the SDK drops the request): that task waits for a worker.
+            assert counter(text, "workflow_eager_execution", taskqueue="eager") == 1
+            assert counter(text, "workflow_eager_execution", taskqueue="no-worker-here") == 0
+            await client.temporal.get_workflow_handle(other).terminate()
     finally:
         server.stop()

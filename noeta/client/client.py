@@ -129,13 +129,6 @@ class AsyncClient:
         self._inspection.content_store = store
 
     @property
-    def eager_starts(self) -> int:
-        """How many tasks started through this client had their first workflow task handed
-        straight to a worker of this process (an eager start: ``query()``, ``noeta run``, a worker
-        built on this client's ``temporal``)."""
-        return self._tasks.eager_starts
-
-    @property
     def task_queue(self) -> str:
         """The queue tasks start on unless ``start`` names another."""
         return self._tasks.task_queue

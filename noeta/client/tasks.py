@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
+import logging
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -40,6 +41,8 @@ from noeta.protocols.event_log import Observer
 from noeta.protocols.ids import check_task_id, check_task_queue
 from noeta.protocols.task import MAX_INJECTION_CHARS, TaskInput
 
+logger = logging.getLogger(__name__)
+
 #: How long ``AsyncClient.result`` keeps waiting while the Temporal server cannot be reached.
 SERVER_OUTAGE_WAIT_SECONDS = 600.0
 #: RPC statuses that mean "the server is not reachable right now" (not "your request is wrong").
@@ -69,9 +72,6 @@ class TaskOperations:
         self.observation = observation
         self.task_queue = task_queue
         self.indexed_metadata: tuple[str, ...] = tuple(indexed_metadata)
-        self.eager_starts = 0
-        """Tasks started here whose first workflow task the server handed straight to a worker of
-        this process (``query()``, ``noeta run``): one poll round trip fewer before the first step."""
         """``Options.metadata`` keys that tasks started here make searchable."""
 
     async def start(
@@ -148,7 +148,8 @@ class TaskOperations:
             # SDK drops the request otherwise): the first workflow task comes back with the start.
             request_eager_start=True,
         )
-        self.eager_starts += await start_workflow(connection.temporal, task_input, task_id, send)
+        if await start_workflow(connection.temporal, task_input, task_id, send):
+            logger.debug("task %s: its first workflow task came back with the start (eager)", task_id)
         self.observation.follow(task_id, observers)
         return task_id
 
