@@ -69,7 +69,8 @@ class Approvals:
             proposed = None
             if decision.arguments is not None:
                 self._edited.add(decision.call_id)
-                proposed = self._transcript.proposed_arguments(decision.call_id)
+                call = self._transcript.call(decision.call_id)
+                proposed = call.arguments if call is not None else None
             payload = ev.ApprovalGranted(
                 decision.call_id, approver, decision.reason, via, waited, decision.arguments, proposed
             )
