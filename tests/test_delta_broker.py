@@ -87,9 +87,11 @@ async def test_any_client_of_the_process_receives_an_in_process_workers_deltas(
     client: AsyncClient, host: HostConfig, content_store, task_queue: str, chat: FakeChatServer
 ):
     """No broker configured: a Client with a delta_sink in the worker's process gets the deltas
-    (the worker streams because someone listens) and stops getting them once closed."""
+    and stops getting them once closed. A streaming provider streams either way (a reader may join
+    the task's workflow stream mid-call), but with nobody listening no piece goes anywhere: not to
+    the closed sink, not to the task's workflow stream (no publish signal in its history)."""
     chat.reply(chunks_for(completion({"content": "in process"}), pieces=3))
-    chat.reply(completion({"content": "not streamed"}))
+    chat.reply(chunks_for(completion({"content": "not listened to"}), pieces=3))
     received: list[StreamDelta] = []
     provider = openai_for(chat, "openai-stream")
     async with build_worker(client.temporal, Registry.of(providers=[provider], content_store=content_store), task_queue):

@@ -62,6 +62,9 @@ class Carry:
     """Limits whose BudgetWarning has been recorded (each is recorded once)."""
     model: str | None = None
     """The model the provider used when the task named none (its default), once a call reported it."""
+    stream_offset: int = 0
+    """Pieces published to the task's delta stream so far (its next offset; carried so offsets
+    keep growing across continue-as-new)."""
 
 
 @dataclass(frozen=True, slots=True)
