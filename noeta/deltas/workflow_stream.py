@@ -25,7 +25,7 @@ from typing import Any
 from temporalio.api.common.v1 import Payload
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowQueryFailedError
 from temporalio.contrib.workflow_streams import PollInput, PollResult, WorkflowStreamClient
-from temporalio.service import RPCError, RPCStatusCode
+from temporalio.service import RPCError
 
 from noeta.protocols.messages import StreamDelta
 from noeta.protocols.names import QUERY_STREAM_LISTENING, SIGNAL_STREAM_LISTEN, WORKFLOW_STREAM_POLL
@@ -34,7 +34,7 @@ logger = logging.getLogger(__name__)
 
 #: Seconds between two batches of one call: the first waits the least (the first piece reaches a
 #: reader soon), later ones longer, up to the last value (history grows per batch, not per piece).
-BATCH_SECONDS = (0.1, 0.25, 0.5, 1.0, 2.0)
+BATCH_SECONDS = (0.5, 2.0)
 #: How often a call nobody listens to asks again whether someone does (a query: no history).
 LISTEN_CHECK_SECONDS = 1.0
 #: Seconds a reader's listen signal lasts; it renews it at half of that.
@@ -145,21 +145,29 @@ async def read_task_stream(
 ) -> AsyncIterator[StreamDelta]:
     """Every delta of ``task_id``'s stream after offset ``after`` (None: from the oldest retained,
     the current call's first piece), in order, until the task has ended and the stream is read to
-    its end. Waits for a task that does not exist yet; follows continue-as-new."""
-    handle = temporal.get_workflow_handle(task_id)
+    its end. Waits for a task that does not exist yet. Reads one run at a time: a run that
+    continued as new is read to its end before the next one (offsets go on across runs)."""
+    latest = temporal.get_workflow_handle(task_id)
     offset = 0 if after is None else after + 1
     renew_at = end_check_at = 0.0
+    run: Any = None  # the handle of the run being read
     while True:
         now = time.monotonic()
         if now >= renew_at:
-            renew_at = now + (LISTEN_LEASE_SECONDS / 2 if await _listen(handle) else poll_seconds)
-        try:
-            result: PollResult = await handle.query(
-                WORKFLOW_STREAM_POLL, PollInput(from_offset=offset), result_type=PollResult
-            )
-        except (RPCError, WorkflowQueryFailedError) as err:
-            if not (isinstance(err, RPCError) and err.status == RPCStatusCode.NOT_FOUND) and await _ended(handle):
-                return  # an ended task whose stream cannot be read (no worker to answer): done
+            renew_at = now + (LISTEN_LEASE_SECONDS / 2 if await _listen(latest) else poll_seconds)
+        if run is None:
+            run_id = await _run_id(latest)
+            if run_id is None:  # not started yet
+                await asyncio.sleep(poll_seconds)
+                continue
+            run = temporal.get_workflow_handle(task_id, run_id=run_id)
+        result = await _poll(run, offset)
+        if result is None:  # no answer (no worker yet, or the run's worker is gone)
+            status = await _status(run)
+            if status is not None and status != WorkflowExecutionStatus.RUNNING:
+                if status != WorkflowExecutionStatus.CONTINUED_AS_NEW:
+                    return  # an ended task whose stream cannot be read any more: done
+                run = None
             await asyncio.sleep(poll_seconds)
             continue
         for item in result.items:
@@ -168,20 +176,44 @@ async def read_task_stream(
         offset = max(offset, result.next_offset)
         if result.more_ready:
             continue
-        if now >= end_check_at:  # once a second: has the task ended (then read the rest, and stop)?
+        if now >= end_check_at:  # once a second: has the run ended? Then read its rest, and go on.
             end_check_at = now + 1.0
-            if await _ended(handle):
-                try:
-                    final: PollResult = await handle.query(
-                        WORKFLOW_STREAM_POLL, PollInput(from_offset=offset), result_type=PollResult
-                    )
-                except (RPCError, WorkflowQueryFailedError):
-                    return
-                for item in final.items:
+            status = await _status(run)
+            if status is not None and status != WorkflowExecutionStatus.RUNNING:
+                rest = await _poll(run, offset)
+                for item in rest.items if rest is not None else []:
                     for delta in batch_deltas(task_id, _payload(item.data), item.offset):
                         yield delta
-                return
+                    offset = max(offset, item.offset + 1)
+                if status != WorkflowExecutionStatus.CONTINUED_AS_NEW:
+                    return
+                run = None
+                continue
         await asyncio.sleep(poll_seconds)
+
+
+async def _poll(run: Any, offset: int) -> PollResult | None:
+    try:
+        result: PollResult = await run.query(WORKFLOW_STREAM_POLL, PollInput(from_offset=offset), result_type=PollResult)
+        return result
+    except (RPCError, WorkflowQueryFailedError) as err:
+        logger.debug("cannot read the delta stream of %s yet: %s", run.id, err)
+        return None
+
+
+async def _run_id(handle: Any) -> str | None:
+    try:
+        return str((await handle.describe()).run_id)
+    except RPCError:
+        return None
+
+
+async def _status(run: Any) -> WorkflowExecutionStatus | None:
+    try:
+        status: WorkflowExecutionStatus | None = (await run.describe()).status
+        return status
+    except RPCError:
+        return None
 
 
 def _payload(wire: str) -> Payload:
@@ -199,14 +231,6 @@ async def _listen(handle: Any) -> bool:
         return True
     except RPCError:  # not started yet, or ended: read what there is
         return False
-
-
-async def _ended(handle: Any) -> bool:
-    try:
-        status = (await handle.describe()).status
-    except RPCError:
-        return False
-    return status not in (None, WorkflowExecutionStatus.RUNNING, WorkflowExecutionStatus.CONTINUED_AS_NEW)
 
 
 __all__ = ["BATCH_SECONDS", "CallPublisher", "batch_deltas", "batch_payload", "read_task_stream"]

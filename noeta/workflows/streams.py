@@ -7,7 +7,7 @@ publish signal, and only while someone listens: a reader signals ``noeta.stream_
 seconds it will listen, and the activity asks ``noeta.stream_listening`` before it publishes. The
 log keeps the pieces of the current call and of the one before it (a late reader gets every piece
 of the current call; history keeps the final responses), and its offsets keep growing across
-continue-as-new (the next offset travels in the Carry).
+continue-as-new (the next offset and the readers' lease travel in the Carry).
 
 Nothing here issues a command: tasks nobody listens to have the same history and commands as
 before, and a listened-to task's history only gains the signals.
@@ -44,8 +44,6 @@ class TaskStream:
         self._call = ""  # the topic (model call and attempt) of the last piece
         self._call_start = state.stream_offset
         self._batches: dict[str, int] = {}
-        self.listening_until = 0.0
-        """Until when (workflow time, epoch seconds) a reader said it listens."""
         # Our own publish handler: it keeps the log to the last two calls and counts the offset.
         workflow.set_signal_handler(WORKFLOW_STREAM_PUBLISH, self._publish)
         workflow.set_signal_handler(SIGNAL_STREAM_LISTEN, self._listen)
@@ -77,10 +75,10 @@ class TaskStream:
         if not isinstance(seconds, (int, float)) or not math.isfinite(seconds):
             return  # bad input is data: ignored, never a failed workflow task
         until = workflow.now().timestamp() + max(0.0, min(float(seconds), MAX_LISTEN_SECONDS))
-        self.listening_until = max(self.listening_until, until)
+        self._state.stream_listened_until = max(self._state.stream_listened_until, until)
 
     def _listening(self) -> float:
-        return self.listening_until
+        return self._state.stream_listened_until
 
 
 __all__ = ["MAX_LISTEN_SECONDS", "TaskStream"]
