@@ -15,6 +15,7 @@ from noeta.protocols.names import (
     PATCH_BUDGETS,
     PATCH_BUILTIN_POLICY_CHILDREN,
     PATCH_LEAN_STEPS,
+    PATCH_LOCAL_TOOLS,
     PATCH_REFUSALS_RECORDED,
 )
 from tests.support.replay import replay
@@ -66,6 +67,16 @@ def test_workflow_stream_histories_are_recorded():
     for path in shape.glob("*.json"):  # the reader's lease travels in the carry: a signal in the first run
         assert "__temporal_workflow_stream_publish" in path.read_text()
         assert ("noeta.stream_listen" in path.read_text()) == ("run2" not in path.name)
+
+
+def test_local_tool_histories_are_recorded():
+    # The built-in tools that cannot block, called as activities before local-tools and as local
+    # activities behind it: both must keep replaying.
+    assert (ROOT / PATCH_REFUSALS_RECORDED / "builtin_tools.json").exists()
+    assert (ROOT / PATCH_LOCAL_TOOLS / "builtin_tools.json").exists()
+    before = (ROOT / PATCH_REFUSALS_RECORDED / "builtin_tools.json").read_text()
+    after = (ROOT / PATCH_LOCAL_TOOLS / "builtin_tools.json").read_text()
+    assert before.count('"name": "noeta.invoke_tool"') == 3 and after.count('"name": "noeta.invoke_tool"') == 0
 
 
 def test_compact_payload_histories_are_recorded():

@@ -37,6 +37,7 @@ from noeta.protocols.messages import (
     LLMResponse,
     Message,
     TextBlock,
+    provider_system,
 )
 from noeta.protocols.names import CALL_MODEL
 from noeta.providers.errors import classify_exception
@@ -108,7 +109,8 @@ class ModelCalls:
             request = self._build_request(inp, seconds_left, memory_only=True)
         except _NotInMemory:  # a worker new to the task, a stored output or image in the transcript
             request = await read_stored(ledger, self.services.io(self._build_request, inp, seconds_left))
-        with instrument.model_call(inp.provider, request, inp.task_id, f"turn-{inp.turn}") as observed:
+        system = provider_system(provider)
+        with instrument.model_call(system, request, inp.task_id, f"turn-{inp.turn}", registered_as=inp.provider) as observed:
             try:
                 work = self._limited(inp.provider, provider, request, inp)
                 response = await with_heartbeat(work, as_details(ledger.earlier), seconds=seconds)
@@ -132,7 +134,9 @@ class ModelCalls:
 
         # A store that cannot take the answer does not call the provider again: only the write is
         # retried (noeta.activities._store_writes); an attempt out of time asks the model again.
-        return await stored(ledger, write, hold=lambda: None)
+        output = await stored(ledger, write, hold=lambda: None)
+        instrument.model_cost(system, output.model or request.model or "default", output.response.usage.cost_usd)
+        return output
 
     async def _limited(self, name: str, provider: Any, request: LLMRequest, inp: CallModelInput) -> Any:
         """The provider call, inside the provider's limit (if it has one) and the pauses it asked for."""

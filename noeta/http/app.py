@@ -30,6 +30,7 @@ from noeta.http.errors import EXCEPTION_HANDLERS
 from noeta.http.quotas import SpendQuotas
 from noeta.http.routes import AppState
 from noeta.http.sse import KEEPALIVE_SECONDS
+from noeta.http.tracing import TraceContext
 from noeta.security.http_guard import GuardConfig, RequestGuard, ServerSettings, key_id
 from noeta.security.scrub import scrub
 
@@ -73,7 +74,7 @@ def create_app(
         # and cross-site requests, which is what FastAPI's stricter default guards against.
         strict_content_type=False,
         exception_handlers=EXCEPTION_HANDLERS,
-        middleware=[Middleware(RequestGuard, config=guard)],
+        middleware=[Middleware(RequestGuard, config=guard), Middleware(TraceContext)],
     )
     for router in routers:
         app.include_router(router)

@@ -211,6 +211,14 @@ def registry_name(provider: LLMProvider) -> str:
     return name if isinstance(name, str) and name else type(provider).__name__
 
 
+def provider_system(provider: LLMProvider) -> str:
+    """Who serves a provider's calls, as OpenTelemetry's ``gen_ai.provider.name`` names it
+    ("openai", "anthropic", "local"...): its ``provider_system`` attribute, else (a provider of the
+    user's own) its registry name."""
+    system = getattr(provider, "provider_system", None)
+    return system if isinstance(system, str) and system else registry_name(provider)
+
+
 @dataclass(frozen=True, slots=True)
 class StreamDelta:
     """A piece of a streamed response, delivered to ``HostConfig.delta_sink``.

@@ -44,6 +44,19 @@ SIGNAL_CLOSE = "close"
 #: task's Current Details); only during an outage, so ordinary tasks never see it.
 SIGNAL_STORE_OUTAGE = "noeta.store_outage"
 QUERY_PENDING_APPROVALS = "pending_approvals"
+
+#: The histogram the workflow records each approval's wait in (seconds, by decision); its
+#: Prometheus buckets are set with the other metrics in noeta.telemetry.metrics.
+METRIC_APPROVAL_WAIT = "noeta_approval_wait"
+
+#: Temporal header carrying a W3C ``traceparent`` (noeta.protocols.trace_context): on a task's
+#: start, the caller's span; on its activities and sub-agents, the task run's invoke_agent span; on
+#: continue-as-new, the caller's span again. Headers are not part of a workflow's commands, so
+#: histories with and without them replay alike.
+HEADER_TRACE = "noeta-trace"
+#: The header temporalio's own TracingInterceptor writes (a JSON carrier with a ``traceparent``):
+#: read as the caller's context when a plain Temporal client with tracing starts a task.
+HEADER_TEMPORAL_TRACER = "_tracer-data"
 QUERY_PROGRESS = "progress"
 
 #: Memo key under which the workflow records each goal's TaskResult (a history event of its own,
@@ -131,6 +144,10 @@ PATCH_TASK_RESOURCES = "task-resources"
 """A task that owns task-scoped resources ends with a release_resources local activity (also when
 it fails or is cancelled). Asked only by such tasks, so others pay nothing."""
 PATCH_REFUSALS_RECORDED = "refusals-recorded"
+PATCH_LOCAL_TOOLS = "local-tools"
+"""A call of a tool declared ``local=True`` (calculator, word_count and current_time among them)
+runs as an invoke_tool local activity (a marker) instead of an activity. Asked at a task's first
+local tool call, so tasks without local tools pay nothing."""
 #: A sub-agent on the built-in policy runs as BUILTIN_POLICY_WORKFLOW_NAME (before: WORKFLOW_NAME).
 PATCH_BUILTIN_POLICY_CHILDREN = "builtin-policy-children"
 """A tool call that a guard denied, a human refused (or let time out) or that names an unknown tool

@@ -9,8 +9,9 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 from noeta.errors import ApprovalNotPendingError
-from noeta.protocols.names import APPROVAL_TIMER_PREFIX
+from noeta.protocols.names import APPROVAL_TIMER_PREFIX, METRIC_APPROVAL_WAIT
 from noeta.protocols.task import ApprovalInput, ApprovalRequest, approval_timed_out
+
 
 
 class Approvals:
@@ -43,6 +44,7 @@ class Approvals:
         """The answer to an opened request; no answer within the timeout is a refusal."""
         # No try/finally here: code in a finally also runs when the worker evicts the workflow from
         # its cache, and workflow calls are not allowed then.
+        opened = workflow.now()
         try:
             await workflow.wait_condition(
                 lambda: request.call_id in self._answers,
@@ -53,4 +55,9 @@ class Approvals:
         except asyncio.TimeoutError:
             decision = approval_timed_out(request.call_id, timeout_seconds)
         del self.pending[request.call_id]
+        # Reading the clock and recording a metric issue no command; nothing is recorded in replay.
+        seconds = (workflow.now() - opened).total_seconds()
+        workflow.metric_meter().create_histogram_float(METRIC_APPROVAL_WAIT, "seconds an action waited for a human", "s").record(
+            seconds, {"decision": "approved" if decision.approved else "refused"}
+        )
         return decision

@@ -23,6 +23,7 @@ from noeta.client.config import Settings
 from noeta.client.embedded import EmbeddedServer
 from noeta.client.events import first_run_id
 from noeta.client.options import HostConfig, Options, SubAgent
+from noeta.builtins.tools import calculator, current_time, word_count
 from noeta.context.content_store import LocalContentStore
 from noeta.errors import NoetaError, ProviderError
 from noeta.providers.pricing import ModelPrice, PriceTable
@@ -217,6 +218,18 @@ SCENARIOS = {
     "failed_subtask": (
         FakeLLMProvider(responder=_child_fails),
         dict(goal="check it", options=Options(subagents=[SubAgent("checker", "Checks things.", Options(max_retries=0))])),
+    ),
+    # The built-in tools that cannot block, in one round and then alone: local activities since
+    # local-tools (recorded before it in refusals-recorded/, as ordinary activities).
+    "builtin_tools": (
+        FakeLLMProvider(
+            responses=[
+                call(("c1", "calculator", {"expression": "6 * 7"}), ("c2", "word_count", {"text": "a b c"})),
+                call(("c3", "current_time", {})),
+                say("42, and 3 words"),
+            ]
+        ),
+        dict(goal="compute", options=Options(allowed_tools=[calculator, word_count, current_time])),
     ),
     # A task-scoped resource exposed to a sub-agent the model calls, with a scope (task-resources).
     "resources": (
