@@ -76,6 +76,14 @@ REFUSED_MEMO_KEY = "noeta.refused"
 
 #: Redis pub/sub channels of streamed deltas: ``{prefix}{namespace}:{task_id}``.
 DELTA_CHANNEL_PREFIX = "noeta:deltas:"
+#: Signal a delta subscriber sends to a task it reads the stream of (seconds it will listen): the
+#: model-call activity publishes to the task's workflow stream only while someone listens.
+SIGNAL_STREAM_LISTEN = "noeta.stream_listen"
+#: Query: until when (epoch seconds, workflow time) someone listens to the task's stream.
+QUERY_STREAM_LISTENING = "noeta.stream_listening"
+#: Temporal's Workflow Streams handlers (temporalio.contrib.workflow_streams; its wire names).
+WORKFLOW_STREAM_PUBLISH = "__temporal_workflow_stream_publish"
+WORKFLOW_STREAM_POLL = "__temporal_workflow_stream_poll"
 
 #: Key of the worker's MemoryStore in its resources (the built-in memory tool reads it there).
 MEMORY_RESOURCE = "noeta.memory"
@@ -100,6 +108,13 @@ SA_METADATA = "NoetaMetadata"
 """``key=value`` for the ``Options.metadata`` keys the starter chose to index (NOETA_INDEXED_METADATA)."""
 SA_FORKED_FROM = "NoetaForkedFrom"
 """The task a forked task was taken from (``Client.fork``); unset on other tasks."""
+SA_TENANT = "NoetaTenant"
+"""The tenant of the ``noeta serve`` key that started the task; unset on tasks started otherwise
+(they belong to the tenant ``default``). Another tenant's key cannot see the task."""
+#: Between a task's id and its sub-agent's call id in the sub-agent's task id (``task/sub/call``).
+SUBTASK_SEPARATOR = "/sub/"
+#: The tenant of tasks without NoetaTenant and of API keys that name none.
+DEFAULT_TENANT = "default"
 #: name -> Temporal type, for registering them on a cluster.
 SEARCH_ATTRIBUTES = {
     SA_STATUS: "Keyword",
@@ -112,6 +127,7 @@ SEARCH_ATTRIBUTES = {
     SA_GOAL: "Text",
     SA_METADATA: "KeywordList",
     SA_FORKED_FROM: "Keyword",
+    SA_TENANT: "Keyword",
 }
 #: The attributes a task is indexed with at all; the rest came later and are used where registered.
 BASE_SEARCH_ATTRIBUTES = (SA_STATUS, SA_MODEL, SA_TURNS, SA_TOKENS_IN, SA_TOKENS_OUT)
@@ -150,3 +166,6 @@ PATCH_BUILTIN_POLICY_CHILDREN = "builtin-policy-children"
 is recorded in the memo (REFUSED_MEMO_KEY) instead of being scheduled as an invoke_tool activity
 that only returned the refusal: the UI no longer shows a refused call as a completed tool call.
 Patched only on that path, so tasks without refusals pay nothing."""
+PATCH_EDITED_APPROVALS = "edited-approvals"
+"""An approval that replaces a tool call's arguments: the guards check the edited call again (a
+check_guards activity) before it runs. Asked only when such an approval arrives."""

@@ -8,10 +8,10 @@ from datetime import timedelta
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
-from noeta.errors import ApprovalNotPendingError
+from noeta.errors import ApprovalNotPendingError, ConfigurationError
+from noeta.protocols.hooks import ProposedToolCall
 from noeta.protocols.names import APPROVAL_TIMER_PREFIX, METRIC_APPROVAL_WAIT
 from noeta.protocols.task import ApprovalInput, ApprovalRequest, approval_timed_out
-
 
 
 class Approvals:
@@ -31,6 +31,16 @@ class Approvals:
                 f"no action {decision.call_id!r} is waiting for approval (waiting: {waiting})",
                 type=ApprovalNotPendingError.__name__,
             )
+        if decision.arguments is not None:
+            if not decision.approved or not isinstance(decision.arguments, dict):
+                raise ApplicationError(
+                    "arguments (a JSON object) can only come with an approval", type=ConfigurationError.__name__
+                )
+            if not isinstance(self.pending[decision.call_id].action, ProposedToolCall):
+                raise ApplicationError(
+                    f"{decision.call_id!r} is not a tool call: only a tool call's arguments can be edited",
+                    type=ConfigurationError.__name__,
+                )
 
     def answer(self, decision: ApprovalInput) -> None:
         """Record a human's answer (already checked by ``check_answer``)."""
