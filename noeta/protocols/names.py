@@ -34,6 +34,7 @@ VALIDATE_OUTPUT = "noeta.validate_output"
 CHECK_GUARDS = "noeta.check_guards"
 LOAD_TRANSCRIPT = "noeta.load_transcript"
 RELEASE_RESOURCES = "noeta.release_resources"
+COMPACT_CONTEXT = "noeta.compact_context"
 
 #: Workflow handlers.
 UPDATE_SEND_GOAL = "send_goal"
@@ -129,3 +130,7 @@ PATCH_BUILTIN_POLICY_CHILDREN = "builtin-policy-children"
 is recorded in the memo (REFUSED_MEMO_KEY) instead of being scheduled as an invoke_tool activity
 that only returned the refusal: the UI no longer shows a refused call as a completed tool call.
 Patched only on that path, so tasks without refusals pay nothing."""
+PATCH_COMPACTION = "compaction"
+"""The task's context is compacted (a compact_context activity) before a model call that would pass
+its window's threshold, or after a call refused as too long. Asked only when a compaction is about
+to be scheduled, so a task that never reaches the threshold pays nothing."""
