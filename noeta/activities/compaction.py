@@ -58,6 +58,15 @@ class _Read:
     """The current view (None: not compacted yet)."""
 
 
+def scaled(estimate_after: int, tokens_before: int, estimate_before: int) -> int:
+    """The count after a compaction: its estimate, scaled by how the workflow's count before (the
+    provider's reported size plus estimates) compares with the estimate before (within 0.5-2)."""
+    if tokens_before <= 0 or estimate_before <= 0:
+        return estimate_after
+    ratio = min(2.0, max(0.5, tokens_before / estimate_before))
+    return round(estimate_after * ratio)
+
+
 class Compactions:
     """``compact_context`` and what it needs: the worker's services (store, transcripts, registry)."""
 
@@ -96,8 +105,7 @@ class Compactions:
                 summary = None
                 view = self._previews(inp, prefix, folding, transcript[new_folded:])
         after = plan.compacted(view, new_folded, transcript)
-        # The count before is the provider's (reported usage plus estimate): what changed is estimated.
-        tokens_after = max(estimate_tokens(after) // 2, inp.tokens_before - estimate_tokens(before) + estimate_tokens(after))
+        tokens_after = scaled(estimate_tokens(after), inp.tokens_before, estimate_tokens(before))
 
         def store_and_record() -> CompactContextOutput:
             store = self.services.store
