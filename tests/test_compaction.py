@@ -6,6 +6,9 @@ event, and the whole conversation stays in ``messages()``."""
 from __future__ import annotations
 
 
+import dataclasses
+from pathlib import Path
+
 import pytest
 
 from noeta.client.client import AsyncClient
@@ -17,6 +20,9 @@ from noeta.protocols.compaction import Compaction
 from noeta.protocols.messages import ContentRef, Message, TextBlock
 from noeta.worker import Registry, build_worker
 from tests.support.windowed import WindowedProvider, chunk, fetch
+
+
+ROOT = Path(__file__).parent / "histories"
 
 
 def compactions(events: list) -> list:
@@ -138,3 +144,36 @@ async def test_a_summary_is_written_once_when_its_attempt_fails_after_the_call(c
     assert compacted[0].attempt == 2  # the first attempt failed after the summary call
     # One summarizing call per folded range, the failed attempt's included.
     assert len(provider.summaries) == len(compacted) == len(set(provider.summaries))
+
+
+async def test_a_task_below_the_threshold_records_what_it_recorded_without_compaction(
+    client: AsyncClient, content_store, task_queue
+):
+    """The ``tool_loop`` scenario of the recorded histories, with compaction on (the default) and
+    off: the same events and the same payload bytes but for the setting itself in the task's
+    input. A task that never reaches the threshold asks no patch, schedules no compaction and
+    carries no view (bench/RESULTS.md compares it with the code before compaction existed)."""
+    from noeta.client.options import build_task_input
+    from noeta.sdk._query import registry_for
+    from noeta.temporal.converter import NoetaPayloadConverter
+    from tests.histories.record import SCENARIOS
+    from tests.support.history_bytes import history_shape
+
+    scripted, spec = SCENARIOS["tool_loop"]
+    shapes = []
+    for task_id, options in (("below-on", spec["options"]), ("below-of", dataclasses.replace(spec["options"], compaction=None))):
+        provider = dataclasses.replace(scripted, received_requests=[])
+        registry = registry_for(options, content_store)
+        registry.add_provider(provider)
+        async with build_worker(client.temporal, registry, task_queue, workflow_failure_exception_types=[Exception]):
+            await client.start(spec["goal"], options, task_id=task_id, provider_name="FakeLLMProvider", task_queue=task_queue)
+            assert (await client.result(task_id)).status == "completed"
+        shapes.append(history_shape(await client.temporal.get_workflow_handle(task_id).fetch_history()))
+        assert not compactions(await client.events(task_id))
+    (events_on, types_on, bytes_on), (events_off, types_off, bytes_off) = shapes
+    converter = NoetaPayloadConverter()
+    inputs = [build_task_input(o, spec["goal"], provider_name="FakeLLMProvider") for o in (spec["options"], dataclasses.replace(spec["options"], compaction=None))]
+    setting = len(converter.to_payloads([inputs[1]])[0].data) - len(converter.to_payloads([inputs[0]])[0].data)
+    assert setting > 0  # "compaction": null is written; the default is left out
+    assert (events_on, types_on) == (events_off, types_off)
+    assert bytes_on == bytes_off - setting
