@@ -177,3 +177,16 @@ async def test_a_task_below_the_threshold_records_what_it_recorded_without_compa
     assert setting > 0  # "compaction": null is written; the default is left out
     assert (events_on, types_on) == (events_off, types_off)
     assert bytes_on == bytes_off - setting
+
+
+def test_a_history_with_compactions_is_recorded():
+    """tests/test_replay.py replays it: a change that breaks a compacted task's replay fails there."""
+    import json
+
+    from noeta.protocols.names import COMPACT_CONTEXT, PATCH_COMPACTION
+
+    events = json.loads((ROOT / PATCH_COMPACTION / "compaction.json").read_text())["events"]
+    scheduled = [e["activityTaskScheduledEventAttributes"]["activityType"]["name"] for e in events
+                 if "activityTaskScheduledEventAttributes" in e]
+    assert scheduled.count(COMPACT_CONTEXT) >= 2
+    assert any(e.get("markerRecordedEventAttributes", {}).get("markerName") == "core_patch" for e in events)

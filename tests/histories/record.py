@@ -39,6 +39,7 @@ from tests.support.policies import DelegatingPolicy, ThinkThenDelegate
 from tests.support.resources import delegate_to_reader, resources_options
 from tests.support.scripts import call, say
 from tests.support.tools import add, big_output, boom
+from tests.support.windowed import WindowedProvider, fetch
 from tests.test_guards import AmountGuard, NoEarlyFinish, wire_money
 from tests.test_long_runs import counting_goal
 
@@ -217,6 +218,12 @@ SCENARIOS = {
     "failed_subtask": (
         FakeLLMProvider(responder=_child_fails),
         dict(goal="check it", options=Options(subagents=[SubAgent("checker", "Checks things.", Options(max_retries=0))])),
+    ),
+    # A 3,000-token window and twelve 2 KB tool results: the oldest turns are summarized before the
+    # calls that would pass the threshold (PATCH_COMPACTION), the view rides on later calls.
+    "compaction": (
+        WindowedProvider(window=3000, turns=12, name="FakeLLMProvider"),
+        dict(goal="fetch", options=Options(allowed_tools=[fetch], max_turns=20, context_window_tokens=3000)),
     ),
     # A task-scoped resource exposed to a sub-agent the model calls, with a scope (task-resources).
     "resources": (
