@@ -146,35 +146,32 @@ async def test_a_summary_is_written_once_when_its_attempt_fails_after_the_call(c
     assert len(provider.summaries) == len(compacted) == len(set(provider.summaries))
 
 
-async def test_a_task_below_the_threshold_records_what_it_recorded_without_compaction(
-    client: AsyncClient, content_store, task_queue
+async def test_a_task_below_the_threshold_records_what_it_records_without_compaction(
+    client: AsyncClient, serve, task_queue
 ):
-    """The ``tool_loop`` scenario of the recorded histories, with compaction on (the default) and
-    off: the same events and the same payload bytes but for the setting itself in the task's
-    input. A task that never reaches the threshold asks no patch, schedules no compaction and
-    carries no view (bench/RESULTS.md compares it with the code before compaction existed)."""
+    """Six tool turns far below a 100,000-token window, with compaction on (the default) and off:
+    the same events and the same payload bytes but for the setting itself in the task's input. A
+    task that never reaches the threshold asks no patch, schedules no compaction and carries no
+    view (bench/RESULTS.md compares it with the code from before compaction)."""
     from noeta.client.options import build_task_input
-    from noeta.sdk._query import registry_for
     from noeta.temporal.converter import NoetaPayloadConverter
-    from tests.histories.record import SCENARIOS
     from tests.support.history_bytes import history_shape
 
-    scripted, spec = SCENARIOS["tool_loop"]
+    on = Options(provider="below", allowed_tools=[fetch], context_window_tokens=100_000)
+    off = dataclasses.replace(on, compaction=None)
     shapes = []
-    for task_id, options in (("below-on", spec["options"]), ("below-of", dataclasses.replace(spec["options"], compaction=None))):
-        provider = dataclasses.replace(scripted, received_requests=[])
-        registry = registry_for(options, content_store)
-        registry.add_provider(provider)
-        async with build_worker(client.temporal, registry, task_queue, workflow_failure_exception_types=[Exception]):
-            await client.start(spec["goal"], options, task_id=task_id, provider_name="FakeLLMProvider", task_queue=task_queue)
+    for task_id, options in (("below-on", on), ("below-of", off)):
+        provider = WindowedProvider(window=100_000, turns=6, name="below")
+        async with serve(tools=[fetch], providers=[provider]):
+            await client.start("fetch", options, task_id=task_id, task_queue=task_queue)
             assert (await client.result(task_id)).status == "completed"
         shapes.append(history_shape(await client.temporal.get_workflow_handle(task_id).fetch_history()))
-        assert not compactions(await client.events(task_id))
-    (events_on, types_on, bytes_on), (events_off, types_off, bytes_off) = shapes
+        assert not compactions(await client.events(task_id)) and provider.summaries == []
     converter = NoetaPayloadConverter()
-    inputs = [build_task_input(o, spec["goal"], provider_name="FakeLLMProvider") for o in (spec["options"], dataclasses.replace(spec["options"], compaction=None))]
-    setting = len(converter.to_payloads([inputs[1]])[0].data) - len(converter.to_payloads([inputs[0]])[0].data)
+    inputs = [converter.to_payloads([build_task_input(o, "fetch", provider_name="below")])[0].data for o in (on, off)]
+    setting = len(inputs[1]) - len(inputs[0])
     assert setting > 0  # "compaction": null is written; the default is left out
+    (events_on, types_on, bytes_on), (events_off, types_off, bytes_off) = shapes
     assert (events_on, types_on) == (events_off, types_off)
     assert bytes_on == bytes_off - setting
 

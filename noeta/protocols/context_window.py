@@ -6,16 +6,22 @@ Pure and sandbox-safe: the workflow counts the request it is about to send with 
 worker counts what a compaction folds with the same ones, so both agree on every replay.
 
 No tokenizer is used: the providers' tokenizers are not all public, the ones that are would have to
-be loaded inside the workflow sandbox, and a count that is only used to decide *when* to compact
-needs to be close and cautious, not exact. The estimate is ``CHARS_PER_TOKEN`` characters per
-token plus a small overhead per message and block; docs/long-running.md gives its measured error
-against the local default model's own tokenizer.
+be loaded inside the workflow sandbox (and its vocabulary carried by every worker), and a count
+that is only used to decide *when* to compact needs to be close and cautious, not exact. The
+estimate counts a text by the kinds of its characters (:func:`text_tokens`) plus a small overhead
+per message and block; bench/token_count.py measures it against the local default model's own
+tokenizer (docs/long-running.md gives the figures).
+
+The estimate and the window table are part of the workflow's decisions (when to compact): a task
+replays with the counts it ran with, so changing a constant or a window here changes the commands
+of running tasks (tests/histories/compaction replays one). Change them behind a new patch id.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable
 
 from noeta.protocols.messages import (
@@ -28,16 +34,20 @@ from noeta.protocols.messages import (
     ToolUseBlock,
 )
 
-#: Characters per token of the estimate. English prose and code run at 3.5-4.5 characters per
-#: token on current tokenizers; JSON and identifiers at fewer. 3.5 errs on the side of counting
-#: too many, so a compaction comes a little early rather than a request too large.
+#: Characters per token of a body that is not read (a stored tool output counted by its size).
 CHARS_PER_TOKEN = 3.5
+#: Letters of a word per token: a word of up to 8 ASCII letters is one token, longer ones more.
+WORD_LETTERS_PER_TOKEN = 8
+#: A punctuation mark, symbol or non-ASCII character: most are a token, some merge with a neighbour.
+SYMBOL_TOKENS = 0.8
 #: Tokens a message costs beyond its text (role markers, separators of the chat template).
-MESSAGE_OVERHEAD_TOKENS = 4
+MESSAGE_OVERHEAD_TOKENS = 5
 #: Tokens a content block costs beyond its text (tool-call ids, names, JSON framing).
-BLOCK_OVERHEAD_TOKENS = 8
+BLOCK_OVERHEAD_TOKENS = 4
 #: What an image is counted as (providers charge ~1,000-1,600 tokens for a typical picture).
 IMAGE_TOKENS = 1600
+#: The pieces a text is counted by: ASCII words, single digits, whitespace runs, anything else.
+_PIECES = re.compile(r"[A-Za-z]+|\d|\s+|[^\sA-Za-z\d]")
 
 #: Context windows in tokens by model-name prefix, longest prefix first wins. The providers'
 #: current models; ``Options.context_window_tokens`` overrides (a model not listed has no window,
@@ -82,36 +92,52 @@ def context_window(model: str | None, override: int | None = None) -> int | None
 
 
 def tokens_of_chars(chars: int) -> int:
-    """The estimated tokens of ``chars`` characters of text."""
+    """The estimated tokens of ``chars`` characters of text that is not read (a stored body)."""
     return math.ceil(chars / CHARS_PER_TOKEN) if chars > 0 else 0
 
 
-def _block_chars(block: object) -> tuple[int, int]:
-    """(characters, extra tokens) of one content block."""
+def text_tokens(text: str) -> int:
+    """The estimated tokens of ``text``, by the kind of its characters: a word is a token per 8
+    letters, a digit a token (tokenizers of the Llama family split numbers into digits), a run of
+    whitespace a token when it holds a line break or more than one character, any other character
+    0.8 of a token."""
+    total = 0.0
+    for match in _PIECES.finditer(text):
+        piece = match.group()
+        first = piece[0]
+        if first.isascii() and first.isalpha():
+            total += -(-len(piece) // WORD_LETTERS_PER_TOKEN)
+        elif first.isdigit():
+            total += 1
+        elif first.isspace():
+            total += 1 if len(piece) > 1 or "\n" in piece else 0
+        else:
+            total += SYMBOL_TOKENS
+    return math.ceil(total)
+
+
+def _block_tokens(block: object) -> int:
+    """The estimated tokens of one content block's own text."""
     if isinstance(block, TextBlock):
-        return len(block.text), 0
+        return text_tokens(block.text)
     if isinstance(block, ToolUseBlock):
         arguments = json.dumps(block.arguments, ensure_ascii=False, separators=(",", ":"), default=str)
-        return len(block.tool_name) + len(arguments), 0
+        return text_tokens(block.tool_name) + text_tokens(arguments)
     if isinstance(block, ToolResultBlock):
         output = block.output
-        chars = output.size if isinstance(output, ContentRef) else len(output or "")
-        return chars + len(block.error or ""), IMAGE_TOKENS * len(block.images or ())
+        counted = tokens_of_chars(output.size) if isinstance(output, ContentRef) else text_tokens(output or "")
+        return counted + text_tokens(block.error or "") + IMAGE_TOKENS * len(block.images or ())
     if isinstance(block, ThinkingBlock):
-        return len(block.thinking) + len(block.redacted or ""), 0
+        return text_tokens(block.thinking) + tokens_of_chars(len(block.redacted or ""))
     if isinstance(block, ImageBlock):
-        return 0, IMAGE_TOKENS
-    return 0, 0
+        return IMAGE_TOKENS
+    return 0
 
 
 def estimate_message_tokens(message: Message) -> int:
     """The estimated tokens of one message as a provider receives it (a stored tool output counts
     by its stored size: its body is not read)."""
-    total = MESSAGE_OVERHEAD_TOKENS
-    for block in message.content:
-        chars, extra = _block_chars(block)
-        total += BLOCK_OVERHEAD_TOKENS + tokens_of_chars(chars) + extra
-    return total
+    return MESSAGE_OVERHEAD_TOKENS + sum(BLOCK_OVERHEAD_TOKENS + _block_tokens(b) for b in message.content)
 
 
 def estimate_tokens(messages: Iterable[Message]) -> int:
@@ -124,9 +150,12 @@ __all__ = [
     "CHARS_PER_TOKEN",
     "IMAGE_TOKENS",
     "MESSAGE_OVERHEAD_TOKENS",
+    "SYMBOL_TOKENS",
     "WINDOWS",
+    "WORD_LETTERS_PER_TOKEN",
     "context_window",
     "estimate_message_tokens",
     "estimate_tokens",
+    "text_tokens",
     "tokens_of_chars",
 ]

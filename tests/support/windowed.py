@@ -29,10 +29,13 @@ from noeta.sdk.tools import tool
 CHUNK_CHARS = 2048
 
 
+WORDS = ("river", "stone", "ledger", "orbit", "cedar", "signal", "harbor", "copper", "meadow", "lantern", "quartz", "willow")
+
+
 def chunk(i: int) -> str:
-    """The output of ``fetch(i)``: 2 KB, different for each i."""
-    head = f"chunk {i}: "
-    return (head + f"{i:06d} " * (CHUNK_CHARS // 7 + 1))[:CHUNK_CHARS]
+    """The output of ``fetch(i)``: 2 KB of words, different for each i."""
+    words = " ".join(WORDS[(i * 7 + k) % len(WORDS)] for k in range(CHUNK_CHARS // 5))
+    return f"chunk {i}: {words}"[:CHUNK_CHARS]
 
 
 @tool(
