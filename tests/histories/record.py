@@ -199,6 +199,22 @@ SCENARIOS = {
             approve=[("c3", False, "not this one", "bob"), ("c4", True, "ok", "alice")],
         ),
     ),
+    # Approvals that replace a call's arguments (edited-approvals): c1 edited down and run, c2 edited
+    # above the guard's hard limit and refused on the guards' second look.
+    "edited_approvals": (
+        FakeLLMProvider(
+            responses=[
+                call(("c1", "wire_money", {"amount": 2500}), ("c2", "wire_money", {"amount": 3000})),
+                say("paid 900"),
+            ]
+        ),
+        dict(
+            goal="pay",
+            options=Options(allowed_tools=[wire_money], guards=[AmountGuard()]),
+            approve=[("c1", True, "split it", "user:alice", {"amount": 900}),
+                     ("c2", True, None, "user:alice", {"amount": 5_000_000})],
+        ),
+    ),
     "provider_retried": (
         FakeLLMProvider(responder=_fail_once),
         dict(goal="retry once", options=Options(max_retries=2)),
@@ -288,10 +304,10 @@ async def run_scenario(client: AsyncClient, registry: Registry, name: str, spec:
         )
         if "inject" in spec:
             await client.inject(task_id, spec["inject"])
-        for call_id, approved, reason, approver in spec.get("approve", []):
+        for call_id, approved, reason, approver, *edit in spec.get("approve", []):
             while not any(r.call_id == call_id for r in await client.pending_approvals(task_id)):
                 await asyncio.sleep(0.05)
-            await client.approve(task_id, call_id, approved, reason, approver)
+            await client.approve(task_id, call_id, approved, reason, approver, arguments=edit[0] if edit else None)
         for goal in spec.get("more", []):
             await client.send_goal(task_id, goal)
         if spec.get("keep_open"):
