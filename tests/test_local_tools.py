@@ -241,3 +241,4 @@ async def test_a_five_step_task_with_a_local_tool_costs_these_events(client: Asy
     kinds = [EventType.Name(e.event_type) for e in history.events]
     workflow_tasks = kinds.count("EVENT_TYPE_WORKFLOW_TASK_COMPLETED")
     assert (len(kinds), workflow_tasks) == (51, 7), kinds
+

@@ -60,6 +60,16 @@ def test_refusal_histories_are_recorded():
     assert {p.stem for p in (ROOT / PATCH_REFUSALS_RECORDED).glob("*.json")} >= {"refusals", "tool_loop", "guards"}
 
 
+def test_workflow_stream_histories_are_recorded():
+    # Tasks read through their workflow stream (bench/streams.py --record): listen and publish
+    # signals in history, one of them across continue-as-new; replayed like every other history.
+    shape = ROOT / "workflow-streams"
+    assert {p.stem for p in shape.glob("*.json")} >= {"streamed", "streamed_continue_as_new.run1", "streamed_continue_as_new.run2"}
+    for path in shape.glob("*.json"):  # the reader's lease travels in the carry: a signal in the first run
+        assert "__temporal_workflow_stream_publish" in path.read_text()
+        assert ("noeta.stream_listen" in path.read_text()) == ("run2" not in path.name)
+
+
 def test_local_tool_histories_are_recorded():
     # The built-in tools that cannot block, called as activities before local-tools and as local
     # activities behind it: both must keep replaying.

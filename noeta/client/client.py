@@ -49,7 +49,8 @@ from noeta.client.visibility import (
     search_attributes_registered,
 )
 from noeta.context.content_store import ContentStore
-from noeta.deltas.broker import DeltaBroker, DeltaStream, Subscription, broker_for, in_process_broker, subscribe_stream
+from noeta.client.deltas import ClientDeltas
+from noeta.deltas.broker import DeltaBroker, DeltaStream, broker_for, in_process_broker
 from noeta.protocols.event_log import Observer
 from noeta.protocols.interaction import ApprovalRequest, TaskResult
 from noeta.protocols.messages import ImageBlock
@@ -88,9 +89,7 @@ class AsyncClient:
         self.memory = memory
         """The memory pool (a MemoryStore) that the memory tool of this host's workers shares:
         seed it, read what agents remembered."""
-        self.delta_broker: DeltaBroker = delta_broker or in_process_broker()
-        """Where the workers' streamed deltas arrive (``NOETA_DELTA_BROKER``)."""
-        self._delta_subscription: Subscription | None = None
+        self._deltas = ClientDeltas(temporal, delta_broker or in_process_broker())
 
     @classmethod
     async def connect(cls, host: HostConfig | None = None, observers: Sequence[Observer] = ()) -> AsyncClient:
@@ -108,8 +107,7 @@ class AsyncClient:
         )
         client.indexed_metadata = host.settings.indexed_metadata
         client.ui_url = host.settings.temporal_ui or client.ui_url
-        if host.delta_sink is not None:  # every task's deltas, from any worker, until close()
-            client._delta_subscription = await client.delta_broker.subscribe(temporal.namespace, host.delta_sink)
+        await client._deltas.open(host.delta_sink)  # the followed tasks' deltas, until close()
         return client
 
     # What the client was made with; each part reads its own.
@@ -207,10 +205,12 @@ class AsyncClient:
         """Start a task and return its id (the workflow id). ``api_key_id``: the ``noeta serve`` key
         that starts it, indexed as NoetaApiKey so the key's spend can be summed. ``tenant``: its
         NoetaTenant. ``identity`` (here and below): who acts, as Temporal records it."""
-        return await self._tasks.start(
+        started = await self._tasks.start(
             goal, options, task_id=task_id, keep_open=keep_open, images=images, workspace_dir=workspace_dir,
             provider_name=provider_name, task_queue=task_queue, api_key_id=api_key_id, tenant=tenant, identity=identity,
         )
+        self._deltas.follow(started)
+        return started
 
     async def fork(
         self,
@@ -247,6 +247,7 @@ class AsyncClient:
     async def send_goal(self, task_id: str, goal: str, images: Sequence[ImageBlock] = (), *, identity: str | None = None) -> TaskResult:
         """Send the next goal to a task started with ``keep_open=True``; returns that goal's result
         (saying, as ``result`` does, when no worker polls the task's queue)."""
+        self._deltas.follow(task_id)
         return await self._tasks.send_goal(task_id, goal, images, identity)
 
     async def waiting_for_worker(self, task_id: str) -> str | None:
@@ -285,6 +286,7 @@ class AsyncClient:
 
         Keeps waiting through a Temporal outage of up to SERVER_OUTAGE_WAIT_SECONDS (the task goes
         on once the server is back); a longer one raises the RPCError."""
+        self._deltas.follow(task_id)
         return await self._tasks.result(task_id)
 
     async def cancel(self, task_id: str, *, identity: str | None = None) -> None:
@@ -364,12 +366,11 @@ class AsyncClient:
         """Wait until the observers of a task this client started have seen its last envelope."""
         return await self._observation.observed(task_id)
 
-    async def deltas(self, task_id: str) -> DeltaStream:
-        """The streamed pieces of ``task_id``'s model responses as they arrive, from any worker,
-        through the delta broker: ``async with await client.deltas(task_id) as stream: async for
-        delta in stream``. Subscribed when this returns; deltas streamed earlier are not replayed
-        (history holds the final responses)."""
-        return await subscribe_stream(self.delta_broker, self.temporal.namespace, task_id)
+    async def deltas(self, task_id: str, after: int | None = None) -> DeltaStream:
+        """``task_id``'s streamed pieces (``async for delta in stream``) from its workflow stream
+        after offset ``after`` (None: from the current call's first piece) until its last piece;
+        with a broker configured, from the broker from now on (docs/streaming.md)."""
+        return await self._deltas.stream(task_id, after)
 
     async def close(self, task_id: str | None = None) -> None:
         """Close this client: stop following tasks for its observers (``close(task_id)``: deprecated)."""
@@ -378,9 +379,7 @@ class AsyncClient:
             await self.close_task(task_id)
             return
         await self._observation.close()
-        subscription, self._delta_subscription = self._delta_subscription, None
-        if subscription is not None:
-            await subscription.close()
+        await self._deltas.close()
 
     async def __aenter__(self) -> AsyncClient:
         """Return the client itself."""

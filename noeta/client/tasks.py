@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
+import logging
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -43,6 +44,8 @@ from noeta.protocols.event_log import Observer
 from noeta.protocols.identity import parse_identity
 from noeta.protocols.ids import check_task_id, check_task_queue
 from noeta.protocols.task import MAX_INJECTION_CHARS, TaskInput
+
+logger = logging.getLogger(__name__)
 
 #: How long ``AsyncClient.result`` keeps waiting while the Temporal server cannot be reached.
 SERVER_OUTAGE_WAIT_SECONDS = 600.0
@@ -156,8 +159,12 @@ class TaskOperations:
             )
             if indexed
             else None,
+            # Taken up only when a worker on this client polls the queue with a free slot (the
+            # SDK drops the request otherwise): the first workflow task comes back with the start.
+            request_eager_start=True,
         )
-        await start_workflow(connection.temporal, task_input, task_id, send)
+        if await start_workflow(connection.temporal, task_input, task_id, send):
+            logger.debug("task %s: its first workflow task came back with the start (eager)", task_id)
         self.observation.follow(task_id, observers)
         return task_id
 

@@ -346,8 +346,21 @@ async def events(
     "/tasks/{task_id}/deltas", tags=["streams"], response_class=EventStream,
     summary="Streamed model text (delta events) until the task ends", responses=answers(401, 404),
 )
-async def deltas(task_id: TaskId, state: State, who: Reader) -> EventStream:
+async def deltas(
+    task_id: TaskId,
+    state: State,
+    who: Reader,
+    last_event_id: Annotated[
+        str | None,
+        Header(
+            alias="Last-Event-ID", pattern=r"^[0-9]{1,18}:[0-9]{1,9}$",
+            description="resume after this delta (its SSE id, OFFSET:INDEX; EventSource sends it)",
+        ),
+        BeforeValidator(_blank_is_default),
+    ] = None,
+) -> EventStream:
     """The model's text of the task as it is generated, as Server-Sent ``delta`` events, until the
-    task ends."""
+    task ends; from the current model call's first piece, or after the Last-Event-ID's delta."""
     await own_task(state.client, who, task_id)  # an unknown task is a 404, not an empty stream
-    return EventStream(delta_stream(state.client, task_id, state.keepalive_seconds))
+    after = tuple(int(n) for n in last_event_id.split(":")) if last_event_id else None
+    return EventStream(delta_stream(state.client, task_id, state.keepalive_seconds, after))

@@ -234,6 +234,10 @@ class StreamDelta:
     text: str = ""
     kind: Literal["text", "thinking", "tool_use"] = "text"
     seq: int = 0
+    offset: int | None = None
+    """Where the piece is in the task's delta stream (``Client.deltas(task_id, after=offset)``
+    resumes after it; the pieces of one published batch share it); None when it came another way
+    (a worker's own sink, a broker)."""
 
 
 DeltaCallback = Callable[[str, str], Any]

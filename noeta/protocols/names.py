@@ -72,6 +72,14 @@ REFUSED_MEMO_KEY = "noeta.refused"
 
 #: Redis pub/sub channels of streamed deltas: ``{prefix}{namespace}:{task_id}``.
 DELTA_CHANNEL_PREFIX = "noeta:deltas:"
+#: Signal a delta subscriber sends to a task it reads the stream of (seconds it will listen): the
+#: model-call activity publishes to the task's workflow stream only while someone listens.
+SIGNAL_STREAM_LISTEN = "noeta.stream_listen"
+#: Query: until when (epoch seconds, workflow time) someone listens to the task's stream.
+QUERY_STREAM_LISTENING = "noeta.stream_listening"
+#: Temporal's Workflow Streams handlers (temporalio.contrib.workflow_streams; its wire names).
+WORKFLOW_STREAM_PUBLISH = "__temporal_workflow_stream_publish"
+WORKFLOW_STREAM_POLL = "__temporal_workflow_stream_poll"
 
 #: Key of the worker's MemoryStore in its resources (the built-in memory tool reads it there).
 MEMORY_RESOURCE = "noeta.memory"
