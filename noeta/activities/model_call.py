@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import itertools
 import json
 import logging
 from collections.abc import Awaitable
@@ -24,6 +23,7 @@ from noeta.activities._errors import to_application_error
 from noeta.activities._heartbeat import AttemptTimedOut, attempt_seconds, with_heartbeat
 from noeta.activities._services import PREVIEW_CHARS, WorkerServices, call_maybe_async
 from noeta.activities._store_writes import read_stored, stored
+from noeta.activities._streaming import stream_call, streams
 from noeta.context.blob_cache import BlobCache
 from noeta.context.compaction import compacted, load_view
 from noeta.context.requests import model_request, offered_tools
@@ -37,9 +37,8 @@ from noeta.protocols.messages import (
     LLMRequest,
     LLMResponse,
     Message,
-    StreamDelta,
-    StreamingProvider,
     TextBlock,
+    provider_system,
 )
 from noeta.protocols.names import CALL_MODEL
 from noeta.providers.errors import classify_exception
@@ -74,7 +73,9 @@ class ModelCalls:
         self.rate_windows = rate_windows(self.registry.rate_limits)
         self.env_limits = ProviderLimitSettings().limits  # NOETA_PROVIDER_LIMITS: a bad one stops the worker here
         self.limiters: dict[str, Limiter] = {}
-        self.delta_broker = self.registry.delta_broker or DeltaSettings().broker()
+        deltas = DeltaSettings()
+        self.delta_broker = self.registry.delta_broker or deltas.broker()
+        self.workflow_stream = deltas.workflow_stream
         self._remote_schema_lists: dict[str, dict[str, dict[str, Any]]] = {}  # by content hash
 
     async def aclose(self) -> None:
@@ -109,7 +110,8 @@ class ModelCalls:
             request = self._build_request(inp, seconds_left, memory_only=True)
         except _NotInMemory:  # a worker new to the task, a stored output or image in the transcript
             request = await read_stored(ledger, self.services.io(self._build_request, inp, seconds_left))
-        with instrument.model_call(inp.provider, request, inp.task_id, f"turn-{inp.turn}") as observed:
+        system = provider_system(provider)
+        with instrument.model_call(system, request, inp.task_id, f"turn-{inp.turn}", registered_as=inp.provider) as observed:
             try:
                 work = self._limited(inp.provider, provider, request, inp)
                 response = await with_heartbeat(work, as_details(ledger.earlier), seconds=seconds)
@@ -133,7 +135,9 @@ class ModelCalls:
 
         # A store that cannot take the answer does not call the provider again: only the write is
         # retried (noeta.activities._store_writes); an attempt out of time asks the model again.
-        return await stored(ledger, write, hold=lambda: None)
+        output = await stored(ledger, write, hold=lambda: None)
+        instrument.model_cost(system, output.model or request.model or "default", output.response.usage.cost_usd)
+        return output
 
     async def _limited(self, name: str, provider: Any, request: LLMRequest, inp: CallModelInput) -> Any:
         """The provider call, inside the provider's limit (if it has one) and the pauses it asked for."""
@@ -247,29 +251,16 @@ class ModelCalls:
         return cached
 
     def _complete(self, provider: Any, request: LLMRequest, inp: CallModelInput) -> Awaitable[Any]:
-        """Stream when someone may listen for deltas (this worker's sink, or the delta broker) and
-        the provider can; else a plain completion."""
+        """Stream when the provider can and someone may take the pieces (the task's workflow
+        stream, this worker's sink, the delta broker: noeta.activities._streaming); else a plain
+        completion."""
         sink, broker = self.registry.delta_sink, self.delta_broker
-        if (sink is None and not broker.wants_deltas()) or not isinstance(provider, StreamingProvider):
+        if not streams(provider, sink, broker, self.workflow_stream):
             # Synchronous providers share the I/O pool: a hung tool must not hold up model calls.
             return call_maybe_async(
                 provider.complete, request, pool=self.services.io_pool, label=f"{inp.provider}.complete"
             )
-        info = activity.info()
-        call_id, seq = f"turn-{inp.turn}", itertools.count()
-
-        def on_delta(kind: str, text: str) -> None:
-            delta = StreamDelta(
-                task_id=inp.task_id, call_id=call_id, attempt=info.attempt, text=text, kind=kind, seq=next(seq)  # type: ignore[arg-type]
-            )
-            if sink is not None:
-                try:
-                    sink(delta)
-                except Exception:  # a broken consumer must not fail the model call
-                    logger.exception("delta_sink failed")
-            broker.publish(info.workflow_namespace or "default", delta)
-
-        return provider.stream(request, on_delta)
+        return stream_call(provider, request, inp.task_id, inp.turn, sink, broker, self.workflow_stream)
 
 
 def reported_model(raw: Any) -> str | None:

@@ -18,6 +18,7 @@ from noeta.context.step_records import StepRecords
 from noeta.errors import ConfigurationError
 from noeta.providers.pricing import PriceTable
 from noeta.protocols.hooks import Guard
+from noeta.protocols.local_tools import check_local_tool
 from noeta.protocols.messages import LLMProvider, Message, StreamDelta, registry_name
 from noeta.protocols.resources import ResourceSpec
 from noeta.protocols.tool import Tool, ToolSpec, tool_fingerprint
@@ -118,6 +119,8 @@ class Registry:
         same name."""
         if not isinstance(tool, Tool):
             raise ConfigurationError(f"{tool!r} is not a Tool (decorate it with @tool)")
+        if getattr(tool, "local", False) is True:  # a class-based tool's options, checked as @tool checks them
+            check_local_tool(tool.name, getattr(tool, "timeout_seconds", None), getattr(tool, "heartbeat_seconds", None))
         _add_once(self.tools, tool.name, tool, "tools")
 
     def add_provider(self, provider: LLMProvider, name: str | None = None, limit: ProviderLimit | None = None) -> str:
@@ -196,6 +199,7 @@ class Registry:
             heartbeat_seconds=getattr(tool, "heartbeat_seconds", None),
             max_retries=getattr(tool, "max_retries", None),
             resources=list(getattr(tool, "resources", ()) or ()),
+            local=getattr(tool, "local", False) is True,
         )
         self._specs[name] = (tool, spec)
         return spec

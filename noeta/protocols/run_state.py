@@ -63,6 +63,11 @@ class Carry:
     """Limits whose BudgetWarning has been recorded (each is recorded once)."""
     model: str | None = None
     """The model the provider used when the task named none (its default), once a call reported it."""
+    stream_offset: int = 0
+    """Pieces published to the task's delta stream so far (its next offset; carried so offsets
+    keep growing across continue-as-new)."""
+    stream_listened_until: float = 0.0
+    """Until when (workflow time, epoch seconds) a reader listens to the task's delta stream."""
     context_tokens: int = 0
     """The size of the last model call as its provider reported it (input plus output tokens): the
     base of the count of the next request (noeta.workflows.compaction)."""

@@ -105,7 +105,7 @@ class StepRunner:
         self._run.append(tool_round_message([block]))
 
     async def _guarded_tool(self, call: ToolUseBlock, verdict: GuardDecision | None) -> tuple[ToolResultBlock, list[str]]:
-        refusal = await self._gate.refusal(self._gate.proposed_call(call), verdict)
+        call, refusal = await self._gate.tool_call(call, verdict)  # an approver may have edited it
         if refusal is None and verdict is not None and self._budget is not None:
             self._budget.check()  # a human may have taken longer than the goal's time limit allows
         return await self._invoke_tool(call, reject=refusal)
