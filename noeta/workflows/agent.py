@@ -116,7 +116,8 @@ class AgentWorkflow:
     @workflow.update(
         name=UPDATE_APPROVE,
         description='Answer an action waiting for approval: {"call_id": "c1", "approved": true, '
-        '"reason": "...", "approver": "..."} (approved false refuses it).',
+        '"reason": "...", "arguments": {...}} (approved false refuses it; arguments replace a tool '
+        "call's). The approver recorded is your Temporal identity.",
     )
     def approve(self, decision: ApprovalInput) -> None:
         """A human's answer to an action that a guard sent for approval."""

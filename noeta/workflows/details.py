@@ -57,7 +57,7 @@ def awaiting_approval(pending: Iterable[ApprovalRequest], timeout_seconds: float
         lines.append(f"**awaiting approval**: {action_text(request)} — guard {request.guard}{reason}")
         lines.append(
             f"approve: Send an Update → `{UPDATE_APPROVE}` with "
-            f'`{{"call_id": "{request.call_id}", "approved": true, "approver": "your name"}}`; '
+            f'`{{"call_id": "{request.call_id}", "approved": true}}`; '
             f"refuse: the same to `{UPDATE_REFUSE}` with `\"approved\": false`"
         )
     lines.append(f"unanswered after {timeout_seconds:g} s: refused")
