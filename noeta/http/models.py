@@ -185,7 +185,9 @@ class ViewItemOut(Response):
     """One item of the conversation (``as_messages``), its fields beside its type name."""
 
     model_config = ConfigDict(extra="allow")
-    type: Literal["UserMessage", "AssistantMessage", "InjectedMessage", "ToolUse", "ToolResultView", "Result"]
+    type: Literal[
+        "UserMessage", "AssistantMessage", "InjectedMessage", "ToolUse", "ToolResultView", "ContextCompactedView", "Result"
+    ]
 
 
 class Health(Response):

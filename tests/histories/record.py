@@ -40,6 +40,7 @@ from tests.support.policies import DelegatingPolicy, ThinkThenDelegate
 from tests.support.resources import delegate_to_reader, resources_options
 from tests.support.scripts import call, say
 from tests.support.tools import add, big_output, boom
+from tests.support.windowed import WindowedProvider, fetch
 from tests.test_guards import AmountGuard, NoEarlyFinish, wire_money
 from tests.test_long_runs import counting_goal
 
@@ -234,6 +235,12 @@ SCENARIOS = {
     "failed_subtask": (
         FakeLLMProvider(responder=_child_fails),
         dict(goal="check it", options=Options(subagents=[SubAgent("checker", "Checks things.", Options(max_retries=0))])),
+    ),
+    # A 3,000-token window and twelve 2 KB tool results: the oldest turns are summarized before the
+    # calls that would pass the threshold (PATCH_COMPACTION), the view rides on later calls.
+    "compaction": (
+        WindowedProvider(window=3000, turns=12, name="FakeLLMProvider"),
+        dict(goal="fetch", options=Options(allowed_tools=[fetch], max_turns=20, context_window_tokens=3000)),
     ),
     # The built-in tools that cannot block, in one round and then alone: local activities since
     # local-tools (recorded before it in refusals-recorded/, as ordinary activities).
