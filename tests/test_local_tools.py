@@ -242,3 +242,35 @@ async def test_a_five_step_task_with_a_local_tool_costs_these_events(client: Asy
     workflow_tasks = kinds.count("EVENT_TYPE_WORKFLOW_TASK_COMPLETED")
     assert (len(kinds), workflow_tasks) == (51, 7), kinds
 
+
+
+async def test_a_local_tool_waits_for_its_guard_and_approval_like_any_tool(client: AsyncClient, serve, task_queue):
+    from tests.test_guards import AmountGuard
+
+    wired = []
+
+    @tool(name="wire_money", version="1", input_schema=SCHEMA, local=True)
+    def local_wire(arguments, ctx):
+        wired.append(arguments["amount"])
+        return ToolResult(success=True, output=f"wired {arguments['amount']}")
+
+    provider = FakeLLMProvider(
+        responses=[call(("c1", "wire_money", {"amount": 5_000_000}), ("c2", "wire_money", {"amount": 2500})), say("ok")]
+    )
+    options = Options(provider=provider, allowed_tools=[local_wire], guards=[AmountGuard()])
+    async with serve(tools=[local_wire], providers=[provider], guards=[AmountGuard()]):
+        task_id = await client.start("pay", options, task_queue=task_queue)
+        await eventually(lambda: pending_approval(client, task_id))
+        assert wired == []  # nothing runs while a human is asked
+        await client.approve(task_id, "c2", approved=True, approver="alice")
+        assert (await client.result(task_id)).answer == "ok"
+    assert wired == [2500]  # the denied call never ran
+    blocks = {b.call_id: b.output for m in provider.received_requests[1].messages for b in m.content if getattr(b, "type", "") == "tool_result"}
+    assert blocks == {"c1": "Denied by guard 'amount': amount above the hard limit", "c2": "wired 2500"}
+    assert await tool_activity_events(client, task_id) == (0, 1)
+    types = [e.type for e in await client.events(task_id)]
+    assert types.index("ApprovalGranted") < types.index("ToolCallStarted") < types.index("ToolCallCompleted")
+
+
+async def pending_approval(client: AsyncClient, task_id: str) -> bool:
+    return bool(await client.pending_approvals(task_id))
