@@ -274,3 +274,29 @@ async def test_a_local_tool_waits_for_its_guard_and_approval_like_any_tool(clien
 
 async def pending_approval(client: AsyncClient, task_id: str) -> bool:
     return bool(await client.pending_approvals(task_id))
+
+
+async def test_cancelling_the_task_cancels_a_running_local_tool(client: AsyncClient, serve, task_queue):
+    from noeta.errors import TaskCancelledError
+
+    started, cancelled = asyncio.Event(), asyncio.Event()
+
+    @tool(name="pause", version="1", input_schema=SCHEMA, local=True, timeout_seconds=30)
+    async def pause(arguments, ctx):
+        started.set()
+        try:
+            await asyncio.sleep(25)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return ToolResult(success=True, output="never")
+
+    provider = FakeLLMProvider(responses=[call(("c1", "pause", {}))])
+    async with serve(tools=[pause], providers=[provider]):
+        task_id = await client.start("x", Options(provider=provider, allowed_tools=[pause]), task_queue=task_queue)
+        await asyncio.wait_for(started.wait(), 20)
+        await client.cancel(task_id)
+        with pytest.raises(TaskCancelledError):
+            await client.result(task_id)
+        await asyncio.wait_for(cancelled.wait(), 20)
+    assert (await client.events(task_id))[-1].type == "TaskCancelled"
