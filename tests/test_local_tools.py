@@ -300,3 +300,21 @@ async def test_cancelling_the_task_cancels_a_running_local_tool(client: AsyncCli
             await client.result(task_id)
         await asyncio.wait_for(cancelled.wait(), 20)
     assert (await client.events(task_id))[-1].type == "TaskCancelled"
+
+
+async def test_an_mcp_server_configured_local_is_called_as_a_local_activity(client: AsyncClient, content_store, task_queue):
+    from noeta.worker import build_worker
+    from tests.support.mcp_server import running_http_server
+
+    provider = FakeLLMProvider(responses=[call(("c1", "mcp__web__add", {"a": 2, "b": 40})), say("42")])
+    registry = Registry.of(providers=[provider], content_store=content_store)
+    with running_http_server() as url:
+        options = Options(provider=provider, mcp_servers={"web": {"type": "http", "url": url, "local": True}})
+        async with build_worker(client.temporal, registry, task_queue):
+            task_id = await client.start("add", options, task_queue=task_queue)
+            assert (await client.result(task_id)).answer == "42"
+    [block] = [b for m in provider.received_requests[1].messages for b in m.content if getattr(b, "type", "") == "tool_result"]
+    assert (block.success, block.output) == (True, "42")
+    assert await tool_activity_events(client, task_id) == (0, 1)
+    [completed] = [e.payload for e in await client.events(task_id) if e.type == "ToolCallCompleted"]
+    assert (completed.tool_name, completed.local) == ("mcp__web__add", True)
