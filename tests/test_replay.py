@@ -14,6 +14,7 @@ from noeta.protocols.names import (
     BUILTIN_POLICY_WORKFLOW_NAME,
     PATCH_BUDGETS,
     PATCH_BUILTIN_POLICY_CHILDREN,
+    PATCH_EDITED_APPROVALS,
     PATCH_LEAN_STEPS,
     PATCH_LOCAL_TOOLS,
     PATCH_REFUSALS_RECORDED,
@@ -77,6 +78,18 @@ def test_local_tool_histories_are_recorded():
     before = (ROOT / PATCH_REFUSALS_RECORDED / "builtin_tools.json").read_text()
     after = (ROOT / PATCH_LOCAL_TOOLS / "builtin_tools.json").read_text()
     assert before.count('"name": "noeta.invoke_tool"') == 3 and after.count('"name": "noeta.invoke_tool"') == 0
+
+
+def test_edited_approval_histories_are_recorded():
+    # Approvals that replace a call's arguments: the guards' second look is behind edited-approvals,
+    # asked only by a task that receives such an approval.
+    history = (ROOT / PATCH_EDITED_APPROVALS / "edited_approvals.json").read_text()
+    assert history.count('"name": "noeta.check_guards"') == 4 and history.count('"name": "noeta.invoke_tool"') == 1
+    assert PATCH_EDITED_APPROVALS in base64.b64decode(
+        next(e for e in json.loads(history)["events"] if e["eventType"] == "EVENT_TYPE_MARKER_RECORDED"
+             and e["markerRecordedEventAttributes"]["markerName"] == "core_patch")
+        ["markerRecordedEventAttributes"]["details"]["patch-data"]["payloads"][0]["data"]
+    ).decode()
 
 
 def test_compact_payload_histories_are_recorded():

@@ -10,6 +10,7 @@ from noeta.client.audit import AuditEntry
 from noeta.client.client import PendingApproval
 from noeta.client.messages import (
     AssistantMessage,
+    ContextCompactedView,
     InjectedMessage,
     Result,
     ToolResultView,
@@ -42,6 +43,9 @@ def render(item: ViewItem) -> str:
     if isinstance(item, ToolResultView):
         mark = "ok" if item.success else "FAILED"
         return f"tool {mark:<4} │ {item.tool_name}: {item.output or ''}"
+    if isinstance(item, ContextCompactedView):
+        folded = f"{item.turns_folded} turn(s) compacted ({item.strategy}), {item.tokens_before} → {item.tokens_after} tokens"
+        return f"compacted │ {folded}" + (f": {item.summary}" if item.summary else "")
     if isinstance(item, Result):
         return f"result    │ [{item.status}] {item.answer}"
     return repr(item)

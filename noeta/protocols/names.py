@@ -34,10 +34,15 @@ VALIDATE_OUTPUT = "noeta.validate_output"
 CHECK_GUARDS = "noeta.check_guards"
 LOAD_TRANSCRIPT = "noeta.load_transcript"
 RELEASE_RESOURCES = "noeta.release_resources"
+COMPACT_CONTEXT = "noeta.compact_context"
 
 #: Workflow handlers.
 UPDATE_SEND_GOAL = "send_goal"
 UPDATE_APPROVE = "approve"
+#: A human's refusal of an action (the same input as UPDATE_APPROVE, ``approved`` false): its own
+#: name so that the Temporal UI's timeline tells approvals from refusals at a glance. Workers
+#: answer both; a refusal sent as UPDATE_APPROVE with ``approved`` false (older clients) is one too.
+UPDATE_REFUSE = "refuse"
 SIGNAL_INJECT = "inject"
 SIGNAL_CLOSE = "close"
 #: Sent by a worker's step to its own task while the content store fails under it (a text for the
@@ -165,3 +170,7 @@ Patched only on that path, so tasks without refusals pay nothing."""
 PATCH_EDITED_APPROVALS = "edited-approvals"
 """An approval that replaces a tool call's arguments: the guards check the edited call again (a
 check_guards activity) before it runs. Asked only when such an approval arrives."""
+PATCH_COMPACTION = "compaction"
+"""The task's context is compacted (a compact_context activity) before a model call that would pass
+its window's threshold, or after a call refused as too long. Asked only when a compaction is about
+to be scheduled, so a task that never reaches the threshold pays nothing."""

@@ -40,6 +40,7 @@ from noeta.protocols.task import (
 )
 from noeta.protocols.tool import ToolSpec
 from noeta.workflows import details, refusals, steps
+from noeta.workflows.compaction import ContextKeeper
 from noeta.workflows.budget import Budget, add_failed_spend, count_model_call, count_tool_calls
 from noeta.workflows.failures import (
     attempts_exhausted,
@@ -66,6 +67,8 @@ class StepRunner:
         self._budget = budget
         self._tool_calls = 0
         """Tool calls scheduled by this run: numbers their idempotency keys."""
+        self._context = ContextKeeper(run)
+        """Counts each model request and compacts the context before it would pass the window."""
 
     async def run_tools(self, decision: CallTools) -> None:
         """One tool round: the calls' guards, then every call in parallel; their results (and the
@@ -167,7 +170,8 @@ class StepRunner:
             step_key=steps.step_key(f"model-{state.total_turns}"),
         )
         self._status.show(details.calling_model(task.provider, task.model or state.model, state.turn, task.max_turns))
-        out = await steps.call_model(task, request)
+        request = await self._context.fit(request)  # compacted first when it would pass the window's threshold
+        out = await self._context.call(request, lambda r: steps.call_model(task, r))
         if out.model and task.model is None:
             state.model = out.model
         state.head = out.head
@@ -205,7 +209,7 @@ class StepRunner:
         )
         memories: list[str] = []
         try:
-            out = await steps.invoke_tool(self._run.task, inp, spec)
+            out = await steps.invoke_tool(self._run.task, inp, spec, approved_by=self._gate.approved_by.pop(call.call_id, None))
             result, memories = out.result, out.memories
         except ActivityError as err:
             raise_if_cancelled(err)
