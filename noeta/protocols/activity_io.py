@@ -89,6 +89,9 @@ class CallModelInput:
     """Unique per logical model call and stable across its attempts: the worker records the
     finished call under it, so an attempt retried after its completion was lost returns the
     recorded answer instead of calling the model again."""
+    max_tool_output_tokens: int | None = None
+    """The task's cap on each tool result in the request (None: none, as in calls recorded before
+    the cap existed); applied by the worker as it builds the request (noeta.protocols.tool_output_cap)."""
 
 
 @dataclass(frozen=True, slots=True)
