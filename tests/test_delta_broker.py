@@ -7,6 +7,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
+import shutil
+import socket
+import subprocess
+import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -16,8 +21,8 @@ from noeta.client.client import AsyncClient
 from noeta.client.options import HostConfig, Options
 from noeta.protocols.messages import StreamDelta
 from noeta.worker import Registry, build_worker
-from tests.support.chat_server import FakeChatServer, chunks_for, completion, openai_for
-from tests.support.processes import ROOT, start_worker
+from tests.support.chat_server import FakeChatServer, Pause, chunks_for, completion, openai_for
+from tests.support.processes import ROOT, free_port, start_worker
 from tests.support.waiting import eventually
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -87,9 +92,11 @@ async def test_any_client_of_the_process_receives_an_in_process_workers_deltas(
     client: AsyncClient, host: HostConfig, content_store, task_queue: str, chat: FakeChatServer
 ):
     """No broker configured: a Client with a delta_sink in the worker's process gets the deltas
-    (the worker streams because someone listens) and stops getting them once closed."""
+    and stops getting them once closed. A streaming provider streams either way (a reader may join
+    the task's workflow stream mid-call), but with nobody listening no piece goes anywhere: not to
+    the closed sink, not to the task's workflow stream (no publish signal in its history)."""
     chat.reply(chunks_for(completion({"content": "in process"}), pieces=3))
-    chat.reply(completion({"content": "not streamed"}))
+    chat.reply(chunks_for(completion({"content": "not listened to"}), pieces=3))
     received: list[StreamDelta] = []
     provider = openai_for(chat, "openai-stream")
     async with build_worker(client.temporal, Registry.of(providers=[provider], content_store=content_store), task_queue):
@@ -98,8 +105,79 @@ async def test_any_client_of_the_process_receives_an_in_process_workers_deltas(
         assert (await client.result(task_id)).answer == "in process"
         deltas = of_task(received, task_id)  # delivered as streamed: all there when the result is
         assert [d.seq for d in deltas] == [0, 1, 2] and "".join(d.text for d in deltas) == "in process"
-        await listener.close()  # nobody listens any more: the worker does not stream
+        await listener.close()  # nobody listens any more
         second = await client.start("g", Options(provider="openai-stream"), task_queue=task_queue)
-        assert (await client.result(second)).answer == "not streamed"
-    assert chat.seen[0].body.get("stream") is True and "stream" not in chat.seen[1].body
+        assert (await client.result(second)).answer == "not listened to"
+        history = await client.history(second)
+    assert chat.seen[0].body.get("stream") is True and chat.seen[1].body.get("stream") is True
     assert of_task(received, second) == []
+    assert not [e for e in history if e.HasField("workflow_execution_signaled_event_attributes")]
+
+
+def start_redis(port: int, workdir: Path) -> subprocess.Popen[bytes]:
+    """A redis-server of the test's own (no persistence), returned once it accepts connections."""
+    proc = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(workdir)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    for _ in range(200):
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return proc
+        time.sleep(0.05)
+    proc.kill()
+    raise AssertionError("redis-server did not start")
+
+
+@pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server")
+async def test_a_redis_restart_mid_stream_loses_no_piece_streamed_after_it(
+    settings, content_store, data_dir: Path, tmp_path: Path, task_queue: str, chat: FakeChatServer
+):
+    """Worker and client both subscribe/publish again by themselves after Redis restarts: the
+    pieces streamed after the restart all reach the client, in order, after those before it."""
+    import redis.asyncio as redis
+
+    port = free_port()
+    url = f"redis://127.0.0.1:{port}/0"
+    server = start_redis(port, tmp_path)
+    go = threading.Event()
+    full = chunks_for(completion({"content": ANSWER}), pieces=10)
+    chat.reply([*full[:6], Pause(120, until=go), *full[6:]])  # held while Redis restarts
+    pieces = [c["choices"][0]["delta"]["content"] for c in full if c["choices"] and c["choices"][0]["delta"].get("content")]
+    before = [c["choices"][0]["delta"]["content"] for c in full[:6] if c["choices"] and c["choices"][0]["delta"].get("content")]
+    env = {
+        **os.environ, "TEMPORAL_ADDRESS": settings.temporal_address, "NOETA_HOME": str(data_dir),
+        "NOETA_DELTA_BROKER": url, "NOETA_TEST_CHAT_URL": chat.base_url, "PYTHONPATH": str(ROOT),
+    }
+    worker = await asyncio.to_thread(start_worker, env, task_queue, "tests.support.registry:streaming_registry")
+    received: list[StreamDelta] = []
+    host = HostConfig(
+        settings=settings.model_copy(update={"delta_broker_url": url}), content_store=content_store,
+        delta_sink=received.append,
+    )
+    task_id = f"restart-{uuid.uuid4().hex[:10]}"
+    try:
+        async with await AsyncClient.connect(host) as client:
+            await client.start("stream it", Options(provider="openai-stream"), task_id=task_id, task_queue=task_queue)
+            await eventually(lambda: len(of_task(received, task_id)) == len(before), timeout=60)
+            server.terminate()
+            server.wait(15)
+            server = start_redis(port, tmp_path)
+            probe = redis.Redis.from_url(url)
+
+            async def subscribed_again() -> bool:
+                return int(await probe.pubsub_numpat()) >= 1  # the client's sink listens on a pattern
+
+            await eventually(subscribed_again, timeout=30)
+            await probe.aclose()
+            go.set()
+            assert (await client.result(task_id)).answer == ANSWER
+            await eventually(lambda: len(of_task(received, task_id)) == len(pieces), timeout=30)
+    finally:
+        go.set()
+        worker.terminate()
+        worker.wait(15)
+        server.terminate()
+        server.wait(15)
+    deltas = of_task(received, task_id)
+    assert [d.text for d in deltas] == pieces and [d.seq for d in deltas] == list(range(len(pieces)))

@@ -88,8 +88,9 @@ def test_server_settings(tmp_path: Path):
     assert settings.api_keys == (KEY,) and settings.credentials() == (KEY, TOKEN)
     assert settings.allowed_hosts == ("api.example", "b") and settings.cors_origins == ("https://ui.example",)
     assert settings.allow_unauthenticated
-    path.write_text(f"{KEY}\n")  # the file is read again each time a guard is built
-    assert settings.guard().api_keys == (KEY, KEY)
+    path.write_text(f"{KEY}\n")  # the guard reads the file itself (and again whenever it changes)
+    guard = settings.guard()
+    assert (guard.api_keys, guard.keys_file) == ((KEY,), path)
     empty = ServerSettings.from_env({n: "" for n in ("NOETA_API_KEYS", "NOETA_ALLOWED_HOSTS", "NOETA_ALLOW_UNAUTHENTICATED")})
     assert (empty.api_keys, empty.allowed_hosts, empty.allow_unauthenticated) == ((), GuardConfig().allowed_hosts, False)
     assert not ServerSettings.from_env({"NOETA_ALLOW_UNAUTHENTICATED": "yes"}).allow_unauthenticated  # only "1"

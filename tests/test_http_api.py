@@ -440,10 +440,14 @@ async def test_approvals_over_http(api: httpx.AsyncClient, client: AsyncClient, 
         assert (wrong.status_code, wrong.json()["error"]) == (409, "ApprovalNotPendingError")
         bad = await api.post(f"/tasks/{task_id}/approvals", json={"call_id": "c1", "approved": "yes"})
         assert bad.status_code == 422
-        ok = await api.post(f"/tasks/{task_id}/approvals", json={"call_id": "c1", "approved": True, "approver": "ops"})
+        free_text = await api.post(f"/tasks/{task_id}/approvals", json={"call_id": "c1", "approver": "ops"})
+        assert (free_text.status_code, free_text.json()["error"]) == (422, "ConfigurationError")  # not the caller's
+        ok = await api.post(f"/tasks/{task_id}/approvals", json={"call_id": "c1", "approved": True})
         assert ok.status_code == 202
         assert (await client.result(task_id)).answer == "paid"
     assert runs == [{"amount": 2500}]
+    [granted] = [e.payload for e in await client.events(task_id) if e.type == "ApprovalGranted"]
+    assert (granted.approver, granted.via) == ("anonymous", "key")  # a server without keys: "anonymous"
     assert (await api.get(f"/tasks/{task_id}/approvals")).json() == []
     missing = await api.post("/tasks/no-such-task/approvals", json={"call_id": "c1"})
     assert missing.status_code == 404

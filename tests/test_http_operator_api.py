@@ -137,7 +137,7 @@ async def test_guards_by_name_approvals_inbox_and_goal_in_lists(
                                                 "risk_level": "high", "type": "tool_call"}
         task = (await secured.get(f"/tasks/{task_id}", headers=AUTH)).json()
         assert task["status"] == "awaiting_approval" and "awaiting approval" in task["current_details"]
-        answer = {"call_id": "c1", "approved": True, "approver": "ops"}
+        answer = {"call_id": "c1", "approved": True}
         assert (await secured.post(f"/tasks/{task_id}/approvals", json=answer, headers=AUTH)).status_code == 202
         assert (await client.result(task_id)).answer == "paid"
     assert runs == [{"amount": 2500}]

@@ -83,14 +83,14 @@ async def test_a_served_queue_gets_no_notice(
     monkeypatch.setattr(pollers, "FIRST_LOOK_SECONDS", 0.0)
     monkeypatch.setattr(pollers, "LOOK_EVERY_SECONDS", 0.05)
     caplog.set_level(logging.WARNING, logger="noeta.client")
-    looks: list[str | None] = []
-    real = pollers.unpolled_queue
+    looks: list[pollers.Look] = []
+    real = pollers.look
 
-    async def counted(temporal, task_id):  # the watcher's own looks, recorded
-        looks.append(await real(temporal, task_id))
+    async def counted(temporal, task_id, **kwargs):  # the watcher's own looks, recorded
+        looks.append(await real(temporal, task_id, **kwargs))
         return looks[-1]
 
-    monkeypatch.setattr(pollers, "unpolled_queue", counted)
+    monkeypatch.setattr(pollers, "look", counted)
     provider = FakeLLMProvider(responses=[say("one")])
     async with serve(providers=[provider]):
         await eventually(lambda: pollers.queue_has_worker(client.temporal, task_queue))
@@ -99,7 +99,7 @@ async def test_a_served_queue_gets_no_notice(
         await eventually(lambda: len(looks) >= 3)
         await client.close_task(task_id)
         result = await asyncio.wait_for(waiting, 30)
-    assert result.answer == "one" and looks[:3] == [None, None, None]
+    assert result.answer == "one" and looks[:3] == [pollers.Look()] * 3
     assert notices(caplog) == []
 
 

@@ -84,3 +84,31 @@ def test_bodies_at_rest_are_ciphertext(store: PostgresContentStore):
     assert b"customer record" not in bytes(row[0])
     with pytest.raises(EncryptionKeyError):
         store.get(ref)  # a store without the keys cannot read it, and says why
+
+
+def test_retention_calls_name_an_unreachable_database_and_lose_nothing(store: PostgresContentStore):
+    """claim, tasks and release fail as a ContentStoreError that names the cause, as put and get do,
+    not as a raw driver error; what was stored is still there when the database is back."""
+    from datetime import datetime, timezone
+
+    from noeta.context.ownership import owned_by
+    from noeta.errors import ContentStoreError
+
+    with owned_by("task-a"):
+        ref = store.put(b"kept body", "text/plain")
+    reachable = store.dsn
+    store.dsn = "postgresql://127.0.0.1:9/test?connect_timeout=2"  # nothing listens on port 9
+    store._drop_connection()
+    calls = {
+        "claim": lambda: store.claim([ref.hash]),
+        "tasks": store.tasks,
+        "release": lambda: store.release(["task-a"], datetime.now(timezone.utc)),
+    }
+    for name, attempt in calls.items():
+        with owned_by("task-b"), pytest.raises(ContentStoreError) as failed:
+            attempt()
+        assert type(failed.value) is ContentStoreError, name
+        assert failed.value.cause == "unreachable", (name, str(failed.value))
+    store.dsn = reachable
+    assert store.get(ref) == b"kept body"
+    assert set(store.tasks()) == {"task-a"}

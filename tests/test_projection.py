@@ -119,8 +119,11 @@ def test_retried_provider_call_projects_each_attempt():
 
 def test_guards_history_projects_verdicts_approvals_and_feedback(tmp_path: Path):
     envs = project(events("guards"))
-    approvals = [(e.type, e.payload.call_id, e.payload.approver) for e in envs if e.type.startswith("Approval") and e.type != "ApprovalRequested"]
-    assert approvals == [("ApprovalGranted", "c2", "alice"), ("ApprovalDenied", "c3", "timeout")]
+    approvals = [(e.type, e.payload.call_id, e.payload.approver, e.payload.via) for e in envs if e.type.startswith("Approval") and e.type != "ApprovalRequested"]
+    # The approver is the caller identity Temporal recorded for the update (this history's recording
+    # client), not the name the answer carried ("alice": free text, which anyone could write).
+    assert approvals == [("ApprovalGranted", "c2", "20559@vm", "temporal"), ("ApprovalDenied", "c3", "timeout", None)]
+    assert all(e.payload.waited_seconds >= 0 for e in envs if e.type in ("ApprovalGranted", "ApprovalDenied"))
     by_seq = {e.seq: e for e in envs}
     for e in envs:
         if e.type in ("ApprovalGranted", "ApprovalDenied"):

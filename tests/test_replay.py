@@ -14,7 +14,9 @@ from noeta.protocols.names import (
     BUILTIN_POLICY_WORKFLOW_NAME,
     PATCH_BUDGETS,
     PATCH_BUILTIN_POLICY_CHILDREN,
+    PATCH_EDITED_APPROVALS,
     PATCH_LEAN_STEPS,
+    PATCH_LOCAL_TOOLS,
     PATCH_REFUSALS_RECORDED,
 )
 from tests.support.replay import replay
@@ -56,6 +58,38 @@ def test_refusal_histories_are_recorded():
     # The scenarios whose command sequence PATCH_REFUSALS_RECORDED changed (tasks without a refusal
     # are unchanged and covered above).
     assert {p.stem for p in (ROOT / PATCH_REFUSALS_RECORDED).glob("*.json")} >= {"refusals", "tool_loop", "guards"}
+
+
+def test_workflow_stream_histories_are_recorded():
+    # Tasks read through their workflow stream (bench/streams.py --record): listen and publish
+    # signals in history, one of them across continue-as-new; replayed like every other history.
+    shape = ROOT / "workflow-streams"
+    assert {p.stem for p in shape.glob("*.json")} >= {"streamed", "streamed_continue_as_new.run1", "streamed_continue_as_new.run2"}
+    for path in shape.glob("*.json"):  # the reader's lease travels in the carry: a signal in the first run
+        assert "__temporal_workflow_stream_publish" in path.read_text()
+        assert ("noeta.stream_listen" in path.read_text()) == ("run2" not in path.name)
+
+
+def test_local_tool_histories_are_recorded():
+    # The built-in tools that cannot block, called as activities before local-tools and as local
+    # activities behind it: both must keep replaying.
+    assert (ROOT / PATCH_REFUSALS_RECORDED / "builtin_tools.json").exists()
+    assert (ROOT / PATCH_LOCAL_TOOLS / "builtin_tools.json").exists()
+    before = (ROOT / PATCH_REFUSALS_RECORDED / "builtin_tools.json").read_text()
+    after = (ROOT / PATCH_LOCAL_TOOLS / "builtin_tools.json").read_text()
+    assert before.count('"name": "noeta.invoke_tool"') == 3 and after.count('"name": "noeta.invoke_tool"') == 0
+
+
+def test_edited_approval_histories_are_recorded():
+    # Approvals that replace a call's arguments: the guards' second look is behind edited-approvals,
+    # asked only by a task that receives such an approval.
+    history = (ROOT / PATCH_EDITED_APPROVALS / "edited_approvals.json").read_text()
+    assert history.count('"name": "noeta.check_guards"') == 4 and history.count('"name": "noeta.invoke_tool"') == 1
+    assert PATCH_EDITED_APPROVALS in base64.b64decode(
+        next(e for e in json.loads(history)["events"] if e["eventType"] == "EVENT_TYPE_MARKER_RECORDED"
+             and e["markerRecordedEventAttributes"]["markerName"] == "core_patch")
+        ["markerRecordedEventAttributes"]["details"]["patch-data"]["payloads"][0]["data"]
+    ).decode()
 
 
 def test_compact_payload_histories_are_recorded():

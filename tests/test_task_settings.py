@@ -16,6 +16,7 @@ from noeta.client.settings_body import attribute_docs, settings_body
 from noeta.client.task_input import task_provider_name
 from noeta.protocols.activity_options import ActivityOptions
 from noeta.protocols.budget import UsageLimits
+from noeta.protocols.compaction import Compaction
 from noeta.protocols.names import DEFAULT_PROVIDER, INDEX_INTERVAL_SECONDS
 from noeta.protocols.task import TaskInput
 from noeta.protocols.task_settings import TaskSettings, settings_values
@@ -36,6 +37,7 @@ CHANGED: dict[str, Any] = {
     "mcp_activity": ActivityOptions(retry_max_seconds=5.0),
     "guard_activity": ActivityOptions(start_to_close_seconds=20.0),
     "validator_activity": ActivityOptions(schedule_to_close_seconds=30.0),
+    "context_window_tokens": 32_000, "compaction": Compaction(strategy="previews", threshold=0.7),
 }
 
 

@@ -21,8 +21,8 @@ from noeta.client.client import AsyncClient
 from noeta.client.config import Settings
 from noeta.client.options import HostConfig, Options
 from noeta.context.content_store import LocalContentStore
-from noeta.protocols.names import BUILTIN_POLICY_WORKFLOW_NAME
 from noeta.protocols.tool import ToolContext, ToolResult
+from noeta.providers.pricing import ModelPrice, PriceTable
 from noeta.sdk.testing import FakeLLMProvider
 from noeta.sdk.tools import tool
 from noeta.telemetry import tracing
@@ -38,26 +38,28 @@ _exporter = InMemorySpanExporter()
 @pytest.fixture(scope="module")
 def spans() -> InMemorySpanExporter:
     """The process's tracer provider, exporting to memory (OpenTelemetry allows one per process)."""
-    if not isinstance(trace.get_tracer_provider(), TracerProvider):
+    provider = trace.get_tracer_provider()
+    if not isinstance(provider, TracerProvider):
         provider = TracerProvider()
-        provider.add_span_processor(SimpleSpanProcessor(_exporter))
         trace.set_tracer_provider(provider)
+    provider.add_span_processor(SimpleSpanProcessor(_exporter))
     return _exporter
+
+
+#: gpt-test's price on the worker of these tests: $1000 / $2000 per million input / output tokens.
+PRICES = PriceTable({"gpt-test": ModelPrice(input_per_mtok=1000, output_per_mtok=2000)})
 
 
 async def run_with_tool(client: AsyncClient, store: LocalContentStore, task_queue: str, tools=(add,)) -> str:
     provider = FakeLLMProvider(responses=[call(("c1", tools[0].name, {"a": 2, "b": 3})), say("5")])
     registry = Registry.of(tools=tools, providers=[provider], content_store=store)
+    registry.prices = PRICES
     async with build_worker(client.temporal, registry, task_queue, workflow_failure_exception_types=[Exception]):
         task_id = await client.start(
             "add 2 and 3", Options(provider=provider, model="gpt-test", allowed_tools=list(tools)), task_queue=task_queue
         )
         assert (await client.result(task_id)).answer == "5"
     return task_id
-
-
-#: A task on the built-in policy runs as this workflow type.
-START = f"StartWorkflow:{BUILTIN_POLICY_WORKFLOW_NAME}"
 
 
 async def test_spans_of_a_task_with_a_tool_call(
@@ -69,26 +71,18 @@ async def test_spans_of_a_task_with_a_tool_call(
     client = await AsyncClient.connect(HostConfig(settings=settings, content_store=content_store))
     task_id = await run_with_tool(client, content_store, task_queue)
 
-    finished = [s for s in spans.get_finished_spans() if s.attributes.get("temporalWorkflowID", task_id) == task_id]
-    by_name = {s.name: s for s in finished}
-    by_id = {s.context.span_id: s for s in finished}
-    start = by_name[START]
+    [agent] = [s for s in spans.get_finished_spans() if s.attributes.get("gen_ai.agent.id") == task_id]
+    finished = [s for s in spans.get_finished_spans() if s.context.trace_id == agent.context.trace_id]
     chat = [s for s in finished if s.name == "chat gpt-test"]
-    tool_span = by_name["execute_tool add"]
+    [tool_span] = [s for s in finished if s.name == "execute_tool add"]
     assert len(chat) == 2
-    assert {s.context.trace_id for s in finished} == {start.context.trace_id}  # one trace
-
-    def ancestors(span) -> list[str]:
-        names = []
-        while span.parent is not None and span.parent.span_id in by_id:
-            span = by_id[span.parent.span_id]
-            names.append(span.name)
-        return names
-
-    # client → workflow (its activity starts hang off the workflow's context) → activity → call
-    assert ancestors(by_name[f"RunWorkflow:{BUILTIN_POLICY_WORKFLOW_NAME}"]) == [START]
-    assert ancestors(chat[0]) == ["RunActivity:noeta.call_model", "StartActivity:noeta.call_model", START]
-    assert ancestors(tool_span) == ["RunActivity:noeta.invoke_tool", "StartActivity:noeta.invoke_tool", START]
+    # One trace: the run's invoke_agent span (a root: the client had no trace) and its calls.
+    assert agent.name == "invoke_agent noeta" and agent.parent is None
+    assert {s.parent.span_id for s in [*chat, tool_span]} == {agent.context.span_id}
+    assert agent.attributes["gen_ai.operation.name"] == "invoke_agent"
+    assert agent.attributes["gen_ai.request.model"] == "gpt-test"
+    assert agent.attributes["gen_ai.usage.input_tokens"] == 20 and agent.attributes["noeta.status"] == "completed"
+    assert agent.start_time <= min(s.start_time for s in chat) and agent.end_time >= tool_span.end_time
 
     first = min(chat, key=lambda s: s.start_time)
     assert first.kind == trace.SpanKind.CLIENT
@@ -127,9 +121,16 @@ async def test_metrics_endpoint_after_a_task(settings: Settings, content_store: 
     runtime = runtime_for(address)
     assert runtime is not None
     client = await AsyncClient.connect(HostConfig(settings=settings, content_store=content_store, runtime=runtime))
-    await run_with_tool(client, content_store, task_queue)
+    task_id = await run_with_tool(client, content_store, task_queue)
     async with httpx.AsyncClient() as http:
         text = (await http.get(f"http://{address}/metrics")).text
+
+    # The cost series is the task's recorded cost (two calls: 20 input and 8 output tokens).
+    recorded = (await client.result(task_id)).usage.cost_usd
+    assert recorded == pytest.approx((20 * 1000 + 8 * 2000) / 1e6)
+    cost = sample(text, "noeta_cost_usd_total", provider="FakeLLMProvider", model="gpt-test", task_queue=task_queue)
+    assert cost == pytest.approx(recorded)
+    assert sample(text, "noeta_model_tokens_total", provider="FakeLLMProvider", model="gpt-test", kind="output", task_queue=task_queue) == 8
 
     assert sample(text, "noeta_model_tokens_total", model="gpt-test", kind="input", task_queue=task_queue) == 20
     assert sample(text, "noeta_model_tokens_total", model="gpt-test", kind="output", task_queue=task_queue) == 8

@@ -3,7 +3,9 @@
 Temporal records only an activity's last failure in history. Each attempt therefore reads the
 failures of the attempts before it from the heartbeat details (which survive retries), and an
 attempt that fails heartbeats the extended list before raising. The list ends up in the final
-result (``retried``) or in the final failure's details, so every attempt is accounted for.
+result (``retried``) or in the final failure's details, so every attempt is accounted for. A local
+activity (a local tool) cannot heartbeat: its worker keeps the list in memory instead
+(noeta.activities._local_attempts).
 
 With an :class:`~noeta.protocols.task.AttemptBudget` (every call the current workflow schedules)
 the worker, not Temporal's ``maximum_attempts``, decides when a call has had enough:
@@ -37,6 +39,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from noeta.activities._local_attempts import earlier_local_failures, forget, remember
 from noeta.errors import NoetaError, ProviderError, WorkerBusyError
 from noeta.protocols.attempts import MAX_LOST_ATTEMPTS, AttemptBudget, AttemptFailure, AttemptKind, RetryBackoff
 from noeta.security.scrub import scrub
@@ -97,8 +100,23 @@ class AttemptLedger:
         self.budget = budget
         self.started = time.monotonic()
         """When this attempt started (``time.monotonic``)."""
-        self.attempt = activity.info().attempt
-        self.earlier = earlier_failures()
+        info = activity.info()
+        self.attempt = info.attempt
+        self.local = info.is_local
+        """A local activity (a local tool): its earlier attempts are kept in this worker's memory."""
+        self.earlier = earlier_local_failures() if self.local else earlier_failures()
+
+    def _keep(self, failures: list[AttemptFailure]) -> None:
+        """Hand ``failures`` to the next attempt: in the heartbeat details, or (local) in memory."""
+        if self.local:
+            remember(failures)
+        else:
+            activity.heartbeat(as_details(failures))
+
+    def done(self) -> None:
+        """The call returned: a local activity's remembered attempts are dropped."""
+        if self.local:
+            forget()
 
     def count(self, kind: AttemptKind) -> int:
         return sum(1 for f in self.earlier if f.kind == kind)
@@ -128,7 +146,7 @@ class AttemptLedger:
         delay = None if failed > retries else backoff(failed, self.budget)
         failure = AttemptFailure(self.attempt, scrub(str(err)), type(err).__name__, None, "store", delay)
         self.earlier = [*self.earlier, failure]
-        activity.heartbeat(as_details(self.earlier))
+        self._keep(self.earlier)
         return delay
 
     def outage(self, err: NoetaError) -> float | None:
@@ -142,7 +160,7 @@ class AttemptLedger:
         found = min(delay, left) if left > 0 else None
         failure = AttemptFailure(self.attempt, scrub(str(err)), type(err).__name__, None, "outage", found)
         self.earlier = [*self.earlier, failure]
-        activity.heartbeat(as_details(self.earlier))
+        self._keep(self.earlier)
         return found
 
     def store_gave_up(self, err: NoetaError) -> ApplicationError:
@@ -174,8 +192,11 @@ class AttemptLedger:
                     exhausted = "store" if kind == "store" else "failures"
         failure = AttemptFailure(self.attempt, scrub(str(err)), type(err).__name__, retry_after, kind, delay)
         failures = [*self.earlier, failure]
-        activity.heartbeat(as_details(failures))
         final = not retryable or exhausted is not None
+        if final and self.local:
+            forget()
+        else:
+            self._keep(failures)
         return ApplicationError(
             scrub(str(err)),
             error_details(err, failures, exhausted),

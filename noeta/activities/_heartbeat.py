@@ -31,6 +31,13 @@ class AttemptTimedOut(Exception):
         super().__init__(f"did not finish within {self.seconds:g} s")
 
 
+def beat(*details: object) -> None:
+    """``activity.heartbeat``, except in a local activity (a local tool), which cannot heartbeat:
+    its worker would only log that the heartbeat went nowhere."""
+    if not activity.info().is_local:
+        activity.heartbeat(*details)
+
+
 def heartbeat_interval(default: float = 10.0) -> float:
     timeout = activity.info().heartbeat_timeout
     if timeout is None:
@@ -64,7 +71,7 @@ async def with_heartbeat(work: Awaitable[T], *details: object, seconds: float | 
             done, _ = await asyncio.wait({task}, timeout=wait)
             if done:
                 return task.result()
-            activity.heartbeat(*details)
+            beat(*details)
     finally:
         if not task.done():
             task.cancel()

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import itertools
 import json
 import logging
 from collections.abc import Awaitable
@@ -24,7 +23,9 @@ from noeta.activities._errors import to_application_error
 from noeta.activities._heartbeat import AttemptTimedOut, attempt_seconds, with_heartbeat
 from noeta.activities._services import PREVIEW_CHARS, WorkerServices, call_maybe_async
 from noeta.activities._store_writes import read_stored, stored
+from noeta.activities._streaming import stream_call, streams
 from noeta.context.blob_cache import BlobCache
+from noeta.context.compaction import compacted, load_view
 from noeta.context.requests import model_request, offered_tools
 from noeta.context.transcript import has_refs
 from noeta.deltas.broker import DeltaSettings
@@ -36,9 +37,8 @@ from noeta.protocols.messages import (
     LLMRequest,
     LLMResponse,
     Message,
-    StreamDelta,
-    StreamingProvider,
     TextBlock,
+    provider_system,
 )
 from noeta.protocols.names import CALL_MODEL
 from noeta.providers.errors import classify_exception
@@ -73,7 +73,9 @@ class ModelCalls:
         self.rate_windows = rate_windows(self.registry.rate_limits)
         self.env_limits = ProviderLimitSettings().limits  # NOETA_PROVIDER_LIMITS: a bad one stops the worker here
         self.limiters: dict[str, Limiter] = {}
-        self.delta_broker = self.registry.delta_broker or DeltaSettings().broker()
+        deltas = DeltaSettings()
+        self.delta_broker = self.registry.delta_broker or deltas.broker()
+        self.workflow_stream = deltas.workflow_stream
         self._remote_schema_lists: dict[str, dict[str, dict[str, Any]]] = {}  # by content hash
 
     async def aclose(self) -> None:
@@ -108,7 +110,8 @@ class ModelCalls:
             request = self._build_request(inp, seconds_left, memory_only=True)
         except _NotInMemory:  # a worker new to the task, a stored output or image in the transcript
             request = await read_stored(ledger, self.services.io(self._build_request, inp, seconds_left))
-        with instrument.model_call(inp.provider, request, inp.task_id, f"turn-{inp.turn}") as observed:
+        system = provider_system(provider)
+        with instrument.model_call(system, request, inp.task_id, f"turn-{inp.turn}", registered_as=inp.provider) as observed:
             try:
                 work = self._limited(inp.provider, provider, request, inp)
                 response = await with_heartbeat(work, as_details(ledger.earlier), seconds=seconds)
@@ -132,7 +135,9 @@ class ModelCalls:
 
         # A store that cannot take the answer does not call the provider again: only the write is
         # retried (noeta.activities._store_writes); an attempt out of time asks the model again.
-        return await stored(ledger, write, hold=lambda: None)
+        output = await stored(ledger, write, hold=lambda: None)
+        instrument.model_cost(system, output.model or request.model or "default", output.response.usage.cost_usd)
+        return output
 
     async def _limited(self, name: str, provider: Any, request: LLMRequest, inp: CallModelInput) -> Any:
         """The provider call, inside the provider's limit (if it has one) and the pauses it asked for."""
@@ -192,13 +197,17 @@ class ModelCalls:
         raising :class:`_NotInMemory` rather than reading the content store (so it may run on the
         event loop)."""
         transcripts = self.services.transcripts
+        # A compacted task's model sees its stored view instead of the transcript's beginning.
+        view = load_view(self._body(inp.context.view, memory_only)) if inp.context is not None else None
         if memory_only:
             loaded = transcripts.in_memory(inp.head)
-            if loaded is None or any(has_refs(m) for m in inp.append):
+            if loaded is None or any(has_refs(m) for m in (*inp.append, *(view or ()))):
                 raise _NotInMemory
             transcript = loaded + tuple(inp.append)  # nothing in it for resolve() to read
         else:
             transcript = transcripts.load(inp.head) + tuple(inp.append)
+        if view is not None:
+            transcript = tuple(compacted(view, inp.context.folded if inp.context else 0, transcript))
         # Tools not in this worker's registry: remote MCP servers' and the declared sub-agents'.
         remote_tools = {
             **self._remote_schemas(inp.agents_ref, memory_only), **self._remote_schemas(inp.mcp_tools_ref, memory_only)
@@ -242,29 +251,16 @@ class ModelCalls:
         return cached
 
     def _complete(self, provider: Any, request: LLMRequest, inp: CallModelInput) -> Awaitable[Any]:
-        """Stream when someone may listen for deltas (this worker's sink, or the delta broker) and
-        the provider can; else a plain completion."""
+        """Stream when the provider can and someone may take the pieces (the task's workflow
+        stream, this worker's sink, the delta broker: noeta.activities._streaming); else a plain
+        completion."""
         sink, broker = self.registry.delta_sink, self.delta_broker
-        if (sink is None and not broker.wants_deltas()) or not isinstance(provider, StreamingProvider):
+        if not streams(provider, sink, broker, self.workflow_stream):
             # Synchronous providers share the I/O pool: a hung tool must not hold up model calls.
             return call_maybe_async(
                 provider.complete, request, pool=self.services.io_pool, label=f"{inp.provider}.complete"
             )
-        info = activity.info()
-        call_id, seq = f"turn-{inp.turn}", itertools.count()
-
-        def on_delta(kind: str, text: str) -> None:
-            delta = StreamDelta(
-                task_id=inp.task_id, call_id=call_id, attempt=info.attempt, text=text, kind=kind, seq=next(seq)  # type: ignore[arg-type]
-            )
-            if sink is not None:
-                try:
-                    sink(delta)
-                except Exception:  # a broken consumer must not fail the model call
-                    logger.exception("delta_sink failed")
-            broker.publish(info.workflow_namespace or "default", delta)
-
-        return provider.stream(request, on_delta)
+        return stream_call(provider, request, inp.task_id, inp.turn, sink, broker, self.workflow_stream)
 
 
 def reported_model(raw: Any) -> str | None:

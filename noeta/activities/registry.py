@@ -18,7 +18,8 @@ from noeta.context.step_records import StepRecords
 from noeta.errors import ConfigurationError
 from noeta.providers.pricing import PriceTable
 from noeta.protocols.hooks import Guard
-from noeta.protocols.messages import LLMProvider, StreamDelta, registry_name
+from noeta.protocols.local_tools import check_local_tool
+from noeta.protocols.messages import LLMProvider, Message, StreamDelta, registry_name
 from noeta.protocols.resources import ResourceSpec
 from noeta.protocols.tool import Tool, ToolSpec, tool_fingerprint
 from noeta.protocols.validation import Validator, as_validator
@@ -67,6 +68,9 @@ class Registry:
     """Where the limits and the pauses providers ask for are counted: a
     :class:`noeta.providers.rate_windows.RateWindows` or a ``redis://`` / ``postgresql://`` URL
     shared by the fleet's workers (None: ``NOETA_RATE_LIMITS``, else this worker alone)."""
+    compactors: dict[str, Callable[[list[Message]], list[Message]]] = field(default_factory=dict)
+    """Pure functions over the messages a model sees, by name, for ``Compaction(strategy="function",
+    function=name)`` (docs/long-running.md)."""
     step_records: StepRecords | None = None
     """Where finished steps are recorded (default: beside the content store; see
     noeta.context.step_records)."""
@@ -115,6 +119,8 @@ class Registry:
         same name."""
         if not isinstance(tool, Tool):
             raise ConfigurationError(f"{tool!r} is not a Tool (decorate it with @tool)")
+        if getattr(tool, "local", False) is True:  # a class-based tool's options, checked as @tool checks them
+            check_local_tool(tool.name, getattr(tool, "timeout_seconds", None), getattr(tool, "heartbeat_seconds", None))
         _add_once(self.tools, tool.name, tool, "tools")
 
     def add_provider(self, provider: LLMProvider, name: str | None = None, limit: ProviderLimit | None = None) -> str:
@@ -157,6 +163,18 @@ class Registry:
         _add_once(self.guards, guard.name, guard, "guards")
         return guard.name
 
+    def add_compactor(self, fn: Callable[[list[Message]], list[Message]], name: str | None = None) -> str:
+        """Register a compactor (a pure function from the messages the model sees to the shorter
+        list it should see instead) under ``name`` (default: the function's ``__name__``); returns
+        the name. ConfigurationError for a non-callable or another compactor of the same name."""
+        if not callable(fn):
+            raise ConfigurationError(f"compactor {fn!r} is not callable")
+        key = name or getattr(fn, "__name__", "")
+        if not key:
+            raise ConfigurationError(f"compactor {fn!r} needs a name")
+        _add_once(self.compactors, key, fn, "compactors")
+        return key
+
     def add_output_model(self, model: type[BaseModel]) -> str:
         """Register a pydantic output model under ``module:QualName`` and return that key."""
         key = f"{model.__module__}:{model.__qualname__}"
@@ -181,6 +199,7 @@ class Registry:
             heartbeat_seconds=getattr(tool, "heartbeat_seconds", None),
             max_retries=getattr(tool, "max_retries", None),
             resources=list(getattr(tool, "resources", ()) or ()),
+            local=getattr(tool, "local", False) is True,
         )
         self._specs[name] = (tool, spec)
         return spec

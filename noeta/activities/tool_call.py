@@ -18,7 +18,7 @@ from temporalio import activity
 from noeta.activities import mcp as remote
 from noeta.activities._attempts import AttemptLedger, as_details
 from noeta.activities._errors import to_application_error
-from noeta.activities._heartbeat import AttemptTimedOut, attempt_seconds, with_heartbeat
+from noeta.activities._heartbeat import AttemptTimedOut, attempt_seconds, beat, with_heartbeat
 from noeta.activities._schema import argument_problem, schema_validator
 from noeta.activities._store_writes import stored
 from noeta.activities._services import PREVIEW_CHARS, THREAD_WAIT_SECONDS, WorkerServices, checked_spec
@@ -68,6 +68,11 @@ class ToolCalls:
         as a failed result; a tool's exception too (the model may recover); a timeout, a
         ToolRetryableError or no free thread is retried."""
         ledger = AttemptLedger(inp.budget)
+        out = await self._invoke(inp, ledger)
+        ledger.done()
+        return out
+
+    async def _invoke(self, inp: InvokeToolInput, ledger: AttemptLedger) -> InvokeToolOutput:
         attempt = ledger.attempt
         if inp.reject_reason is not None:
             return InvokeToolOutput(ToolResult(success=False, output=inp.reject_reason), attempt)
@@ -106,7 +111,7 @@ class ToolCalls:
             attempt=attempt,
             workspace_dir=inp.workspace_dir,
             idempotency_key=key,
-            heartbeat=activity.heartbeat,
+            heartbeat=beat,
             resources=run.resources,
             scope=run.scope,
         )

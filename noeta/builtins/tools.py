@@ -1,6 +1,7 @@
 """Safe built-in tools, served by ``noeta run`` and ``noeta worker`` unless ``--no-builtins``.
 
-Each one only reads: arithmetic without ``eval``, a word count, a file inside the task's workspace
+Each one only reads (calculator, word_count and current_time, which cannot block, run as local
+activities: docs/tools.md): arithmetic without ``eval``, a word count, a file inside the task's workspace
 (path traversal and symbolic links out of it refused), the current time, and a wait (to watch a
 task survive a killed worker). Bad arguments come back to the model as a failed result, never as an
 exception that would be retried.
@@ -104,11 +105,13 @@ def _builtin(
     description: str,
     arguments: dict[str, tuple[str, str]],
     *,
-    timeout_seconds: float = 30,
+    timeout_seconds: float | None = 30,
     heartbeat_seconds: float | None = None,
+    local: bool = False,
 ) -> ToolDecorator:
     """``@tool`` for a built-in: version 1, every argument (``name: (JSON type, description)``)
-    required. The schema comes out exactly as it was written out per tool, so the tools'
+    required; ``local``: a tool that cannot block runs as a local activity (its timeout then
+    LOCAL_TOOL_TIMEOUT_SECONDS). The schema comes out exactly as it was written out per tool, so the tools'
     fingerprints (recorded in tasks' histories) stay the same."""
     properties = {arg: {"type": kind, "description": text} for arg, (kind, text) in arguments.items()}
     schema: dict[str, Any] = {"type": "object", "properties": properties}
@@ -116,7 +119,7 @@ def _builtin(
         schema["required"] = list(properties)
     return tool(
         name=name, version="1", input_schema=schema, description=description,
-        timeout_seconds=timeout_seconds, heartbeat_seconds=heartbeat_seconds,
+        timeout_seconds=None if local else timeout_seconds, heartbeat_seconds=heartbeat_seconds, local=local,
     )
 
 
@@ -124,6 +127,7 @@ def _builtin(
     "calculator",
     "Evaluate an arithmetic expression with + - * / // % ** and parentheses.",
     {"expression": ("string", "arithmetic, e.g. 12 * (3 + 4)")},
+    local=True,
 )
 def calculator(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
     """The calculator tool: the value of ``expression``, or a failed result saying why it cannot be evaluated.
@@ -135,7 +139,9 @@ def calculator(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
     return ToolResult(success=True, output=value, summary=f"{arguments['expression']} = {value}")
 
 
-@_builtin("word_count", "Count the words in a text.", {"text": ("string", "the text whose words to count")})
+@_builtin(
+    "word_count", "Count the words in a text.", {"text": ("string", "the text whose words to count")}, local=True
+)
 def word_count(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
     """The word_count tool: how many whitespace-separated words ``text`` has."""
     return ToolResult(success=True, output=str(len(str(arguments["text"]).split())))
@@ -177,7 +183,7 @@ def read_file(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
     return ToolResult(success=True, output=text, summary=f"read {path} ({len(data[:MAX_FILE_BYTES])} bytes)")
 
 
-@_builtin("current_time", "The current date and time (UTC).", {})
+@_builtin("current_time", "The current date and time (UTC).", {}, local=True)
 def current_time(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
     """The current_time tool: the current UTC date and time."""
     return ToolResult(success=True, output=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"))

@@ -1,5 +1,5 @@
 """The CLI commands that talk to tasks through the client: start, send, result, events, messages,
-cancel, close, inject, approvals, approve, deny, tasks, setup, retention, doctor."""
+cancel, close, inject, approvals, approve, deny, audit, tasks, setup, retention, doctor."""
 
 from __future__ import annotations
 
@@ -12,12 +12,13 @@ from typing import Any
 from pydantic_core import to_jsonable_python
 
 from noeta.cli.recorded import cmd_export, cmd_fork, cmd_import
-from noeta.cli.render import approval_line, render, render_envelope, task_line
+from noeta.cli.render import approval_line, audit_line, render, render_envelope, task_line
 from noeta.client.client import AsyncClient, PendingApproval
 from noeta.client.options import Options
 from noeta.client.visibility import register_search_attributes
 from noeta.client.wire import envelope_to_dict
 from noeta.protocols.budget import UsageLimits
+from noeta.protocols.identity import user_identity
 
 
 def task_options(args: argparse.Namespace, **extra: Any) -> Options:
@@ -40,19 +41,23 @@ def task_options(args: argparse.Namespace, **extra: Any) -> Options:
     return Options(**{k: v for k, v in given.items() if v is not None})
 
 
-def _approver(args: argparse.Namespace) -> str:
-    if args.approver:
-        return str(args.approver)
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return "cli"
+def _identity(args: argparse.Namespace) -> str:
+    """Who acts, as Temporal records it: ``--as`` where the command has it, else the OS user."""
+    name = getattr(args, "acting_as", None)
+    if not name:
+        try:
+            name = getpass.getuser()
+        except (KeyError, OSError):
+            name = "cli"
+    return user_identity(str(name))
 
 
 async def cmd_start(client: AsyncClient, args: argparse.Namespace) -> int:
     """``noeta start``: start a task on the shared task queue and print its id (a worker runs it)."""
     options = task_options(args, provider=args.provider, allowed_tools=list(args.tool) or None)
-    print(await client.start(args.goal, options, task_id=args.task_id, keep_open=args.keep_open, task_queue=args.queue))
+    print(await client.start(
+        args.goal, options, task_id=args.task_id, keep_open=args.keep_open, task_queue=args.queue, identity=_identity(args)
+    ))
     return 0
 
 
@@ -89,21 +94,21 @@ async def cmd_messages(client: AsyncClient, args: argparse.Namespace) -> int:
 
 async def cmd_cancel(client: AsyncClient, args: argparse.Namespace) -> int:
     """``noeta cancel``: ask the task to cancel."""
-    await client.cancel(args.task)
+    await client.cancel(args.task, identity=_identity(args))
     print(f"cancel requested for task {args.task}")
     return 0
 
 
 async def cmd_close(client: AsyncClient, args: argparse.Namespace) -> int:
     """``noeta close``: let a keep-open task end once its queued goals are done."""
-    await client.close_task(args.task)
+    await client.close_task(args.task, identity=_identity(args))
     print(f"task {args.task} closes after its queued goals")
     return 0
 
 
 async def cmd_inject(client: AsyncClient, args: argparse.Namespace) -> int:
     """``noeta inject``: add a message to the task's conversation, read by the model at its next step."""
-    await client.inject(args.task, args.text, args.origin)
+    await client.inject(args.task, args.text, args.origin, identity=_identity(args))
     print(f"injected into task {args.task} (the model sees it at its next step)")
     return 0
 
@@ -124,8 +129,20 @@ async def cmd_approvals(client: AsyncClient, args: argparse.Namespace) -> int:
 async def cmd_approve(client: AsyncClient, args: argparse.Namespace) -> int:
     """``noeta approve`` / ``noeta refuse``: answer one pending approval of a task."""
     approved = args.command == "approve"
-    await client.approve(args.task, args.call, approved, args.reason, _approver(args))
-    print(f"{'approved' if approved else 'refused'} {args.call} of task {args.task}")
+    arguments = getattr(args, "arguments", None)
+    await client.approve(args.task, args.call, approved, args.reason, _identity(args), arguments=arguments)
+    edited = " with edited arguments" if arguments is not None else ""
+    print(f"{'approved' if approved else 'refused'} {args.call} of task {args.task}{edited}")
+    return 0
+
+
+async def cmd_audit(client: AsyncClient, args: argparse.Namespace) -> int:
+    """``noeta audit``: who started the task, answered its approvals, injected, cancelled, and when."""
+    entries = await client.audit(args.task)
+    for entry in entries:
+        print(json.dumps(to_jsonable_python(entry), ensure_ascii=False) if args.json else audit_line(entry))
+    if not entries and not args.json:
+        print("nothing recorded")
     return 0
 
 
@@ -180,6 +197,7 @@ COMMANDS = {
     "approvals": cmd_approvals,
     "approve": cmd_approve,
     "deny": cmd_approve,
+    "audit": cmd_audit,
     "tasks": cmd_tasks,
     "setup": cmd_setup,
     "retention": cmd_retention,

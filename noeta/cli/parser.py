@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import math
 from collections.abc import Callable
 from importlib import metadata
@@ -101,6 +102,17 @@ def name(value: str) -> str:
     if not value.strip() or value != value.strip() or "," in value:
         raise argparse.ArgumentTypeError(f"not a name: {value!r} (repeat the flag for several)")
     return value
+
+
+def json_object(value: str) -> dict[str, object]:
+    """A JSON object given on the command line (``--arguments '{"amount": 900}'``)."""
+    try:
+        parsed = json.loads(value)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"not JSON: {err}") from None
+    if not isinstance(parsed, dict):
+        raise argparse.ArgumentTypeError("must be a JSON object")
+    return parsed
 
 
 def key_value(value: str) -> tuple[str, str]:
@@ -275,7 +287,14 @@ def build() -> argparse.ArgumentParser:
         _task(cmd)
         cmd.add_argument("call", type=text, help="the action's call id (see `noeta approvals`)")
         cmd.add_argument("--reason", type=text, help="why (shown to the model and in the event log)")
-        cmd.add_argument("--approver", type=text, help="who answers (default: $USER)")
+        cmd.add_argument("--as", "--approver", dest="acting_as", type=text,
+                         help="who answers, recorded as the approver (default: the OS user)")
+        if verb == "approve":
+            cmd.add_argument("--arguments", type=json_object, metavar="JSON",
+                             help="approve the tool call with these arguments instead of the proposed ones")
+    audit = command("audit", "who started, approved, edited, denied, injected, cancelled the task, and when")
+    _task(audit)
+    audit.add_argument("--json", action="store_true", help="one JSON object per line")
 
     tasks = command("tasks", "list tasks, newest first: status, goal, model, turns, tokens")
     tasks.add_argument("--status", choices=TASK_STATUSES, help="only tasks with this NoetaStatus")

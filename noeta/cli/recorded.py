@@ -9,17 +9,16 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import Any
 
 from noeta.client.client import AsyncClient
 from noeta.client.export import LoadedTask, load_export
 from noeta.client.imports import import_task
 from noeta.client.options import Options
 from noeta.client.policy_replay import is_policy
-from noeta.client.replay import ReplayChanges, replay_tasks
+from noeta.client.replay import ReplayChanges, replay_provider, replay_tasks
 from noeta.config.import_path import load_object
 from noeta.errors import ConfigurationError
-from noeta.protocols.messages import LLMProvider
 
 EXIT_CHANGED = 1
 
@@ -29,20 +28,6 @@ async def cmd_export(client: AsyncClient, args: argparse.Namespace) -> int:
     json.dump(await client.export(args.task), sys.stdout, separators=(",", ":"))
     sys.stdout.write("\n")
     return 0
-
-
-def _is_provider(value: object) -> TypeGuard[LLMProvider]:
-    return isinstance(value, LLMProvider) and not isinstance(value, type)
-
-
-def replay_provider(name: str | None) -> LLMProvider:
-    """The provider a replay asks: ``package.module:attribute`` (an object, or a factory of one),
-    a built-in provider's name, or (None) the environment's default provider."""
-    if name is not None and ":" in name:
-        return load_object(name, _is_provider, "provider", "--provider")
-    from noeta.providers.defaults import default_provider
-
-    return default_provider(name)
 
 
 def system_prompt(value: str | None) -> str | None:
@@ -88,7 +73,7 @@ async def cmd_replay(args: argparse.Namespace) -> int:
     changes = ReplayChanges(model=args.model, system_prompt=system_prompt(args.system_prompt))
     policy = load_object(args.policy, is_policy, "Policy", "--policy") if args.policy is not None else None
     # With a policy and no change of the request, the record answers its unchanged model calls.
-    provider = replay_provider(args.provider) if args.provider or policy is None or changes != ReplayChanges() else None
+    provider = replay_provider(args.provider, policy, changes, what="--provider")
     tasks: list[LoadedTask] = []
     client: AsyncClient | None = None
     try:

@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from noeta.client.audit import AuditEntry
 from noeta.client.client import PendingApproval
 from noeta.client.messages import (
     AssistantMessage,
+    ContextCompactedView,
     InjectedMessage,
     Result,
     ToolResultView,
@@ -41,6 +43,9 @@ def render(item: ViewItem) -> str:
     if isinstance(item, ToolResultView):
         mark = "ok" if item.success else "FAILED"
         return f"tool {mark:<4} │ {item.tool_name}: {item.output or ''}"
+    if isinstance(item, ContextCompactedView):
+        folded = f"{item.turns_folded} turn(s) compacted ({item.strategy}), {item.tokens_before} → {item.tokens_after} tokens"
+        return f"compacted │ {folded}" + (f": {item.summary}" if item.summary else "")
     if isinstance(item, Result):
         return f"result    │ [{item.status}] {item.answer}"
     return repr(item)
@@ -69,6 +74,8 @@ def describe(env: EventEnvelope) -> str:
         line = f"{p.stop_reason} · {p.usage.input} in / {p.usage.output} out · attempt {p.attempt}"
         if p.usage.cost_usd:
             line += f" · ${p.usage.cost_usd:.6f}"
+    elif env.type in ("ApprovalGranted", "ApprovalDenied"):
+        line = approval_text(p)
     elif env.type in ("BudgetWarning", "BudgetExceeded"):
         line = f"{p.limit}: {p.used:g} of {p.allowed:g}"
     elif env.type == "TaskCompleted":
@@ -111,6 +118,26 @@ def action_text(request: ApprovalRequest) -> str:
     if isinstance(action, ProposedFinish):
         return f"finish: {short(action.answer, 80)}"
     return request.call_id
+
+
+def approval_text(p: Any) -> str:
+    """An answered approval: the call, who answered (and how identified), after how long, why, and
+    the arguments an approver put in place of the proposed ones."""
+    via = f" ({p.via})" if p.via else ""
+    waited = f" after {p.waited_seconds:.0f}s" if p.waited_seconds is not None else ""
+    line = f"[{p.call_id}] by {p.approver}{via}{waited}" + (f": {p.reason}" if p.reason else "")
+    arguments = getattr(p, "arguments", None)
+    if arguments is not None:
+        line += f" · edited {json.dumps(p.proposed_arguments, ensure_ascii=False)} → {json.dumps(arguments, ensure_ascii=False)}"
+    return line
+
+
+def audit_line(entry: AuditEntry) -> str:
+    """One audit entry as a line: when, what, who (how identified), the call and the detail."""
+    at = entry.at.strftime("%Y-%m-%d %H:%M:%S") if entry.at else "?"
+    call = f" [{entry.call_id}]" if entry.call_id else ""
+    detail = f"  {short(entry.detail)}" if entry.detail else ""
+    return f"{at}  {entry.action:<10} {entry.who} ({entry.via}){call}{detail}"
 
 
 def approval_line(item: PendingApproval) -> str:

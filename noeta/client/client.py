@@ -2,17 +2,16 @@
 
 :class:`AsyncClient` is the asyncio API; :class:`~noeta.client.sync.Client` is the same API for
 synchronous code (it runs an AsyncClient on a private event-loop thread, so it imports this module,
-not the other way round). Both talk to the embedded dev server unless
-``TEMPORAL_ADDRESS`` points at a cluster.
+not the other way round). Both talk to the embedded dev server unless ``TEMPORAL_ADDRESS`` points
+at a cluster.
 
 AsyncClient is composed of small objects, each owning the state it touches and handed its
 collaborators: the :class:`~noeta.client.connection.Connection` (the Temporal client, what the
-cluster supports, whether a task exists and runs), the
-:class:`~noeta.client.observation.Observation` (the observers and their followers),
-:class:`~noeta.client.tasks.TaskOperations` (start, goals, context, approvals, result, cancel),
-:class:`~noeta.client.listing.TaskListing` (list, UI links) and
-:class:`~noeta.client.inspection.Inspection` (describe, details, pending approvals, history,
-events, messages). Its methods hand each call to the one that does it.
+cluster supports, whether a task exists and runs), the :class:`~noeta.client.observation.Observation`
+(the observers and their followers), :class:`~noeta.client.tasks.TaskOperations` (start, goals,
+context, approvals, result, cancel), :class:`~noeta.client.listing.TaskListing` (list, UI links) and
+:class:`~noeta.client.inspection.Inspection` (describe, details, pending approvals, history, events,
+messages, audit). Its methods hand each call to the one that does it.
 """
 
 from __future__ import annotations
@@ -26,6 +25,7 @@ from typing import Any
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client as TemporalClient
 
+from noeta.client.audit import AuditEntry
 from noeta.client.connect import connect_temporal
 from noeta.client.connection import Connection
 from noeta.client.embedded import EmbeddedServer
@@ -49,7 +49,8 @@ from noeta.client.visibility import (
     search_attributes_registered,
 )
 from noeta.context.content_store import ContentStore
-from noeta.deltas.broker import DeltaBroker, DeltaStream, Subscription, broker_for, in_process_broker, subscribe_stream
+from noeta.client.deltas import ClientDeltas
+from noeta.deltas.broker import DeltaBroker, DeltaStream, broker_for, in_process_broker
 from noeta.protocols.event_log import Observer
 from noeta.protocols.interaction import ApprovalRequest, TaskResult
 from noeta.protocols.messages import ImageBlock
@@ -88,9 +89,7 @@ class AsyncClient:
         self.memory = memory
         """The memory pool (a MemoryStore) that the memory tool of this host's workers shares:
         seed it, read what agents remembered."""
-        self.delta_broker: DeltaBroker = delta_broker or in_process_broker()
-        """Where the workers' streamed deltas arrive (``NOETA_DELTA_BROKER``)."""
-        self._delta_subscription: Subscription | None = None
+        self._deltas = ClientDeltas(temporal, delta_broker or in_process_broker())
 
     @classmethod
     async def connect(cls, host: HostConfig | None = None, observers: Sequence[Observer] = ()) -> AsyncClient:
@@ -108,8 +107,7 @@ class AsyncClient:
         )
         client.indexed_metadata = host.settings.indexed_metadata
         client.ui_url = host.settings.temporal_ui or client.ui_url
-        if host.delta_sink is not None:  # every task's deltas, from any worker, until close()
-            client._delta_subscription = await client.delta_broker.subscribe(temporal.namespace, host.delta_sink)
+        await client._deltas.open(host.delta_sink)  # the followed tasks' deltas, until close()
         return client
 
     # What the client was made with; each part reads its own.
@@ -202,13 +200,17 @@ class AsyncClient:
         provider_name: str | None = None,
         task_queue: str | None = None,
         api_key_id: str | None = None,
+        tenant: str | None = None, identity: str | None = None,
     ) -> str:
         """Start a task and return its id (the workflow id). ``api_key_id``: the ``noeta serve`` key
-        that starts it, indexed as NoetaApiKey so the key's spend can be summed."""
-        return await self._tasks.start(
+        that starts it, indexed as NoetaApiKey so the key's spend can be summed. ``tenant``: its
+        NoetaTenant. ``identity`` (here and below): who acts, as Temporal records it."""
+        started = await self._tasks.start(
             goal, options, task_id=task_id, keep_open=keep_open, images=images, workspace_dir=workspace_dir,
-            provider_name=provider_name, task_queue=task_queue, api_key_id=api_key_id,
+            provider_name=provider_name, task_queue=task_queue, api_key_id=api_key_id, tenant=tenant, identity=identity,
         )
+        self._deltas.follow(started)
+        return started
 
     async def fork(
         self,
@@ -221,6 +223,7 @@ class AsyncClient:
         task_id: str | None = None,
         task_queue: str | None = None,
         api_key_id: str | None = None,
+        tenant: str | None = None, identity: str | None = None,
     ) -> str:
         """Start a new task whose transcript is ``source``'s up to its model turn ``at_turn`` (that
         turn is decided anew) and return its id. The fork runs with ``options``' settings where
@@ -232,19 +235,20 @@ class AsyncClient:
         source has not recorded; TaskNotFoundError for an unknown source. ``source`` may be an
         export read with ``noeta.sdk.testing.load_task`` (a task of another cluster): its bodies are
         put into this client's content store first, and the fork runs on this client's task queue.
-        """
+        ``tenant``, ``identity``: as for ``start``."""
         source = await imported_source(self.temporal, self.content_store, source)  # imported: its export
         if isinstance(source, LoadedTask):
             await asyncio.to_thread(load_bodies, source, self.content_store)
         return await self._tasks.fork(
             source, at_turn=at_turn, options=options, goal=goal, task_id=task_id, task_queue=task_queue,
-            api_key_id=api_key_id,
+            api_key_id=api_key_id, tenant=tenant, identity=identity,
         )
 
-    async def send_goal(self, task_id: str, goal: str, images: Sequence[ImageBlock] = ()) -> TaskResult:
+    async def send_goal(self, task_id: str, goal: str, images: Sequence[ImageBlock] = (), *, identity: str | None = None) -> TaskResult:
         """Send the next goal to a task started with ``keep_open=True``; returns that goal's result
         (saying, as ``result`` does, when no worker polls the task's queue)."""
-        return await self._tasks.send_goal(task_id, goal, images)
+        self._deltas.follow(task_id)
+        return await self._tasks.send_goal(task_id, goal, images, identity)
 
     async def waiting_for_worker(self, task_id: str) -> str | None:
         """What to tell a user when the task runs and no worker polls its queue (which queue, how
@@ -252,14 +256,14 @@ class AsyncClient:
         queue = await unpolled_queue(self.temporal, task_id)
         return None if queue is None else no_worker_message(task_id, queue)
 
-    async def inject(self, task_id: str, text: str, origin: str = "system") -> None:
+    async def inject(self, task_id: str, text: str, origin: str = "system", *, identity: str | None = None) -> None:
         """Give the model host context at its next step (origin "system" or "memory"); it shows as
         an InjectedMessage, never as the user's words."""
-        await self._tasks.inject(task_id, text, origin)
+        await self._tasks.inject(task_id, text, origin, identity)
 
-    async def close_task(self, task_id: str) -> None:
+    async def close_task(self, task_id: str, *, identity: str | None = None) -> None:
         """Let a keep-open task end after its queued goals."""
-        await self._tasks.close_task(task_id)
+        await self._tasks.close_task(task_id, identity)
 
     async def approve(
         self,
@@ -268,9 +272,12 @@ class AsyncClient:
         approved: bool = True,
         reason: str | None = None,
         approver: str | None = None,
+        *, arguments: dict[str, Any] | None = None,
     ) -> None:
-        """Answer an action that a guard sent for approval (``approved=False`` refuses it)."""
-        await self._tasks.approve(task_id, call_id, approved, reason, approver)
+        """Answer an action that a guard sent for approval (``approved=False`` refuses it); the approver
+        recorded is the update's caller identity, ``approver`` or this client's. ``arguments``:
+        approve the tool call with these instead (checked by the guards again; both are recorded)."""
+        await self._tasks.approve(task_id, call_id, approved, reason, approver, arguments)
 
     async def result(self, task_id: str) -> TaskResult:
         """Wait for the task's (last goal's) result; raises the task's typed error if it failed.
@@ -279,11 +286,12 @@ class AsyncClient:
 
         Keeps waiting through a Temporal outage of up to SERVER_OUTAGE_WAIT_SECONDS (the task goes
         on once the server is back); a longer one raises the RPCError."""
+        self._deltas.follow(task_id)
         return await self._tasks.result(task_id)
 
-    async def cancel(self, task_id: str) -> None:
+    async def cancel(self, task_id: str, *, identity: str | None = None) -> None:
         """Cancel a running task (TaskNotOpenError once it has ended: Temporal would ignore it)."""
-        await self._tasks.cancel(task_id)
+        await self._tasks.cancel(task_id, identity)
 
     # Listing and reading tasks.
 
@@ -295,11 +303,12 @@ class AsyncClient:
         search: str | None = None,
         model: str | None = None,
         metadata: dict[str, str] | None = None,
+        tenant: str | None = None,
     ) -> list[TaskSummary]:
-        """Tasks on the cluster, newest first. ``status`` filters on NoetaStatus (or, without the
-        search attributes, on the workflow's execution status); ``search`` matches words of the
-        goal; ``model`` and ``metadata`` (indexed keys) match exactly."""
-        return await self._listing.list_tasks(status, limit, search=search, model=model, metadata=metadata)
+        """Tasks on the cluster, newest first. ``status`` filters on NoetaStatus (or, without the search
+        attributes, on the execution status); ``search`` matches words of the goal; ``model``,
+        ``metadata`` (indexed keys) and ``tenant`` match exactly."""
+        return await self._listing.list_tasks(status, limit, search=search, model=model, metadata=metadata, tenant=tenant)
 
     def task_url(self, task_id: str) -> str | None:
         """The task's page in the Temporal UI (None when the UI's address is not known)."""
@@ -314,15 +323,19 @@ class AsyncClient:
         worker answers, so this waits for one. Empty for a task that has ended."""
         return await self._inspection.current_details(task_id)
 
-    async def approvals_waiting(self, limit: int = 100) -> list[PendingApproval]:
-        """Every action waiting for a human, across the tasks whose status is awaiting_approval."""
-        return await self._inspection.approvals_waiting(limit)
+    async def approvals_waiting(self, limit: int = 100, *, tenant: str | None = None) -> list[PendingApproval]:
+        """Every action waiting for a human (of ``tenant``), across the tasks whose status is
+        awaiting_approval, the longest-waiting first."""
+        return await self._inspection.approvals_waiting(limit, tenant)
 
     async def pending_approvals(self, task_id: str) -> list[ApprovalRequest]:
         """Actions of a running task waiting for a human (asks the live workflow); none once the
         task has ended."""
         return await self._inspection.pending_approvals(task_id)
 
+    async def audit(self, task_id: str) -> list[AuditEntry]:
+        """Who did what to the task, when, as which identity (:mod:`noeta.client.audit`)."""
+        return await self._inspection.audit(task_id)
     async def history(self, task_id: str) -> list[HistoryEvent]:
         """The raw history events of every run of the task, in order."""
         return await self._inspection.history(task_id)
@@ -353,24 +366,20 @@ class AsyncClient:
         """Wait until the observers of a task this client started have seen its last envelope."""
         return await self._observation.observed(task_id)
 
-    async def deltas(self, task_id: str) -> DeltaStream:
-        """The streamed pieces of ``task_id``'s model responses as they arrive, from any worker,
-        through the delta broker: ``async with await client.deltas(task_id) as stream: async for
-        delta in stream``. Subscribed when this returns; deltas streamed earlier are not replayed
-        (history holds the final responses)."""
-        return await subscribe_stream(self.delta_broker, self.temporal.namespace, task_id)
+    async def deltas(self, task_id: str, after: int | None = None) -> DeltaStream:
+        """``task_id``'s streamed pieces (``async for delta in stream``) from its workflow stream
+        after offset ``after`` (None: from the current call's first piece) until its last piece;
+        with a broker configured, from the broker from now on (docs/streaming.md)."""
+        return await self._deltas.stream(task_id, after)
 
     async def close(self, task_id: str | None = None) -> None:
-        """Close this client: stop following tasks for its observers. (``close(task_id)``, which
-        closed a task, is deprecated: use :meth:`close_task`.)"""
+        """Close this client: stop following tasks for its observers (``close(task_id)``: deprecated)."""
         if task_id is not None:
             warnings.warn("close(task_id) is deprecated: use close_task(task_id)", DeprecationWarning, stacklevel=2)
             await self.close_task(task_id)
             return
         await self._observation.close()
-        subscription, self._delta_subscription = self._delta_subscription, None
-        if subscription is not None:
-            await subscription.close()
+        await self._deltas.close()
 
     async def __aenter__(self) -> AsyncClient:
         """Return the client itself."""
@@ -383,16 +392,7 @@ class AsyncClient:
 
 # Names that were defined (or imported for callers) here before the client was split.
 __all__ = [
-    "DEFAULT_PROVIDER",
-    "METADATA_QUERY",
-    "SERVER_OUTAGE_WAIT_SECONDS",
-    "SERVER_UNREACHABLE",
-    "AsyncClient",
-    "PendingApproval",
-    "TaskInfo",
-    "TaskSummary",
-    "connect_temporal",
-    "register_search_attributes",
-    "registered_search_attributes",
-    "search_attributes_registered",
+    "DEFAULT_PROVIDER", "METADATA_QUERY", "SERVER_OUTAGE_WAIT_SECONDS", "SERVER_UNREACHABLE", "AsyncClient",
+    "PendingApproval", "TaskInfo", "TaskSummary", "connect_temporal", "register_search_attributes",
+    "registered_search_attributes", "search_attributes_registered",
 ]

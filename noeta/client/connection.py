@@ -11,9 +11,29 @@ from temporalio.client import Client as TemporalClient
 from temporalio.client import WorkflowExecutionDescription, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
-from noeta.client.visibility import registered_search_attributes
+from noeta.client.visibility import registered_search_attributes, tenant_of
 from noeta.errors import NoetaError, TaskNotFoundError, TaskNotOpenError
-from noeta.protocols.names import BASE_SEARCH_ATTRIBUTES
+from noeta.protocols.names import BASE_SEARCH_ATTRIBUTES, SUBTASK_SEPARATOR
+
+
+class ActingClient(TemporalClient):
+    """The same connection as another Temporal client, sending ``identity`` as the caller identity
+    of its requests (Temporal records it in the task's history: who started, signalled, updated,
+    cancelled). Shares the connection, the data converter and the interceptors; costs no RPC."""
+
+    def __init__(self, base: TemporalClient, identity: str) -> None:
+        """A client like ``base`` that acts as ``identity``."""
+        self._acting_as = identity
+        super().__init__(**base.config())
+
+    @property
+    def identity(self) -> str:
+        """The identity this client's requests carry."""
+        return self._acting_as
+
+
+#: Most acting clients a connection keeps (one per identity that acted recently).
+MAX_ACTING_CLIENTS = 256
 
 
 class Connection:
@@ -24,6 +44,18 @@ class Connection:
         self.temporal = temporal
         # Noeta's search attributes the cluster has registered: asked once, on first need.
         self._registered: set[str] | None = None
+        self._acting: dict[str, TemporalClient] = {}
+
+    def acting_as(self, identity: str | None) -> TemporalClient:
+        """The Temporal client whose requests carry ``identity`` (None: this connection's own)."""
+        if not identity or identity == self.temporal.identity:
+            return self.temporal
+        client = self._acting.get(identity)
+        if client is None:
+            if len(self._acting) >= MAX_ACTING_CLIENTS:
+                self._acting.pop(next(iter(self._acting)))
+            client = self._acting[identity] = ActingClient(self.temporal, identity)
+        return client
 
     @property
     def namespace(self) -> str:
@@ -58,6 +90,14 @@ class Connection:
             if err.status == RPCStatusCode.NOT_FOUND:
                 raise TaskNotFoundError(f"no task {task_id!r}") from err
             raise
+
+    async def tenant_of(self, task_id: str) -> str:
+        """The tenant the task belongs to (a sub-agent: its root task's); TaskNotFoundError when
+        there is no such task."""
+        root = task_id.split(SUBTASK_SEPARATOR, 1)[0]
+        if root != task_id:
+            await self.describe(task_id)  # the sub-agent must exist too
+        return tenant_of((await self.describe(root)).typed_search_attributes)
 
     async def is_running(self, task_id: str) -> bool:
         """Whether the task's workflow runs now (TaskNotFoundError when there is none)."""

@@ -18,6 +18,7 @@ from noeta.client.listing import TaskListing
 from noeta.client.messages import ViewItem, as_messages
 from noeta.client.stalls import current_stall, stall_text
 from noeta.client.tasks import TaskOperations
+from noeta.client.audit import AuditEntry, audit_of
 from noeta.client.visibility import CLOSED_STATUS, TaskInfo, summary_of
 from noeta.context.content_store import ContentStore
 from noeta.errors import ContentIntegrityError, ContentMissingError, NoetaError, TaskNotFoundError, TaskNotOpenError
@@ -98,17 +99,18 @@ class Inspection:
         )
         return pending
 
-    async def approvals_waiting(self, limit: int = 100) -> list[PendingApproval]:
-        """The pending approvals of every task the listing shows as awaiting_approval, asked of all
-        of them at once; a task that does not answer within INBOX_QUERY_SECONDS (its worker is
-        down) is left out until it does."""
-        tasks = await self.listing.list_tasks("awaiting_approval", limit)
+    async def approvals_waiting(self, limit: int = 100, tenant: str | None = None) -> list[PendingApproval]:
+        """The pending approvals of every task the listing shows as awaiting_approval (``tenant``:
+        of that tenant), asked of all of them at once, the longest-waiting first; a task that does
+        not answer within INBOX_QUERY_SECONDS (its worker is down) is left out until it does."""
+        tasks = await self.listing.list_tasks("awaiting_approval", limit, tenant=tenant)
         answers = await asyncio.gather(*(self._answering(task.task_id) for task in tasks))
-        return [
+        waiting = [
             PendingApproval(task.task_id, task.goal, request)
             for task, requests in zip(tasks, answers, strict=True)
             for request in requests
         ]
+        return sorted(waiting, key=lambda p: p.request.waiting_since or "")
 
     async def _answering(self, task_id: str) -> list[ApprovalRequest]:
         try:
@@ -117,6 +119,11 @@ class Inspection:
             return []  # answered or ended since the (lagging) list was read
         except RPCError:
             return []  # no worker answered in time
+
+    async def audit(self, task_id: str) -> list[AuditEntry]:
+        """What people did to the task, from its history (TaskNotFoundError for an unknown task)."""
+        await self.connection.describe(task_id)
+        return audit_of(await self.history(task_id))
 
     async def history(self, task_id: str) -> list[HistoryEvent]:
         """The raw history events of every run of the task, in order."""

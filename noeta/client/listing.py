@@ -7,6 +7,8 @@ from urllib.parse import quote
 
 from noeta.client.connection import Connection
 from noeta.client.visibility import TaskSummary, summary_of, task_query
+from noeta.errors import TaskNotFoundError
+from noeta.protocols.names import SUBTASK_SEPARATOR
 
 
 class TaskListing:
@@ -27,11 +29,22 @@ class TaskListing:
         search: str | None = None,
         model: str | None = None,
         metadata: dict[str, str] | None = None,
+        tenant: str | None = None,
     ) -> list[TaskSummary]:
         """Tasks matching the filters, newest first, through a visibility query built for the
-        search attributes the cluster has."""
-        query = task_query(await self.connection.registered_attributes(), status, search, model, metadata)
-        return [summary_of(wf) async for wf in self.connection.temporal.list_workflows(query, limit=limit)]
+        search attributes the cluster has; ``tenant``: only that tenant's tasks."""
+        query = task_query(await self.connection.registered_attributes(), status, search, model, metadata, tenant)
+        found = [summary_of(wf) async for wf in self.connection.temporal.list_workflows(query, limit=limit)]
+        if tenant is None:
+            return found
+        # Sub-agents carry no NoetaTenant (they match the default tenant's query): their root's counts.
+        return [s for s in found if SUBTASK_SEPARATOR not in s.task_id or await self._root_tenant(s.task_id) == tenant]
+
+    async def _root_tenant(self, task_id: str) -> str | None:
+        try:
+            return await self.connection.tenant_of(task_id)
+        except TaskNotFoundError:
+            return None
 
     def task_url(self, task_id: str) -> str | None:
         """The task's page in the Temporal UI (None when the UI's address is not known)."""

@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from temporalio.api.enums.v1 import TaskQueueKind, TaskQueueType
@@ -26,6 +27,7 @@ from temporalio.client import WorkflowExecutionStatus
 from temporalio.service import RPCError
 
 from noeta.client.stalls import current_stall, stall_text
+from noeta.protocols.events_task import TaskStalled
 
 logger = logging.getLogger("noeta.client")
 
@@ -69,44 +71,52 @@ def no_worker_message(task_id: str, task_queue: str) -> str:
 async def unpolled_queue(temporal: TemporalClient, task_id: str) -> str | None:
     """The task's queue when the task runs and no worker polls that queue; None otherwise (the
     task has ended, a worker polls, or the server could not say)."""
+    return (await look(temporal, task_id, stalls=False)).unpolled_queue
+
+
+@dataclass(frozen=True)
+class Look:
+    """What one look at a waited-for task found: the queue nobody polls, or what stalls it."""
+
+    unpolled_queue: str | None = None
+    stall: TaskStalled | None = None
+
+
+async def look(temporal: TemporalClient, task_id: str, *, stalls: bool = True) -> Look:
+    """One look at a task, from one description of it: whether its running task's queue has no
+    worker, else (``stalls``) whether its workers fail its next step. Empty when the task has
+    ended, moves, or the server could not say (the wait itself reports what is wrong)."""
     try:
         description = await temporal.get_workflow_handle(task_id).describe()
         if description.status != WorkflowExecutionStatus.RUNNING:
-            return None
-        if await queue_has_worker(temporal, description.task_queue):
-            return None
-        return description.task_queue
+            return Look()
+        if not await queue_has_worker(temporal, description.task_queue):
+            return Look(unpolled_queue=description.task_queue)
+        return Look(stall=await current_stall(temporal, task_id, description) if stalls else None)
     except RPCError:
-        return None  # the wait itself reports what is wrong with the task or the server
+        return Look()
 
 
-async def stalled_message(temporal: TemporalClient, task_id: str) -> str | None:
+def stalled_message(task_id: str, stall: TaskStalled) -> str:
     """What to tell a user waiting on a task whose next step fails on its workers (a payload key
-    they lack...); None for a task that moves, or when the server could not say."""
-    try:
-        stall = await current_stall(temporal, task_id)
-    except RPCError:
-        return None
-    if stall is None:
-        return None
+    they lack...)."""
     return f"task {task_id} is stalled: {stall_text(stall)}; still waiting (it goes on once a worker can run it)"
 
 
 async def watch(temporal: TemporalClient, task_id: str, say: Say) -> None:
-    """Look at the task's queue after FIRST_LOOK_SECONDS, then every LOOK_EVERY_SECONDS; ``say``
-    the no-worker message when nobody polls it (again only after a worker has come and gone), and
-    the stall message when its workers cannot run its next step (again only after it moved)."""
+    """Look at the task after FIRST_LOOK_SECONDS, then every LOOK_EVERY_SECONDS; ``say`` the
+    no-worker message when nobody polls its queue (again only after a worker has come and gone),
+    and the stall message when its workers cannot run its next step (again only after it moved)."""
     said = stalled = False
     await asyncio.sleep(FIRST_LOOK_SECONDS)
     while True:
-        queue = await unpolled_queue(temporal, task_id)
-        if queue is not None and not said:
-            say(no_worker_message(task_id, queue))
-        said = queue is not None
-        stall = None if said else await stalled_message(temporal, task_id)
-        if stall is not None and not stalled:
-            say(stall)
-        stalled = stall is not None
+        found = await look(temporal, task_id)
+        if found.unpolled_queue is not None and not said:
+            say(no_worker_message(task_id, found.unpolled_queue))
+        said = found.unpolled_queue is not None
+        if found.stall is not None and not stalled:
+            say(stalled_message(task_id, found.stall))
+        stalled = found.stall is not None
         await asyncio.sleep(LOOK_EVERY_SECONDS)
 
 
@@ -124,6 +134,6 @@ async def saying_when_unpolled(temporal: TemporalClient, task_id: str, say: Say 
 
 
 __all__ = [
-    "FIRST_LOOK_SECONDS", "LOOK_EVERY_SECONDS", "POLLER_FRESH_SECONDS", "no_worker_message", "queue_has_worker",
+    "FIRST_LOOK_SECONDS", "LOOK_EVERY_SECONDS", "POLLER_FRESH_SECONDS", "Look", "look", "no_worker_message", "queue_has_worker",
     "saying_when_unpolled", "stalled_message", "unpolled_queue", "watch",
 ]

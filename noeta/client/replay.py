@@ -19,12 +19,14 @@ import inspect
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from noeta.client.export import LoadedTask
 from noeta.client.policy_replay import PolicyJudge, PolicyStep, decided_without_model, request_difference
 from noeta.client.projection.turns import RecordedTask, RecordedTurn
+from noeta.config.import_path import load_object
 from noeta.context.content_store import ContentNotFoundError, ContentStore
+from noeta.context.compaction import compacted, load_view
 from noeta.context.requests import model_request, offered_tools
 from noeta.context.transcript import TranscriptStore
 from noeta.errors import ConfigurationError
@@ -43,6 +45,28 @@ class ReplayChanges:
     """Replaces the task's system prompt; the stable content channels recorded after it stay."""
     temperature: float | None = None
     max_tokens: int | None = None
+
+
+def replay_provider(
+    provider: LLMProvider | str | None, policy: object | None, changes: ReplayChanges, *, what: str = "provider"
+) -> LLMProvider | None:
+    """The provider a replay asks: an object as given; ``package.module:attribute`` (an object, or
+    a factory of one); a built-in provider's name; None: the environment's default. None is
+    returned only when the record may answer instead: a policy is replayed and no change touches
+    the requests (``what`` names the setting in errors: ``--provider`` for the CLI)."""
+    if provider is None and policy is not None and changes == ReplayChanges():
+        return None
+    if provider is not None and not isinstance(provider, str):
+        return provider
+    if provider is not None and ":" in provider:
+        return load_object(provider, _is_provider, "provider", what)
+    from noeta.providers.defaults import default_provider
+
+    return default_provider(provider)
+
+
+def _is_provider(value: object) -> TypeGuard[LLMProvider]:
+    return isinstance(value, LLMProvider) and not isinstance(value, type)
 
 
 @dataclass(frozen=True)
@@ -106,7 +130,9 @@ def rebuild_request(
         temperature=changes.temperature if changes.temperature is not None else inp.temperature,
         max_tokens=changes.max_tokens if changes.max_tokens is not None else inp.max_tokens,
     )
-    transcript = transcripts.resolve(transcripts.load(inp.head) + tuple(inp.append))
+    view = load_view(store.get(inp.context.view)) if inp.context is not None else None
+    whole = transcripts.load(inp.head) + tuple(inp.append)
+    transcript = transcripts.resolve(compacted(view, inp.context.folded if inp.context else 0, whole))
     system = store.get(inp.system_ref).decode() if inp.system_ref else None
     if changes.system_prompt is not None:
         recorded_prompt = (record.task.system_prompt if record.task is not None else None) or ""

@@ -6,9 +6,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
+import logging
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
 from temporalio.service import RPCError, RPCStatusCode
@@ -28,8 +30,10 @@ from noeta.protocols.interaction import ApprovalInput, GoalInput, InjectInput, T
 from noeta.protocols.messages import ImageBlock
 from noeta.protocols.names import (
     BASE_SEARCH_ATTRIBUTES,
+    DEFAULT_TENANT,
     SA_API_KEY,
     SA_COST_USD,
+    SA_TENANT,
     SIGNAL_CLOSE,
     SIGNAL_INJECT,
     UPDATE_APPROVE,
@@ -37,8 +41,11 @@ from noeta.protocols.names import (
     workflow_name_for,
 )
 from noeta.protocols.event_log import Observer
+from noeta.protocols.identity import parse_identity
 from noeta.protocols.ids import check_task_id, check_task_queue
 from noeta.protocols.task import MAX_INJECTION_CHARS, TaskInput
+
+logger = logging.getLogger(__name__)
 
 #: How long ``AsyncClient.result`` keeps waiting while the Temporal server cannot be reached.
 SERVER_OUTAGE_WAIT_SECONDS = 600.0
@@ -83,8 +90,11 @@ class TaskOperations:
         provider_name: str | None = None,
         task_queue: str | None = None,
         api_key_id: str | None = None,
+        tenant: str | None = None,
+        identity: str | None = None,
     ) -> str:
-        """Start a task's workflow and return the task id."""
+        """Start a task's workflow and return the task id (``tenant``: indexed as NoetaTenant;
+        ``identity``: the caller identity Temporal records for the start)."""
         options = options or Options()
         if provider_name is None:
             provider_name = task_provider_name(options.provider)
@@ -99,7 +109,8 @@ class TaskOperations:
             task_id=task_id,
         )
         return await self.launch(
-            task_input, task_id, task_queue=task_queue, api_key_id=api_key_id, observers=options.observers
+            task_input, task_id, task_queue=task_queue, api_key_id=api_key_id, observers=options.observers,
+            tenant=tenant, identity=identity,
         )
 
     async def launch(
@@ -111,9 +122,12 @@ class TaskOperations:
         api_key_id: str | None = None,
         observers: Sequence[Observer] = (),
         forked_from: str | None = None,
+        tenant: str | None = None,
+        identity: str | None = None,
     ) -> str:
         """Start the workflow of a built ``task_input`` as ``task_id`` (indexed where the cluster
-        has the search attributes; ``forked_from``: the task a fork was taken from)."""
+        has the search attributes; ``forked_from``: the task a fork was taken from; ``tenant``:
+        the tenant it belongs to; ``identity``: who starts it, as Temporal records it)."""
         goal, provider_name = task_input.goal, task_input.provider
         check_task_id(task_id)
         task_queue = check_task_queue(task_queue or self.task_queue)
@@ -124,8 +138,12 @@ class TaskOperations:
             task_input = dataclasses.replace(task_input, index=True, index_cost=await connection.has_attribute(SA_COST_USD))
         if api_key_id is not None and not await connection.has_attribute(SA_API_KEY):
             api_key_id = None  # an older cluster: `noeta setup` registers it
+        if tenant is not None and not (indexed and await connection.has_attribute(SA_TENANT)):
+            if tenant != DEFAULT_TENANT:  # the task would be visible to every tenant
+                raise ConfigurationError(f"tasks of tenant {tenant!r} need the {SA_TENANT} search attribute: run `noeta setup`")
+            tenant = None
         send = functools.partial(
-            connection.temporal.start_workflow,
+            connection.acting_as(identity).start_workflow,
             workflow_name_for(task_input.policy),
             task_input,
             task_queue=task_queue,
@@ -137,12 +155,16 @@ class TaskOperations:
             ),
             search_attributes=initial_search_attributes(
                 registered, None if connection.encrypted else goal, task_input.model, task_input.metadata,
-                self.indexed_metadata, api_key_id, forked_from,
+                self.indexed_metadata, api_key_id, forked_from, tenant,
             )
             if indexed
             else None,
+            # Taken up only when a worker on this client polls the queue with a free slot (the
+            # SDK drops the request otherwise): the first workflow task comes back with the start.
+            request_eager_start=True,
         )
-        await start_workflow(connection.temporal, task_input, task_id, send)
+        if await start_workflow(connection.temporal, task_input, task_id, send):
+            logger.debug("task %s: its first workflow task came back with the start (eager)", task_id)
         self.observation.follow(task_id, observers)
         return task_id
 
@@ -156,6 +178,8 @@ class TaskOperations:
         task_id: str | None = None,
         task_queue: str | None = None,
         api_key_id: str | None = None,
+        tenant: str | None = None,
+        identity: str | None = None,
     ) -> str:
         """Start a fork of ``source`` at its turn ``at_turn`` (see ``AsyncClient.fork``)."""
         if not isinstance(at_turn, int) or isinstance(at_turn, bool):
@@ -170,15 +194,19 @@ class TaskOperations:
         return await self.launch(
             task_input, task_id, task_queue=task_queue or source_queue or None, api_key_id=api_key_id,
             observers=options.observers if options is not None else (), forked_from=source_id,
+            tenant=tenant, identity=identity,
         )
 
-    async def send_goal(self, task_id: str, goal: str, images: Sequence[ImageBlock] = ()) -> TaskResult:
-        """Send a keep-open task its next goal (as an update) and return that goal's result."""
+    async def send_goal(
+        self, task_id: str, goal: str, images: Sequence[ImageBlock] = (), identity: str | None = None
+    ) -> TaskResult:
+        """Send a keep-open task its next goal (as an update, from ``identity``) and return that
+        goal's result."""
         check_goal(goal)
         request = GoalInput(goal=goal, images=list(images), goal_id=uuid.uuid4().hex)
         connection = self.connection
         while True:
-            handle = connection.temporal.get_workflow_handle(task_id)  # the task's current run
+            handle = connection.acting_as(identity).get_workflow_handle(task_id)  # the task's current run
             try:
                 async with connection.reaching(task_id), saying_when_unpolled(connection.temporal, task_id):
                     result: TaskResult = await handle.execute_update(UPDATE_SEND_GOAL, request, result_type=TaskResult)
@@ -196,8 +224,8 @@ class TaskOperations:
                         raise real from err
                 raise failure from err
 
-    async def inject(self, task_id: str, text: str, origin: str = "system") -> None:
-        """Signal host context to a task for the model's next step."""
+    async def inject(self, task_id: str, text: str, origin: str = "system", identity: str | None = None) -> None:
+        """Signal host context to a task for the model's next step (from ``identity``)."""
         if origin not in ("system", "memory"):
             raise ConfigurationError(f"origin must be 'system' or 'memory', got {origin!r}")
         if not text.strip():
@@ -208,12 +236,13 @@ class TaskOperations:
                 "documents in a content channel or behind a tool"
             )
         async with self.connection.reaching(task_id):
-            await self.connection.temporal.get_workflow_handle(task_id).signal(SIGNAL_INJECT, InjectInput(text, origin))  # type: ignore[arg-type]
+            handle = self.connection.acting_as(identity).get_workflow_handle(task_id)
+            await handle.signal(SIGNAL_INJECT, InjectInput(text, origin))  # type: ignore[arg-type]
 
-    async def close_task(self, task_id: str) -> None:
-        """Signal a keep-open task to end after its queued goals."""
+    async def close_task(self, task_id: str, identity: str | None = None) -> None:
+        """Signal a keep-open task to end after its queued goals (from ``identity``)."""
         async with self.connection.reaching(task_id):
-            await self.connection.temporal.get_workflow_handle(task_id).signal(SIGNAL_CLOSE)
+            await self.connection.acting_as(identity).get_workflow_handle(task_id).signal(SIGNAL_CLOSE)
 
     async def approve(
         self,
@@ -222,14 +251,22 @@ class TaskOperations:
         approved: bool = True,
         reason: str | None = None,
         approver: str | None = None,
+        arguments: dict[str, Any] | None = None,
     ) -> None:
-        """Answer (as an update) an action a guard sent for approval."""
+        """Answer (as an update whose caller identity is ``approver``: that is what the task
+        records as the approver) an action a guard sent for approval; ``arguments`` approves the
+        call with these arguments instead of the proposed ones."""
         if not call_id or not isinstance(call_id, str):
             raise ConfigurationError("call_id must be a non-empty string")
-        handle = self.connection.temporal.get_workflow_handle(task_id)
+        if arguments is not None and (not approved or not isinstance(arguments, dict)):
+            raise ConfigurationError("arguments (a JSON object) can only be given with an approval")
+        handle = self.connection.acting_as(approver).get_workflow_handle(task_id)
         try:
             async with self.connection.reaching(task_id):
-                await handle.execute_update(UPDATE_APPROVE, ApprovalInput(call_id, approved, reason, approver))
+                # The name rides along for the model's feedback ("Not approved by ..."); the record
+                # takes the approver from the update's caller identity.
+                name = parse_identity(approver)[0] if approver else None
+                await handle.execute_update(UPDATE_APPROVE, ApprovalInput(call_id, approved, reason, name, arguments))
         except WorkflowUpdateFailedError as err:
             raise translate_failure(err) from err
 
@@ -261,8 +298,8 @@ class TaskOperations:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
 
-    async def cancel(self, task_id: str) -> None:
-        """Request cancellation of a running task's workflow."""
+    async def cancel(self, task_id: str, identity: str | None = None) -> None:
+        """Request cancellation of a running task's workflow (from ``identity``)."""
         await self.connection.require_running(task_id)
         async with self.connection.reaching(task_id):
-            await self.connection.temporal.get_workflow_handle(task_id).cancel()
+            await self.connection.acting_as(identity).get_workflow_handle(task_id).cancel()

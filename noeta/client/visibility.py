@@ -25,12 +25,14 @@ from noeta.temporal import search_attributes as keys
 from noeta.errors import ConfigurationError, NoetaError
 from noeta.protocols.names import (
     BASE_SEARCH_ATTRIBUTES,
+    DEFAULT_TENANT,
     GOAL_ATTRIBUTE_CHARS,
     SA_FORKED_FROM,
     SA_GOAL,
     SA_METADATA,
     SA_MODEL,
     SA_STATUS,
+    SA_TENANT,
     SEARCH_ATTRIBUTES,
     WORKFLOW_TYPES_QUERY,
 )
@@ -87,6 +89,8 @@ class TaskSummary:
     """The indexed ``Options.metadata`` entries (NOETA_INDEXED_METADATA)."""
     cost_usd: float = 0.0
     """US dollars so far (NoetaCostUSD; 0 when unpriced or on a cluster without it)."""
+    tenant: str = DEFAULT_TENANT
+    """The tenant the task belongs to (NoetaTenant; ``default`` when unset)."""
 
 
 @dataclass(frozen=True)
@@ -107,17 +111,20 @@ def initial_search_attributes(
     indexed_metadata: Sequence[str],
     api_key_id: str | None = None,
     forked_from: str | None = None,
+    tenant: str | None = None,
 ) -> TypedSearchAttributes:
     """What a task starts with; the workflow keeps status, turns, tokens (and a resolved model)
     current. ``api_key_id``: the ``noeta serve`` key that starts it (its spend is summed by it).
     ``goal`` None leaves NoetaGoal unset (encrypted tasks: search attributes are stored in plain
     text, so the goal stays in the encrypted payloads). ``forked_from``: the task a fork was taken
-    from (NoetaForkedFrom)."""
+    from (NoetaForkedFrom). ``tenant``: the tenant the task belongs to (NoetaTenant)."""
     pairs: list[SearchAttributePair[Any]] = [SearchAttributePair(keys.STATUS, "running"), SearchAttributePair(keys.TURNS, 0)]
     if model:
         pairs.append(SearchAttributePair(keys.MODEL, model))
     if api_key_id:
         pairs.append(SearchAttributePair(keys.API_KEY, api_key_id))
+    if tenant and SA_TENANT in registered:
+        pairs.append(SearchAttributePair(keys.TENANT, tenant))
     if forked_from and SA_FORKED_FROM in registered:
         pairs.append(SearchAttributePair(keys.FORKED_FROM, forked_from))
     if goal is not None and SA_GOAL in registered:
@@ -193,9 +200,14 @@ def task_query(
     search: str | None = None,
     model: str | None = None,
     metadata: Mapping[str, str] | None = None,
+    tenant: str | None = None,
 ) -> str:
-    """The visibility query for ``list_tasks``; every filter value is checked (no quotes)."""
+    """The visibility query for ``list_tasks``; every filter value is checked (no quotes).
+    ``tenant``: only that tenant's tasks (the tenant ``default`` also has the tasks without
+    NoetaTenant)."""
     query = WORKFLOW_TYPES_QUERY
+    if tenant is not None:
+        query += tenant_filter(registered, tenant)
     indexed = set(BASE_SEARCH_ATTRIBUTES) <= registered
     if status:
         if status not in TASK_STATUSES:
@@ -223,6 +235,23 @@ def task_query(
     return query
 
 
+def tenant_filter(registered: set[str], tenant: str) -> str:
+    """The visibility-query clause (`` AND ...``) that keeps only ``tenant``'s tasks."""
+    value = _checked(tenant, "tenant")
+    if SA_TENANT not in registered:
+        if tenant == DEFAULT_TENANT:
+            return ""  # a cluster without tenants: every task is the default tenant's
+        raise ConfigurationError(f"tenants need the {SA_TENANT} search attribute on the cluster (noeta setup)")
+    if tenant == DEFAULT_TENANT:
+        return f" AND ({SA_TENANT} = '{value}' OR {SA_TENANT} IS NULL)"
+    return f" AND {SA_TENANT} = '{value}'"
+
+
+def tenant_of(attrs: TypedSearchAttributes) -> str:
+    """The tenant a task's search attributes say it belongs to (``default`` without NoetaTenant)."""
+    return attrs.get(keys.TENANT) or DEFAULT_TENANT
+
+
 def summary_of(wf: WorkflowExecution) -> TaskSummary:
     """A TaskSummary from a workflow execution's search attributes (the status from the execution's own when
     it was not indexed)."""
@@ -243,4 +272,5 @@ def summary_of(wf: WorkflowExecution) -> TaskSummary:
         closed=wf.close_time,
         metadata=dict(e.split("=", 1) for e in entries if "=" in e),
         cost_usd=attrs.get(keys.COST_USD) or 0.0,
+        tenant=tenant_of(attrs),
     )

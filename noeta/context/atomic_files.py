@@ -22,8 +22,11 @@ _made_dirs: set[str] = set()
 _MADE_DIRS_LIMIT = 4096
 
 
-def write_new(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` (replacing it if present) so readers see all of it or nothing."""
+def write_new(path: str, data: bytes, *, durable: bool = False) -> None:
+    """Write ``data`` to ``path`` (replacing it if present) so readers see all of it or nothing.
+
+    ``durable``: flush the data to disk before the rename, for a file whose loss in a power cut
+    costs more than an fsync (a login's tokens); content-store blobs can be written again."""
     directory = os.path.dirname(path)
     if directory not in _made_dirs:
         os.makedirs(directory, exist_ok=True)
@@ -40,6 +43,9 @@ def write_new(path: str, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         try:

@@ -13,7 +13,8 @@ Two tables, created (or brought up to date) on first use:
 from __future__ import annotations
 
 import threading
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -80,11 +81,16 @@ class PostgresContentStore:
         return conn
 
     def _execute(self, doing: str, query: str, params: tuple[Any, ...]) -> Any:
-        """Run one statement; a database that cannot be reached or refuses it is a
-        ContentStoreError naming the cause (the thread's connection is dropped, so the next call
-        connects afresh)."""
-        try:
+        """Run one statement, its failures as :meth:`_failures` says."""
+        with self._failures(doing):
             return self._conn().execute(query, params)
+
+    @contextmanager
+    def _failures(self, doing: str) -> Iterator[None]:
+        """A database that cannot be reached or refuses a statement is a ContentStoreError naming
+        the cause (the thread's connection is dropped, so the next call connects afresh)."""
+        try:
+            yield
         except self._psycopg.Error as err:
             if isinstance(err, (self._psycopg.OperationalError, self._psycopg.InterfaceError)):
                 self._drop_connection()
@@ -145,7 +151,8 @@ class PostgresContentStore:
         owner = current_owner()
         if owner is None or not digests:
             return
-        self._conn().execute(
+        self._execute(
+            f"claim {len(digests)} bodies for task {owner}",
             f"WITH body AS (UPDATE {self.table} SET stored_at = now() WHERE hash = ANY(%s) RETURNING hash) "
             f"INSERT INTO {self.owners} (task_id, hash) SELECT %s, hash FROM body "
             "ON CONFLICT (task_id, hash) DO UPDATE SET stored_at = now()",
@@ -154,13 +161,19 @@ class PostgresContentStore:
 
     def tasks(self) -> dict[str, datetime]:
         """Every task that owns bodies, with the time it last stored one (UTC)."""
-        rows = self._conn().execute(f"SELECT task_id, max(stored_at) FROM {self.owners} GROUP BY task_id").fetchall()
+        rows = self._execute(
+            "list the tasks that own bodies", f"SELECT task_id, max(stored_at) FROM {self.owners} GROUP BY task_id", ()
+        ).fetchall()
         return {task_id: at.astimezone(timezone.utc) for task_id, at in rows}
 
     def release(self, task_ids: Collection[str], stored_before: datetime) -> Released:
         """Forget these tasks' ownership and delete their bodies no other task owns and nobody
         stored since ``stored_before``, in one transaction; returns what was deleted."""
-        conn = self._conn()
+        with self._failures(f"release the bodies of {len(task_ids)} task(s)"):
+            deleted = self._release(self._conn(), task_ids, stored_before)
+        return Released(bodies=len(deleted), bytes=sum(size for (size,) in deleted))
+
+    def _release(self, conn: Any, task_ids: Collection[str], stored_before: datetime) -> list[tuple[int]]:
         with conn.transaction():
             rows = conn.execute(
                 f"DELETE FROM {self.owners} WHERE task_id = ANY(%s) RETURNING hash", (list(task_ids),)
@@ -171,4 +184,4 @@ class PostgresContentStore:
                 f"AND NOT EXISTS (SELECT 1 FROM {self.owners} o WHERE o.hash = c.hash) RETURNING c.size",
                 (candidates, stored_before),
             ).fetchall()
-        return Released(bodies=len(deleted), bytes=sum(size for (size,) in deleted))
+        return list(deleted)

@@ -19,6 +19,8 @@ from noeta.protocols.messages import StreamDelta
 
 #: Where workers publish streamed deltas and clients receive them (unset: inside one process).
 DELTA_BROKER_VARIABLE = "NOETA_DELTA_BROKER"
+#: "0" turns off publishing to the task's workflow stream (Temporal's Workflow Streams; on by default).
+WORKFLOW_STREAM_VARIABLE = "NOETA_WORKFLOW_STREAM"
 
 
 @dataclasses.dataclass(eq=False)
@@ -91,10 +93,14 @@ def _check_url(url: str) -> str:
 
 
 class DeltaSettings(EnvSettings):
-    """A worker's delta broker, from ``NOETA_DELTA_BROKER`` (empty: unset)."""
+    """A worker's delta broker, from ``NOETA_DELTA_BROKER`` (empty: unset), and whether it
+    publishes to the tasks' workflow streams (``NOETA_WORKFLOW_STREAM``)."""
 
     url: str | None = Field(default=None, validation_alias=DELTA_BROKER_VARIABLE)
     """``redis://``, ``rediss://`` or ``unix://`` URL of the broker (None: in this process)."""
+    workflow_stream: bool = Field(default=True, validation_alias=WORKFLOW_STREAM_VARIABLE)
+    """Publish a call's pieces to the task's workflow stream while a reader listens there
+    (``NOETA_WORKFLOW_STREAM=0``: never)."""
 
     @field_validator("url", mode="after")
     @classmethod
@@ -108,19 +114,24 @@ class DeltaSettings(EnvSettings):
 
 class DeltaStream:
     """The deltas of one task as they arrive: ``async for delta in stream``; ``await
-    stream.close()`` (or ``async with``) ends the subscription."""
+    stream.close()`` (or ``async with``) ends the subscription. A stream read from the task's
+    workflow stream (``ends_with_task``) also ends by itself once the task has ended and every
+    piece has been read; a broker's goes on until closed."""
 
     def __init__(self) -> None:
         """Must be created on the event loop that reads the stream."""
-        self._queue: asyncio.Queue[StreamDelta] = asyncio.Queue()
+        self._queue: asyncio.Queue[StreamDelta | None] = asyncio.Queue()
         self._loop = asyncio.get_running_loop()
         self._subscription: Subscription | None = None
+        self.ends_with_task = False
+        """True when the iteration ends by itself after the task's last piece."""
 
     async def _open(self, broker: DeltaBroker, namespace: str, task_id: str) -> DeltaStream:
         self._subscription = await broker.subscribe(namespace, self._put, task_id)
         return self
 
-    def _put(self, delta: StreamDelta) -> None:
+    def _put(self, delta: StreamDelta | None) -> None:
+        """Hand one delta to the reader (None: the stream has ended); from any thread."""
         self._loop.call_soon_threadsafe(self._queue.put_nowait, delta)
 
     def __aiter__(self) -> AsyncIterator[StreamDelta]:
@@ -128,10 +139,13 @@ class DeltaStream:
         return self
 
     async def __anext__(self) -> StreamDelta:
-        """The next delta; the iteration ends once the stream is closed."""
+        """The next delta; the iteration ends once the stream is closed or has ended."""
         if self._subscription is None:
             raise StopAsyncIteration
-        return await self._queue.get()
+        delta = await self._queue.get()
+        if delta is None:
+            raise StopAsyncIteration
+        return delta
 
     async def close(self) -> None:
         """End the subscription (idempotent)."""
@@ -155,6 +169,6 @@ async def subscribe_stream(broker: DeltaBroker, namespace: str, task_id: str) ->
 
 # DeltaBroker, DeltaSink and Subscription are re-exported: callers import them from here.
 __all__ = [
-    "DELTA_BROKER_VARIABLE", "DeltaBroker", "DeltaSettings", "DeltaSink", "DeltaStream", "InProcessBroker", "Subscription",
+    "DELTA_BROKER_VARIABLE", "WORKFLOW_STREAM_VARIABLE", "DeltaBroker", "DeltaSettings", "DeltaSink", "DeltaStream", "InProcessBroker", "Subscription",
     "broker_for", "in_process_broker", "subscribe_stream",
 ]

@@ -2,7 +2,9 @@
 
 A worker process publishes through one connection and one queue, so the deltas it publishes arrive
 in order; pub/sub keeps nothing, so a client sees the deltas streamed while it listens (history
-has the final responses). Needs the ``noeta[redis]`` extra.
+has the final responses). Both sides outlive a Redis restart: a subscription connects and
+subscribes again by itself, and a delta Redis refused is sent again (for up to
+``RETRY_SECONDS``) once it is back. Needs the ``noeta[redis]`` extra.
 """
 
 from __future__ import annotations
@@ -20,6 +22,10 @@ logger = logging.getLogger(__name__)
 
 #: Deltas waiting to be published; beyond this a slow Redis makes the worker drop deltas, not wait.
 MAX_QUEUED = 10_000
+#: How long a delta is sent again while Redis cannot be reached, before it is dropped (and counted).
+RETRY_SECONDS = 30.0
+#: Waits between two tries to reach Redis again (a publisher's or a subscription's), seconds.
+RECONNECT_WAITS = (0.05, 0.1, 0.2, 0.5, 1.0)
 
 
 def channel(namespace: str, task_id: str) -> str:
@@ -37,9 +43,13 @@ def _redis() -> Any:
     return redis
 
 
+def _wait(tries: int) -> float:
+    return RECONNECT_WAITS[min(tries, len(RECONNECT_WAITS) - 1)]
+
+
 class _RedisSubscription:
-    def __init__(self, client: Any, pubsub: Any, reader: asyncio.Task[None]) -> None:
-        self._client, self._pubsub, self._reader = client, pubsub, reader
+    def __init__(self, reader: asyncio.Task[None]) -> None:
+        self._reader = reader
 
     async def close(self) -> None:
         self._reader.cancel()
@@ -47,8 +57,6 @@ class _RedisSubscription:
             await self._reader
         except (asyncio.CancelledError, Exception):  # noqa: BLE001 (closing: nothing to report)
             pass
-        await self._pubsub.aclose()
-        await self._client.aclose()
 
 
 class RedisBroker:
@@ -87,35 +95,81 @@ class RedisBroker:
         try:
             while True:
                 name, data = await queue.get()
-                try:
-                    await client.publish(name, data)
-                except Exception as err:  # noqa: BLE001 (streaming is best effort; history is the record)
-                    self.dropped += 1
-                    logger.warning("cannot publish a delta to %s: %s", name, err)
+                await self._publish_one(client, name, data)
         finally:
             await client.aclose()
+
+    async def _publish_one(self, client: Any, name: str, data: bytes) -> None:
+        """Publish one delta, sending it again while Redis cannot be reached (RETRY_SECONDS)."""
+        deadline = asyncio.get_running_loop().time() + RETRY_SECONDS
+        tries = 0
+        while True:
+            try:
+                await client.publish(name, data)
+                return
+            except Exception as err:  # noqa: BLE001 (streaming is best effort; history is the record)
+                if asyncio.get_running_loop().time() >= deadline:
+                    self.dropped += 1
+                    logger.warning("cannot publish a delta to %s: %s", name, err)
+                    return
+                if tries == 0:
+                    logger.warning("cannot publish a delta to %s (sending it again): %s", name, err)
+                await asyncio.sleep(_wait(tries))
+                tries += 1
 
     async def subscribe(self, namespace: str, sink: DeltaSink, task_id: str | None = None) -> Subscription:
         """Listen on the channel of ``task_id`` (of every task of ``namespace`` when None) and hand
         each delta to ``sink``."""
-        client = self._redis.Redis.from_url(self.url, socket_connect_timeout=5)
-        pubsub = client.pubsub()
-        if task_id is None:
-            await pubsub.psubscribe(channel(namespace, "*"))
-        else:
-            await pubsub.subscribe(channel(namespace, task_id))
+        name = channel(namespace, "*" if task_id is None else task_id)
+        subscribed = asyncio.get_running_loop().create_future()
 
         async def read() -> None:
-            async for message in pubsub.listen():
-                if message.get("type") not in ("message", "pmessage"):
-                    continue
+            tries = 0
+            while True:  # subscribe again after Redis went away (a restart, a dropped connection)
+                client = self._redis.Redis.from_url(self.url, socket_connect_timeout=5)
+                pubsub = client.pubsub()
                 try:
-                    delta = delta_from_json(message["data"])
-                except (ValueError, TypeError):
-                    logger.warning("ignoring a malformed delta on %s", message.get("channel"))
-                    continue
-                result = deliver(sink, delta)
-                if asyncio.iscoroutine(result):
-                    await result
+                    await (pubsub.psubscribe(name) if task_id is None else pubsub.subscribe(name))
+                    if not subscribed.done():
+                        subscribed.set_result(None)
+                    elif tries:
+                        logger.info("subscribed again to %s", name)
+                    tries = 0
+                    await self._deliver_all(pubsub, sink)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as err:  # noqa: BLE001 (Redis went away: try again)
+                    if not subscribed.done():
+                        subscribed.set_exception(err)
+                        return
+                    if tries == 0:
+                        logger.warning("lost the subscription to %s (subscribing again): %s", name, err)
+                finally:
+                    await asyncio.shield(_close(pubsub, client))
+                await asyncio.sleep(_wait(tries))
+                tries += 1
 
-        return _RedisSubscription(client, pubsub, asyncio.create_task(read(), name="noeta-delta-reader"))
+        reader = asyncio.create_task(read(), name="noeta-delta-reader")
+        await subscribed  # the first subscription's failure is the caller's
+        return _RedisSubscription(reader)
+
+    async def _deliver_all(self, pubsub: Any, sink: DeltaSink) -> None:
+        async for message in pubsub.listen():
+            if message.get("type") not in ("message", "pmessage"):
+                continue
+            try:
+                delta = delta_from_json(message["data"])
+            except (ValueError, TypeError):
+                logger.warning("ignoring a malformed delta on %s", message.get("channel"))
+                continue
+            result = deliver(sink, delta)
+            if asyncio.iscoroutine(result):
+                await result
+
+
+async def _close(pubsub: Any, client: Any) -> None:
+    for resource in (pubsub, client):
+        try:
+            await resource.aclose()
+        except Exception:  # noqa: BLE001 (closing a connection Redis already dropped)
+            pass

@@ -30,7 +30,8 @@ from noeta.http.errors import EXCEPTION_HANDLERS
 from noeta.http.quotas import SpendQuotas
 from noeta.http.routes import AppState
 from noeta.http.sse import KEEPALIVE_SECONDS
-from noeta.security.http_guard import GuardConfig, RequestGuard, ServerSettings, key_id
+from noeta.http.tracing import TraceContext
+from noeta.security.http_guard import GuardConfig, RequestGuard, ServerSettings
 from noeta.security.scrub import scrub
 
 logger = logging.getLogger(__name__)
@@ -73,7 +74,7 @@ def create_app(
         # and cross-site requests, which is what FastAPI's stricter default guards against.
         strict_content_type=False,
         exception_handlers=EXCEPTION_HANDLERS,
-        middleware=[Middleware(RequestGuard, config=guard)],
+        middleware=[Middleware(RequestGuard, config=guard), Middleware(TraceContext)],
     )
     for router in routers:
         app.include_router(router)
@@ -117,13 +118,13 @@ async def serve(
     for a deployment behind an authenticating proxy)."""
     guard = guard or GuardConfig.from_env(bind_host=host)
     guard.check_bind(host, allow_unauthenticated=ServerSettings().allow_unauthenticated)
-    if not guard.api_keys:
+    if not guard.authenticating:
         logger.warning("noeta serve has no API keys (NOETA_API_KEYS): any local process can use it")
     quotas = quotas or SpendQuotas.from_env()
     await quotas.check_cluster(client)
     if quotas.active:
         # Key ids (hash prefixes), so an operator can give a key its own quota (NOETA_KEY_QUOTAS).
-        logger.info("spend quotas on; API key ids: %s", ", ".join(key_id(k) for k in guard.api_keys) or "anonymous")
+        logger.info("spend quotas on; API key ids: %s", ", ".join(k.id for k in guard.fixed_keys()) or "anonymous")
     config = uvicorn.Config(
         create_app(client, keepalive_seconds=keepalive_seconds, guard=guard, quotas=quotas),
         host=host,

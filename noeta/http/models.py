@@ -77,11 +77,14 @@ class Goal(Request):
 
 class Approval(Request):
     """The answer to an action waiting for approval: approve it (the default) or refuse it, with an
-    optional reason and approver name."""
+    optional reason; ``arguments`` approves a tool call with these arguments instead of the
+    proposed ones. The approver recorded is the API key's name."""
     call_id: StrictStr
     approved: StrictBool = True
     reason: StrictStr | None = None
     approver: StrictStr | None = None
+    """Deprecated: the approver is the API key's name; any other value is refused (422)."""
+    arguments: dict[str, Any] | None = None
 
 
 class Injection(Request):
@@ -166,11 +169,25 @@ class PendingApprovalOut(Response):
         return cls(task_id=item.task_id, goal=item.goal, request=item.request)
 
 
+class AuditEntryOut(Response):
+    """One thing someone did to a task (``GET /tasks/{id}/audit``): when, what, who and how they
+    were identified (``via``: ``key`` an API key's name, ``user`` the CLI's user, ``temporal`` a
+    Temporal caller identity)."""
+    at: datetime | None
+    action: str
+    who: str
+    via: str
+    call_id: str | None = None
+    detail: str | None = None
+
+
 class ViewItemOut(Response):
     """One item of the conversation (``as_messages``), its fields beside its type name."""
 
     model_config = ConfigDict(extra="allow")
-    type: Literal["UserMessage", "AssistantMessage", "InjectedMessage", "ToolUse", "ToolResultView", "Result"]
+    type: Literal[
+        "UserMessage", "AssistantMessage", "InjectedMessage", "ToolUse", "ToolResultView", "ContextCompactedView", "Result"
+    ]
 
 
 class Health(Response):

@@ -22,7 +22,8 @@ DESCRIPTION = (
 )
 
 _STATUS_TEXT = {
-    400: "Malformed JSON", 401: "No or a wrong API key", 404: "No such task or file",
+    400: "Malformed JSON", 401: "No or a wrong API key", 403: "The API key lacks the role this needs",
+    404: "No such task (or another tenant's) or file",
     409: "The task cannot take this now (ended, not keep_open, not pending) or failed",
     413: "Body or goal too large", 422: "Invalid fields, options or parameters",
     429: "The API key has spent its daily quota (Retry-After: seconds to midnight UTC)",
@@ -42,6 +43,8 @@ def answers(*statuses: int) -> dict[int | str, dict[str, Any]]:
     a bug). Spelled out rather than given as a ``model``, which FastAPI would file under a stream's
     media type; the schema is in the document because a task's ``error`` is one too."""
     error = {"content": {"application/json": {"schema": _ERROR_REF}}}
+    if 401 in statuses:  # every authenticated endpoint needs a role
+        statuses = tuple(sorted({*statuses, 403}))
     described: dict[int | str, dict[str, Any]] = {s: {**error, "description": _STATUS_TEXT[s]} for s in statuses}
     described["default"] = {**error, "description": "Another error (403 Host or Origin refused, 413, 415, 500)"}
     return described

@@ -24,6 +24,7 @@ from noeta.http.errors import error_body
 from noeta.http.openapi import AUTHENTICATED, answers
 from noeta.http.quotas import SpendQuotas
 from noeta.http.sse import EventStream, delta_stream, envelope_stream
+from noeta.http.tenancy import Approver, Injector, Reader, Starter, identity, own_task
 from noeta.protocols.statuses import TaskStatus
 from noeta.protocols.task import ApprovalRequest, TaskResult
 from noeta.security.http_guard import ANONYMOUS_KEY_ID, KEY_ID_STATE
@@ -115,10 +116,10 @@ async def readyz(state: State, response: Response) -> models.Ready:
 
 
 @api.post("/tasks", status_code=201, tags=["tasks"], summary="Start a task", responses=answers(401, 409, 413, 422, 429))
-async def start_task(body: models.StartTask, state: State, key: KeyId) -> models.TaskRef:
-    """Start a task with the body's goal and options; answers its id. With spend quotas, a key that
-    has spent its quota gets 429, and the task's cost limit is lowered to what the key has left
-    today."""
+async def start_task(body: models.StartTask, state: State, key: KeyId, who: Starter) -> models.TaskRef:
+    """Start a task with the body's goal and options; answers its id. The task belongs to the
+    key's tenant. With spend quotas, a key that has spent its quota gets 429, and the task's cost
+    limit is lowered to what the key has left today."""
     if not body.goal.strip():
         raise ConfigurationError("goal must be a non-empty string")
     task_id = _new_task_id(body.task_id)
@@ -126,7 +127,8 @@ async def start_task(body: models.StartTask, state: State, key: KeyId) -> models
     options = state.quotas.cap(options, await state.quotas.admit(state.client, key))  # 429 once spent
     task_id = await state.client.start(
         body.goal, options, task_id=task_id, keep_open=body.keep_open,
-        task_queue=_non_empty(body.task_queue, "task_queue"), api_key_id=key,
+        task_queue=_non_empty(body.task_queue, "task_queue"), api_key_id=key, tenant=who.tenant,
+        identity=identity(who),
     )
     return models.TaskRef(task_id=task_id)
 
@@ -135,17 +137,19 @@ async def start_task(body: models.StartTask, state: State, key: KeyId) -> models
     "/tasks/{task_id}/fork", status_code=201, tags=["tasks"],
     summary="Fork a task from one of its model turns, decided anew with other options", responses=answers(401, 404, 409, 413, 422, 429),
 )
-async def fork_task(task_id: TaskId, body: models.ForkTask, state: State, key: KeyId) -> models.TaskRef:
+async def fork_task(task_id: TaskId, body: models.ForkTask, state: State, key: KeyId, who: Starter) -> models.TaskRef:
     """Start a new task whose transcript is this task's up to model turn ``at_turn`` (tool calls
     before it are not run again), continuing with the body's options where given and the task's
     recorded ones otherwise; answers the fork's id. A turn the task has not recorded: 422
     TurnNotFoundError naming the valid range. Spend quotas apply as to a new task."""
+    await own_task(state.client, who, task_id)
     fork_id = _new_task_id(body.task_id)
     options = (body.options or models.TaskOptions()).to_options()
     options = state.quotas.cap(options, await state.quotas.admit(state.client, key))  # 429 once spent
     fork_id = await state.client.fork(
         task_id, at_turn=body.at_turn, options=options, goal=body.goal, task_id=fork_id,
-        task_queue=_non_empty(body.task_queue, "task_queue"), api_key_id=key,
+        task_queue=_non_empty(body.task_queue, "task_queue"), api_key_id=key, tenant=who.tenant,
+        identity=identity(who),
     )
     return models.TaskRef(task_id=fork_id)
 
@@ -153,20 +157,23 @@ async def fork_task(task_id: TaskId, body: models.ForkTask, state: State, key: K
 @api.get("/tasks", tags=["tasks"], summary="List tasks, newest first", responses=answers(401, 422))
 async def list_tasks(
     state: State,
+    who: Reader,
     status: Annotated[TaskStatus | None, Query(description="NoetaStatus"), BeforeValidator(_blank_is_default)] = None,
     search: Annotated[str | None, Query(description="words of the goal (full-text on NoetaGoal)")] = None,
     model: Annotated[str | None, Query(description="exact NoetaModel")] = None,
     metadata: Annotated[list[str] | None, Query(description="key=value of an indexed metadata key (repeatable)")] = None,
     limit: Limit = 50,
 ) -> list[models.TaskSummaryOut]:
-    """Tasks matching the filters, newest first, at most ``limit``."""
+    """The key's tenant's tasks matching the filters, newest first, at most ``limit``."""
     wanted = {}
     for item in metadata or []:
         key, sep, value = item.partition("=")
         if not sep:
             raise ConfigurationError(f"metadata filters look like key=value, got {item!r}")
         wanted[key] = value
-    tasks = await state.client.list_tasks(status, limit, search=search or None, model=model or None, metadata=wanted)
+    tasks = await state.client.list_tasks(
+        status, limit, search=search or None, model=model or None, metadata=wanted, tenant=who.tenant
+    )
     return [models.TaskSummaryOut.of(t) for t in tasks]
 
 
@@ -174,8 +181,9 @@ async def list_tasks(
     "/tasks/{task_id}", tags=["tasks"], summary="A task: status, usage, current details, result or error",
     responses=answers(401, 404),
 )
-async def get_task(task_id: TaskId, state: State) -> models.TaskOut:
+async def get_task(task_id: TaskId, state: State, who: Reader) -> models.TaskOut:
     """The task's status, usage and result or error; a running task also says what it does now."""
+    await own_task(state.client, who, task_id)
     info = await state.client.describe(task_id)
     details = await _details(state.client, task_id) if info.running else ""
     return models.TaskOut.of_info(info, error_body(info.error) if info.error else None, details)
@@ -199,20 +207,22 @@ async def _current_details(client: AsyncClient, task_id: str) -> str:
     "/tasks/{task_id}/goals", tags=["tasks"], summary="Send the next goal of a keep_open task (waits for its result)",
     responses=answers(401, 404, 409, 413, 422, 429),
 )
-async def send_goal(task_id: TaskId, body: models.Goal, state: State, key: KeyId) -> TaskResult:
+async def send_goal(task_id: TaskId, body: models.Goal, state: State, key: KeyId, who: Starter) -> TaskResult:
     """Send the next goal to a keep_open task and wait for its result (spend quotas are checked
     first)."""
+    await own_task(state.client, who, task_id)
     await state.quotas.admit(state.client, key)
-    return await state.client.send_goal(task_id, body.goal)
+    return await state.client.send_goal(task_id, body.goal, identity=identity(who))
 
 
 @api.post(
     "/tasks/{task_id}/cancel", status_code=202, tags=["tasks"], summary="Cancel a running task",
     responses=answers(401, 404, 409),
 )
-async def cancel_task(task_id: TaskId, state: State) -> models.TaskRef:
+async def cancel_task(task_id: TaskId, state: State, who: Starter) -> models.TaskRef:
     """Ask a running task to cancel."""
-    await state.client.cancel(task_id)
+    await own_task(state.client, who, task_id)
+    await state.client.cancel(task_id, identity=identity(who))
     return models.TaskRef(task_id=task_id)
 
 
@@ -220,9 +230,10 @@ async def cancel_task(task_id: TaskId, state: State) -> models.TaskRef:
     "/tasks/{task_id}/close", status_code=202, tags=["tasks"],
     summary="Let a keep_open task end after its queued goals", responses=answers(401, 404, 409),
 )
-async def close_task(task_id: TaskId, state: State) -> models.TaskRef:
+async def close_task(task_id: TaskId, state: State, who: Starter) -> models.TaskRef:
     """Let a keep_open task end once its queued goals are done."""
-    await state.client.close_task(task_id)
+    await own_task(state.client, who, task_id)
+    await state.client.close_task(task_id, identity=identity(who))
     return models.TaskRef(task_id=task_id)
 
 
@@ -230,9 +241,10 @@ async def close_task(task_id: TaskId, state: State) -> models.TaskRef:
     "/tasks/{task_id}/inject", status_code=202, tags=["tasks"], summary="Give the model context at its next step",
     responses=answers(401, 404, 409, 413, 422),
 )
-async def inject(task_id: TaskId, body: models.Injection, state: State) -> models.TaskRef:
+async def inject(task_id: TaskId, body: models.Injection, state: State, who: Injector) -> models.TaskRef:
     """Add a message the model reads at its next step."""
-    await state.client.inject(task_id, body.text, body.origin)
+    await own_task(state.client, who, task_id)
+    await state.client.inject(task_id, body.text, body.origin, identity=identity(who))
     return models.TaskRef(task_id=task_id)
 
 
@@ -240,10 +252,22 @@ async def inject(task_id: TaskId, body: models.Injection, state: State) -> model
     "/tasks/{task_id}/messages", tags=["tasks"], summary="The conversation (as_messages)",
     response_model=list[models.ViewItemOut], responses=answers(401, 404),
 )
-async def messages(task_id: TaskId, state: State) -> list[dict[str, Any]]:
+async def messages(task_id: TaskId, state: State, who: Reader) -> list[dict[str, Any]]:
     """The task's conversation, each item with its type name."""
+    await own_task(state.client, who, task_id)
     items = await state.client.messages(task_id)
     return [{"type": type(item).__name__, **to_jsonable_python(item)} for item in items]
+
+
+@api.get(
+    "/tasks/{task_id}/audit", tags=["tasks"], summary="Who started, approved, edited, denied, injected, cancelled",
+    responses=answers(401, 404),
+)
+async def audit(task_id: TaskId, state: State, who: Reader) -> list[models.AuditEntryOut]:
+    """What people did to the task, oldest first, each with the identity that did it (an API
+    key's name, the CLI's user, or a Temporal caller identity), read from the task's history."""
+    await own_task(state.client, who, task_id)
+    return [models.AuditEntryOut.model_validate(entry) for entry in await state.client.audit(task_id)]
 
 
 # -- approvals ---------------------------------------------------------------------------------------
@@ -253,18 +277,21 @@ async def messages(task_id: TaskId, state: State) -> list[dict[str, Any]]:
     "/approvals", tags=["approvals"], summary="Every action waiting for a human (the approvals inbox)",
     responses=answers(401, 422),
 )
-async def all_pending_approvals(state: State, limit: Limit = 100) -> list[models.PendingApprovalOut]:
-    """Every action waiting for a human, across the tasks whose status is awaiting_approval (at most
-    ``limit`` of them)."""
-    return [models.PendingApprovalOut.of(p) for p in await state.client.approvals_waiting(limit)]
+async def all_pending_approvals(state: State, who: Reader, limit: Limit = 100) -> list[models.PendingApprovalOut]:
+    """Every action of the key's tenant waiting for a human, across the tasks whose status is
+    awaiting_approval (at most ``limit`` of them), the longest-waiting first: each with when it
+    started waiting, its deadline, its risk and the guard's reason."""
+    waiting = await state.client.approvals_waiting(limit, tenant=who.tenant)
+    return [models.PendingApprovalOut.of(p) for p in waiting]
 
 
 @api.get(
     "/tasks/{task_id}/approvals", tags=["approvals"], summary="Actions of the task waiting for a human",
     responses=answers(401, 404),
 )
-async def pending_approvals(task_id: TaskId, state: State) -> list[ApprovalRequest]:
+async def pending_approvals(task_id: TaskId, state: State, who: Reader) -> list[ApprovalRequest]:
     """The task's actions waiting for a human (none once it ended)."""
+    await own_task(state.client, who, task_id)
     return await state.client.pending_approvals(task_id)
 
 
@@ -272,12 +299,16 @@ async def pending_approvals(task_id: TaskId, state: State) -> list[ApprovalReque
     "/tasks/{task_id}/approvals", status_code=202, tags=["approvals"], summary="Approve or refuse a waiting action",
     responses=answers(401, 404, 409, 413, 422),
 )
-async def approve(task_id: TaskId, body: models.Approval, state: State) -> models.ApprovalAccepted:
-    """Approve or refuse the task's action ``call_id``."""
+async def approve(task_id: TaskId, body: models.Approval, state: State, who: Approver) -> models.ApprovalAccepted:
+    """Approve or refuse the task's action ``call_id`` (``arguments``: approve the tool call with
+    these arguments instead). The approver recorded is the API key's name."""
     if not body.call_id.strip():
         raise ConfigurationError("call_id must be a non-empty string")
+    if body.approver is not None and body.approver != who.name:
+        raise ConfigurationError(f"the approver is the API key's name ({who.name!r}); leave approver out")
+    await own_task(state.client, who, task_id)
     await state.client.approve(
-        task_id, body.call_id, body.approved, _non_empty(body.reason, "reason"), _non_empty(body.approver, "approver")
+        task_id, body.call_id, body.approved, _non_empty(body.reason, "reason"), identity(who), arguments=body.arguments
     )
     return models.ApprovalAccepted(task_id=task_id, call_id=body.call_id, approved=body.approved)
 
@@ -292,6 +323,7 @@ async def approve(task_id: TaskId, body: models.Approval, state: State) -> model
 async def events(
     task_id: TaskId,
     state: State,
+    who: Reader,
     after_seq: Annotated[
         int, Query(ge=0, description="only envelopes with a larger seq"), BeforeValidator(_blank_is_default)
     ] = 0,
@@ -306,7 +338,7 @@ async def events(
     Events; with follow, the stream stays open until the task ends."""
     if last_event_id is not None:  # a reconnecting EventSource keeps its URL: the later position wins
         after_seq = max(after_seq, last_event_id)
-    await state.client.is_running(task_id)  # an unknown task is a 404, not an empty stream
+    await own_task(state.client, who, task_id)  # an unknown task is a 404, not an empty stream
     return EventStream(envelope_stream(state.client, task_id, after_seq, follow, state.keepalive_seconds))
 
 
@@ -314,8 +346,21 @@ async def events(
     "/tasks/{task_id}/deltas", tags=["streams"], response_class=EventStream,
     summary="Streamed model text (delta events) until the task ends", responses=answers(401, 404),
 )
-async def deltas(task_id: TaskId, state: State) -> EventStream:
+async def deltas(
+    task_id: TaskId,
+    state: State,
+    who: Reader,
+    last_event_id: Annotated[
+        str | None,
+        Header(
+            alias="Last-Event-ID", pattern=r"^[0-9]{1,18}:[0-9]{1,9}$",
+            description="resume after this delta (its SSE id, OFFSET:INDEX; EventSource sends it)",
+        ),
+        BeforeValidator(_blank_is_default),
+    ] = None,
+) -> EventStream:
     """The model's text of the task as it is generated, as Server-Sent ``delta`` events, until the
-    task ends."""
-    await state.client.is_running(task_id)  # an unknown task is a 404, not an empty stream
-    return EventStream(delta_stream(state.client, task_id, state.keepalive_seconds))
+    task ends; from the current model call's first piece, or after the Last-Event-ID's delta."""
+    await own_task(state.client, who, task_id)  # an unknown task is a 404, not an empty stream
+    after = tuple(int(n) for n in last_event_id.split(":")) if last_event_id else None
+    return EventStream(delta_stream(state.client, task_id, state.keepalive_seconds, after))

@@ -64,9 +64,13 @@ def sse_envelope(env: EventEnvelope) -> bytes:
     return sse_event(env.type, envelope_to_dict(env), id=env.seq)
 
 
-def sse_delta(delta: StreamDelta) -> bytes:
-    """One streamed delta as an SSE ``delta`` event."""
-    return sse_event("delta", asdict(delta))
+def sse_delta(delta: StreamDelta, index: int = 0) -> bytes:
+    """One streamed delta as an SSE ``delta`` event; from a task's workflow stream its id is
+    ``OFFSET:INDEX`` (its batch's offset, its place in that batch), which Last-Event-ID resumes after."""
+    body = {k: v for k, v in asdict(delta).items() if v is not None}
+    if delta.offset is None:
+        return sse_event("delta", body)
+    return (f"id: {delta.offset}:{index}\n").encode() + sse_event("delta", body)
 
 
 async def _with_keepalive(
@@ -129,30 +133,43 @@ async def envelope_stream(
     yield sse_event("end", {"task_id": task_id, "last_seq": last_seq, "follow": follow})
 
 
-async def delta_stream(client: AsyncClient, task_id: str, keepalive_seconds: float) -> AsyncIterator[bytes]:
-    """The model text a running task streams from now on (through the client's delta broker), as
-    ``delta`` events, until the task ends (then ``end``). Advisory: a retried attempt's deltas
-    carry its attempt number, and the final response is in the event log."""
-    deltas = await client.deltas(task_id)  # subscribed before the first byte is sent
+async def delta_stream(
+    client: AsyncClient, task_id: str, keepalive_seconds: float, after: tuple[int, ...] | None = None
+) -> AsyncIterator[bytes]:
+    """The model text a task streams, as ``delta`` events, until the task ends (then ``end``):
+    from its workflow stream, from the current call's first piece or after the delta ``after``
+    names (``(offset, index)``, an SSE id); with a broker configured, from now on. Advisory: a
+    retried attempt's deltas carry its attempt number, and the final response is in the event log."""
+    offset, index = (after[0], after[1]) if after is not None else (None, -1)
+    # Re-read the batch the last delta was in, skipping what was sent of it.
+    deltas = await client.deltas(task_id, None if offset is None else offset - 1)
     ended = asyncio.ensure_future(client.result(task_id))  # however it ends: failing ends the stream too
     ended.add_done_callback(lambda f: f.cancelled() or f.exception())
+    places: dict[int | None, int] = {}
 
-    async def until_ended() -> AsyncIterator[StreamDelta]:
+    async def until_ended() -> AsyncIterator[tuple[StreamDelta, int]]:
         iterator = deltas.__aiter__()
         while True:
             following = asyncio.ensure_future(iterator.__anext__())
-            await asyncio.wait({following, ended}, return_when=asyncio.FIRST_COMPLETED)
+            # A workflow stream ends by itself after the task's last piece; a broker's does not.
+            waits = {following} if deltas.ends_with_task else {following, ended}
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
             if following.done():
                 try:
-                    yield following.result()
+                    delta = following.result()
                 except StopAsyncIteration:
                     return
+                place = places[delta.offset] = places.get(delta.offset, -1) + 1
+                if delta.offset is None or delta.offset != offset or place > index:
+                    yield delta, place
                 continue
             following.cancel()
             return
 
     try:
-        async for out in _with_keepalive(until_ended(), sse_delta, keepalive_seconds, f"delta stream of task {task_id}"):
+        async for out in _with_keepalive(
+            until_ended(), lambda d: sse_delta(*d), keepalive_seconds, f"delta stream of task {task_id}"
+        ):
             if isinstance(out, bytes):
                 yield out
             elif out[0] == "error":

@@ -20,10 +20,10 @@ import base64
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from noeta.context.atomic_files import write_new
 from noeta.errors import EncryptionKeyError
 from noeta.security.keys import KeyRing, keyring_from_env
 from noeta.security.scrub import register_secret
@@ -99,17 +99,7 @@ class McpTokenStore:
         else:
             data["record"] = record
         self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".json")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(json.dumps(data, sort_keys=True).encode())
-                f.flush()
-                os.fsync(f.fileno())
-            os.chmod(tmp, 0o600)
-            os.replace(tmp, self._path(key))
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_new(str(self._path(key)), json.dumps(data, sort_keys=True).encode(), durable=True)
 
     def delete(self, key: str) -> bool:
         """Forget the record ``key``; whether there was one."""

@@ -13,6 +13,8 @@ TaskForked                   the task is a fork of another task's transcript up 
 TaskCreated                  the workflow started: goal, model, provider, tools, limits
 ScopeEquipped                the task's scope: each level (root first) and the merged view
 ContextPlanComposed          the task's context was composed: system prompt, tools
+ContextCompacted             what the model sees was compacted before a call (strategy, tokens
+                             before and after, turns folded); the transcript is unchanged
 ResourcesEquipped            task-scoped resources were created for the task; parents' exposed ones
 GoalReceived                 a further goal arrived through ``send_goal``
 MessagesAppended             messages were added to the transcript (user, assistant, tool)
@@ -83,6 +85,7 @@ from noeta.protocols.events_task import (
     WORKFLOW_TERMINATED,
     WORKFLOW_TIMED_OUT,
     ContextChannel,
+    ContextCompacted,
     ContextPlanComposed,
     GoalReceived,
     MessagesAppended,
@@ -136,6 +139,7 @@ EventPayload = (
     | ResourceCallObserved
     | TaskForked
     | TaskStalled
+    | ContextCompacted
 )
 
 #: Each payload type by its name, in the union's order.
@@ -179,6 +183,7 @@ __all__ = [
     "BudgetExceeded",
     "BudgetWarning",
     "ContextChannel",
+    "ContextCompacted",
     "ContextPlanComposed",
     "EVENT_TYPES",
     "EventEnvelope",

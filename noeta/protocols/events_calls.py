@@ -65,6 +65,8 @@ class ToolCallStarted:
     call_id: str
     tool_name: str
     arguments: dict[str, Any]
+    local: bool = False
+    """The call runs as a local activity (a local tool): it started and ended within one marker."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +105,9 @@ class ToolCallCompleted:
     summary: str | None = None
     resource_calls_dropped: int = 0
     """Calls of instrumented resources beyond those recorded (ResourceCallObserved)."""
+    local: bool = False
+    """The call ran as a local activity (a local tool: ``@tool(local=True)``, or an MCP server
+    configured ``local``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +118,8 @@ class ToolCallFailed:
     error: str
     error_type: str | None
     attempt: int
+    local: bool = False
+    """The call ran as a local activity (a local tool)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from noeta.protocols.identity import Via
 from noeta.protocols.messages import Usage
 from noeta.protocols.statuses import Verdict
 
@@ -30,10 +31,21 @@ class ApprovalRequested:
 
 @dataclass(frozen=True, slots=True)
 class ApprovalGranted:
-    """A human approved a waiting action."""
+    """A human approved a waiting action (the envelope's timestamp says when)."""
     call_id: str
     approver: str | None
+    """Who: the API key's name, the CLI's user, or the Temporal caller identity (``via`` says
+    which), from the update's caller identity as Temporal recorded it."""
     reason: str | None
+    via: Via | None = None
+    """``key`` (noeta serve, the console), ``user`` (noeta approve), ``temporal`` (the Temporal UI
+    or CLI, another SDK)."""
+    waited_seconds: float | None = None
+    """How long the action waited for the answer."""
+    arguments: dict[str, Any] | None = None
+    """The arguments the approver replaced the proposed ones with (None: approved as proposed)."""
+    proposed_arguments: dict[str, Any] | None = None
+    """The tool call's arguments as the model proposed them, when the approver edited them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,8 +53,12 @@ class ApprovalDenied:
     """A waiting action was refused, by a human or because nobody answered in time."""
     call_id: str
     approver: str | None
-    """``timeout`` when nobody answered in time."""
+    """``timeout`` when nobody answered in time; else as ApprovalGranted's."""
     reason: str | None
+    via: Via | None = None
+    """As ApprovalGranted's; None for a timeout."""
+    waited_seconds: float | None = None
+    """How long the action waited for the answer."""
 
 
 @dataclass(frozen=True, slots=True)

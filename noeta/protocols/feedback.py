@@ -30,9 +30,15 @@ def not_approved(decision: ApprovalInput) -> str:
     return f"Not approved by {decision.approver or 'a human'}: {decision.reason or 'no reason given'}"
 
 
+#: The approver of a refusal nobody gave: the approval's time ran out.
+TIMEOUT_APPROVER = "timeout"
+
+
 def approval_timed_out(call_id: str, timeout_seconds: float) -> ApprovalInput:
     """The refusal recorded when nobody answers an approval in time."""
-    return ApprovalInput(call_id, approved=False, reason=f"no answer within {timeout_seconds:g}s", approver="timeout")
+    return ApprovalInput(
+        call_id, approved=False, reason=f"no answer within {timeout_seconds:g}s", approver=TIMEOUT_APPROVER
+    )
 
 
 def refused_result(refusal: ToolRefusal) -> ToolResultBlock:

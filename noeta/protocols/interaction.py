@@ -45,11 +45,19 @@ class TaskResult:
 
 @dataclass(frozen=True, slots=True)
 class ApprovalInput:
-    """A human's answer to an approval request: approved or not, why, and who answered."""
+    """A human's answer to an approval request: approved or not, and why. Who answered is the
+    caller identity of the update that carries it (:mod:`noeta.protocols.identity`), never a field
+    the caller fills in."""
     call_id: str
     approved: bool
     reason: str | None = None
     approver: str | None = None
+    """The name the model's feedback gives (``Not approved by ...``): Noeta's clients put the
+    approver's name here, the engine ``timeout``. The record's approver comes from the update's
+    caller identity, never from this text."""
+    arguments: dict[str, Any] | None = None
+    """An approval may replace a tool call's arguments: the guards check the edited call again and
+    the tool runs with these (the proposed ones stay in the record)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,3 +67,7 @@ class ApprovalRequest:
     action: ProposedAction
     reason: str | None
     guard: str
+    waiting_since: str | None = None
+    """When the action started waiting (ISO 8601, UTC)."""
+    deadline: str | None = None
+    """When the wait ends in a refusal unless someone answers (ISO 8601, UTC)."""

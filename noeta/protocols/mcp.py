@@ -68,6 +68,9 @@ class McpServerConfig:
     """http: request headers (values may hold ``${NAME}`` references)."""
     auth: McpOAuthConfig | None = None
     """http: OAuth authorization (None: only ``headers``)."""
+    local: bool = False
+    """Call this server's tools as local activities (noeta.protocols.local_tools): for a server
+    whose every tool answers within seconds and cannot block."""
 
 
 @dataclass(frozen=True, slots=True)

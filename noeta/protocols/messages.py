@@ -211,6 +211,14 @@ def registry_name(provider: LLMProvider) -> str:
     return name if isinstance(name, str) and name else type(provider).__name__
 
 
+def provider_system(provider: LLMProvider) -> str:
+    """Who serves a provider's calls, as OpenTelemetry's ``gen_ai.provider.name`` names it
+    ("openai", "anthropic", "local"...): its ``provider_system`` attribute, else (a provider of the
+    user's own) its registry name."""
+    system = getattr(provider, "provider_system", None)
+    return system if isinstance(system, str) and system else registry_name(provider)
+
+
 @dataclass(frozen=True, slots=True)
 class StreamDelta:
     """A piece of a streamed response, delivered to ``HostConfig.delta_sink``.
@@ -226,6 +234,10 @@ class StreamDelta:
     text: str = ""
     kind: Literal["text", "thinking", "tool_use"] = "text"
     seq: int = 0
+    offset: int | None = None
+    """Where the piece is in the task's delta stream (``Client.deltas(task_id, after=offset)``
+    resumes after it; the pieces of one published batch share it); None when it came another way
+    (a worker's own sink, a broker)."""
 
 
 DeltaCallback = Callable[[str, str], Any]

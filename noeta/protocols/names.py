@@ -34,6 +34,7 @@ VALIDATE_OUTPUT = "noeta.validate_output"
 CHECK_GUARDS = "noeta.check_guards"
 LOAD_TRANSCRIPT = "noeta.load_transcript"
 RELEASE_RESOURCES = "noeta.release_resources"
+COMPACT_CONTEXT = "noeta.compact_context"
 
 #: Workflow handlers.
 UPDATE_SEND_GOAL = "send_goal"
@@ -44,6 +45,19 @@ SIGNAL_CLOSE = "close"
 #: task's Current Details); only during an outage, so ordinary tasks never see it.
 SIGNAL_STORE_OUTAGE = "noeta.store_outage"
 QUERY_PENDING_APPROVALS = "pending_approvals"
+
+#: The histogram the workflow records each approval's wait in (seconds, by decision); its
+#: Prometheus buckets are set with the other metrics in noeta.telemetry.metrics.
+METRIC_APPROVAL_WAIT = "noeta_approval_wait"
+
+#: Temporal header carrying a W3C ``traceparent`` (noeta.protocols.trace_context): on a task's
+#: start, the caller's span; on its activities and sub-agents, the task run's invoke_agent span; on
+#: continue-as-new, the caller's span again. Headers are not part of a workflow's commands, so
+#: histories with and without them replay alike.
+HEADER_TRACE = "noeta-trace"
+#: The header temporalio's own TracingInterceptor writes (a JSON carrier with a ``traceparent``):
+#: read as the caller's context when a plain Temporal client with tracing starts a task.
+HEADER_TEMPORAL_TRACER = "_tracer-data"
 QUERY_PROGRESS = "progress"
 
 #: Memo key under which the workflow records each goal's TaskResult (a history event of its own,
@@ -59,6 +73,14 @@ REFUSED_MEMO_KEY = "noeta.refused"
 
 #: Redis pub/sub channels of streamed deltas: ``{prefix}{namespace}:{task_id}``.
 DELTA_CHANNEL_PREFIX = "noeta:deltas:"
+#: Signal a delta subscriber sends to a task it reads the stream of (seconds it will listen): the
+#: model-call activity publishes to the task's workflow stream only while someone listens.
+SIGNAL_STREAM_LISTEN = "noeta.stream_listen"
+#: Query: until when (epoch seconds, workflow time) someone listens to the task's stream.
+QUERY_STREAM_LISTENING = "noeta.stream_listening"
+#: Temporal's Workflow Streams handlers (temporalio.contrib.workflow_streams; its wire names).
+WORKFLOW_STREAM_PUBLISH = "__temporal_workflow_stream_publish"
+WORKFLOW_STREAM_POLL = "__temporal_workflow_stream_poll"
 
 #: Key of the worker's MemoryStore in its resources (the built-in memory tool reads it there).
 MEMORY_RESOURCE = "noeta.memory"
@@ -83,6 +105,13 @@ SA_METADATA = "NoetaMetadata"
 """``key=value`` for the ``Options.metadata`` keys the starter chose to index (NOETA_INDEXED_METADATA)."""
 SA_FORKED_FROM = "NoetaForkedFrom"
 """The task a forked task was taken from (``Client.fork``); unset on other tasks."""
+SA_TENANT = "NoetaTenant"
+"""The tenant of the ``noeta serve`` key that started the task; unset on tasks started otherwise
+(they belong to the tenant ``default``). Another tenant's key cannot see the task."""
+#: Between a task's id and its sub-agent's call id in the sub-agent's task id (``task/sub/call``).
+SUBTASK_SEPARATOR = "/sub/"
+#: The tenant of tasks without NoetaTenant and of API keys that name none.
+DEFAULT_TENANT = "default"
 #: name -> Temporal type, for registering them on a cluster.
 SEARCH_ATTRIBUTES = {
     SA_STATUS: "Keyword",
@@ -95,6 +124,7 @@ SEARCH_ATTRIBUTES = {
     SA_GOAL: "Text",
     SA_METADATA: "KeywordList",
     SA_FORKED_FROM: "Keyword",
+    SA_TENANT: "Keyword",
 }
 #: The attributes a task is indexed with at all; the rest came later and are used where registered.
 BASE_SEARCH_ATTRIBUTES = (SA_STATUS, SA_MODEL, SA_TURNS, SA_TOKENS_IN, SA_TOKENS_OUT)
@@ -123,9 +153,20 @@ PATCH_TASK_RESOURCES = "task-resources"
 """A task that owns task-scoped resources ends with a release_resources local activity (also when
 it fails or is cancelled). Asked only by such tasks, so others pay nothing."""
 PATCH_REFUSALS_RECORDED = "refusals-recorded"
+PATCH_LOCAL_TOOLS = "local-tools"
+"""A call of a tool declared ``local=True`` (calculator, word_count and current_time among them)
+runs as an invoke_tool local activity (a marker) instead of an activity. Asked at a task's first
+local tool call, so tasks without local tools pay nothing."""
 #: A sub-agent on the built-in policy runs as BUILTIN_POLICY_WORKFLOW_NAME (before: WORKFLOW_NAME).
 PATCH_BUILTIN_POLICY_CHILDREN = "builtin-policy-children"
 """A tool call that a guard denied, a human refused (or let time out) or that names an unknown tool
 is recorded in the memo (REFUSED_MEMO_KEY) instead of being scheduled as an invoke_tool activity
 that only returned the refusal: the UI no longer shows a refused call as a completed tool call.
 Patched only on that path, so tasks without refusals pay nothing."""
+PATCH_EDITED_APPROVALS = "edited-approvals"
+"""An approval that replaces a tool call's arguments: the guards check the edited call again (a
+check_guards activity) before it runs. Asked only when such an approval arrives."""
+PATCH_COMPACTION = "compaction"
+"""The task's context is compacted (a compact_context activity) before a model call that would pass
+its window's threshold, or after a call refused as too long. Asked only when a compaction is about
+to be scheduled, so a task that never reaches the threshold pays nothing."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from noeta.protocols.activity_io import CompactedContext
 from noeta.protocols.budget import CallCounts
 from noeta.protocols.interaction import GoalInput, InjectInput, TaskResult
 from noeta.protocols.messages import ContentRef, Message, Usage
@@ -62,6 +63,16 @@ class Carry:
     """Limits whose BudgetWarning has been recorded (each is recorded once)."""
     model: str | None = None
     """The model the provider used when the task named none (its default), once a call reported it."""
+    stream_offset: int = 0
+    """Pieces published to the task's delta stream so far (its next offset; carried so offsets
+    keep growing across continue-as-new)."""
+    stream_listened_until: float = 0.0
+    """Until when (workflow time, epoch seconds) a reader listens to the task's delta stream."""
+    context_tokens: int = 0
+    """The size of the last model call as its provider reported it (input plus output tokens): the
+    base of the count of the next request (noeta.workflows.compaction)."""
+    context: CompactedContext | None = None
+    """What the model sees instead of the transcript's beginning, once it was compacted."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,7 @@ from noeta.protocols.attempts import (
 from noeta.protocols.channels import ChannelContent, ChannelUse, ContextPlan
 from noeta.protocols.forks import ForkPoint
 from noeta.protocols.feedback import (
+    TIMEOUT_APPROVER,
     approval_timed_out,
     denied_by_guard,
     finish_denied_feedback,
@@ -169,6 +170,7 @@ __all__ = [
     "TaskInput",
     "TaskResult",
     "ToolRefusal",
+    "TIMEOUT_APPROVER",
     "approval_timed_out",
     "attempts_cap",
     "denied_by_guard",

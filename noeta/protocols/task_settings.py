@@ -20,6 +20,7 @@ from typing import Any
 from noeta.errors import ConfigurationError
 from noeta.protocols.activity_options import ActivityOptions
 from noeta.protocols.budget import UsageLimits
+from noeta.protocols.compaction import Compaction
 from noeta.protocols.names import DEFAULT_INDEX_INTERVAL_SECONDS
 from noeta.protocols.tool_output_cap import DEFAULT_MAX_TOOL_OUTPUT_TOKENS
 
@@ -112,6 +113,14 @@ class TaskSettings:
     """The same for guard checks; start-to-close defaults to 60 s (raise it for guards that do slow I/O)."""
     validator_activity: ActivityOptions = field(default_factory=ActivityOptions)
     """The same for output validation; start-to-close defaults to ``tool_timeout_seconds``."""
+    context_window_tokens: int | None = None
+    """The model's context window in tokens (None: the built-in table of the providers' current
+    models, noeta.protocols.context_window; a model not in it is compacted only when its provider
+    answers that a request is too long)."""
+    compaction: Compaction | None = field(default_factory=Compaction)
+    """When and how the context is compacted before a model call would pass its window's threshold
+    (docs/long-running.md): on by default, summarizing the oldest turns at 80 % of the window.
+    None: never (a request too long for the window fails the task with ContextLengthError)."""
 
 
 def settings_values(settings: TaskSettings) -> dict[str, Any]:

@@ -121,3 +121,5 @@ class ToolSpec:
     """The tool's name on that server (``name`` is ``mcp__{alias}__{tool}``)."""
     resources: list[str] = field(default_factory=list)
     """Resources the tool needs: a task without them fails before its first model call."""
+    local: bool = False
+    """Run as a Temporal local activity (noeta.protocols.local_tools): for fast tools that cannot block."""

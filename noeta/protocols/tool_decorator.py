@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from typing_extensions import TypeVar
 
 from noeta.errors import ToolDefinitionError
+from noeta.protocols.local_tools import check_local_tool
 from noeta.protocols.tool import RiskLevel, ToolContext, ToolResult, tool_fingerprint
 from noeta.protocols.tool_schema import schema_of
 
@@ -59,6 +60,10 @@ class DecoratedTool(Generic[ResultT]):
     resources: tuple[str, ...] = ()
     """Keys of the resources the tool uses: a task that cannot provide one fails before its first
     model call (ResourceNotFoundError), instead of when the model first calls the tool."""
+    local: bool = False
+    """Run as a Temporal local activity on the workflow's worker: one history event instead of an
+    activity's round trip (docs/tools.md says when not to). Its ``timeout_seconds`` defaults to
+    LOCAL_TOOL_TIMEOUT_SECONDS and may not exceed LOCAL_TOOL_MAX_TIMEOUT_SECONDS."""
 
     @property
     def fingerprint(self) -> str:
@@ -90,6 +95,7 @@ class _ToolKeywords(TypedDict, total=False):
     max_retries: int | None
     validate_input: bool
     resources: Sequence[str]
+    local: bool
 
 
 # The two overloads are the two ways to use it: tool(fn, name=...) and @tool(name=...). The
@@ -119,6 +125,7 @@ def tool(
     max_retries: int | None = None,
     validate_input: bool = False,
     resources: Sequence[str] = (),
+    local: bool = False,
 ) -> DecoratedTool[Any] | ToolDecorator:
     """Declare a tool. ``name``, ``version`` and ``input_schema`` are required keywords: the version
     feeds the tool's identity fingerprint, so omitting it raises TypeError.
@@ -127,6 +134,10 @@ def tool(
     is the schema); :func:`~noeta.protocols.tool_schema.tool_description` derives ``name``,
     ``description`` and ``input_schema`` from a typed function. Either way the schema is metadata
     for the model, not a validator (``validate_input`` turns checking on).
+
+    ``local=True`` runs the tool as a Temporal local activity (fast tools that cannot block; see
+    :mod:`noeta.protocols.local_tools`): ToolDefinitionError for a heartbeat or a timeout above
+    LOCAL_TOOL_MAX_TIMEOUT_SECONDS.
 
     Use as ``@tool(name=..., version=..., input_schema=...)`` or ``tool(fn, name=..., ...)``.
     """
@@ -149,6 +160,10 @@ def tool(
 
     if isinstance(resources, str) or not all(isinstance(k, str) and k for k in resources):
         raise ToolDefinitionError(f"tool {name!r}: resources must be a list of resource keys")
+    if not isinstance(local, bool):
+        raise ToolDefinitionError(f"tool {name!r}: local must be True or False")
+    if local:
+        check_local_tool(name, timeout_seconds, heartbeat_seconds)
 
     def wrap(f: ToolFunction[R]) -> DecoratedTool[R]:
         if not callable(f):
@@ -165,6 +180,7 @@ def tool(
             max_retries=max_retries,
             validate_input=validate_input,
             resources=tuple(resources),
+            local=local,
         )
 
     return wrap(fn) if fn is not None else wrap

@@ -112,6 +112,9 @@ class AnthropicProvider(HTTPProvider):
     compatible servers such as llama.cpp). The key is kept out of ``repr`` and logs.
     """
 
+    provider_system = "anthropic"
+    """``gen_ai.provider.name`` of its calls (compatible servers included)."""
+
     def __init__(
         self,
         base_url: str = DEFAULT_BASE_URL,

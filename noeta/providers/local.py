@@ -154,6 +154,9 @@ def _without_result(needed: list[str], tools: list[dict[str, Any]]) -> LLMRespon
 class LocalModelProvider:
     """The embedded default: Needle decides tool calls, SmolLM2 writes. See the module docstring."""
 
+    provider_system = "local"
+    """``gen_ai.provider.name`` of its calls."""
+
     def __init__(self, name: str = "local", timeout: float = 300, min_confidence: float = needle_router.MIN_CONFIDENCE):
         """``min_confidence`` is the router confidence below which the text model answers instead
         of a tool call. Raises ConfigurationError here, before any task starts, if a model is missing."""

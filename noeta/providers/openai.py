@@ -64,6 +64,9 @@ class OpenAIProvider(HTTPProvider):
     no ``timeout_seconds`` of its own (the worker always sets one).
     """
 
+    provider_system = "openai"
+    """``gen_ai.provider.name`` of its calls (OpenAI-compatible servers included)."""
+
     def __init__(
         self,
         base_url: str = DEFAULT_BASE_URL,

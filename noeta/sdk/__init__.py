@@ -28,6 +28,8 @@ _LAZY: dict[str, str] = {
     "ToolUse": "noeta.client.messages",
     "UserMessage": "noeta.client.messages",
     "ViewItem": "noeta.client.messages",
+    "ContextCompactedView": "noeta.client.messages",
+    "Compaction": "noeta.protocols.compaction",
     "as_messages": "noeta.client.messages",
     "HostConfig": "noeta.client.options",
     "Options": "noeta.client.options",
@@ -122,6 +124,7 @@ if TYPE_CHECKING:
     from noeta.client.client import AsyncClient
     from noeta.client.messages import (
         AssistantMessage,
+        ContextCompactedView,
         InjectedMessage,
         Result,
         ToolResultView,
@@ -185,6 +188,7 @@ if TYPE_CHECKING:
     from noeta.providers.pricing import ModelPrice, PriceTable
     from noeta.protocols.activity_options import ActivityOptions
     from noeta.protocols.budget import CallCounts, UsageLimits
+    from noeta.protocols.compaction import Compaction
     from noeta.protocols.resources import ResourceCall, ResourceSpec, equip_resource
     from noeta.protocols.scope import equip_scope
     from noeta.protocols.task import TaskResult
@@ -222,7 +226,7 @@ __all__ = [
     "ActivityOptions", "AssistantMessage", "AsyncClient", "AttemptsExhaustedError", "BudgetExceededError", "CallCounts", "Client",
     "ConfigurationError", "ModelPrice", "PriceTable", "QuotaExceededError", "UsageLimits",
     "ContentIntegrityError", "ContentKindSpec", "ContentMissingError", "ContentStore", "ContentStoreError",
-    "ContextLengthError", "DecoratedTool", "HostConfig",
+    "Compaction", "ContextCompactedView", "ContextLengthError", "DecoratedTool", "HostConfig",
     "InjectedMessage", "LocalContentStore", "MemoryStore", "NoetaError", "Options",
     "PayloadTooLargeError", "ProviderError", "QueryResult", "Registry", "Result", "SdkMcpServer",
     "TaskCancelledError", "TaskFailedError", "TaskNotFoundError", "TaskNotOpenError", "TaskAlreadyExistsError", "TaskResult",

@@ -15,9 +15,8 @@ from typing import Any, Callable
 
 from noeta.client.export import LoadedTask, load_export
 from noeta.client.policy_replay import PolicyStep, is_policy
-from noeta.client.replay import ChangedDecision, ReplayChanges, ReplayReport, SkippedTurn, replay_tasks
+from noeta.client.replay import ChangedDecision, ReplayChanges, ReplayReport, SkippedTurn, replay_provider, replay_tasks
 from noeta.config.import_path import load_object
-from noeta.errors import ConfigurationError
 from noeta.protocols.messages import LLMProvider, LLMRequest, LLMResponse
 from noeta.protocols.policy import Policy
 from noeta.protocols.turns import ToolCallDecision, TurnDecision
@@ -99,7 +98,7 @@ def replay(
         max_tokens=getattr(options, "max_tokens", None),
     )
     named = provider if provider is not None else getattr(options, "provider", None)
-    answering = _provider(named) if named is not None or policy is None else None
+    answering = replay_provider(named, policy, changes)
     deciding = load_object(policy, is_policy, "Policy", "policy") if isinstance(policy, str) else policy
     items = list(tasks)
     with _exporter(client, any(isinstance(item, str) for item in items)) as exporter:
@@ -112,16 +111,6 @@ def replay(
         return asyncio.run(work)
     with concurrent.futures.ThreadPoolExecutor(1) as pool:  # called from async code: a loop of its own
         return pool.submit(asyncio.run, work).result()
-
-
-def _provider(provider: LLMProvider | str | None) -> LLMProvider:
-    if provider is None:
-        raise ConfigurationError("replay needs a provider to ask: provider=..., or Options(provider=...)")
-    if isinstance(provider, str):
-        from noeta.providers.defaults import default_provider
-
-        return default_provider(provider)
-    return provider
 
 
 @contextlib.contextmanager

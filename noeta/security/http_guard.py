@@ -20,7 +20,7 @@ same with ``NOETA_CODEC_`` and ``TOKENS`` for ``API_KEYS``).
 
 from __future__ import annotations
 
-import hashlib
+import dataclasses
 import hmac
 import json
 import logging
@@ -34,6 +34,16 @@ from pydantic_settings import SettingsConfigDict
 
 from noeta.config.settings import EnvSettings, csv
 from noeta.errors import ConfigurationError
+from noeta.security.api_keys import (
+    ANONYMOUS,
+    MIN_SECRET_CHARS,
+    ApiKey,
+    KeyFile,
+    Principal,
+    matching_key,
+    read_key_file,
+)
+from noeta.security.api_keys import key_id as key_id  # re-exported: callers import it from here
 
 logger = logging.getLogger(__name__)
 
@@ -49,19 +59,16 @@ _ALLOWED_HEADERS = "authorization, content-type, x-api-key, x-namespace, last-ev
 
 
 def read_keys(inline: str | None, path: str | Path | None, what: str) -> tuple[str, ...]:
-    """Keys from a comma-separated value and/or a file (one per line, ``#`` comments)."""
+    """Secrets from a comma-separated value and/or a keys file (:mod:`noeta.security.api_keys`:
+    a secret per line, optionally with name, tenant and roles; ``#`` comments)."""
     keys: list[str] = list(csv(inline or ""))
     if path:
-        try:
-            text = Path(path).expanduser().read_text()
-        except OSError as err:
-            raise ConfigurationError(f"cannot read the {what} file ({err.strerror})") from None
-        keys += [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
+        keys += [key.secret for key in read_key_file(Path(path), f"the {what} file")]
     return _long_enough(tuple(keys), what)
 
 
 def _long_enough(keys: tuple[str, ...], what: str) -> tuple[str, ...]:
-    if any(len(k) < 16 for k in keys):
+    if any(len(k) < MIN_SECRET_CHARS for k in keys):
         raise ConfigurationError(f"{what} must be at least 16 characters (use e.g. `openssl rand -hex 32`)")
     return keys
 
@@ -78,19 +85,31 @@ def host_of(value: str) -> str:
 class GuardConfig:
     """What the request guard enforces: API keys, allowed hosts, CORS origins, the body limit, and
     the paths left open."""
-    api_keys: tuple[str, ...] = ()
-    """Accepted credentials; empty = no authentication (only sensible on a loopback bind)."""
+    api_keys: tuple[str | ApiKey, ...] = ()
+    """Accepted credentials: a bare secret has every role and the tenant ``default``; none here
+    and no ``keys_file`` = no authentication (only sensible on a loopback bind)."""
     allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
     """Host names (no port) requests may address; ``*`` allows any (behind a proxy that checks)."""
     cors_origins: tuple[str, ...] = ()
     """Origins (``https://ui.example.com``) whose browser pages may call the API."""
     max_body_bytes: int = DEFAULT_MAX_BODY
     open_paths: frozenset[str] = field(default_factory=lambda: frozenset({"/healthz", "/readyz"}))
+    keys_file: Path | None = None
+    """More keys (``NOETA_API_KEYS_FILE``), read again by the guard whenever the file changes."""
+
+    @property
+    def authenticating(self) -> bool:
+        """Whether requests need a key."""
+        return bool(self.api_keys) or self.keys_file is not None
+
+    def fixed_keys(self) -> tuple[ApiKey, ...]:
+        """``api_keys`` as ApiKey records (a bare secret: every role, tenant ``default``)."""
+        return tuple(k if isinstance(k, ApiKey) else ApiKey(k) for k in self.api_keys)
 
     def __repr__(self) -> str:  # never print keys
         """The configuration without its keys (only how many there are)."""
         return (
-            f"GuardConfig(api_keys=<{len(self.api_keys)}>, allowed_hosts={self.allowed_hosts!r}, "
+            f"GuardConfig(api_keys=<{len(self.api_keys)}>, keys_file={self.keys_file!r}, allowed_hosts={self.allowed_hosts!r}, "
             f"cors_origins={self.cors_origins!r}, max_body_bytes={self.max_body_bytes})"
         )
 
@@ -112,7 +131,7 @@ class GuardConfig:
 
     def check_bind(self, host: str, allow_unauthenticated: bool = False) -> None:
         """Refuse to listen beyond loopback without keys (unless explicitly allowed)."""
-        if not self.api_keys and host_of(host) not in LOOPBACK_HOSTS and not allow_unauthenticated:
+        if not self.authenticating and host_of(host) not in LOOPBACK_HOSTS and not allow_unauthenticated:
             raise ConfigurationError(
                 f"refusing to listen on {host} without authentication: set NOETA_API_KEYS (or _FILE), "
                 "or bind 127.0.0.1 behind an authenticating proxy"
@@ -177,8 +196,17 @@ class ServerSettings(GuardSettings):
         return _long_enough(keys, cls.variable(info.field_name or "")) if isinstance(keys, tuple) else keys
 
     def credentials(self) -> tuple[str, ...]:
-        """``NOETA_API_KEYS`` and the keys of ``NOETA_API_KEYS_FILE``."""
+        """The secrets of ``NOETA_API_KEYS`` and of ``NOETA_API_KEYS_FILE``."""
         return read_keys(",".join(self.api_keys), self.api_keys_file, self.variable("api_keys"))
+
+    def guard(self, bind_host: str | None = None, **overrides: Any) -> GuardConfig:
+        """The GuardConfig of these settings: ``NOETA_API_KEYS`` (every role, tenant ``default``)
+        and the keys file, which the guard reads again whenever it changes (it is read once now,
+        so a bad file stops the server at its start)."""
+        if self.api_keys_file is not None:
+            read_key_file(self.api_keys_file, f"the {self.variable('api_keys_file')}")
+        config = super().guard(bind_host, **overrides)
+        return dataclasses.replace(config, api_keys=self.api_keys, keys_file=self.api_keys_file)
 
 
 class CodecServerSettings(GuardSettings):
@@ -205,13 +233,10 @@ class CodecServerSettings(GuardSettings):
 
 #: Where the guard leaves the id of the request's API key for the app (``request.state``).
 KEY_ID_STATE = "noeta_api_key_id"
+#: Where the guard leaves who the request acts as (a Principal) for the app (``request.state``).
+PRINCIPAL_STATE = "noeta_principal"
 #: The key id of requests to a server without API keys.
-ANONYMOUS_KEY_ID = "anonymous"
-
-
-def key_id(key: str) -> str:
-    """A key's public name: a hash prefix, safe to log, index and put in a quota table."""
-    return hashlib.sha256(key.encode()).hexdigest()[:16]
+ANONYMOUS_KEY_ID = ANONYMOUS.key_id
 
 
 def key_matches(presented: str, keys: Iterable[str]) -> bool:
@@ -226,8 +251,15 @@ class RequestGuard:
     """ASGI middleware enforcing a :class:`GuardConfig` (see the module docstring)."""
 
     def __init__(self, app: ASGIApp, config: GuardConfig) -> None:
-        """``app``: the application behind the guard; ``config``: what it enforces."""
+        """``app``: the application behind the guard; ``config``: what it enforces (a keys file
+        is read now and again whenever it changes)."""
         self.app, self.config = app, config
+        self._fixed = config.fixed_keys()
+        self._file = KeyFile(config.keys_file) if config.keys_file is not None else None
+
+    def keys(self) -> tuple[ApiKey, ...]:
+        """The keys accepted now: the configured ones and the keys file's current ones."""
+        return self._fixed + (self._file.current() if self._file is not None else ())
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Check an HTTP request as the module describes and pass it to the app, or answer it with
@@ -252,13 +284,16 @@ class RequestGuard:
         if scope["method"] == "OPTIONS" and "access-control-request-method" in headers:
             await _preflight(send, cors)
             return
-        if self.config.api_keys and not key_matches(_credential(headers), self.config.api_keys):
-            await _reply(send, 401, "Unauthorized", "a valid API key is required", [(b"www-authenticate", b"Bearer"), *cors])
-            return
-        # Which key this request spends for (its daily quota, docs/budgets.md).
-        scope.setdefault("state", {})[KEY_ID_STATE] = (
-            key_id(_credential(headers)) if self.config.api_keys else ANONYMOUS_KEY_ID
-        )
+        principal = ANONYMOUS
+        if self.config.authenticating:
+            key = matching_key(_credential(headers), self.keys())
+            if key is None:
+                await _reply(send, 401, "Unauthorized", "a valid API key is required", [(b"www-authenticate", b"Bearer"), *cors])
+                return
+            principal = Principal.of(key)
+        # Who acts (tenant, roles, the name approvals record) and which key spends (its quota).
+        state = scope.setdefault("state", {})
+        state[PRINCIPAL_STATE], state[KEY_ID_STATE] = principal, principal.key_id
         length = headers.get("content-length", "")
         if length.isdigit() and int(length) > self.config.max_body_bytes:
             await _reply(send, 413, "PayloadTooLargeError", f"request body is over {self.config.max_body_bytes} bytes", cors)

@@ -14,10 +14,11 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import CancelledError
 
-from noeta.protocols.messages import LLMRequest, LLMResponse
+from noeta.protocols.messages import LLMRequest, LLMResponse, Message
 from noeta.protocols.tool import ToolResult
 from noeta.security.scrub import scrub
 from noeta.telemetry import metrics
+from noeta.telemetry.content import capture_message_content, content_json
 from noeta.telemetry.logs import log_context
 from noeta.telemetry.tracing import active_tracer
 
@@ -62,9 +63,9 @@ def _failed(span: Any, exc: BaseException) -> str:
 class ModelCall:
     """Handed to the body of :func:`model_call`; call :meth:`finished` with the response."""
 
-    def __init__(self, span: Any, model: str) -> None:
-        """``span``: the attempt's span; ``model``: the model name the metrics are labelled with."""
-        self.span, self.model = span, model
+    def __init__(self, span: Any, model: str, provider: str = "") -> None:
+        """``span``: the attempt's span; ``model`` and ``provider``: the labels of its metrics."""
+        self.span, self.model, self.provider = span, model, provider
 
     def finished(self, response: LLMResponse) -> None:
         """Record the response's stop reason and token usage on the span, and the tokens in the
@@ -77,6 +78,8 @@ class ModelCall:
             self.span.set_attribute("gen_ai.usage.cache_read.input_tokens", usage.cache_read)
         if usage.cache_write:
             self.span.set_attribute("gen_ai.usage.cache_creation.input_tokens", usage.cache_write)
+        if capture_message_content() and not isinstance(self.span, _NoSpan):
+            self.span.set_attribute("gen_ai.output.messages", content_json([Message(role="assistant", content=list(response.content))]))
         meter = activity.metric_meter()
         for kind, value in (
             ("input", usage.input),
@@ -84,12 +87,15 @@ class ModelCall:
             ("cache_read", usage.cache_read),
             ("cache_write", usage.cache_write),
         ):
-            metrics.add(meter, metrics.MODEL_TOKENS, value, {"model": self.model, "kind": kind}, "tokens by model and kind")
+            labels = {"provider": self.provider, "model": self.model, "kind": kind}
+            metrics.add(meter, metrics.MODEL_TOKENS, value, labels, "tokens by provider, model and kind")
 
 
 @contextlib.contextmanager
-def model_call(provider: str, request: LLMRequest, task_id: str, call_id: str) -> Iterator[ModelCall]:
-    """Observe one model-call attempt: span ``chat {model}``, calls/tokens/duration metrics."""
+def model_call(provider: str, request: LLMRequest, task_id: str, call_id: str, registered_as: str | None = None) -> Iterator[ModelCall]:
+    """Observe one model-call attempt: span ``chat {model}``, calls/tokens/duration metrics.
+    ``provider``: who serves it ("openai", "anthropic"... see ``provider_system``);
+    ``registered_as``: its name in the worker's registry, when it differs."""
     attempt = activity.info().attempt
     model = request.model or "default"
     attributes: dict[str, Any] = {
@@ -100,6 +106,8 @@ def model_call(provider: str, request: LLMRequest, task_id: str, call_id: str) -
         "noeta.call_id": call_id,
         "noeta.attempt": attempt,
     }
+    if registered_as is not None and registered_as != provider:
+        attributes["noeta.provider"] = registered_as
     if request.temperature is not None:
         attributes["gen_ai.request.temperature"] = request.temperature
     if request.max_tokens is not None:
@@ -111,7 +119,10 @@ def model_call(provider: str, request: LLMRequest, task_id: str, call_id: str) -
     started = time.monotonic()
     with log_context(task_id=task_id, call_id=call_id, attempt=attempt), _span(f"chat {model}", "client", attributes) as span:
         try:
-            yield ModelCall(span, model)
+            observed = ModelCall(span, model, provider)
+            if capture_message_content() and not isinstance(span, _NoSpan):
+                span.set_attribute("gen_ai.input.messages", content_json(request.messages, request.system))
+            yield observed
         except BaseException as exc:
             outcome = _failed(span, exc)
             raise
@@ -162,6 +173,14 @@ def tool_call(tool_name: str, task_id: str, call_id: str) -> Iterator[ToolCall]:
         finally:
             metrics.add(meter, metrics.TOOL_CALLS, 1, {"tool": tool_name, "outcome": call.outcome}, "tool-call attempts")
             metrics.observe_seconds(meter, metrics.TOOL_DURATION, time.monotonic() - started, {"tool": tool_name}, "seconds per tool-call attempt")
+
+
+def model_cost(provider: str, model: str, usd: float) -> None:
+    """Add a priced model call's cost to ``noeta_cost_usd_total`` (called once per call that
+    returned, never for an answer read back from the step record)."""
+    if usd > 0:
+        info = activity.info()
+        metrics.add_cost(activity.metric_meter(), (info.workflow_namespace or "", info.task_queue), provider, model, usd)
 
 
 def approvals_requested(count: int) -> None:

@@ -1,14 +1,20 @@
 """The Temporal interceptors observability needs, for the client connect (workers built on that
-client inherit them): tracing when configured, and the workflow-side metrics."""
+client inherit them): the trace context of tasks (:mod:`.trace_headers`, :mod:`.agent_span`) and
+the workflow-side metrics."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from noeta.telemetry import tracing
+from noeta.telemetry.agent_span import AgentSpanInterceptor
 from noeta.telemetry.metrics import WorkflowMetricsInterceptor
+from noeta.telemetry.trace_headers import TraceActivityInterceptor, TraceClientInterceptor
 
 
 def interceptors() -> list[Any]:
-    """The tracing interceptors (when tracing is enabled) and the workflow metrics interceptor."""
-    return [*tracing.interceptors(), WorkflowMetricsInterceptor()]
+    """Trace propagation (the client's part always; the workers' part acts while tracing is on)
+    and the workflow metrics interceptor. Installs the tracer provider the ``OTEL_*`` variables
+    name, if any."""
+    tracing.configure_tracing()
+    return [TraceClientInterceptor(), AgentSpanInterceptor(), TraceActivityInterceptor(), WorkflowMetricsInterceptor()]

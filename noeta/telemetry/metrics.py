@@ -8,13 +8,16 @@ the meter is a no-op. Names (Prometheus adds ``_total`` to counters):
 
 ======================================  =======================================================
 ``noeta_model_calls``                   model-call attempts by provider, model, outcome
-``noeta_model_tokens``                  tokens by model and kind (input, output, cache_read...)
+``noeta_model_tokens``                  tokens by provider, model and kind (input, output...)
+``noeta_cost_usd_total``                cost in US dollars by provider and model (a float gauge:
+                                        the process's running total, see :func:`add_cost`)
 ``noeta_model_call_duration``           seconds per model-call attempt (histogram)
 ``noeta_tool_calls``                    tool-call attempts by tool and outcome
 ``noeta_tool_call_duration``            seconds per tool-call attempt, by tool (histogram)
 ``noeta_retries``                       attempts after the first, by kind (model, tool)
 ``noeta_approvals_requested``           actions a guard sent to a human
 ``noeta_approvals_decided``             approvals answered, by decision
+``noeta_approval_wait``                 seconds an approval waited, by decision (histogram)
 ``noeta_tasks_finished``                task runs that ended, by status
 ``noeta_tasks_open``                    open tasks by NoetaStatus (running, idle,
                                         awaiting_approval...), polled from visibility
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any
@@ -43,7 +47,7 @@ from temporalio.worker import (
     WorkflowInterceptorClassInput,
 )
 
-from noeta.protocols.names import UPDATE_APPROVE
+from noeta.protocols.names import METRIC_APPROVAL_WAIT, UPDATE_APPROVE
 from noeta.protocols.statuses import OPEN_TASK_STATUSES, ApprovalDecision, RunEnd, TaskStatus
 from noeta.protocols.task import TaskResult
 from noeta.telemetry.settings import OtelSettings
@@ -61,6 +65,9 @@ APPROVALS_REQUESTED = "noeta_approvals_requested"
 APPROVALS_DECIDED = "noeta_approvals_decided"
 TASKS_FINISHED = "noeta_tasks_finished"
 TASKS_OPEN = "noeta_tasks_open"
+COST = "noeta_cost_usd_total"
+APPROVAL_WAIT = METRIC_APPROVAL_WAIT
+APPROVAL_WAIT_BUCKETS = (1.0, 10.0, 30.0, 60.0, 300.0, 900.0, 1800.0, 3600.0, 4 * 3600.0, 24 * 3600.0)
 #: NoetaStatus values of tasks that are still open.
 OPEN_STATUSES = OPEN_TASK_STATUSES
 
@@ -74,7 +81,9 @@ def telemetry_config(metrics_address: str | None, env: Mapping[str, str] | None 
                 bind_address=metrics_address,
                 counters_total_suffix=True,
                 durations_as_seconds=True,
-                histogram_bucket_overrides={MODEL_DURATION: DURATION_BUCKETS, TOOL_DURATION: DURATION_BUCKETS},
+                histogram_bucket_overrides={
+                    MODEL_DURATION: DURATION_BUCKETS, TOOL_DURATION: DURATION_BUCKETS, APPROVAL_WAIT: APPROVAL_WAIT_BUCKETS
+                },
             )
         )
     otel = OtelSettings.from_env(env)
@@ -119,6 +128,25 @@ def add(meter: MetricMeter, name: str, value: int, attributes: Mapping[str, str 
 def observe_seconds(meter: MetricMeter, name: str, seconds: float, attributes: Mapping[str, str], description: str) -> None:
     """Record ``seconds`` in histogram ``name`` with ``attributes``."""
     meter.create_histogram_float(name, description, "s").record(seconds, dict(attributes))
+
+
+_cost_lock = threading.Lock()
+_cost_totals: dict[tuple[str, ...], float] = {}
+
+
+def add_cost(meter: MetricMeter, where: tuple[str, str], provider: str, model: str, usd: float) -> None:
+    """Add ``usd`` to ``noeta_cost_usd_total{provider, model}`` of this process (``where``: the
+    meter's namespace and task queue, which it labels every series with).
+
+    Temporal's meter has integer counters only, so the cost is a float gauge holding the running
+    total since the process started: monotonic like a counter, and read like one (``rate``,
+    ``increase`` and ``sum`` over workers all apply; a restart starts it again at 0)."""
+    key = (*where, provider, model)
+    with _cost_lock:
+        total = _cost_totals[key] = _cost_totals.get(key, 0.0) + usd
+        meter.create_gauge_float(COST, "model-call cost in US dollars since the worker started, by provider and model", "USD").set(
+            total, {"provider": provider, "model": model}
+        )
 
 
 # -- the workflow side: task ends and approvals --------------------------------------------------

@@ -62,8 +62,10 @@ class OtelSettings(EnvSettings):
     otel_exporter_otlp_metrics_headers: str | None = None
     otel_metric_export_interval: int = 60000
     """Milliseconds between metric exports."""
+    otel_instrumentation_genai_capture_message_content: bool = False
+    """``true`` (any case) puts prompts and answers on model-call spans (noeta.telemetry.content)."""
 
-    @field_validator("otel_sdk_disabled", mode="before")
+    @field_validator("otel_sdk_disabled", "otel_instrumentation_genai_capture_message_content", mode="before")
     @classmethod
     def _disabled(cls, raw: Any) -> Any:
         return raw.strip().lower() == "true" if isinstance(raw, str) else raw

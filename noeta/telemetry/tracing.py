@@ -1,5 +1,7 @@
-"""OpenTelemetry tracing: client → workflow → activities through temporalio's TracingInterceptor,
-plus Noeta's model-call and tool-call spans (GenAI semantic conventions, see :mod:`.instrument`).
+"""OpenTelemetry tracing: one trace per task, an ``invoke_agent`` span per task run
+(:mod:`.agent_span`) with Noeta's model-call and tool-call spans as its children (GenAI semantic
+conventions, see :mod:`.instrument`), the trace context travelling in Temporal headers
+(:mod:`.trace_headers`).
 
 Off unless configured, and then at no cost. It is on when either
 
@@ -94,13 +96,3 @@ def configure_tracing(env: Mapping[str, str] | None = None) -> bool:
         trace.set_tracer_provider(provider)
         _configured = True
         return True
-
-
-def interceptors() -> list[Any]:
-    """The Temporal interceptors for tracing (for the client; workers inherit them): temporalio's
-    TracingInterceptor when tracing is on, else none."""
-    if not configure_tracing():
-        return []
-    from temporalio.contrib.opentelemetry import TracingInterceptor
-
-    return [TracingInterceptor()]

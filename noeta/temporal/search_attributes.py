@@ -13,6 +13,7 @@ from noeta.protocols.names import (
     SA_METADATA,
     SA_MODEL,
     SA_STATUS,
+    SA_TENANT,
     SA_TOKENS_IN,
     SA_TOKENS_OUT,
     SA_TURNS,
@@ -28,5 +29,6 @@ API_KEY = SearchAttributeKey.for_keyword(SA_API_KEY)
 GOAL = SearchAttributeKey.for_text(SA_GOAL)
 METADATA = SearchAttributeKey.for_keyword_list(SA_METADATA)
 FORKED_FROM = SearchAttributeKey.for_keyword(SA_FORKED_FROM)
+TENANT = SearchAttributeKey.for_keyword(SA_TENANT)
 
-__all__ = ["API_KEY", "COST_USD", "FORKED_FROM", "GOAL", "METADATA", "MODEL", "STATUS", "TOKENS_IN", "TOKENS_OUT", "TURNS"]
+__all__ = ["API_KEY", "COST_USD", "FORKED_FROM", "GOAL", "METADATA", "MODEL", "STATUS", "TENANT", "TOKENS_IN", "TOKENS_OUT", "TURNS"]

@@ -40,6 +40,7 @@ from noeta.protocols.task import (
 )
 from noeta.protocols.tool import ToolSpec
 from noeta.workflows import details, refusals, steps
+from noeta.workflows.compaction import ContextKeeper
 from noeta.workflows.budget import Budget, add_failed_spend, count_model_call, count_tool_calls
 from noeta.workflows.failures import (
     attempts_exhausted,
@@ -66,6 +67,8 @@ class StepRunner:
         self._budget = budget
         self._tool_calls = 0
         """Tool calls scheduled by this run: numbers their idempotency keys."""
+        self._context = ContextKeeper(run)
+        """Counts each model request and compacts the context before it would pass the window."""
 
     async def run_tools(self, decision: CallTools) -> None:
         """One tool round: the calls' guards, then every call in parallel; their results (and the
@@ -102,7 +105,7 @@ class StepRunner:
         self._run.append(tool_round_message([block]))
 
     async def _guarded_tool(self, call: ToolUseBlock, verdict: GuardDecision | None) -> tuple[ToolResultBlock, list[str]]:
-        refusal = await self._gate.refusal(self._gate.proposed_call(call), verdict)
+        call, refusal = await self._gate.tool_call(call, verdict)  # an approver may have edited it
         if refusal is None and verdict is not None and self._budget is not None:
             self._budget.check()  # a human may have taken longer than the goal's time limit allows
         return await self._invoke_tool(call, reject=refusal)
@@ -168,7 +171,8 @@ class StepRunner:
             max_tool_output_tokens=task.max_tool_output_tokens,
         )
         self._status.show(details.calling_model(task.provider, task.model or state.model, state.turn, task.max_turns))
-        out = await steps.call_model(task, request)
+        request = await self._context.fit(request)  # compacted first when it would pass the window's threshold
+        out = await self._context.call(request, lambda r: steps.call_model(task, r))
         if out.model and task.model is None:
             state.model = out.model
         state.head = out.head

@@ -11,7 +11,8 @@ small objects it builds in ``__init__``, each given the collaborators it uses:
 - :class:`~noeta.workflows.actions.StepRunner`: the model calls, tool rounds, validations and
   sub-agents it schedules, each through a typed function of :mod:`~noeta.workflows.steps`;
 - :class:`~noeta.workflows.continuation.Continuation`: continue-as-new and resuming after it;
-- :class:`~noeta.workflows.loop.GoalLoop`: one goal's decide loop.
+- :class:`~noeta.workflows.loop.GoalLoop`: one goal's decide loop;
+- :class:`~noeta.workflows.streams.TaskStream`: the stream of the model calls' pieces.
 
 Goals, injections, budgets and search attributes have modules of their own. The in-memory
 transcript is rebuilt on replay from activity results, while history carries only references and
@@ -62,6 +63,7 @@ from noeta.workflows.loop import GoalLoop
 from noeta.workflows.policies import load_policy
 from noeta.workflows.run import RunState
 from noeta.workflows.status import RunStatus
+from noeta.workflows.streams import TaskStream
 
 
 @workflow.defn(name=WORKFLOW_NAME)
@@ -86,6 +88,8 @@ class AgentWorkflow:
         self._budget = budget
         self._continuation = continuation
         self._goals = GoalLoop(run, gate, runner, continuation, status, budget)
+        # The task's delta stream (Workflow Streams): handlers only, no command (noeta.workflows.streams).
+        self._stream = TaskStream(run.state)
 
     # -- handlers -------------------------------------------------------------------------------
 
@@ -110,7 +114,8 @@ class AgentWorkflow:
     @workflow.update(
         name=UPDATE_APPROVE,
         description='Answer an action waiting for approval: {"call_id": "c1", "approved": true, '
-        '"reason": "...", "approver": "..."} (approved false refuses it).',
+        '"reason": "...", "arguments": {...}} (approved false refuses it; arguments replace a tool '
+        "call's). The approver recorded is your Temporal identity.",
     )
     def approve(self, decision: ApprovalInput) -> None:
         """A human's answer to an action that a guard sent for approval."""

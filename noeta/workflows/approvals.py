@@ -8,9 +8,11 @@ from datetime import timedelta
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
-from noeta.errors import ApprovalNotPendingError
-from noeta.protocols.names import APPROVAL_TIMER_PREFIX
+from noeta.errors import ApprovalNotPendingError, ConfigurationError
+from noeta.protocols.hooks import ProposedToolCall
+from noeta.protocols.names import APPROVAL_TIMER_PREFIX, METRIC_APPROVAL_WAIT
 from noeta.protocols.task import ApprovalInput, ApprovalRequest, approval_timed_out
+
 
 
 class Approvals:
@@ -30,6 +32,16 @@ class Approvals:
                 f"no action {decision.call_id!r} is waiting for approval (waiting: {waiting})",
                 type=ApprovalNotPendingError.__name__,
             )
+        if decision.arguments is not None:
+            if not decision.approved or not isinstance(decision.arguments, dict):
+                raise ApplicationError(
+                    "arguments (a JSON object) can only come with an approval", type=ConfigurationError.__name__
+                )
+            if not isinstance(self.pending[decision.call_id].action, ProposedToolCall):
+                raise ApplicationError(
+                    f"{decision.call_id!r} is not a tool call: only a tool call's arguments can be edited",
+                    type=ConfigurationError.__name__,
+                )
 
     def answer(self, decision: ApprovalInput) -> None:
         """Record a human's answer (already checked by ``check_answer``)."""
@@ -43,6 +55,7 @@ class Approvals:
         """The answer to an opened request; no answer within the timeout is a refusal."""
         # No try/finally here: code in a finally also runs when the worker evicts the workflow from
         # its cache, and workflow calls are not allowed then.
+        opened = workflow.now()
         try:
             await workflow.wait_condition(
                 lambda: request.call_id in self._answers,
@@ -53,4 +66,9 @@ class Approvals:
         except asyncio.TimeoutError:
             decision = approval_timed_out(request.call_id, timeout_seconds)
         del self.pending[request.call_id]
+        # Reading the clock and recording a metric issue no command; nothing is recorded in replay.
+        seconds = (workflow.now() - opened).total_seconds()
+        workflow.metric_meter().create_histogram_float(METRIC_APPROVAL_WAIT, "seconds an action waited for a human", "s").record(
+            seconds, {"decision": "approved" if decision.approved else "refused"}
+        )
         return decision

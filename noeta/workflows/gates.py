@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+from typing import Any
+
 from temporalio import workflow
 
 from noeta.protocols.appends import engine_feedback
@@ -22,8 +25,9 @@ from noeta.protocols.task import (
     finish_denied_feedback,
     not_approved,
 )
+from noeta.protocols.names import PATCH_EDITED_APPROVALS
 from noeta.protocols.tool import RiskLevel
-from noeta.workflows import steps
+from noeta.workflows import patches, steps
 from noeta.workflows.approvals import Approvals
 from noeta.workflows.run import RunState
 from noeta.workflows.status import RunStatus
@@ -45,6 +49,8 @@ class Gate:
         """Refused finishes in the current goal (and run)."""
         self.last_refusal = ""
         """Why the last finish was refused."""
+        self._edited: dict[str, dict[str, Any]] = {}
+        """Approved tool calls whose approver replaced the arguments: call id -> the arguments."""
 
     def goal_started(self) -> None:
         """A new goal: its finishes have not been refused yet."""
@@ -90,8 +96,31 @@ class Gate:
             return None
         if verdict.verdict == "deny":
             return denied_by_guard(verdict.guard, verdict.reason)
-        decision = await self._await_approval(ApprovalRequest(action.call_id, action, verdict.reason, verdict.guard))
+        now = workflow.now()
+        deadline = now + timedelta(seconds=self._run.task.approval_timeout_seconds)
+        request = ApprovalRequest(
+            action.call_id, action, verdict.reason, verdict.guard, waiting_since=now.isoformat(), deadline=deadline.isoformat()
+        )
+        decision = await self._await_approval(request)
+        if decision.approved and decision.arguments is not None:
+            self._edited[action.call_id] = decision.arguments
         return None if decision.approved else not_approved(decision)
+
+    async def tool_call(self, call: ToolUseBlock, verdict: GuardDecision | None) -> tuple[ToolUseBlock, str | None]:
+        """The call to run (the approver's edit of it, if any) and None, or the call and why it
+        must not run. An edited call is checked by the guards again: a denial refuses it; an
+        ``ask`` does not wait again (the human approved exactly these arguments)."""
+        refusal = await self.refusal(self.proposed_call(call), verdict)
+        edited = self._edited.pop(call.call_id, None)
+        if refusal is not None or edited is None:
+            return call, refusal
+        # Only tasks that receive an edited approval ask (and record) this patch.
+        patches.patched(PATCH_EDITED_APPROVALS)
+        call = ToolUseBlock(call_id=call.call_id, tool_name=call.tool_name, arguments=edited)
+        again = (await self.verdicts([self.proposed_call(call)])).get(call.call_id)
+        if again is not None and again.verdict == "deny":
+            return call, denied_by_guard(again.guard, again.reason)
+        return call, None
 
     async def check(self, action: ProposedAction) -> str | None:
         """Ask the guards (and a human, if one defers) about one action: ``refusal`` of its verdict."""

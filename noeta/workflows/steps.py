@@ -54,7 +54,7 @@ from noeta.protocols.task import (
     subagent_tool,
 )
 from noeta.protocols.tool import ToolSpec
-from noeta.workflows import patches
+from noeta.workflows import local_tools, patches
 from noeta.workflows.failures import provider_failure, raise_if_cancelled, typed_task_error
 
 T = TypeVar("T")
@@ -231,18 +231,23 @@ async def call_model(task: TaskInput, request: CallModelInput) -> CallModelOutpu
 
 async def invoke_tool(task: TaskInput, inp: InvokeToolInput, spec: ToolSpec | None) -> InvokeToolOutput:
     """Run one tool call with the tool's own timeout, heartbeat and retries, else the task's
-    (``tool_activity``, or ``mcp_activity`` for a remote MCP server's tool); raises ActivityError
+    (``tool_activity``, or ``mcp_activity`` for a remote MCP server's tool), as a local activity
+    for a local tool (noeta.workflows.local_tools); raises ActivityError
     when the call failed for good, so the caller decides what the model sees."""
     options = task.mcp_activity if inp.mcp is not None else task.tool_activity
     retries = spec.max_retries if spec and spec.max_retries is not None else tool_retries(task)
     own_timeout = spec.start_to_close_seconds if spec else None
     own_heartbeat = spec.heartbeat_seconds if spec else None
     inp = dataclasses.replace(inp, budget=attempt_budget(task, options, retries))
+    summary = f"{inp.tool_name}({short_arguments(inp.arguments)})"
+    # The worker counts attempts (noeta.activities._attempts) and marks final errors.
+    retry = retry_policy(options, retries, TASK_FATAL_TOOL_ERRORS, ledger=True)
+    if spec is not None and local_tools.runs_locally(task, spec):
+        return await local_tools.invoke_local(inp, spec, summary, retry)
     return await execute(
-        INVOKE_TOOL, inp, InvokeToolOutput, f"{inp.tool_name}({short_arguments(inp.arguments)})", options,
+        INVOKE_TOOL, inp, InvokeToolOutput, summary, options,
         start_to_close=own_timeout or options.start_to_close_seconds or task.tool_timeout_seconds,
-        # The worker counts attempts (noeta.activities._attempts) and marks final errors.
-        retry=retry_policy(options, retries, TASK_FATAL_TOOL_ERRORS, ledger=True),
+        retry=retry,
         heartbeat=own_heartbeat or options.heartbeat_seconds,
     )
 

@@ -23,6 +23,7 @@ from noeta.client.config import Settings
 from noeta.client.embedded import EmbeddedServer
 from noeta.client.events import first_run_id
 from noeta.client.options import HostConfig, Options, SubAgent
+from noeta.builtins.tools import calculator, current_time, word_count
 from noeta.context.content_store import LocalContentStore
 from noeta.errors import NoetaError, ProviderError
 from noeta.providers.pricing import ModelPrice, PriceTable
@@ -39,6 +40,7 @@ from tests.support.policies import DelegatingPolicy, ThinkThenDelegate
 from tests.support.resources import delegate_to_reader, resources_options
 from tests.support.scripts import call, say
 from tests.support.tools import add, big_output, boom
+from tests.support.windowed import WindowedProvider, fetch
 from tests.test_guards import AmountGuard, NoEarlyFinish, wire_money
 from tests.test_long_runs import counting_goal
 
@@ -198,6 +200,22 @@ SCENARIOS = {
             approve=[("c3", False, "not this one", "bob"), ("c4", True, "ok", "alice")],
         ),
     ),
+    # Approvals that replace a call's arguments (edited-approvals): c1 edited down and run, c2 edited
+    # above the guard's hard limit and refused on the guards' second look.
+    "edited_approvals": (
+        FakeLLMProvider(
+            responses=[
+                call(("c1", "wire_money", {"amount": 2500}), ("c2", "wire_money", {"amount": 3000})),
+                say("paid 900"),
+            ]
+        ),
+        dict(
+            goal="pay",
+            options=Options(allowed_tools=[wire_money], guards=[AmountGuard()]),
+            approve=[("c1", True, "split it", "user:alice", {"amount": 900}),
+                     ("c2", True, None, "user:alice", {"amount": 5_000_000})],
+        ),
+    ),
     "provider_retried": (
         FakeLLMProvider(responder=_fail_once),
         dict(goal="retry once", options=Options(max_retries=2)),
@@ -217,6 +235,24 @@ SCENARIOS = {
     "failed_subtask": (
         FakeLLMProvider(responder=_child_fails),
         dict(goal="check it", options=Options(subagents=[SubAgent("checker", "Checks things.", Options(max_retries=0))])),
+    ),
+    # A 3,000-token window and twelve 2 KB tool results: the oldest turns are summarized before the
+    # calls that would pass the threshold (PATCH_COMPACTION), the view rides on later calls.
+    "compaction": (
+        WindowedProvider(window=3000, turns=12, name="FakeLLMProvider"),
+        dict(goal="fetch", options=Options(allowed_tools=[fetch], max_turns=20, context_window_tokens=3000)),
+    ),
+    # The built-in tools that cannot block, in one round and then alone: local activities since
+    # local-tools (recorded before it in refusals-recorded/, as ordinary activities).
+    "builtin_tools": (
+        FakeLLMProvider(
+            responses=[
+                call(("c1", "calculator", {"expression": "6 * 7"}), ("c2", "word_count", {"text": "a b c"})),
+                call(("c3", "current_time", {})),
+                say("42, and 3 words"),
+            ]
+        ),
+        dict(goal="compute", options=Options(allowed_tools=[calculator, word_count, current_time])),
     ),
     # A task-scoped resource exposed to a sub-agent the model calls, with a scope (task-resources).
     "resources": (
@@ -275,10 +311,10 @@ async def run_scenario(client: AsyncClient, registry: Registry, name: str, spec:
         )
         if "inject" in spec:
             await client.inject(task_id, spec["inject"])
-        for call_id, approved, reason, approver in spec.get("approve", []):
+        for call_id, approved, reason, approver, *edit in spec.get("approve", []):
             while not any(r.call_id == call_id for r in await client.pending_approvals(task_id)):
                 await asyncio.sleep(0.05)
-            await client.approve(task_id, call_id, approved, reason, approver)
+            await client.approve(task_id, call_id, approved, reason, approver, arguments=edit[0] if edit else None)
         for goal in spec.get("more", []):
             await client.send_goal(task_id, goal)
         if spec.get("keep_open"):

@@ -16,7 +16,7 @@ from noeta.sdk.testing import FakeLLMProvider
 from noeta.sdk.tools import tool
 from noeta.worker import Registry
 from tests.support.scripts import call, say
-from tests.support.tools import add, plain_slow_append, slow_append
+from tests.support.tools import add, local_slow_append, plain_slow_append, slow_append
 
 
 def calling(tool_name: str, seconds: float):
@@ -37,6 +37,11 @@ registry = Registry.of(tools=[slow_append, add], providers={"scripted": FakeLLMP
 #: The tool has no heartbeat_seconds of its own: Noeta's default heartbeat timeout applies.
 default_heartbeat_registry = Registry.of(
     tools=[plain_slow_append], providers={"scripted": FakeLLMProvider(responder=calling("plain_slow_append", 2))}
+)
+
+#: The same task with a local tool: a killed worker is noticed when its workflow task times out.
+local_registry = Registry.of(
+    tools=[local_slow_append], providers={"scripted": FakeLLMProvider(responder=calling("local_slow_append", 4))}
 )
 
 

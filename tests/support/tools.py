@@ -79,3 +79,19 @@ async def slow_append(arguments: dict, ctx: ToolContext) -> ToolResult:
 )
 async def plain_slow_append(arguments: dict, ctx: ToolContext) -> ToolResult:
     return await slow_append.invoke(arguments, ctx)
+
+
+@tool(
+    name="local_slow_append",
+    version="1",
+    input_schema={
+        "type": "object",
+        "properties": {"seconds": {"type": "number"}, "text": {"type": "string"}},
+        "required": ["seconds", "text"],
+    },
+    description="slow_append as a local tool (a local activity, no heartbeat).",
+    timeout_seconds=20,
+    local=True,
+)
+async def local_slow_append(arguments: dict, ctx: ToolContext) -> ToolResult:
+    return await slow_append.invoke(arguments, ctx)

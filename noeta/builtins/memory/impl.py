@@ -17,10 +17,11 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from noeta.context.atomic_files import write_new
 
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,79}$")
 #: Frontmatter keys: one ``key: value`` line each, so a key may hold no newline and no ": ".
@@ -70,10 +71,7 @@ class MemoryStore:
         lines = ["---", *(f"{k}: {json.dumps(v, ensure_ascii=False)}" for k, v in sorted(frontmatter.items())), "---", body]
         path = self._path(slug)
         self.root.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.root, prefix=".tmp-")
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:  # bodies keep their line ends
-            f.write("\n".join(lines))
-        os.replace(tmp, path)
+        write_new(str(path), "\n".join(lines).encode("utf-8"))  # bodies keep their line ends
         return Memory(slug, body, dict(frontmatter))
 
     def read(self, slug: str) -> Memory:

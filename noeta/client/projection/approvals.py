@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime, timezone
 
 from temporalio.api.history.v1 import HistoryEvent
 
 from noeta.client.projection.log import EnvelopeLog
 from noeta.client.projection.transcript import Transcript
 from noeta.protocols import event_log as ev
+from noeta.protocols.identity import parse_identity
 from noeta.protocols.names import APPROVAL_TIMER_PREFIX
-from noeta.protocols.task import ApprovalInput, approval_timed_out, finish_denied_feedback, not_approved
+from noeta.protocols.task import (
+    TIMEOUT_APPROVER,
+    ApprovalInput,
+    approval_timed_out,
+    finish_denied_feedback,
+    not_approved,
+)
 
 
 class Approvals:
@@ -20,13 +28,17 @@ class Approvals:
         """Records into ``log``; causes come from ``transcript``."""
         self._log = log
         self._transcript = transcript
-        self._waiting: dict[str, int] = {}  # call id -> seq of its ApprovalRequested
+        self._waiting: dict[str, tuple[int, datetime | None]] = {}  # call id -> (seq, time) of its ApprovalRequested
         self._timers: dict[str, tuple[str, float]] = {}  # timer id -> (call id, timeout in seconds)
+        self._edited: set[str] = set()  # calls approved with edited arguments
 
     def requested(self, call_id: str, guard: str, reason: str | None, event: HistoryEvent, cause: int) -> None:
-        """A guard's deciding verdict was ``ask``: the action waits for a human."""
+        """A guard's deciding verdict was ``ask``: the action waits for a human. (The guards'
+        second look at an edited call does not wait again: the workflow runs it.)"""
+        if call_id in self._edited:
+            return
         seq = self._log.emit(ev.ApprovalRequested(call_id=call_id, guard=guard, reason=reason), "engine", event, cause)
-        self._waiting[call_id] = seq
+        self._waiting[call_id] = (seq, _time(event))
 
     def timer_started(self, event: HistoryEvent) -> None:
         """A timer started; an approval's timer is named by its summary."""
@@ -43,14 +55,31 @@ class Approvals:
         if timer is not None and timer[0] in self._waiting:
             self.decided(approval_timed_out(*timer), event)
 
-    def decided(self, decision: ApprovalInput, event: HistoryEvent) -> None:
-        """An answer (a human's, or the timeout's); a refused finish tells the model why."""
-        cause = self._waiting.pop(decision.call_id, None)
+    def decided(self, decision: ApprovalInput, event: HistoryEvent, identity: str = "") -> None:
+        """An answer (a human's, or the timeout's); a refused finish tells the model why. The
+        approver is the update's caller ``identity`` (:mod:`noeta.protocols.identity`), never the
+        text the answer carries (a timeout, which has no update, is the engine's)."""
+        cause, asked_at = self._waiting.pop(decision.call_id, (None, None))
+        answered_at = _time(event)
+        waited = (answered_at - asked_at).total_seconds() if asked_at and answered_at else None
+        timed_out = decision.approver == TIMEOUT_APPROVER and not identity
+        approver, via = (decision.approver, None) if timed_out or not identity else parse_identity(identity)
         payload: ev.ApprovalGranted | ev.ApprovalDenied
         if decision.approved:
-            payload = ev.ApprovalGranted(decision.call_id, decision.approver, decision.reason)
+            proposed = None
+            if decision.arguments is not None:
+                self._edited.add(decision.call_id)
+                call = self._transcript.call(decision.call_id)
+                proposed = call.arguments if call is not None else None
+            payload = ev.ApprovalGranted(
+                decision.call_id, approver, decision.reason, via, waited, decision.arguments, proposed
+            )
         else:
-            payload = ev.ApprovalDenied(decision.call_id, decision.approver, decision.reason)
-        seq = self._log.emit(payload, "engine" if decision.approver == "timeout" else "human", event, cause)
+            payload = ev.ApprovalDenied(decision.call_id, approver, decision.reason, via, waited)
+        seq = self._log.emit(payload, "engine" if timed_out else "human", event, cause)
         if not decision.approved and decision.call_id.startswith("finish:"):
             self._transcript.feedback(finish_denied_feedback(not_approved(decision)), event, seq)
+
+
+def _time(event: HistoryEvent) -> datetime | None:
+    return event.event_time.ToDatetime(tzinfo=timezone.utc) if event.HasField("event_time") else None

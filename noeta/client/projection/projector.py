@@ -111,9 +111,10 @@ class Projector:
             self._lifecycle.closed(event)
 
     def _update_accepted(self, event: HistoryEvent) -> None:
-        request = event.workflow_execution_update_accepted_event_attributes.accepted_request.input
+        accepted = event.workflow_execution_update_accepted_event_attributes.accepted_request
+        request = accepted.input
         if request.name == UPDATE_APPROVE:
-            self._approvals.decided(decode_first(request.args, ApprovalInput), event)
+            self._approvals.decided(decode_first(request.args, ApprovalInput), event, accepted.meta.identity)
         elif request.name == UPDATE_SEND_GOAL:
             self._goals.received(decode_first(request.args, GoalInput), event)
 

@@ -22,6 +22,8 @@ class _Round:
     results: dict[str, ToolResultBlock] = field(default_factory=dict)
     memories: dict[str, list[str]] = field(default_factory=dict)
     """What the memory tool recalled, by call: it follows the round's results (origin "memory")."""
+    local: bool = False
+    """Some call ran as a local activity: its marker is recorded when it finished, not in call order."""
 
 
 class ToolRounds:
@@ -37,16 +39,19 @@ class ToolRounds:
         """A round whose calls the guards check first: they may start in later workflow tasks."""
         self._open = _Round(expected=call_ids, guarded=True) if call_ids else None
 
-    def join(self, call_id: str, workflow_task: int) -> None:
+    def join(self, call_id: str, workflow_task: int, *, local: bool = False) -> None:
         """A call of the round started (or was refused) in ``workflow_task``: calls of an unguarded
-        round are scheduled together, in call order, in one workflow task."""
+        round are scheduled together, in call order, in one workflow task (``local``: a local
+        tool's call, whose marker is recorded in the workflow task that saw it finish)."""
         current = self._open
         if current is not None and call_id in current.expected:
+            current.local = current.local or local
             return
         if current is not None and not current.guarded and current.workflow_task == workflow_task:
             current.expected.append(call_id)
+            current.local = current.local or local
             return
-        self._open = _Round(expected=[call_id], guarded=False, workflow_task=workflow_task)
+        self._open = _Round(expected=[call_id], guarded=False, workflow_task=workflow_task, local=local)
 
     def result(
         self, block: ToolResultBlock, actor: str, event: HistoryEvent, cause: int, memories: list[str] | None = None
@@ -61,6 +66,9 @@ class ToolRounds:
         current.memories[block.call_id] = memories or []
         if len(current.results) == len(current.expected):
             self._open = None
-            blocks = [current.results[c] for c in current.expected]
+            order = current.expected
+            if current.local:  # markers come as calls finish: the workflow appends in call order
+                order = sorted(order, key=lambda c: self._transcript.proposal(c) or 0)
+            blocks = [current.results[c] for c in order]
             seq = self._transcript.append([tool_round_message(blocks)], actor, event, cause)
-            self._transcript.recalled([m for c in current.expected for m in current.memories[c]], event, seq)
+            self._transcript.recalled([m for c in order for m in current.memories[c]], event, seq)

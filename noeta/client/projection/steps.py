@@ -3,7 +3,6 @@ prepare and release, with their retries."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,6 +11,7 @@ from temporalio.api.history.v1 import HistoryEvent
 
 from noeta.client.projection.approvals import Approvals
 from noeta.client.projection.goals import Goals
+from noeta.client.projection.local_tools import local_tool_call, marker_data
 from noeta.client.projection.log import EnvelopeLog
 from noeta.client.projection.payloads import (
     decode_first,
@@ -28,6 +28,8 @@ from noeta.protocols.activity_io import (
     CallModelOutput,
     CheckGuardsInput,
     CheckGuardsOutput,
+    CompactContextInput,
+    CompactContextOutput,
     InvokeToolInput,
     InvokeToolOutput,
     PrepareOutput,
@@ -40,6 +42,7 @@ from noeta.protocols.messages import Message
 from noeta.protocols.names import (
     CALL_MODEL,
     CHECK_GUARDS,
+    COMPACT_CONTEXT,
     INVOKE_TOOL,
     PREPARE_TASK,
     RELEASE_RESOURCES,
@@ -53,6 +56,15 @@ from noeta.protocols.step_failures import (
     validation_issue,
 )
 from noeta.protocols.task import AttemptFailure, TaskInput, denied_by_guard, finish_denied_feedback, validation_feedback
+
+def context_compacted(inp: CompactContextInput, out: CompactContextOutput) -> ev.ContextCompacted:
+    """The event of a compaction that changed what the model sees."""
+    return ev.ContextCompacted(
+        strategy=out.strategy, reason=inp.reason, tokens_before=out.tokens_before, tokens_after=out.tokens_after,
+        turns_folded=out.turns_folded, messages_folded=out.messages_folded, summary=out.summary,
+        summary_ref=out.summary_ref, usage=out.usage, attempt=out.attempt,
+    )
+
 
 #: The marker temporalio records for a completed local activity (details "data" and "result").
 LOCAL_ACTIVITY_MARKER = "core_local_activity"
@@ -75,6 +87,8 @@ class Steps:
     ) -> None:
         """Records into ``log``; the other parts give causes, tool rounds, the running goal and approvals."""
         self._log = log
+        self.log = log
+        """The event log this records into (local tool calls write there too)."""
         self._transcript = transcript
         self._rounds = rounds
         self._goals = goals
@@ -102,7 +116,7 @@ class Steps:
         """An activity was scheduled: model and tool calls start here."""
         attrs = event.activity_task_scheduled_event_attributes
         name = attrs.activity_type.name
-        inp: CallModelInput | InvokeToolInput | None = None
+        inp: CallModelInput | InvokeToolInput | CompactContextInput | None = None
         if name == CALL_MODEL:
             model_call: CallModelInput = decode_first(attrs.input, CallModelInput)
             inp = model_call
@@ -127,19 +141,26 @@ class Steps:
             )
         else:
             seq = self._transcript.last_message_seq or 1
+            if name == COMPACT_CONTEXT:
+                inp = decode_first(attrs.input, CompactContextInput)
             if name == CHECK_GUARDS:  # a guarded round: its calls may start in later workflow tasks
                 checked: CheckGuardsInput = decode_first(attrs.input, CheckGuardsInput)
                 self._rounds.guarded([a.call_id for a in checked.actions if isinstance(a, ProposedToolCall)])
         self._scheduled[event.event_id] = _Scheduled(name, inp, seq)
 
     def local_activity(self, event: HistoryEvent) -> None:
-        """A local activity's marker (prepare_task since PATCH_LEAN_STEPS); other markers are not ours."""
+        """A local activity's marker (prepare_task since PATCH_LEAN_STEPS, a local tool's call since
+        PATCH_LOCAL_TOOLS, also when it failed); other markers are not ours."""
         attrs = event.marker_recorded_event_attributes
-        if attrs.marker_name != LOCAL_ACTIVITY_MARKER or "result" not in attrs.details:
+        if attrs.marker_name != LOCAL_ACTIVITY_MARKER or "data" not in attrs.details:
             return
-        data = json.loads(attrs.details["data"].payloads[0].data)
+        data = marker_data(attrs)
+        if "result" not in attrs.details and data.get("activity_type") != INVOKE_TOOL:
+            return
         if data.get("activity_type") == PREPARE_TASK:
             self._prepared(decode_first(attrs.details["result"], PrepareOutput), event)
+        elif data.get("activity_type") == INVOKE_TOOL:
+            local_tool_call(self, self._transcript, self._rounds, attrs, data, event)
         elif data.get("activity_type") == RELEASE_RESOURCES:
             out: ReleaseOutput = decode_first(attrs.details["result"], ReleaseOutput)
             self._log.emit(ev.ResourcesReleased(released=out.released, errors=out.errors), "engine", event, None)
@@ -160,11 +181,16 @@ class Steps:
         elif sched.activity == CALL_MODEL:
             self._model_answered(decode_first(attrs.result, CallModelOutput), sched, event)
         elif sched.activity == INVOKE_TOOL:
-            self._tool_returned(sched.input, decode_first(attrs.result, InvokeToolOutput), sched, event)
+            inp = sched.input
+            self.tool_returned(inp.call_id, inp.tool_name, decode_first(attrs.result, InvokeToolOutput), event, sched.seq)
         elif sched.activity == VALIDATE_OUTPUT:
             self._validated(decode_first(attrs.result, ValidateOutput), event)
         elif sched.activity == CHECK_GUARDS:
             self._guard_verdicts(decode_first(attrs.result, CheckGuardsOutput), event)
+        elif sched.activity == COMPACT_CONTEXT:
+            out: CompactContextOutput = decode_first(attrs.result, CompactContextOutput)
+            if out.context is not None:  # nothing folded: nothing changed for the model
+                self._log.emit(context_compacted(sched.input, out), "engine", event, sched.seq)
 
     def failed(self, event: HistoryEvent, failure: Failure, scheduled_id: int) -> None:
         """An activity failed for good (its last attempt failed, or it timed out)."""
@@ -186,20 +212,28 @@ class Steps:
             )
         elif sched.activity == INVOKE_TOOL:
             inp: InvokeToolInput = sched.input
-            actor = f"tool:{inp.tool_name}"
-            for failed in earlier:
-                self._tool_retry(inp, failed, event, sched.seq)
-            seq = self._log.emit(
-                ev.ToolCallFailed(
-                    call_id=inp.call_id, tool_name=inp.tool_name, error=message, error_type=error_type, attempt=attempt
-                ),
-                actor,
-                event,
-                sched.seq,
-            )
-            if not tool_failure_ends_task(own_error_type(failure)):  # the model is told
-                result = failed_tool_result(inp.tool_name, innermost_message(failure))
-                self._rounds.result(tool_result_block(inp.call_id, result), actor, event, seq)
+            self.tool_failed(inp.call_id, inp.tool_name, failure, attempt, event, sched.seq)
+
+    def tool_failed(
+        self, call_id: str, tool_name: str, failure: Failure, attempt: int, event: HistoryEvent, cause: int,
+        *, local: bool = False,
+    ) -> None:
+        """A tool call failed for good: its earlier attempts, the failure, and what the model is told."""
+        message, error_type = failure_text(failure)
+        actor = f"tool:{tool_name}"
+        for failed in [AttemptFailure(**f) for f in failure_details(failure).get("attempt_failures", [])][:-1]:
+            self._tool_retry(call_id, tool_name, failed, event, cause)
+        seq = self._log.emit(
+            ev.ToolCallFailed(
+                call_id=call_id, tool_name=tool_name, error=message, error_type=error_type, attempt=attempt, local=local
+            ),
+            actor,
+            event,
+            cause,
+        )
+        if not tool_failure_ends_task(own_error_type(failure)):  # the model is told
+            result = failed_tool_result(tool_name, innermost_message(failure))
+            self._rounds.result(tool_result_block(call_id, result), actor, event, seq)
 
     def _prepared(self, plan: PrepareOutput, event: HistoryEvent) -> None:
         """prepare_task's result: the context plan, then the goal as the first message (a fork's:
@@ -252,35 +286,41 @@ class Steps:
         )
         self._transcript.append([Message(role="assistant", content=out.response.content)], actor, event, seq)
 
-    def _tool_returned(self, inp: InvokeToolInput, out: InvokeToolOutput, sched: _Scheduled, event: HistoryEvent) -> None:
-        actor = f"tool:{inp.tool_name}"
+    def tool_returned(
+        self, call_id: str, tool_name: str, out: InvokeToolOutput, event: HistoryEvent, cause: int,
+        *, local: bool = False,
+    ) -> None:
+        """A tool call returned (``local``: as a local activity): its retries, the resources it
+        used, its completion and its result in the round."""
+        actor = f"tool:{tool_name}"
         for failed in out.retried:
-            self._tool_retry(inp, failed, event, sched.seq)
+            self._tool_retry(call_id, tool_name, failed, event, cause)
         for used in out.resource_calls:
             self._log.emit(
                 ev.ResourceCallObserved(
-                    call_id=inp.call_id, tool_name=inp.tool_name, resource=used.resource, op=used.op,
+                    call_id=call_id, tool_name=tool_name, resource=used.resource, op=used.op,
                     duration_ms=used.duration_ms, outcome=used.outcome, error_type=used.error_type,
                     fields=used.fields,
                 ),
                 f"resource:{used.resource}",
                 event,
-                sched.seq,
+                cause,
             )
         seq = self._log.emit(
             ev.ToolCallCompleted(
-                call_id=inp.call_id,
-                tool_name=inp.tool_name,
+                call_id=call_id,
+                tool_name=tool_name,
                 success=out.result.success,
                 attempt=out.attempt,
                 summary=out.result.summary,
                 resource_calls_dropped=out.resource_calls_dropped,
+                local=local,
             ),
             actor,
             event,
-            sched.seq,
+            cause,
         )
-        self._rounds.result(tool_result_block(inp.call_id, out.result), actor, event, seq, out.memories)
+        self._rounds.result(tool_result_block(call_id, out.result), actor, event, seq, out.memories)
 
     def _validated(self, checked: ValidateOutput, event: HistoryEvent) -> None:
         """validate_output's verdict: a rejected answer is fed back to the model, unless the goal
@@ -333,16 +373,16 @@ class Steps:
             cause,
         )
 
-    def _tool_retry(self, call: InvokeToolInput, failed: AttemptFailure, event: HistoryEvent, cause: int) -> None:
+    def _tool_retry(self, call_id: str, tool_name: str, failed: AttemptFailure, event: HistoryEvent, cause: int) -> None:
         self._log.emit(
             ev.ToolCallRetried(
-                call_id=call.call_id,
-                tool_name=call.tool_name,
+                call_id=call_id,
+                tool_name=tool_name,
                 attempt=failed.attempt,
                 error=failed.error,
                 error_type=failed.error_type,
             ),
-            f"tool:{call.tool_name}",
+            f"tool:{tool_name}",
             event,
             cause,
         )

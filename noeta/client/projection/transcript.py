@@ -8,7 +8,7 @@ from temporalio.api.history.v1 import HistoryEvent
 from noeta.client.projection.log import EnvelopeLog
 from noeta.protocols import event_log as ev
 from noeta.protocols.appends import engine_feedback, recalled_messages
-from noeta.protocols.messages import Message
+from noeta.protocols.messages import Message, ToolUseBlock
 
 
 class Transcript:
@@ -21,6 +21,7 @@ class Transcript:
         self.last_message_seq: int | None = None
         """The seq of the latest MessagesAppended: what an engine event without a closer cause follows."""
         self._proposals: dict[str, int] = {}  # call id -> seq of its ToolCallProposed
+        self._calls: dict[str, ToolUseBlock] = {}  # call id -> the latest call the model asked for under it
 
     def append(self, messages: list[Message], actor: str, event: HistoryEvent, cause: int | None) -> int:
         """One MessagesAppended (then its tool calls' ToolCallProposed); returns its seq."""
@@ -31,11 +32,16 @@ class Transcript:
             for call in message.tool_uses:
                 proposed = ev.ToolCallProposed(call_id=call.call_id, tool_name=call.tool_name, arguments=call.arguments)
                 self._proposals[call.call_id] = self._log.emit(proposed, actor, event, seq)
+                self._calls[call.call_id] = call
         return seq
 
     def proposal(self, call_id: str) -> int | None:
         """The seq of the ToolCallProposed of ``call_id``, if the model asked for it."""
         return self._proposals.get(call_id)
+
+    def call(self, call_id: str) -> ToolUseBlock | None:
+        """The tool call the model asked for under ``call_id`` (its latest, if it reused the id)."""
+        return self._calls.get(call_id)
 
     def cause_of(self, call_id: str) -> int | None:
         """What an envelope about ``call_id`` points at: its proposal, else the latest message."""

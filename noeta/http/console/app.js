@@ -156,9 +156,19 @@ function approvalCard(taskId, request, done) {
   const action = request.action || {};
   const reason = h("input", { placeholder: "reason (optional)", "data-testid": "approval-reason" });
   const status = h("span", { class: "muted" });
+  // A tool call's arguments can be edited before approving; the guards check the edit again.
+  const edit = action.type === "tool_call"
+    ? h("textarea", { class: "mono", rows: 3, "data-testid": "approval-arguments", "aria-label": "arguments" }) : null;
+  if (edit) edit.value = json(action.arguments || {});
   async function answer(approved) {
     try {
-      await post(`/tasks/${encodeURIComponent(taskId)}/approvals`, { call_id: request.call_id, approved, reason: reason.value.trim() || null, approver: "console" });
+      // The approver recorded is the API key's name (the server's doing): nothing to fill in here.
+      const body = { call_id: request.call_id, approved, reason: reason.value.trim() || null };
+      if (approved && edit) {
+        const edited = JSON.parse(edit.value);
+        if (JSON.stringify(edited) !== JSON.stringify(action.arguments || {})) body.arguments = edited;
+      }
+      await post(`/tasks/${encodeURIComponent(taskId)}/approvals`, body);
       status.textContent = approved ? "approved" : "refused";
       done();
     } catch (err) {
@@ -171,7 +181,11 @@ function approvalCard(taskId, request, done) {
   return h("div", { class: "card approval", "data-call": request.call_id, "data-testid": "approval" },
     h("div", {}, h("strong", { class: "mono", text: what })),
     h("div", { class: "muted", text: `guard ${request.guard}: ${request.reason || "no reason given"} · call ${request.call_id}` }),
-    action.arguments ? h("pre", { text: json(action.arguments) }) : null,
+    h("div", { class: "muted", "data-testid": "approval-wait", text: [
+      action.risk_level ? `risk ${action.risk_level}` : "",
+      request.waiting_since ? `waiting since ${when(request.waiting_since)}` : "",
+      request.deadline ? `refused at ${when(request.deadline)} unless answered` : ""].filter(Boolean).join(" · ") }),
+    edit || (action.arguments ? h("pre", { text: json(action.arguments) }) : null),
     h("div", { class: "actions" }, reason,
       h("button", { type: "button", class: "approve", "data-testid": "approve", onclick: () => answer(true), text: "Approve" }),
       h("button", { type: "button", class: "deny", "data-testid": "deny", onclick: () => answer(false), text: "Deny" }),
@@ -254,12 +268,22 @@ function renderMessage(item) {
   }
 }
 
+// An answered approval: who (and how identified), after how long, why, and an approver's edit.
+function approvalText(p) {
+  let text = `${p.call_id} · by ${p.approver || "?"}${p.via ? ` (${p.via})` : ""}`;
+  if (p.waited_seconds !== null && p.waited_seconds !== undefined) text += ` after ${Math.round(p.waited_seconds)}s`;
+  if (p.reason) text += ` — ${p.reason}`;
+  if (p.arguments) text += ` · edited ${JSON.stringify(p.proposed_arguments)} → ${JSON.stringify(p.arguments)}`;
+  return text;
+}
+
 function eventLine(env) {
   const p = env.payload || {};
   let what = "";
   const block = (b) => b.text || (b.tool_name ? `${b.tool_name}(…)` : b.call_id ? `${b.call_id} ${b.success ? "ok" : "failed"}` : "");
   if (env.type === "MessagesAppended") what = (p.messages || []).map((m) => `${m.role}: ${short((m.content || []).map(block).join(" "), 80)}`).join(" | ");
   else if (p.tool_name) what = `${p.tool_name} [${p.call_id}]${p.reason ? ` — ${p.reason}` : ""}`;
+  else if (p.approver !== undefined) what = approvalText(p);
   else if (p.call_id) what = `${p.call_id}${p.guard ? ` · ${p.guard}` : ""}${p.verdict ? ` · ${p.verdict}` : ""}${p.reason ? ` — ${p.reason}` : ""}`;
   else if (p.answer !== undefined) what = `[${p.status}] ${short(p.answer, 80)}`;
   else if (p.reason) what = p.reason;

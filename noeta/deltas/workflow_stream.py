@@ -1,0 +1,236 @@
+"""Deltas through Temporal alone: the task's workflow stream (Temporal's Workflow Streams, hosted by
+the task's workflow, :mod:`noeta.workflows.streams`).
+
+A model call's pieces are published in batches, one stream item per batch, by
+:class:`CallPublisher` (in the model-call activity) and only while a reader listens; a reader
+(:func:`read_task_stream`) says it listens with a signal, then reads the stream's retained items
+with its poll query, from an offset. A query adds nothing to history, so readers cost history only
+their listen signals and the batches they cause to be published.
+
+The item's JSON: ``{"c": call_id, "a": attempt, "s": first seq, "p": pieces}``, a piece being its
+text (kind "text") or ``[kind, text]``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Iterator
+from datetime import timedelta
+from typing import Any
+
+from temporalio.api.common.v1 import Payload
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowQueryFailedError
+from temporalio.contrib.workflow_streams import PollInput, PollResult, WorkflowStreamClient
+from temporalio.service import RPCError
+
+from noeta.protocols.messages import StreamDelta
+from noeta.protocols.names import QUERY_STREAM_LISTENING, SIGNAL_STREAM_LISTEN, WORKFLOW_STREAM_POLL
+
+logger = logging.getLogger(__name__)
+
+#: Seconds between two batches of one call: the first waits the least (the first piece reaches a
+#: reader soon), later ones longer, up to the last value (history grows per batch, not per piece).
+BATCH_SECONDS = (0.5, 2.0)
+#: How often a call nobody listens to asks again whether someone does (a query: no history).
+LISTEN_CHECK_SECONDS = 1.0
+#: Seconds a reader's listen signal lasts; it renews it at half of that.
+LISTEN_LEASE_SECONDS = 120.0
+#: How often a reader asks for new items while the task runs.
+POLL_SECONDS = 0.2
+#: Longest the end of a call waits for its last batch to be taken (the model call never fails for it).
+FINAL_FLUSH_SECONDS = 10.0
+_JSON = {"encoding": b"json/plain"}
+
+
+def batch_payload(call_id: str, attempt: int, first_seq: int, pieces: list[tuple[str, str]]) -> Payload:
+    """One stream item: the pieces of one call attempt from ``first_seq`` on."""
+    body = {"c": call_id, "a": attempt, "s": first_seq, "p": [t if k == "text" else [k, t] for k, t in pieces]}
+    return Payload(metadata=_JSON, data=json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode())
+
+
+def batch_deltas(task_id: str, payload: Payload, offset: int) -> list[StreamDelta]:
+    """The deltas of one stream item at ``offset``; an item this version cannot read gives none."""
+    try:
+        body = json.loads(payload.data)
+        call_id, attempt, seq = str(body["c"]), int(body["a"]), int(body["s"])
+        pieces = [("text", p) if isinstance(p, str) else (str(p[0]), str(p[1])) for p in body["p"]]
+    except (ValueError, KeyError, TypeError, IndexError):
+        logger.warning("ignoring an unreadable item at offset %d of task %s's stream", offset, task_id)
+        return []
+    return [
+        StreamDelta(task_id=task_id, call_id=call_id, attempt=attempt, text=text, kind=kind, seq=seq + i, offset=offset)  # type: ignore[arg-type]
+        for i, (kind, text) in enumerate(pieces)
+    ]
+
+
+class CallPublisher:
+    """Publishes one model call attempt's pieces to its task's stream while someone listens: a late
+    reader gets them all, as the first batch holds every piece since the call started."""
+
+    def __init__(self, temporal: Client, task_id: str, run_id: str, call_id: str, attempt: int) -> None:
+        """Publish to run ``run_id`` of task ``task_id``; ``start()`` begins."""
+        self._handle = temporal.get_workflow_handle(task_id, run_id=run_id)
+        self._stream = WorkflowStreamClient(self._handle, client=temporal, batch_interval=timedelta(days=1))
+        self._topic = self._stream.topic(f"{call_id}#{attempt}")
+        self._call_id, self._attempt = call_id, attempt
+        self._pieces: list[tuple[str, str]] = []
+        self._sent = 0  # pieces already handed to the stream
+        self._listening = False
+        self._task: asyncio.Task[None] | None = None
+        self.batches = 0
+        """Batches published (each one signal in the task's history)."""
+
+    def on_piece(self, kind: str, text: str) -> None:
+        """Keep one piece (never waits: the provider's stream is not held up)."""
+        self._pieces.append((kind, text))
+
+    def start(self) -> None:
+        """Start watching for a listener and publishing (on the running loop)."""
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="noeta-delta-stream")
+
+    async def aclose(self) -> None:
+        """The call ended: publish what is left if someone listens (bounded), then stop."""
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except (asyncio.CancelledError, Exception):  # noqa: BLE001 (streaming is best effort)
+                pass
+        if self._listening or await self._someone_listens():
+            try:
+                await asyncio.wait_for(self._publish(), FINAL_FLUSH_SECONDS)
+            except (asyncio.TimeoutError, RPCError, TimeoutError) as err:
+                logger.warning("the last pieces of %s could not be published: %s", self._call_id, err)
+
+    async def _run(self) -> None:
+        while not await self._someone_listens():
+            await asyncio.sleep(LISTEN_CHECK_SECONDS)
+        self._listening = True
+        for wait in _waits():
+            try:
+                await self._publish()
+            except (RPCError, TimeoutError) as err:  # kept; sent again with the next batch
+                logger.debug("publishing pieces of %s failed: %s", self._call_id, err)
+            await asyncio.sleep(wait)
+
+    async def _someone_listens(self) -> bool:
+        try:
+            until = await self._handle.query(QUERY_STREAM_LISTENING, result_type=float)
+        except (RPCError, Exception) as err:  # noqa: BLE001 (an older workflow has no such query)
+            logger.debug("cannot ask whether someone listens to %s: %s", self._handle.id, err)
+            return False
+        return bool(until > time.time())
+
+    async def _publish(self) -> None:
+        pieces = self._pieces[self._sent:]
+        if pieces:
+            self._topic.publish(batch_payload(self._call_id, self._attempt, self._sent, pieces))
+            self._sent += len(pieces)
+            self.batches += 1
+        await self._stream.flush()  # also sends again a batch whose signal failed before
+
+
+def _waits() -> Iterator[float]:
+    yield from BATCH_SECONDS
+    while True:
+        yield BATCH_SECONDS[-1]
+
+
+async def read_task_stream(
+    temporal: Client, task_id: str, after: int | None = None, poll_seconds: float = POLL_SECONDS
+) -> AsyncIterator[StreamDelta]:
+    """Every delta of ``task_id``'s stream after offset ``after`` (None: from the oldest retained,
+    the current call's first piece), in order, until the task has ended and the stream is read to
+    its end. Waits for a task that does not exist yet. Reads one run at a time: a run that
+    continued as new is read to its end before the next one (offsets go on across runs)."""
+    latest = temporal.get_workflow_handle(task_id)
+    offset = 0 if after is None else after + 1
+    renew_at = end_check_at = 0.0
+    run: Any = None  # the handle of the run being read
+    while True:
+        now = time.monotonic()
+        if now >= renew_at:
+            renew_at = now + (LISTEN_LEASE_SECONDS / 2 if await _listen(latest) else poll_seconds)
+        if run is None:
+            run_id = await _run_id(latest)
+            if run_id is None:  # not started yet
+                await asyncio.sleep(poll_seconds)
+                continue
+            run = temporal.get_workflow_handle(task_id, run_id=run_id)
+        result = await _poll(run, offset)
+        if result is None:  # no answer (no worker yet, or the run's worker is gone)
+            status = await _status(run)
+            if status is not None and status != WorkflowExecutionStatus.RUNNING:
+                if status != WorkflowExecutionStatus.CONTINUED_AS_NEW:
+                    return  # an ended task whose stream cannot be read any more: done
+                run = None
+            await asyncio.sleep(poll_seconds)
+            continue
+        for item in result.items:
+            for delta in batch_deltas(task_id, _payload(item.data), item.offset):
+                yield delta
+        offset = max(offset, result.next_offset)
+        if result.more_ready:
+            continue
+        if now >= end_check_at:  # once a second: has the run ended? Then read its rest, and go on.
+            end_check_at = now + 1.0
+            status = await _status(run)
+            if status is not None and status != WorkflowExecutionStatus.RUNNING:
+                rest = await _poll(run, offset)
+                for item in rest.items if rest is not None else []:
+                    for delta in batch_deltas(task_id, _payload(item.data), item.offset):
+                        yield delta
+                    offset = max(offset, item.offset + 1)
+                if status != WorkflowExecutionStatus.CONTINUED_AS_NEW:
+                    return
+                run = None
+                continue
+        await asyncio.sleep(poll_seconds)
+
+
+async def _poll(run: Any, offset: int) -> PollResult | None:
+    try:
+        result: PollResult = await run.query(WORKFLOW_STREAM_POLL, PollInput(from_offset=offset), result_type=PollResult)
+        return result
+    except (RPCError, WorkflowQueryFailedError) as err:
+        logger.debug("cannot read the delta stream of %s yet: %s", run.id, err)
+        return None
+
+
+async def _run_id(handle: Any) -> str | None:
+    try:
+        return str((await handle.describe()).run_id)
+    except RPCError:
+        return None
+
+
+async def _status(run: Any) -> WorkflowExecutionStatus | None:
+    try:
+        status: WorkflowExecutionStatus | None = (await run.describe()).status
+        return status
+    except RPCError:
+        return None
+
+
+def _payload(wire: str) -> Payload:
+    payload = Payload()
+    try:
+        payload.ParseFromString(base64.b64decode(wire))
+    except Exception:  # noqa: BLE001 (unreadable: batch_deltas reports it)
+        pass
+    return payload
+
+
+async def _listen(handle: Any) -> bool:
+    try:
+        await handle.signal(SIGNAL_STREAM_LISTEN, LISTEN_LEASE_SECONDS)
+        return True
+    except RPCError:  # not started yet, or ended: read what there is
+        return False
+
+
+__all__ = ["BATCH_SECONDS", "CallPublisher", "batch_deltas", "batch_payload", "read_task_stream"]

@@ -1,0 +1,244 @@
+"""Local tools (``@tool(local=True)``): run as local activities, with the same retries, event log
+and exactly-once keys as any tool, and bounded at declaration."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from pathlib import Path
+
+import pytest
+from temporalio.api.enums.v1 import EventType
+
+from noeta.builtins.tools import BUILTIN_TOOLS
+from noeta.client.client import AsyncClient
+from noeta.client.options import Options
+from noeta.errors import ConfigurationError, ToolDefinitionError, ToolRetryableError
+from noeta.mcp.config import parse_server
+from noeta.protocols.local_tools import LOCAL_TOOL_MAX_TIMEOUT_SECONDS
+from noeta.protocols.names import INVOKE_TOOL, PATCH_LOCAL_TOOLS
+from noeta.protocols.tool import ToolResult
+from noeta.sdk.testing import FakeLLMProvider
+from noeta.sdk.tools import tool
+from noeta.worker import Registry
+from tests.support.processes import ROOT, start_worker
+from tests.support.scripts import call, say
+from tests.support.waiting import eventually
+
+SCHEMA = {"type": "object"}
+
+
+async def tool_activity_events(client: AsyncClient, task_id: str) -> tuple[int, int]:
+    """(invoke_tool activities scheduled, invoke_tool local-activity markers) in the task's history."""
+    history = await client.temporal.get_workflow_handle(task_id).fetch_history()
+    scheduled = markers = 0
+    for event in history.events:
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            scheduled += event.activity_task_scheduled_event_attributes.activity_type.name == INVOKE_TOOL
+        elif event.event_type == EventType.EVENT_TYPE_MARKER_RECORDED:
+            data = event.marker_recorded_event_attributes.details.get("data")
+            markers += data is not None and INVOKE_TOOL.encode() in data.payloads[0].data
+    return scheduled, markers
+
+
+def test_builtins_that_cannot_block_are_local():
+    local = {t.name for t in BUILTIN_TOOLS if t.local}
+    assert local == {"calculator", "word_count", "current_time"}
+    assert all(t.timeout_seconds is None and t.heartbeat_seconds is None for t in BUILTIN_TOOLS if t.local)
+
+
+def test_a_local_tool_above_the_limit_or_with_a_heartbeat_is_refused():
+    def fn(arguments, ctx):
+        return ToolResult(success=True)
+
+    with pytest.raises(ToolDefinitionError) as info:
+        tool(fn, name="slow", version="1", input_schema=SCHEMA, local=True, timeout_seconds=LOCAL_TOOL_MAX_TIMEOUT_SECONDS + 1)
+    assert str(info.value) == (
+        "tool 'slow': a local tool's timeout_seconds must be above 0 and at most 30 s, got 31; "
+        "declare a longer tool without local=True"
+    )
+    with pytest.raises(ToolDefinitionError):
+        tool(fn, name="beating", version="1", input_schema=SCHEMA, local=True, heartbeat_seconds=5)
+    # At the limit it is accepted; the same timeout without local=True is an ordinary tool.
+    assert tool(fn, name="ok", version="1", input_schema=SCHEMA, local=True, timeout_seconds=30).local
+    assert not tool(fn, name="ok", version="1", input_schema=SCHEMA, timeout_seconds=300).local
+
+    class Handmade:  # a class-based tool is checked when it is registered
+        name, version, description, input_schema, risk_level = "handmade", "1", "", SCHEMA, "low"
+        local, timeout_seconds = True, 120.0
+
+        def invoke(self, arguments, ctx):
+            return ToolResult(success=True)
+
+    registry = Registry.of()
+    with pytest.raises(ToolDefinitionError):
+        registry.add_tool(Handmade())
+    assert "handmade" not in registry.tools
+
+
+def test_an_mcp_server_can_be_local():
+    assert parse_server("calc", {"type": "stdio", "command": "calc-server", "local": True}).local
+    assert not parse_server("calc", {"type": "http", "url": "https://example.com/mcp"}).local
+    with pytest.raises(ConfigurationError):
+        parse_server("calc", {"type": "stdio", "command": "calc-server", "local": "yes"})
+
+
+async def test_a_local_tool_is_retried_up_to_max_retries_and_logged_as_local(client: AsyncClient, serve, task_queue):
+    attempts = []
+
+    @tool(name="flaky", version="1", input_schema=SCHEMA, max_retries=2, local=True)
+    def flaky(arguments, ctx):
+        attempts.append((ctx.attempt, ctx.idempotency_key))
+        if ctx.attempt < 3:
+            raise ToolRetryableError(f"backend busy (attempt {ctx.attempt})")
+        return ToolResult(success=True, output="ok at last")
+
+    provider = FakeLLMProvider(responses=[call(("c1", "flaky", {"n": 1})), say("done")])
+    async with serve(tools=[flaky], providers=[provider]):
+        task_id = await client.start("x", Options(provider=provider, allowed_tools=[flaky]), task_queue=task_queue)
+        assert (await client.result(task_id)).answer == "done"
+    run_id = (await client.temporal.get_workflow_handle(task_id).describe()).run_id
+    # One key for every attempt: the engine's, as for any tool.
+    assert attempts == [(1, f"{task_id}/{run_id}/1"), (2, f"{task_id}/{run_id}/1"), (3, f"{task_id}/{run_id}/1")]
+    assert await tool_activity_events(client, task_id) == (0, 1)
+    envs = await client.events(task_id)
+    [started] = [e.payload for e in envs if e.type == "ToolCallStarted"]
+    assert (started.call_id, started.tool_name, started.arguments, started.local) == ("c1", "flaky", {"n": 1}, True)
+    assert [(e.payload.attempt, e.payload.error) for e in envs if e.type == "ToolCallRetried"] == [
+        (1, "backend busy (attempt 1)"),
+        (2, "backend busy (attempt 2)"),
+    ]
+    [completed] = [e.payload for e in envs if e.type == "ToolCallCompleted"]
+    assert (completed.call_id, completed.attempt, completed.success, completed.local) == ("c1", 3, True, True)
+    [result] = [b for e in envs if e.type == "MessagesAppended" and e.actor == "tool:flaky" for m in e.payload.messages for b in m.content]
+    assert (result.call_id, result.output) == ("c1", "ok at last")
+
+
+async def test_a_local_tool_that_keeps_failing_goes_back_to_the_model(client: AsyncClient, serve, task_queue):
+    attempts = []
+
+    @tool(name="down", version="1", input_schema=SCHEMA, max_retries=1, local=True)
+    def down(arguments, ctx):
+        attempts.append(ctx.attempt)
+        raise ToolRetryableError("backend down")
+
+    provider = FakeLLMProvider(responses=[call(("c1", "down", {})), say("gave up on it")])
+    async with serve(tools=[down], providers=[provider]):
+        task_id = await client.start("x", Options(provider=provider, allowed_tools=[down]), task_queue=task_queue)
+        assert (await client.result(task_id)).answer == "gave up on it"
+    assert attempts == [1, 2]
+    [block] = [b for m in provider.received_requests[1].messages for b in m.content if getattr(b, "type", "") == "tool_result"]
+    assert (block.success, block.output) == (False, "tool 'down' failed after retries: backend down")
+    envs = await client.events(task_id)
+    [failed] = [e.payload for e in envs if e.type == "ToolCallFailed"]
+    assert (failed.call_id, failed.attempt, failed.error_type, failed.local) == ("c1", 2, "ToolRetryableError", True)
+    assert [e.payload.attempt for e in envs if e.type == "ToolCallRetried"] == [1]
+    [projected] = [b for e in envs if e.type == "MessagesAppended" and e.actor == "tool:down" for m in e.payload.messages for b in m.content]
+    assert projected.output == block.output
+
+
+async def test_parallel_local_and_ordinary_calls_form_one_round_in_call_order(client: AsyncClient, serve, task_queue):
+    @tool(name="slowish", version="1", input_schema=SCHEMA, local=True)
+    async def slowish(arguments, ctx):
+        await asyncio.sleep(arguments["s"])
+        return ToolResult(success=True, output=f"slept {arguments['s']}")
+
+    @tool(name="ordinary", version="1", input_schema=SCHEMA)
+    def ordinary(arguments, ctx):
+        return ToolResult(success=True, output="plain")
+
+    provider = FakeLLMProvider(
+        responses=[call(("a", "slowish", {"s": 0.5}), ("b", "ordinary", {}), ("c", "slowish", {"s": 0})), say("done")]
+    )
+    async with serve(tools=[slowish, ordinary], providers=[provider]):
+        options = Options(provider=provider, allowed_tools=[slowish, ordinary])
+        task_id = await client.start("x", options, task_queue=task_queue)
+        assert (await client.result(task_id)).answer == "done"
+    assert await tool_activity_events(client, task_id) == (1, 2)
+    sent = [b.call_id for m in provider.received_requests[1].messages for b in m.content if getattr(b, "type", "") == "tool_result"]
+    assert sent == ["a", "b", "c"]
+    envs = await client.events(task_id)
+    [round_] = [e.payload.messages for e in envs if e.type == "MessagesAppended" and e.actor.startswith("tool:")]
+    assert [b.call_id for b in round_[0].content] == ["a", "b", "c"]
+    assert {e.payload.call_id: e.payload.local for e in envs if e.type == "ToolCallCompleted"} == {"a": True, "b": False, "c": True}
+
+
+async def test_a_local_tool_is_asked_behind_its_patch_once(client: AsyncClient, serve, task_queue):
+    @tool(name="quick", version="1", input_schema=SCHEMA, local=True)
+    def quick(arguments, ctx):
+        return ToolResult(success=True, output="q")
+
+    provider = FakeLLMProvider(responses=[call(("c1", "quick", {})), call(("c2", "quick", {})), say("done")])
+    async with serve(tools=[quick], providers=[provider]):
+        task_id = await client.start("x", Options(provider=provider, allowed_tools=[quick]), task_queue=task_queue)
+        await client.result(task_id)
+    history = await client.temporal.get_workflow_handle(task_id).fetch_history()
+    patches = [
+        e for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
+        and e.marker_recorded_event_attributes.marker_name == "core_patch"
+        and PATCH_LOCAL_TOOLS.encode() in e.marker_recorded_event_attributes.SerializeToString()
+    ]
+    assert len(patches) == 1
+    assert await tool_activity_events(client, task_id) == (0, 2)
+
+
+@pytest.mark.slow
+async def test_a_worker_killed_during_a_local_tool_the_step_completes_on_another(
+    client: AsyncClient, settings, data_dir: Path, task_queue: str, tmp_path: Path
+):
+    log = tmp_path / "tool.log"
+    env = {
+        **os.environ,
+        "TEMPORAL_ADDRESS": settings.temporal_address,
+        "NOETA_HOME": str(data_dir),
+        "NOETA_TEST_LOG": str(log),
+        "PYTHONPATH": str(ROOT),
+    }
+    registry = "tests.support.registry:local_registry"
+    first = await asyncio.to_thread(start_worker, env, task_queue, registry)
+    try:
+        task_id = await client.start(
+            "hello", Options(provider="scripted", allowed_tools=["local_slow_append"]), task_queue=task_queue
+        )
+        await eventually(lambda: log.exists() and "start" in log.read_text())
+        first.send_signal(signal.SIGKILL)
+        first.wait(10)
+    finally:
+        first.kill()
+    second = await asyncio.to_thread(start_worker, env, task_queue, registry)
+    try:
+        result = await asyncio.wait_for(client.result(task_id), 90)
+    finally:
+        second.terminate()
+        second.wait(10)
+    assert (result.status, result.answer) == ("completed", "done: appended hello")
+    run_id = (await client.temporal.get_workflow_handle(task_id).describe()).run_id
+    key = f"{task_id}/{run_id}/1"
+    # A lost worker is not a failed attempt: the next worker starts the call again at attempt 1.
+    assert log.read_text().splitlines() == [
+        f"start {key} attempt=1 pid={first.pid}",
+        f"start {key} attempt=1 pid={second.pid}",
+        f"done {key} attempt=1 pid={second.pid}",
+    ]
+    assert await tool_activity_events(client, task_id) == (0, 1)
+    [completed] = [e.payload for e in await client.events(task_id) if e.type == "ToolCallCompleted"]
+    assert (completed.attempt, completed.local, completed.success) == (1, True, True)
+
+
+async def test_a_five_step_task_with_a_local_tool_costs_these_events(client: AsyncClient, serve, task_queue):
+    """The count a change must not raise silently (bench/RESULTS.md has the breakdown): 5 steps
+    of one model call and one local tool call, then the answer."""
+    from noeta.builtins.tools import calculator
+
+    steps = [call((f"c{n}", "calculator", {"expression": f"{n} + 1"})) for n in range(5)]
+    provider = FakeLLMProvider(responses=[*steps, say("done")])
+    async with serve(tools=[calculator], providers=[provider]):
+        task_id = await client.start("x", Options(provider=provider, allowed_tools=[calculator]), task_queue=task_queue)
+        assert (await client.result(task_id)).answer == "done"
+    history = await client.temporal.get_workflow_handle(task_id).fetch_history()
+    kinds = [EventType.Name(e.event_type) for e in history.events]
+    workflow_tasks = kinds.count("EVENT_TYPE_WORKFLOW_TASK_COMPLETED")
+    assert (len(kinds), workflow_tasks) == (51, 7), kinds
+
