@@ -135,11 +135,14 @@ class TaskSummaryOut(Response):
     closed: datetime | None
     metadata: dict[str, str]
     cost_usd: float = Field(description="US dollars so far (NoetaCostUSD; 0 for an unpriced model)")
+    ui_url: str | None = Field(
+        default=None, description="the task's page in the Temporal UI (NOETA_TEMPORAL_UI, or the embedded server's UI)"
+    )
 
     @classmethod
-    def of(cls, summary: TaskSummary) -> TaskSummaryOut:
-        """The summary as a response body."""
-        return cls.model_validate(summary)
+    def of(cls, summary: TaskSummary, ui_url: str | None = None) -> TaskSummaryOut:
+        """The summary as a response body, with the task's Temporal UI page when known."""
+        return cls.model_validate(summary).model_copy(update={"ui_url": ui_url})
 
 
 class TaskOut(TaskSummaryOut):
@@ -150,9 +153,9 @@ class TaskOut(TaskSummaryOut):
     current_details: str = Field(default="", description="what a running task does or waits for (needs a live worker)")
 
     @classmethod
-    def of_info(cls, info: TaskInfo, error: dict[str, Any] | None, details: str) -> TaskOut:
-        """The task's body from its description, error body and current details."""
-        summary = TaskSummaryOut.of(info).model_dump()
+    def of_info(cls, info: TaskInfo, error: dict[str, Any] | None, details: str, ui_url: str | None = None) -> TaskOut:
+        """The task's body from its description, error body, current details and UI page."""
+        summary = TaskSummaryOut.of(info, ui_url).model_dump()
         body = ErrorBody.model_validate(error) if error is not None else None
         return cls(**summary, running=info.running, result=info.result, error=body, current_details=details)
 

@@ -174,7 +174,7 @@ async def list_tasks(
     tasks = await state.client.list_tasks(
         status, limit, search=search or None, model=model or None, metadata=wanted, tenant=who.tenant
     )
-    return [models.TaskSummaryOut.of(t) for t in tasks]
+    return [models.TaskSummaryOut.of(t, state.client.task_url(t.task_id)) for t in tasks]
 
 
 @api.get(
@@ -186,7 +186,8 @@ async def get_task(task_id: TaskId, state: State, who: Reader) -> models.TaskOut
     await own_task(state.client, who, task_id)
     info = await state.client.describe(task_id)
     details = await _details(state.client, task_id) if info.running else ""
-    return models.TaskOut.of_info(info, error_body(info.error) if info.error else None, details)
+    error = error_body(info.error) if info.error else None
+    return models.TaskOut.of_info(info, error, details, state.client.task_url(task_id))
 
 
 async def _details(client: AsyncClient, task_id: str) -> str:

@@ -39,6 +39,10 @@ COMPACT_CONTEXT = "noeta.compact_context"
 #: Workflow handlers.
 UPDATE_SEND_GOAL = "send_goal"
 UPDATE_APPROVE = "approve"
+#: A human's refusal of an action (the same input as UPDATE_APPROVE, ``approved`` false): its own
+#: name so that the Temporal UI's timeline tells approvals from refusals at a glance. Workers
+#: answer both; a refusal sent as UPDATE_APPROVE with ``approved`` false (older clients) is one too.
+UPDATE_REFUSE = "refuse"
 SIGNAL_INJECT = "inject"
 SIGNAL_CLOSE = "close"
 #: Sent by a worker's step to its own task while the content store fails under it (a text for the

@@ -210,7 +210,7 @@ class StepRunner:
         )
         memories: list[str] = []
         try:
-            out = await steps.invoke_tool(self._run.task, inp, spec)
+            out = await steps.invoke_tool(self._run.task, inp, spec, approved_by=self._gate.approved_by.pop(call.call_id, None))
             result, memories = out.result, out.memories
         except ActivityError as err:
             raise_if_cancelled(err)

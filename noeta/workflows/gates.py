@@ -51,6 +51,9 @@ class Gate:
         """Why the last finish was refused."""
         self._edited: dict[str, dict[str, Any]] = {}
         """Approved tool calls whose approver replaced the arguments: call id -> the arguments."""
+        self.approved_by: dict[str, str] = {}
+        """Who approved the actions approved by a human and not yet run, by call id (their step's
+        summary in the Temporal UI names the approver)."""
 
     def goal_started(self) -> None:
         """A new goal: its finishes have not been refused yet."""
@@ -102,6 +105,8 @@ class Gate:
             action.call_id, action, verdict.reason, verdict.guard, waiting_since=now.isoformat(), deadline=deadline.isoformat()
         )
         decision = await self._await_approval(request)
+        if decision.approved:
+            self.approved_by[action.call_id] = decision.approver or "a human"
         if decision.approved and decision.arguments is not None:
             self._edited[action.call_id] = decision.arguments
         return None if decision.approved else not_approved(decision)

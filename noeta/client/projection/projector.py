@@ -7,6 +7,8 @@ continuing across the runs of one task.
 
 from __future__ import annotations
 
+import dataclasses
+
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -24,7 +26,7 @@ from noeta.client.projection.steps import Steps
 from noeta.client.projection.subtasks import Subtasks
 from noeta.client.projection.transcript import Transcript
 from noeta.protocols import event_log as ev
-from noeta.protocols.names import UPDATE_APPROVE, UPDATE_SEND_GOAL
+from noeta.protocols.names import UPDATE_APPROVE, UPDATE_REFUSE, UPDATE_SEND_GOAL
 from noeta.protocols.task import ApprovalInput, GoalInput
 
 _CHILD_ENDED = (
@@ -115,6 +117,9 @@ class Projector:
         request = accepted.input
         if request.name == UPDATE_APPROVE:
             self._approvals.decided(decode_first(request.args, ApprovalInput), event, accepted.meta.identity)
+        elif request.name == UPDATE_REFUSE:
+            refused = dataclasses.replace(decode_first(request.args, ApprovalInput), approved=False)
+            self._approvals.decided(refused, event, accepted.meta.identity)
         elif request.name == UPDATE_SEND_GOAL:
             self._goals.received(decode_first(request.args, GoalInput), event)
 
