@@ -168,6 +168,7 @@ class StepRunner:
             mcp_tools_ref=state.mcp_tools_ref,
             agents_ref=state.agents_ref,
             step_key=steps.step_key(f"model-{state.total_turns}"),
+            max_tool_output_tokens=task.max_tool_output_tokens,
         )
         self._status.show(details.calling_model(task.provider, task.model or state.model, state.turn, task.max_turns))
         request = await self._context.fit(request)  # compacted first when it would pass the window's threshold
