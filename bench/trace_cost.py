@@ -37,7 +37,7 @@ from history_growth import fetch_page, responder_for  # noqa: E402 (the same too
 async def run(client: AsyncClient, registry: Registry, steps: int) -> dict[str, int]:
     registry.providers = {"bench": FakeLLMProvider(responder=responder_for(steps))}
     queue = f"bench-{uuid.uuid4().hex[:8]}"
-    async with build_worker(client.temporal, registry, queue):  # tracing is decided as it is built
+    async with build_worker(client.temporal, registry, queue):
         options = Options(provider="bench", allowed_tools=[fetch_page], max_turns=steps + 1)
         task_id = await client.start("read pages", options, task_queue=queue)
         await client.result(task_id)
@@ -58,7 +58,8 @@ async def main(steps: int) -> None:
             provider = TracerProvider()
             provider.add_span_processor(SimpleSpanProcessor(spans))
             trace.set_tracer_provider(provider)  # tracing on from here (an SDK provider is installed)
-            on = await run(client, registry, steps)
+            traced = await AsyncClient.connect(host)  # decided as a client connects, as temporalio's
+            on = await run(traced, registry, steps)
             names = sorted({s.name.split(" ")[0] for s in spans.get_finished_spans()})
             counts = {n: sum(1 for s in spans.get_finished_spans() if s.name.startswith(n + " ")) for n in names}
             print(f"# {steps} steps · {time.strftime('%Y-%m-%d')}")
