@@ -9,7 +9,6 @@ import getpass
 import pytest
 
 from noeta.client.client import AsyncClient
-from noeta.client.options import Options
 from noeta.sdk.testing import FakeLLMProvider
 from tests.support.scripts import call, say
 from tests.support.waiting import eventually
