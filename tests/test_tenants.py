@@ -100,6 +100,9 @@ async def test_another_tenants_task_is_missing_and_untouched_and_roles_are_enfor
         response = await tenants.post("/tasks", json=body, headers=auth(ALICE))
         assert response.status_code == 201, response.text
         task_id = response.json()["task_id"]
+        # The same start under another tenant's key does not hand it the task.
+        taken = await tenants.post("/tasks", json={**body, "task_id": task_id}, headers=auth(BOB))
+        assert (taken.status_code, taken.json()["error"]) == (409, "TaskAlreadyExistsError")
 
         async def inbox(secret: str) -> list:
             return [p for p in (await tenants.get("/approvals", headers=auth(secret))).json() if p["task_id"] == task_id]
