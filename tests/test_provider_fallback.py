@@ -16,7 +16,7 @@ from noeta.protocols.messages import Usage
 from noeta.sdk._query import aquery
 from noeta.sdk.testing import FakeLLMProvider
 from tests.support.chat_server import FakeChatServer, completion, error_body, openai_for, running_chat_server
-from tests.support.scripts import say
+from tests.support.scripts import call, say
 from tests.support.tools import add
 
 
@@ -130,3 +130,33 @@ def test_malformed_fallback_providers_are_refused_when_options_are_built(value):
 )
 def test_which_failures_move_to_the_next_provider(error_type, details, moves):
     assert falls_back(error_type, details) is moves
+
+
+def _up_then_down(request):
+    if any(getattr(b, "type", "") == "tool_result" for m in request.messages for b in m.content):
+        raise ProviderError(provider="primary", message="overloaded", status=503, retryable=True, retry_after=0.05)
+    return call(("c0", "add", {"a": 0, "b": 1}))
+
+
+def _count_to_six(request):
+    done = sum(1 for m in request.messages for b in m.content if getattr(b, "type", "") == "tool_result")
+    return call((f"c{done}", "add", {"a": done, "b": 1})) if done < 6 else say(f"counted to {done}")
+
+
+async def test_the_task_stays_on_its_fallback_provider_across_continue_as_new(client: AsyncClient, serve, task_queue):
+    primary, backup = FakeLLMProvider(responder=_up_then_down), FakeLLMProvider(responder=_count_to_six)
+    options = Options(
+        provider="primary", allowed_tools=[add], max_retries=1, max_history_events=30,
+        fallback_providers=[Fallback("backup", model="backup-model")],
+    )
+    async with serve(tools=[add], providers={"primary": primary, "backup": backup}):
+        task_id = await client.start("count", options, task_queue=task_queue)
+        result = await client.result(task_id)
+    assert result.answer == "counted to 6"
+    events = await client.events(task_id)
+    assert any(e.type == "TaskContinuedAsNew" for e in events)
+    assert len([e for e in events if e.type == "ProviderFallback"]) == 1
+    assert len(primary.received_requests) == 3  # its answer, then two failed attempts; never again
+    assert [(u.provider, u.model, u.model_calls) for u in result.usage_by_provider] == [
+        ("primary", None, 1), ("backup", "backup-model", 6)
+    ]
