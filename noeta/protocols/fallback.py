@@ -72,6 +72,14 @@ class ProviderFallbackRecord:
     """The task's model call (counted over all its runs) that moved."""
 
 
+def current_choice(provider: str, model: str | None, fallbacks: list[ProviderChoice], index: int) -> ProviderChoice:
+    """The provider and model a task's calls go to: its own (``provider``, ``model``) at ``index`` 0,
+    else the ``index``-th of its ``fallbacks`` (a Carry's ``provider_index``)."""
+    if index == 0 or index > len(fallbacks):
+        return ProviderChoice(provider, model)
+    return fallbacks[index - 1]
+
+
 def falls_back(error_type: str | None, details: Any) -> bool:
     """Whether a model call that failed with ``error_type`` (its ApplicationError's type) and
     ``details`` (its first detail) may be made again on the next provider."""
@@ -98,5 +106,5 @@ def add_usage(
 
 __all__ = [
     "FALLBACK_ERROR_TYPES", "FALLBACK_STATUSES", "ProviderChoice", "ProviderFallbackRecord", "ProviderUsage",
-    "add_usage", "falls_back",
+    "add_usage", "current_choice", "falls_back",
 ]

@@ -152,10 +152,11 @@ class StepRunner:
             max_tokens = budget.max_tokens(max_tokens)
         state.turn += 1
         state.total_turns += 1
+        on = self._fallback.current()  # the task's provider, or the fallback it moved to
         request = CallModelInput(
             task_id=workflow.info().workflow_id,
-            provider=task.provider,
-            model=task.model,
+            provider=on.provider,
+            model=on.model,
             head=state.head,
             append=list(state.pending),
             system_ref=state.system_ref,
@@ -172,7 +173,6 @@ class StepRunner:
             step_key=steps.step_key(f"model-{state.total_turns}"),
             max_tool_output_tokens=task.max_tool_output_tokens,
         )
-        on = self._fallback.current()
         self._status.show(details.calling_model(on.provider, on.model or state.model, state.turn, task.max_turns))
         request = await self._context.fit(request)  # compacted first when it would pass the window's threshold
         # On the task's current provider; the next of its fallback providers when that one fails.

@@ -20,7 +20,7 @@ from temporalio.exceptions import ApplicationError
 from noeta.errors import ContextLengthError
 from noeta.protocols.activity_io import CallModelInput, CallModelOutput
 from noeta.protocols.context_window import context_window
-from noeta.protocols.fallback import ProviderChoice, ProviderFallbackRecord, add_usage, falls_back
+from noeta.protocols.fallback import ProviderChoice, ProviderFallbackRecord, add_usage, current_choice, falls_back
 from noeta.protocols.names import PATCH_PROVIDER_FALLBACK, PROVIDER_FALLBACK_MEMO_KEY
 from noeta.workflows import patches
 from noeta.workflows.run import RunState
@@ -36,10 +36,8 @@ class ProviderFallback:
 
     def current(self) -> ProviderChoice:
         """The provider and model the task's model calls go to now."""
-        task, index = self._run.task, self._run.state.provider_index
-        if index == 0 or index > len(task.fallback_providers):
-            return ProviderChoice(task.provider, task.model)
-        return task.fallback_providers[index - 1]
+        task = self._run.task
+        return current_choice(task.provider, task.model, task.fallback_providers, self._run.state.provider_index)
 
     async def call(
         self, request: CallModelInput, call: Callable[[CallModelInput], Awaitable[CallModelOutput]]
