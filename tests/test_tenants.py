@@ -100,6 +100,9 @@ async def test_another_tenants_task_is_missing_and_untouched_and_roles_are_enfor
         response = await tenants.post("/tasks", json=body, headers=auth(ALICE))
         assert response.status_code == 201, response.text
         task_id = response.json()["task_id"]
+        # The same start under another tenant's key does not hand it the task.
+        taken = await tenants.post("/tasks", json={**body, "task_id": task_id}, headers=auth(BOB))
+        assert (taken.status_code, taken.json()["error"]) == (409, "TaskAlreadyExistsError")
 
         async def inbox(secret: str) -> list:
             return [p for p in (await tenants.get("/approvals", headers=auth(secret))).json() if p["task_id"] == task_id]
@@ -223,3 +226,9 @@ def test_the_recorded_edited_approvals_project_both_argument_sets_and_the_audit(
     assert (refused.call_id, refused.arguments) == ("c2", {"amount": 5_000_000})
     assert [e.type for e in envs].count("ApprovalRequested") == 2  # the second look waits for nobody
     assert [(a.action, a.who, a.call_id) for a in audit_of(history)][1:] == [("edited", "alice", "c1"), ("edited", "alice", "c2")]
+
+
+def test_the_audit_of_a_recorded_refusal_sent_as_the_refuse_update():
+    history = events("refuse-update/refusals")
+    decided = [(a.action, a.call_id, a.via) for a in audit_of(history) if a.call_id]
+    assert ("denied", "c3", "temporal") in decided and ("approved", "c4", "temporal") in decided

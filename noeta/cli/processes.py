@@ -191,7 +191,7 @@ async def cmd_serve(args: argparse.Namespace) -> int:
 
     client = await AsyncClient.connect()
     server = ServerSettings()
-    keys = "API keys required" if server.api_keys or server.api_keys_file else "no API keys"
+    keys = "API keys required" if server.api_keys or server.api_keys_file or server.api_keys_dsn else "no API keys"
     announce(f"Noeta HTTP API and console on http://{args.host}:{args.port} ({keys}; see docs/security.md)", stdout=True)
     await serve(client, args.host, args.port)
     return 0

@@ -237,6 +237,9 @@ class CheckGuardsInput:
     metadata: dict[str, Any] = field(default_factory=dict)
     """``Options.metadata``, handed to guards as ``GuardContext.metadata``."""
     env: RunEnv | None = None
+    second_look: bool = False
+    """The guards' second look at a call an approver edited: an ``ask`` waits for nobody (no
+    approval is counted or notified)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -129,8 +129,8 @@ class AgentWorkflow:
 
     @workflow.update(
         name=UPDATE_REFUSE,
-        description='Refuse an action waiting for approval: {"call_id": "c1", "approved": false, "reason": "...", '
-        '"approver": "..."}.',
+        description='Refuse an action waiting for approval: {"call_id": "c1", "reason": "..."}. '
+        "The approver recorded is your Temporal identity.",
     )
     def refuse(self, decision: ApprovalInput) -> None:
         """A human's refusal of an action that a guard sent for approval (whatever ``approved`` says)."""
