@@ -93,6 +93,9 @@ class Compactions:
         else:
             keep = inp.keep_tokens if inp.reason == "threshold" else inp.keep_tokens // 2
             new_folded = plan.fold_point(transcript, folded, keep)
+            if plan.turns_in(transcript[folded:new_folded]) == 0:  # the turns fit the keep: fold the oldest
+                later = plan.turn_starts(transcript, new_folded + 1)
+                new_folded = later[0] if later else folded
             if new_folded <= folded:  # one turn is all there is: nothing to fold
                 return CompactContextOutput(None, inp.strategy, inp.tokens_before, inp.tokens_before, attempt=ledger.attempt, retried=ledger.earlier)
             prefix = plan.stable_prefix(transcript)
