@@ -229,6 +229,7 @@ class LocalTurns:
 @pytest.mark.slow
 @pytest.mark.local_model
 @pytest.mark.xdist_group("local-model")
+@pytest.mark.timeout(1500)  # ~4.5 min alone on 2 cores, more on a loaded machine
 @pytest.mark.skipif(not _local_model_installed(), reason="the [local] extra or SmolLM2's weights are not installed")
 async def test_40_tool_turns_on_the_local_model_with_its_real_window(client: AsyncClient, serve, task_queue):
     import asyncio
@@ -257,3 +258,47 @@ async def test_40_tool_turns_on_the_local_model_with_its_real_window(client: Asy
     assert provider.largest <= 4096
     items = await client.messages(task_id)
     assert [i.output for i in items if isinstance(i, ToolResultView)] == [chunk(i) for i in range(1, 41)]
+
+
+@pytest.mark.slow
+async def test_a_worker_killed_during_a_summarizing_call_leaves_one_summary_per_folded_range(
+    client: AsyncClient, settings, data_dir, task_queue, tmp_path
+):
+    """SIGKILL during the summarizing call: the next attempt, on another worker, makes the call
+    again (the first never finished); every folded range ends up summarized exactly once."""
+    import asyncio
+    import os
+    import signal
+
+    from tests.support.processes import ROOT as REPO, start_worker
+    from tests.support.waiting import eventually
+
+    log = tmp_path / "summaries.log"
+    env = {**os.environ, "TEMPORAL_ADDRESS": settings.temporal_address, "NOETA_HOME": str(data_dir),
+           "NOETA_TEST_LOG": str(log), "PYTHONPATH": str(REPO)}
+    registry = "tests.support.compaction_registry:registry"
+    first = await asyncio.to_thread(start_worker, {**env, "NOETA_TEST_HANG_SUMMARY": "1"}, task_queue, registry)
+    try:
+        options = Options(provider="windowed", allowed_tools=["fetch"], max_turns=30, context_window_tokens=4000)
+        task_id = await client.start("fetch", options, task_queue=task_queue)
+        await eventually(lambda: log.exists() and "start" in log.read_text(), timeout=120)
+        first.send_signal(signal.SIGKILL)
+        first.wait(10)
+    finally:
+        first.kill()
+    second = await asyncio.to_thread(start_worker, env, task_queue, registry)
+    try:
+        result = await asyncio.wait_for(client.result(task_id), 180)
+    finally:
+        second.terminate()
+        second.wait(10)
+    assert result.status == "completed"
+    lines = log.read_text().splitlines()
+    keys = sorted({line.split()[1] for line in lines})
+    killed = lines[0].split()[1]
+    assert lines[:2] == [f"start {killed} pid={first.pid}", f"start {killed} pid={second.pid}"]
+    for key in keys:  # one finished summary per folded range; the killed call's range included
+        assert [line for line in lines if line.startswith(f"done {key} ")] == [f"done {key} pid={second.pid}"]
+    compacted = compactions(await client.events(task_id))
+    assert len(compacted) == len(keys) >= 2
+    assert compacted[0].attempt == 2
