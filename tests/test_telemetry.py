@@ -175,6 +175,38 @@ async def test_json_logs_carry_task_call_and_attempt(client: AsyncClient, conten
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", entry["time"])
 
 
+async def test_json_logs_name_the_span_they_were_written_in(
+    spans: InMemorySpanExporter, client: AsyncClient, content_store: LocalContentStore, task_queue: str
+):
+    stream = io.StringIO()
+    handler = configure_logging("INFO", json_format=True, stream=stream)
+    spans.clear()
+    try:
+        task_id = await run_with_tool(client, content_store, task_queue, tools=(chatty,))
+    finally:
+        logging.getLogger().removeHandler(handler)
+        logging.getLogger().setLevel(logging.WARNING)
+    [entry] = [e for e in map(json.loads, stream.getvalue().splitlines()) if e["logger"] == "tests.chatty"]
+    [tool_span] = [s for s in spans.get_finished_spans() if s.name == "execute_tool chatty" and s.attributes["gen_ai.conversation.id"] == task_id]
+    assert (entry["trace_id"], entry["span_id"]) == (f"{tool_span.context.trace_id:032x}", f"{tool_span.context.span_id:016x}")
+
+
+def test_a_plain_temporal_client_with_tracing_names_the_callers_span():
+    """temporalio's TracingInterceptor writes its carrier under its own header: read as the caller."""
+    from temporalio.converter import DataConverter
+
+    from noeta.protocols.names import HEADER_TEMPORAL_TRACER
+    from noeta.protocols.trace_context import SpanRef
+    from noeta.telemetry.trace_headers import header, span_of
+
+    caller = SpanRef("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7")
+    [carrier] = DataConverter.default.payload_converter.to_payloads([{"traceparent": caller.traceparent}])
+    assert span_of({HEADER_TEMPORAL_TRACER: carrier}) == caller
+    ours = SpanRef("0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331")
+    assert span_of({HEADER_TEMPORAL_TRACER: carrier, "noeta-trace": header(ours)}) == ours  # Noeta's own first
+    assert span_of({}) is None
+
+
 def test_an_instrumented_resource_call_is_a_span(spans: InMemorySpanExporter):
     from noeta.resources.instrument import instrument
 

@@ -50,6 +50,7 @@ class Projector:
         self._log = EnvelopeLog(task_id)
         transcript = Transcript(self._log)
         rounds = ToolRounds(transcript)
+        self._rounds = rounds
         self._goals = Goals(self._log, transcript)
         self._approvals = Approvals(self._log, transcript)
         self._subtasks = Subtasks(self._log, transcript)
@@ -69,7 +70,16 @@ class Projector:
     def feed(self, event: HistoryEvent) -> list[ev.EventEnvelope]:
         """Project one history event; returns the envelopes it added."""
         before = len(self._log.envelopes)
+        if event.event_type != EventType.EVENT_TYPE_MARKER_RECORDED:
+            self._rounds.settle()  # a local tool's round ends with its workflow task's markers
         self._route(event)
+        return self._log.envelopes[before:]
+
+    def settle(self) -> list[ev.EventEnvelope]:
+        """The end of the history fed so far: what waited for the rest of its workflow task (a
+        round of local tool calls whose markers ended it) is projected; returns what it added."""
+        before = len(self._log.envelopes)
+        self._rounds.settle()
         return self._log.envelopes[before:]
 
     def _route(self, event: HistoryEvent) -> None:
@@ -136,4 +146,5 @@ def project(
         projector.begin_run()
         for event in run:
             projector.feed(event)
+    projector.settle()
     return projector.envelopes
