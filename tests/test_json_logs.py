@@ -91,6 +91,22 @@ async def test_every_line_the_codec_server_writes_with_json_logs_is_json(tmp_pat
     assert "secret-token-of-the-ui" not in "\n".join(lines)
 
 
+async def test_every_line_a_worker_writes_with_json_logs_is_json(settings: Settings, data_dir, task_queue: str):
+    health = free_port()
+    env = {
+        **os.environ, "PYTHONPATH": str(ROOT), "TEMPORAL_ADDRESS": settings.temporal_address, "NOETA_HOME": str(data_dir),
+        "NOETA_LOG_FORMAT": "json", "NOETA_HEALTH_PORT": str(health),
+    }
+    proc = started(["worker", "--registry", "tests.support.registry:cli_registry", "--task-queue", task_queue], env)
+    try:
+        await eventually(lambda: up(f"http://127.0.0.1:{health}/readyz"), timeout=60)
+    finally:
+        lines = stopped(proc)
+    entries = [json.loads(line) for line in lines]  # fails on the first line that is not JSON
+    messages = [e["message"] for e in entries if e["logger"] == "noeta.cli"]
+    assert any(m.startswith("noeta worker on") for m in messages) and "stopped" in messages, messages
+
+
 def test_a_command_that_fails_at_start_with_json_logs_says_why_in_json(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "NOETA_HOME": str(tmp_path), "NOETA_LOG_FORMAT": "json",
            "NOETA_ENCRYPTION_KEYS": "", "NOETA_CODEC": ""}

@@ -41,6 +41,8 @@ class PrepareInput:
     priced_provider: str | None = None
     """Set when the task has a cost limit: the worker checks that this provider's model has a price."""
     priced_model: str | None = None
+    fallback_providers: list[str] = field(default_factory=list)
+    """Registry names of the task's fallback providers: each must be registered on the worker."""
 
 
 @dataclass(frozen=True, slots=True)

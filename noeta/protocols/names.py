@@ -75,6 +75,9 @@ BUDGET_WARNING_MEMO_KEY = "noeta.budget_warning"
 #: refusal, an unknown tool) instead of scheduling a tool activity for it (PATCH_REFUSALS_RECORDED).
 REFUSED_MEMO_KEY = "noeta.refused"
 
+#: Memo key under which the workflow records a switch to the next of its fallback providers.
+PROVIDER_FALLBACK_MEMO_KEY = "noeta.provider_fallback"
+
 #: Redis pub/sub channels of streamed deltas: ``{prefix}{namespace}:{task_id}``.
 DELTA_CHANNEL_PREFIX = "noeta:deltas:"
 #: Signal a delta subscriber sends to a task it reads the stream of (seconds it will listen): the
@@ -174,3 +177,8 @@ PATCH_COMPACTION = "compaction"
 """The task's context is compacted (a compact_context activity) before a model call that would pass
 its window's threshold, or after a call refused as too long. Asked only when a compaction is about
 to be scheduled, so a task that never reaches the threshold pays nothing."""
+PATCH_PROVIDER_FALLBACK = "provider-fallback"
+"""A model call that failed on the task's current provider in a way another provider may not share
+(noeta.protocols.fallback.falls_back) is made again on the next of ``Options.fallback_providers``,
+after a memo (PROVIDER_FALLBACK_MEMO_KEY) records the switch. Asked only when a switch happens, so
+tasks without fallback providers, or whose provider never fails, pay nothing."""

@@ -178,6 +178,7 @@ async def prepare(task: TaskInput) -> PrepareOutput:
         agents=[subagent_tool(a.name, a.description) for a in task.subagents],
         priced_provider=task.provider if priced else None,
         priced_model=task.model if priced else None,
+        fallback_providers=[choice.provider for choice in task.fallback_providers],
     )
     retries = retry_policy(BOOKKEEPING, task.max_retries, TASK_FATAL_TOOL_ERRORS)
     summary = f"prepare: {len(task.tools)} tool(s)" + (
@@ -214,7 +215,7 @@ async def call_model(task: TaskInput, request: CallModelInput) -> CallModelOutpu
     ``provider_failure``)."""
     options, retries = task.model_activity, provider_retries(task)
     request = dataclasses.replace(request, budget=attempt_budget(task, options, retries))
-    summary = f"{task.provider} {task.model or ''} · turn {request.turn}".replace("  ", " ")
+    summary = f"{request.provider} {request.model or ''} · turn {request.turn}".replace("  ", " ")
     try:
         out = await execute(
             CALL_MODEL, request, CallModelOutput, summary, options,
