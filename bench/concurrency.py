@@ -847,7 +847,7 @@ def scenarios(args: argparse.Namespace) -> list[tuple[int, int]]:
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     from noeta.client.embedded import EmbeddedServer
 
-    systems = [args.only] if args.only else [
+    systems = [args.only] if args.only else args.systems.split(",") if args.systems else [
         *SYSTEMS, *(SANDBOX_VARIANTS if args.with_sandbox_variants else ()),
         *((READS_RESULTS_FLOOR,) if args.with_floor_reading_results else ()),
     ]
@@ -933,6 +933,7 @@ def main() -> None:
     parser.add_argument("--agents", type=int, action="append", help="tasks started at once (repeatable)")
     parser.add_argument("--steps", type=int, action="append", help="tool steps per task (one per --agents)")
     parser.add_argument("--only", choices=[*SYSTEMS, *SANDBOX_VARIANTS, READS_RESULTS_FLOOR])
+    parser.add_argument("--systems", metavar="A,B", help="measure these systems, in this order (e.g. baseline,noeta-local)")
     parser.add_argument("--with-sandbox-variants", action="store_true",
                         help="also measure the floor outside the sandbox and Noeta tasks with a policy of their own")
     parser.add_argument("--with-floor-reading-results", action="store_true",

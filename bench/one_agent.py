@@ -9,6 +9,8 @@ repetition, runs one task of K tool steps to its end with
 - ``query()`` (``noeta`` and ``noeta-local``): the caller's process runs the worker, as a script
   does; the tool is bench/scripted_agent.py's, declared ``local=True`` for ``noeta-local``; "first
   model call" is when the scripted provider is first called, counted from the ``aquery()`` call;
+- ``noeta-local-not-eager``: ``noeta-local`` with the start's eager request taken out (a
+  diagnostic: what eager workflow start saves before the first model call);
 - the floor (``baseline``): bench/baseline_loop.py on a worker in this process, started with
   ``start_workflow`` and awaited; "first model call" is when its model activity first runs.
 
@@ -39,7 +41,7 @@ from baseline_activities import LoopInput, LoopResult, ModelInput, ModelReply  #
 from scripted_agent import ScriptedProvider, bench_output, bench_output_local  # noqa: E402
 from workload import final_answer, goal_for  # noqa: E402
 
-SYSTEMS = ("baseline", "noeta", "noeta-local")
+SYSTEMS = ("baseline", "noeta", "noeta-local", "noeta-local-not-eager")
 _first_call: list[float] = []
 
 
@@ -50,6 +52,23 @@ class FirstCallProvider(ScriptedProvider):
         if not _first_call:
             _first_call.append(time.perf_counter())
         return await super().complete(request)
+
+
+_eager = [True]
+
+
+def _allow_eager_start_switch() -> None:
+    """Let ``_eager[0] = False`` take the eager request out of every start (noeta-local-not-eager)."""
+    from temporalio.client import Client
+
+    start = Client.start_workflow
+
+    async def start_workflow(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if not _eager[0]:
+            kwargs["request_eager_start"] = False
+        return await start(self, *args, **kwargs)
+
+    Client.start_workflow = start_workflow  # type: ignore[method-assign]
 
 
 async def run_query(address: str, home: Path, steps: int, output_bytes: int, local: bool) -> tuple[float, float]:
@@ -102,6 +121,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     from noeta.client.embedded import EmbeddedServer
 
     figures: dict[str, list[tuple[float, float]]] = {name: [] for name in SYSTEMS}
+    _allow_eager_start_switch()
     with tempfile.TemporaryDirectory(prefix="noeta-one-agent-") as tmp:
         server = EmbeddedServer(Path(tmp) / "temporal", headless=True).start()
         try:
@@ -110,8 +130,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     if name == "baseline":
                         wall, first = await run_floor(server.address, args.steps, args.tool_output_bytes)
                     else:
+                        _eager[0] = name != "noeta-local-not-eager"
                         wall, first = await run_query(
-                            server.address, Path(tmp), args.steps, args.tool_output_bytes, name == "noeta-local"
+                            server.address, Path(tmp), args.steps, args.tool_output_bytes, name != "noeta"
                         )
                     if rep:
                         figures[name].append((wall, first))

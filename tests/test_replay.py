@@ -106,3 +106,19 @@ def test_compact_payload_histories_are_recorded():
 async def test_replay(path: Path):
     failure = await replay(load(path))
     assert failure is None, f"{path.name} no longer replays: {failure}"
+
+
+def test_refuse_update_histories_are_recorded():
+    # A human's refusal arrives as the `refuse` update (its own name on the UI's timeline), and the
+    # call a human approved is scheduled under a summary naming the approver.
+    history = json.loads((ROOT / "refuse-update" / "refusals.json").read_text())
+    names = [
+        e["workflowExecutionUpdateAcceptedEventAttributes"]["acceptedRequest"]["input"]["name"]
+        for e in history["events"] if e["eventType"] == "EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED"
+    ]
+    assert names == ["refuse", "approve"]
+    summaries = [
+        base64.b64decode(e["userMetadata"]["summary"]["data"]).decode()
+        for e in history["events"] if "summary" in e.get("userMetadata", {})
+    ]
+    assert any(s.startswith('"approved by alice: wire_money(') for s in summaries), summaries

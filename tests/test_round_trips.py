@@ -47,9 +47,11 @@ async def test_activities_are_dispatched_with_the_workflow_task_that_schedules_t
 
             async def reported() -> bool:  # the server publishes its counters about once a second
                 text = await metrics()
-                return counter(text, "workflow_eager_execution", taskqueue="eager") >= 1 and counter(
-                    text, "service_requests", operation="StartWorkflowExecution", service_name="history"
-                ) >= 2
+                return (
+                    counter(text, "workflow_eager_execution", taskqueue="eager") >= 1
+                    and counter(text, "service_requests", operation="StartWorkflowExecution", service_name="history") >= 2
+                    and counter(text, "service_requests", operation="RespondActivityTaskCompleted", service_name="frontend") >= 3
+                )
 
             other = await client.start("y", Options(provider=provider), task_queue="no-worker-here")
             await eventually(reported)

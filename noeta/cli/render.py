@@ -76,6 +76,8 @@ def describe(env: EventEnvelope) -> str:
             line += f" · ${p.usage.cost_usd:.6f}"
     elif env.type in ("ApprovalGranted", "ApprovalDenied"):
         line = approval_text(p)
+    elif env.type == "ProviderFallback":
+        line = f"{p.from_provider} → {p.to_provider}{f' ({p.to_model})' if p.to_model else ''}: {p.error_type}: {p.error}"
     elif env.type in ("BudgetWarning", "BudgetExceeded"):
         line = f"{p.limit}: {p.used:g} of {p.allowed:g}"
     elif env.type == "TaskCompleted":

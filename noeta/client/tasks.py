@@ -37,6 +37,7 @@ from noeta.protocols.names import (
     SIGNAL_CLOSE,
     SIGNAL_INJECT,
     UPDATE_APPROVE,
+    UPDATE_REFUSE,
     UPDATE_SEND_GOAL,
     workflow_name_for,
 )
@@ -264,9 +265,11 @@ class TaskOperations:
         try:
             async with self.connection.reaching(task_id):
                 # The name rides along for the model's feedback ("Not approved by ..."); the record
-                # takes the approver from the update's caller identity.
+                # takes the approver from the update's caller identity. Two update names, so the
+                # Temporal UI's timeline shows which answer it was.
                 name = parse_identity(approver)[0] if approver else None
-                await handle.execute_update(UPDATE_APPROVE, ApprovalInput(call_id, approved, reason, name, arguments))
+                update = UPDATE_APPROVE if approved else UPDATE_REFUSE
+                await handle.execute_update(update, ApprovalInput(call_id, approved, reason, name, arguments))
         except WorkflowUpdateFailedError as err:
             raise translate_failure(err) from err
 

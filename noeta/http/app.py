@@ -25,7 +25,7 @@ from starlette.middleware import Middleware
 from noeta import __version__
 from noeta.client.client import AsyncClient
 from noeta.errors import ConfigurationError
-from noeta.http import console, openapi, routes
+from noeta.http import console, openapi, routes, tenancy
 from noeta.http.errors import EXCEPTION_HANDLERS
 from noeta.http.quotas import SpendQuotas
 from noeta.http.routes import AppState
@@ -33,6 +33,7 @@ from noeta.http.sse import KEEPALIVE_SECONDS
 from noeta.http.tracing import TraceContext
 from noeta.security.http_guard import GuardConfig, RequestGuard, ServerSettings
 from noeta.security.scrub import scrub
+from noeta.telemetry.logs import handler_installed
 
 logger = logging.getLogger(__name__)
 
@@ -122,6 +123,7 @@ async def serve(
         logger.warning("noeta serve has no API keys (NOETA_API_KEYS): any local process can use it")
     quotas = quotas or SpendQuotas.from_env()
     await quotas.check_cluster(client)
+    await tenancy.check_cluster(client, guard)
     if quotas.active:
         # Key ids (hash prefixes), so an operator can give a key its own quota (NOETA_KEY_QUOTAS).
         logger.info("spend quotas on; API key ids: %s", ", ".join(k.id for k in guard.fixed_keys()) or "anonymous")
@@ -130,6 +132,9 @@ async def serve(
         host=host,
         port=port,
         log_level=log_level,
+        # With Noeta's log handler installed (noeta serve), uvicorn's loggers write through it (JSON
+        # with NOETA_LOG_FORMAT=json) instead of through plain-text handlers of their own.
+        log_config=None if handler_installed() else uvicorn.config.LOGGING_CONFIG,
         timeout_graceful_shutdown=5,  # open SSE streams would otherwise hold shutdown forever
     )
     access_log = logging.getLogger("uvicorn.access")

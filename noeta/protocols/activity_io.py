@@ -41,6 +41,8 @@ class PrepareInput:
     priced_provider: str | None = None
     """Set when the task has a cost limit: the worker checks that this provider's model has a price."""
     priced_model: str | None = None
+    fallback_providers: list[str] = field(default_factory=list)
+    """Registry names of the task's fallback providers: each must be registered on the worker."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +154,9 @@ class CallModelInput:
     """Unique per logical model call and stable across its attempts: the worker records the
     finished call under it, so an attempt retried after its completion was lost returns the
     recorded answer instead of calling the model again."""
+    max_tool_output_tokens: int | None = None
+    """The task's cap on each tool result in the request (None: none, as in calls recorded before
+    the cap existed); applied by the worker as it builds the request (noeta.protocols.tool_output_cap)."""
     context: CompactedContext | None = None
     """Set once the task's context was compacted: what the model sees of the transcript's
     beginning (None: the whole transcript, as before)."""
@@ -232,6 +237,9 @@ class CheckGuardsInput:
     metadata: dict[str, Any] = field(default_factory=dict)
     """``Options.metadata``, handed to guards as ``GuardContext.metadata``."""
     env: RunEnv | None = None
+    second_look: bool = False
+    """The guards' second look at a call an approver edited: an ``ask`` waits for nobody (no
+    approval is counted or notified)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ ProviderCallStarted          a model call was scheduled (turn, model)
 ProviderCallRetried          an attempt of a model call failed and another follows (attempt, error)
 ProviderCallCompleted        the model answered (stop reason, usage, attempt)
 ProviderCallFailed           the model call failed for good (error, attempt)
+ProviderFallback             the task moved to its next fallback provider (from, to, the error)
 ToolCallProposed             the model asked for a tool call (call id, tool, arguments)
 GuardVerdict                 a guard's verdict on a proposed action (allow, deny, ask)
 ApprovalRequested            a guard sent an action to a human; the task waits (durably)
@@ -61,6 +62,7 @@ from noeta.protocols.events_calls import (
     ProviderCallFailed,
     ProviderCallRetried,
     ProviderCallStarted,
+    ProviderFallback,
     ResourceCallObserved,
     SubtaskCompleted,
     SubtaskSpawned,
@@ -140,6 +142,7 @@ EventPayload = (
     | TaskForked
     | TaskStalled
     | ContextCompacted
+    | ProviderFallback
 )
 
 #: Each payload type by its name, in the union's order.
@@ -196,6 +199,7 @@ __all__ = [
     "ProviderCallFailed",
     "ProviderCallRetried",
     "ProviderCallStarted",
+    "ProviderFallback",
     "ResourceCallObserved",
     "ResourcesEquipped",
     "ResourcesReleased",

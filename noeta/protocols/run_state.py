@@ -8,6 +8,7 @@ from typing import Any
 
 from noeta.protocols.activity_io import CompactedContext
 from noeta.protocols.budget import CallCounts
+from noeta.protocols.fallback import ProviderUsage
 from noeta.protocols.interaction import GoalInput, InjectInput, TaskResult
 from noeta.protocols.messages import ContentRef, Message, Usage
 from noeta.protocols.resources import EquippedResource
@@ -73,6 +74,11 @@ class Carry:
     base of the count of the next request (noeta.workflows.compaction)."""
     context: CompactedContext | None = None
     """What the model sees instead of the transcript's beginning, once it was compacted."""
+    provider_index: int = 0
+    """The provider the task calls: 0 its own, n the n-th of its ``fallback_providers`` (once a
+    fallback happened; carried so a continued run stays on it)."""
+    usage_by_provider: list[ProviderUsage] = field(default_factory=list)
+    """The task's own model calls by provider and model; kept only by tasks with fallback providers."""
 
 
 @dataclass(frozen=True, slots=True)

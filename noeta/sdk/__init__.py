@@ -34,6 +34,8 @@ _LAZY: dict[str, str] = {
     "HostConfig": "noeta.client.options",
     "Options": "noeta.client.options",
     "SubAgent": "noeta.client.options",
+    "Fallback": "noeta.client.task_input",
+    "ProviderUsage": "noeta.protocols.fallback",
     "project": "noeta.client.projection",
     "envelope_to_dict": "noeta.client.wire",
     "ContentKindSpec": "noeta.context.content_channel",
@@ -134,6 +136,8 @@ if TYPE_CHECKING:
         as_messages,
     )
     from noeta.client.options import HostConfig, Options, SubAgent
+    from noeta.client.task_input import Fallback
+    from noeta.protocols.fallback import ProviderUsage
     from noeta.client.projection import project
     from noeta.client.sync import Client
     from noeta.client.wire import envelope_to_dict
@@ -226,7 +230,7 @@ __all__ = [
     "ActivityOptions", "AssistantMessage", "AsyncClient", "AttemptsExhaustedError", "BudgetExceededError", "CallCounts", "Client",
     "ConfigurationError", "ModelPrice", "PriceTable", "QuotaExceededError", "UsageLimits",
     "ContentIntegrityError", "ContentKindSpec", "ContentMissingError", "ContentStore", "ContentStoreError",
-    "Compaction", "ContextCompactedView", "ContextLengthError", "DecoratedTool", "HostConfig",
+    "Compaction", "ContextCompactedView", "Fallback", "ProviderUsage", "ContextLengthError", "DecoratedTool", "HostConfig",
     "InjectedMessage", "LocalContentStore", "MemoryStore", "NoetaError", "Options",
     "PayloadTooLargeError", "ProviderError", "QueryResult", "Registry", "Result", "SdkMcpServer",
     "TaskCancelledError", "TaskFailedError", "TaskNotFoundError", "TaskNotOpenError", "TaskAlreadyExistsError", "TaskResult",

@@ -21,6 +21,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from noeta.errors import ContextLengthError
 from noeta.protocols.activity_io import CallModelInput, CallModelOutput, CompactContextInput, CompactContextOutput
 from noeta.protocols.compaction import compaction_due
+from noeta.protocols.fallback import current_choice
 from noeta.protocols.context_window import context_window, estimate_message_tokens, estimate_tokens
 from noeta.protocols.messages import Message
 from noeta.protocols.names import COMPACT_CONTEXT, PATCH_COMPACTION
@@ -40,8 +41,10 @@ class ContextKeeper:
 
     def window(self) -> int | None:
         """The model's context window in tokens (None: not known)."""
-        task = self._run.task
-        return context_window(task.model or self._run.state.model, task.context_window_tokens)
+        task, state = self._run.task, self._run.state
+        # The model the task calls now: its own, or a fallback provider's (noeta.workflows.fallback).
+        model = current_choice(task.provider, task.model, task.fallback_providers, state.provider_index).model
+        return context_window(model or state.model, task.context_window_tokens)
 
     def count(self) -> int:
         """The tokens of the request about to be sent: the last call's reported size plus the

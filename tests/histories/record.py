@@ -23,6 +23,7 @@ from noeta.client.config import Settings
 from noeta.client.embedded import EmbeddedServer
 from noeta.client.events import first_run_id
 from noeta.client.options import HostConfig, Options, SubAgent
+from noeta.client.task_input import Fallback
 from noeta.builtins.tools import calculator, current_time, word_count
 from noeta.context.content_store import LocalContentStore
 from noeta.errors import NoetaError, ProviderError
@@ -98,6 +99,13 @@ _store: list[LocalContentStore] = []
 @tool(name="screenshot", version="1", input_schema={"type": "object"}, description="Take a picture of the screen.")
 def screenshot(arguments: dict, ctx: ToolContext) -> ToolResult:
     return ToolResult(success=True, output="captured", images=[image(PIXEL, "image/png", _store[0])])
+
+
+def _up_then_down(request):
+    """Answers the first call with a tool call, then is down (503 on every attempt)."""
+    if any(getattr(b, "type", "") == "tool_result" for m in request.messages for b in m.content):
+        return _fail(request)
+    return call(("c0", "add", {"a": 0, "b": 1}))
 
 
 def positive_n(data) -> bool | str:
@@ -254,6 +262,19 @@ SCENARIOS = {
         ),
         dict(goal="compute", options=Options(allowed_tools=[calculator, word_count, current_time])),
     ),
+    # A provider that goes down after its first answer: the task moves to its fallback provider
+    # (one memo, PATCH_PROVIDER_FALLBACK) and stays there across continue-as-new.
+    "provider_fallback": (
+        FakeLLMProvider(responder=_up_then_down),
+        dict(
+            goal="count",
+            options=Options(
+                allowed_tools=[add], max_retries=1, max_history_events=40,
+                fallback_providers=[Fallback("backup", model="backup-model")],
+            ),
+            fallbacks={"backup": FakeLLMProvider(responder=_count_to_four)},
+        ),
+    ),
     # A task-scoped resource exposed to a sub-agent the model calls, with a scope (task-resources).
     "resources": (
         FakeLLMProvider(responder=delegate_to_reader),
@@ -290,6 +311,8 @@ async def record(names: list[str], into: Path = HERE) -> None:
                     options: Options = spec["options"](url) if made else spec["options"]
                     registry = registry_for(options, store)
                     registry.add_provider(provider)
+                    for fallback_name, fallback in spec.get("fallbacks", {}).items():
+                        registry.add_provider(fallback, name=fallback_name)
                     registry.prices = spec.get("prices")
                     task_id = await run_scenario(client, registry, name, spec, options)
                 runs = await run_histories(client, task_id)

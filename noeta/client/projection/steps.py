@@ -201,9 +201,9 @@ class Steps:
         attempt = self._attempt.get(scheduled_id, 1)
         earlier = [AttemptFailure(**f) for f in failure_details(failure).get("attempt_failures", [])][:-1]
         if sched.activity == CALL_MODEL:
-            provider = self.task.provider
+            provider = sched.input.provider  # the task's, or a fallback provider's
             for failed in earlier:
-                self._provider_retry(failed, event, sched.seq)
+                self._provider_retry(provider, failed, event, sched.seq)
             self._log.emit(
                 ev.ProviderCallFailed(provider=provider, error=message, error_type=error_type, attempt=attempt),
                 f"provider:{provider}",
@@ -272,10 +272,10 @@ class Steps:
             self._transcript.append([message], "human" if message.origin == "human" else "engine", event, seq)
 
     def _model_answered(self, out: CallModelOutput, sched: _Scheduled, event: HistoryEvent) -> None:
-        provider = self.task.provider
+        provider = sched.input.provider  # the task's, or a fallback provider's
         actor = f"provider:{provider}"
         for failed in out.retried:
-            self._provider_retry(failed, event, sched.seq)
+            self._provider_retry(provider, failed, event, sched.seq)
         seq = self._log.emit(
             ev.ProviderCallCompleted(
                 provider=provider, stop_reason=out.response.stop_reason, usage=out.response.usage, attempt=out.attempt
@@ -358,8 +358,7 @@ class Steps:
                 denied = finish_denied_feedback(denied_by_guard(deciding.guard, deciding.reason))
                 self._transcript.feedback(denied, event, self._log.last_seq)
 
-    def _provider_retry(self, failed: AttemptFailure, event: HistoryEvent, cause: int) -> None:
-        provider = self.task.provider
+    def _provider_retry(self, provider: str, failed: AttemptFailure, event: HistoryEvent, cause: int) -> None:
         self._log.emit(
             ev.ProviderCallRetried(
                 provider=provider,
