@@ -144,7 +144,7 @@ async def main(args: argparse.Namespace) -> None:
             ), return_exceptions=True)
             await stall_while(raw, proxy, args.stall_seconds, args.flow_seconds)
             raw_outcomes = await raw
-            raw_failed = {i for i, o in zip(raw_ids, raw_outcomes) if isinstance(o, BaseException)}
+            raw_failed = {i for i, o in zip(raw_ids, raw_outcomes, strict=True) if isinstance(o, BaseException)}
             raw_runs = set(await on_server(client, base_queue, args.starts - len(raw_failed)))
             print(f"baseline: starts that raised      {len(raw_failed)} "
                   f"{dict(collections.Counter(type(o).__name__ for o in raw_outcomes if isinstance(o, BaseException)))}")

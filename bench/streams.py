@@ -131,6 +131,14 @@ async def scenario(
                   and e.workflow_execution_signaled_event_attributes.signal_name == WORKFLOW_STREAM_PUBLISH)
     latencies = sorted(1000 * (at - provider.emitted[d.text]) for d, at in received if d.text in provider.emitted)
     offsets = [d.offset for d, _ in received]
+    started = {e.event_id: e.event_time.ToMicroseconds() for e in events if e.HasField("activity_task_started_event_attributes")}
+    durations = sorted(
+        (e.event_time.ToMicroseconds() - started[e.activity_task_completed_event_attributes.started_event_id]) / 1000
+        for e in events if e.HasField("activity_task_completed_event_attributes")
+        and e.activity_task_completed_event_attributes.started_event_id in started
+        and any(x.event_id == e.activity_task_completed_event_attributes.scheduled_event_id
+                and x.activity_task_scheduled_event_attributes.activity_type.name == "noeta.call_model" for x in events)
+    )
     if record is not None and name in ("listener", "continue-as-new"):
         record.mkdir(parents=True, exist_ok=True)
         for number, run in enumerate(runs, start=1):
@@ -141,6 +149,7 @@ async def scenario(
         "bytes": sum(e.ByteSize() for e in events), "signals": signals,
         "streamed": len(provider.emitted), "received": len(received),
         "in_order": offsets == sorted(o for o in offsets if o is not None),
+        "call_ms": statistics.median(durations) if durations else None,
         "p50": statistics.median(latencies) if latencies else None,
         "p95": latencies[int(0.95 * (len(latencies) - 1))] if latencies else None,
     }
@@ -157,8 +166,8 @@ async def main(args: argparse.Namespace) -> None:
                   f"{platform.python_version()} · {time.strftime('%Y-%m-%d %H:%M')}")
             print(f"# {args.calls} model calls per task, {args.pieces} pieces of {args.piece_chars} chars "
                   f"{args.piece_seconds * 1000:.0f} ms apart ({args.pieces * args.piece_chars} chars a call)")
-            print("| scenario | runs | events / call | history bytes / call | added over off / call | publish signals / call | pieces received / streamed | offsets in order | latency p50 / p95 ms |")
-            print("|---|---:|---:|---:|---:|---:|---:|---|---:|")
+            print("| scenario | runs | events / call | history bytes / call | added over off / call | publish signals / call | model call ms p50 | pieces received / streamed | offsets in order | latency p50 / p95 ms |")
+            print("|---|---:|---:|---:|---:|---:|---:|---:|---|---:|")
             base = None
             for name in ("off", "nobody", "listener", "continue-as-new"):
                 r = await scenario(name, client, reader, host.store(), args, args.record)
@@ -166,7 +175,7 @@ async def main(args: argparse.Namespace) -> None:
                 base = per_call if base is None else base
                 latency = "–" if r["p50"] is None else f"{r['p50']:.0f} / {r['p95']:.0f}"
                 print(f"| {name} | {r['runs']} | {r['events'] / r['calls']:.1f} | {per_call:,.0f} | {per_call - base:+,.0f} | "
-                      f"{r['signals'] / r['calls']:.2f} | {r['received']} / {r['streamed'] if name in ('listener', 'continue-as-new') else '–'} | "
+                      f"{r['signals'] / r['calls']:.2f} | {r['call_ms']:.0f} | {r['received']} / {r['streamed'] if name in ('listener', 'continue-as-new') else '–'} | "
                       f"{r['in_order'] if r['received'] else '–'} | {latency} |", flush=True)
             await reader.close()
             await client.close()

@@ -39,8 +39,10 @@ BATCH_SECONDS = (0.5, 2.0)
 LISTEN_CHECK_SECONDS = 1.0
 #: Seconds a reader's listen signal lasts; it renews it at half of that.
 LISTEN_LEASE_SECONDS = 120.0
-#: How often a reader asks for new items while the task runs.
+#: How often a reader asks for new items while the task runs (doubling, up to IDLE_POLL_SECONDS,
+#: while nothing new comes: a reader of an idle task costs its worker little).
 POLL_SECONDS = 0.2
+IDLE_POLL_SECONDS = 1.0
 #: Longest the end of a call waits for its last batch to be taken (the model call never fails for it).
 FINAL_FLUSH_SECONDS = 10.0
 _JSON = {"encoding": b"json/plain"}
@@ -119,7 +121,7 @@ class CallPublisher:
 
     async def _someone_listens(self) -> bool:
         try:
-            until = await self._handle.query(QUERY_STREAM_LISTENING, result_type=float)
+            until = await asyncio.wait_for(self._handle.query(QUERY_STREAM_LISTENING, result_type=float), 5)
         except (RPCError, Exception) as err:  # noqa: BLE001 (an older workflow has no such query)
             logger.debug("cannot ask whether someone listens to %s: %s", self._handle.id, err)
             return False
@@ -150,6 +152,7 @@ async def read_task_stream(
     latest = temporal.get_workflow_handle(task_id)
     offset = 0 if after is None else after + 1
     renew_at = end_check_at = 0.0
+    idle = 0  # polls in a row that brought nothing
     run: Any = None  # the handle of the run being read
     while True:
         now = time.monotonic()
@@ -174,6 +177,7 @@ async def read_task_stream(
             for delta in batch_deltas(task_id, _payload(item.data), item.offset):
                 yield delta
         offset = max(offset, result.next_offset)
+        idle = 0 if result.items else idle + 1
         if result.more_ready:
             continue
         if now >= end_check_at:  # once a second: has the run ended? Then read its rest, and go on.
@@ -189,7 +193,7 @@ async def read_task_stream(
                     return
                 run = None
                 continue
-        await asyncio.sleep(poll_seconds)
+        await asyncio.sleep(min(poll_seconds * 2 ** min(idle, 8), max(poll_seconds, IDLE_POLL_SECONDS)))
 
 
 async def _poll(run: Any, offset: int) -> PollResult | None:
