@@ -107,21 +107,22 @@ async def main(args: argparse.Namespace) -> None:
             wall = time.monotonic() - began
             returned = [o for o in outcomes if isinstance(o, str)]
             raised = collections.Counter(type(o).__name__ for o in outcomes if not isinstance(o, str))
-            requested = set(given) | {o for o in returned if o not in given}
-            ids = await on_server(client, queue, len(requested))
+            # Each start without an id asks for one fresh id (the client makes it once, for every resend).
+            requested = len(set(given)) + args.starts - args.given
+            ids = await on_server(client, queue, requested)
             runs = collections.Counter(ids)
             print(f"# {platform.node()} · {platform.machine()} · {os.cpu_count()} cores · Python "
                   f"{platform.python_version()} · {time.strftime('%Y-%m-%d %H:%M')} · attempt timeout "
                   f"{args.attempt_timeout} s · answers held back {args.stall_seconds} s of every "
                   f"{args.stall_seconds + args.flow_seconds} s ({cycles} times)")
             print(f"starts sent                       {len(calls)} ({args.given} with an id, {args.starts - args.given} without)")
-            print(f"distinct ids requested            {len(requested)}")
+            print(f"distinct ids requested            {requested}")
             print(f"starts that raised                {sum(raised.values())} {dict(raised) or ''}")
             print(f"starts sent again after a timeout {resends.count} {dict(resends.statuses)}")
             print(f"tasks on the server               {len(runs)}")
             print(f"duplicates (ids with > 1 run)     {sum(1 for n in runs.values() if n > 1)}")
             print(f"orphans (tasks no start returned) {len(set(runs) - set(returned))}")
-            print(f"ids requested without a task      {len(requested - set(runs))}")
+            print(f"given ids without a task          {len(set(given) - set(runs))}")
             print(f"burst wall time                   {wall:.1f} s")
 
             same = await client.start("Count to 3.", Options(), task_id=given[0], task_queue=queue)

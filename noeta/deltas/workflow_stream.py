@@ -23,7 +23,7 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio.api.common.v1 import Payload
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowQueryFailedError
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHistoryEventFilterType, WorkflowQueryFailedError
 from temporalio.contrib.workflow_streams import PollInput, PollResult, WorkflowStreamClient
 from temporalio.service import RPCError
 
@@ -170,7 +170,7 @@ async def read_task_stream(
             if status is not None and status != WorkflowExecutionStatus.RUNNING:
                 if status != WorkflowExecutionStatus.CONTINUED_AS_NEW:
                     return  # an ended task whose stream cannot be read any more: done
-                run = None
+                run = await _next_run(temporal, run)
             await asyncio.sleep(poll_seconds)
             continue
         for item in result.items:
@@ -191,7 +191,7 @@ async def read_task_stream(
                     offset = max(offset, item.offset + 1)
                 if status != WorkflowExecutionStatus.CONTINUED_AS_NEW:
                     return
-                run = None
+                run = await _next_run(temporal, run)  # the very next run, even if it too has ended
                 continue
         await asyncio.sleep(min(poll_seconds * 2 ** min(idle, 8), max(poll_seconds, IDLE_POLL_SECONDS)))
 
@@ -203,6 +203,18 @@ async def _poll(run: Any, offset: int) -> PollResult | None:
     except (RPCError, WorkflowQueryFailedError) as err:
         logger.debug("cannot read the delta stream of %s yet: %s", run.id, err)
         return None
+
+
+async def _next_run(temporal: Client, run: Any) -> Any:
+    """The run ``run`` continued as new into (its close event names it); None: the latest."""
+    try:
+        async for event in run.fetch_history_events(event_filter_type=WorkflowHistoryEventFilterType.CLOSE_EVENT):
+            next_id = event.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
+            if next_id:
+                return temporal.get_workflow_handle(run.id, run_id=next_id)
+    except RPCError as err:
+        logger.debug("cannot find the run after %s: %s", run.run_id, err)
+    return None
 
 
 async def _run_id(handle: Any) -> str | None:
