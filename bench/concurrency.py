@@ -11,7 +11,8 @@ worker runs in a process of its own (bench/bench_worker.py) with the same worker
 driver starts all N tasks at once and waits for every result.
 
 Noeta: ``build_worker`` with a scripted provider (a tool call while the transcript holds fewer than
-K tool results, then an answer) and one tool. Floor: bench/baseline_loop.py, a hand-written
+K tool results, then an answer) and one tool; "noeta-local" the same tool declared ``local=True``
+(a local activity). Floor: bench/baseline_loop.py, a hand-written
 workflow with a "model" and a "tool" activity per step, same output bytes, pydantic converter; its
 model counts steps and never sees a tool result. With --with-floor-reading-results also that loop
 with each tool output passed on to the next model call ("baseline-reads-results"), the least an
@@ -26,7 +27,8 @@ Figures per system and scenario: steps/s (N*K over the wall time from the first 
 result), worker CPU ms per step (user+sys of the worker process over that window; each run's line
 also splits it by thread: the SDK core's Rust threads, Python's), the worker's
 peak RSS (reset after a warm-up), p50/p99 task latency, history events and bytes per step,
-workflow tasks timed out and search-attribute/memo upserts per task (from a sample of histories),
+workflow tasks per step, workflow tasks timed out and search-attribute/memo upserts per task (from a
+sample of histories), the server's frontend requests per step (with --server-metrics),
 server CPU ms per step, failures; then Noeta/floor ratios, and with --repeat each interleaved
 pair's ratio too (median, min–max; the systems' order alternates between repetitions). With
 --server-metrics also the dev server's own operation counts per step (history writes, timer,
@@ -88,7 +90,8 @@ from tests.support.server_metrics import scrape as scrape_server
 
 T = TypeVar("T")
 
-SYSTEMS = ("baseline", "noeta")
+#: The floor, Noeta with an ordinary tool, and Noeta with the same tool declared local=True.
+SYSTEMS = ("baseline", "noeta", "noeta-local")
 #: Measured on request (--with-sandbox-variants), to tell the workflow sandbox's share apart: the
 #: floor outside the sandbox, and Noeta tasks with a policy of their own (AgentWorkflow, sandboxed).
 SANDBOX_VARIANTS = ("baseline-unsandboxed", "noeta-sandboxed")
@@ -279,7 +282,7 @@ class System:
 async def noeta_system(address: str, home: Path, args: argparse.Namespace, name: str = "noeta") -> System:
     """Noeta on the built-in policy (AgentWorkflow.builtin, no sandbox), or with ``name``
     "noeta-sandboxed" the same tasks with a policy of their own (AgentWorkflow, in the sandbox)."""
-    from scripted_agent import OwnPolicy, bench_output
+    from scripted_agent import OwnPolicy, bench_output, bench_output_local
 
     from noeta.client.client import AsyncClient
     from noeta.client.config import Settings
@@ -299,7 +302,8 @@ async def noeta_system(address: str, home: Path, args: argparse.Namespace, name:
 
     async def start(task_id: str, steps: int, output_bytes: int, queue: str) -> None:
         options = Options(
-            provider=PROVIDER_NAME, allowed_tools=[bench_output], max_turns=steps + 1,
+            provider=PROVIDER_NAME, allowed_tools=[bench_output_local if name == "noeta-local" else bench_output],
+            max_turns=steps + 1,
             policy=OwnPolicy() if name == "noeta-sandboxed" else None, **chosen,
         )
         await client.start(goal_for(steps, output_bytes), options, task_id=task_id, task_queue=queue)
@@ -498,6 +502,10 @@ class Figures:
     Python's threads (event loop, pools) as "python"."""
     server_operations_per_step: dict[str, float] = field(default_factory=dict)
     """With --server-metrics: what the server did during the run, per step (tests/support/server_metrics.py)."""
+    server_requests_per_step: float | None = None
+    """With --server-metrics: the requests the server's services handled (``service_requests`` of
+    its frontend, history and matching services, every operation: polls, completions, starts, the
+    driver's result calls), per step."""
     errors: list[str] = field(default_factory=list)
 
 
@@ -590,8 +598,17 @@ async def measure(
         server_operations_per_step=(
             operations_per_step(operations0, operations1, done_steps) if operations0 and operations1 else {}
         ),
+        server_requests_per_step=requests_per_step(operations0, operations1, done_steps),
         errors=batch.errors[:5],
     )
+
+
+def requests_per_step(before: dict[str, float] | None, after: dict[str, float] | None, steps: int) -> float | None:
+    """The server's requests (``service_requests``, all services and operations) during the run, per step."""
+    if not before or not after or not steps:
+        return None
+    ops = operations_per_step(before, after, steps)
+    return sum(v for k, v in ops.items() if k.startswith("service_requests:"))
 
 
 async def measure_once(
@@ -650,6 +667,8 @@ COLUMNS = [
     ("p50 ms", "latency_p50_ms", "{:.0f}", "lower"),
     ("p99 ms", "latency_p99_ms", "{:.0f}", "lower"),
     ("events/step", "history_events_per_step", "{:.1f}", "lower"),
+    ("WFT/step", "workflow_tasks_per_step", "{:.2f}", "lower"),
+    ("server requests/step", "server_requests_per_step", "{:.1f}", "lower"),
     ("history B/step", "history_bytes_per_step", "{:,.0f}", "lower"),
     ("server CPU ms/step", "server_cpu_ms_per_step", "{:.2f}", "lower"),
 ]
@@ -682,6 +701,7 @@ def ratios(results: list[Figures], runs: dict[tuple[str, int, int], list[Figures
     by_key = {(f.system, f.agents, f.steps): f for f in results}
     # Noeta against the floor; with the variants measured, each also against its like.
     pairs = [("noeta / floor", "noeta", "baseline"),
+             ("noeta with a local tool / floor", "noeta-local", "baseline"),
              ("noeta / floor without sandbox", "noeta", "baseline-unsandboxed"),
              ("noeta with own policy / floor", "noeta-sandboxed", "baseline"),
              ("noeta / floor whose model reads tool results", "noeta", READS_RESULTS_FLOOR)]
@@ -827,7 +847,7 @@ def scenarios(args: argparse.Namespace) -> list[tuple[int, int]]:
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     from noeta.client.embedded import EmbeddedServer
 
-    systems = [args.only] if args.only else [
+    systems = [args.only] if args.only else args.systems.split(",") if args.systems else [
         *SYSTEMS, *(SANDBOX_VARIANTS if args.with_sandbox_variants else ()),
         *((READS_RESULTS_FLOOR,) if args.with_floor_reading_results else ()),
     ]
@@ -913,6 +933,7 @@ def main() -> None:
     parser.add_argument("--agents", type=int, action="append", help="tasks started at once (repeatable)")
     parser.add_argument("--steps", type=int, action="append", help="tool steps per task (one per --agents)")
     parser.add_argument("--only", choices=[*SYSTEMS, *SANDBOX_VARIANTS, READS_RESULTS_FLOOR])
+    parser.add_argument("--systems", metavar="A,B", help="measure these systems, in this order (e.g. baseline,noeta-local)")
     parser.add_argument("--with-sandbox-variants", action="store_true",
                         help="also measure the floor outside the sandbox and Noeta tasks with a policy of their own")
     parser.add_argument("--with-floor-reading-results", action="store_true",

@@ -40,18 +40,22 @@ class ScriptedProvider:
         return LLMResponse(stop_reason="end_turn", content=[TextBlock(text=final_answer(done))], usage=Usage(output=5))
 
 
-@tool(
-    name=TOOL_NAME,
-    version="1",
-    input_schema={
-        "type": "object",
-        "properties": {"bytes": {"type": "integer"}, "step": {"type": "integer"}},
-        "required": ["bytes"],
-    },
-    description="Return the requested number of bytes of text.",
-)
-async def bench_output(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
+_SCHEMA = {
+    "type": "object",
+    "properties": {"bytes": {"type": "integer"}, "step": {"type": "integer"}},
+    "required": ["bytes"],
+}
+
+
+async def _output(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
     return ToolResult(success=True, output=tool_output(f"{ctx.task_id}/{ctx.call_id}", int(arguments["bytes"])))
+
+
+bench_output = tool(_output, name=TOOL_NAME, version="1", input_schema=_SCHEMA,
+                    description="Return the requested number of bytes of text.")
+#: The same tool (same identity) declared local: the bench's "noeta-local" system.
+bench_output_local = tool(_output, name=TOOL_NAME, version="1", input_schema=_SCHEMA,
+                          description="Return the requested number of bytes of text.", local=True)
 
 
 @dataclass(frozen=True)

@@ -49,11 +49,19 @@ def compose_command() -> list[str] | None:
     return None
 
 
-def compose_config(path: Path) -> subprocess.CompletedProcess[str]:
+#: What compose.yaml requires from its operator (it refuses to start without them).
+REQUIRED_ENV = {"NOETA_ENCRYPTION_KEYS": "k1:" + "A" * 44, "NOETA_CODEC_TOKENS": "t" * 32}
+
+
+def compose_config(path: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     command = compose_command()
     if command is None:
         missing("docker-compose (or the docker compose plugin)")
-    return subprocess.run([*command, "-f", str(path), "config"], capture_output=True, text=True, cwd=path.parent)
+    environ = {k: v for k, v in os.environ.items() if k not in REQUIRED_ENV}
+    return subprocess.run(
+        [*command, "-f", str(path), "config"], capture_output=True, text=True, cwd=path.parent,
+        env={**environ, **(REQUIRED_ENV if env is None else env)},
+    )
 
 
 def documents() -> list[tuple[str, dict[str, Any]]]:
@@ -78,12 +86,23 @@ def seconds(duration: str) -> float:
 # -- compose ------------------------------------------------------------------------------------
 
 
-def test_the_compose_file_is_valid():
+NOETA_SERVICES = ("setup", "worker", "serve", "codec-server")
+
+
+def compose_services() -> dict[str, Any]:
     proc = compose_config(DEPLOY / "compose.yaml")
     assert proc.returncode == 0, proc.stderr
-    services = yaml.safe_load(proc.stdout)["services"]
-    assert set(services) == {"temporal-db", "temporal", "temporal-ui", "content-db", "setup", "worker", "serve"}
-    for name in ("temporal-db", "temporal", "content-db", "worker", "serve"):
+    services: dict[str, Any] = yaml.safe_load(proc.stdout)["services"]
+    return services
+
+
+def test_the_compose_file_is_valid():
+    services = compose_services()
+    assert set(services) == {
+        "temporal-db", "temporal-schema", "temporal", "temporal-namespace", "temporal-ui", "content-db", "setup",
+        "worker", "serve", "codec-server", "otel-collector",
+    }
+    for name in ("temporal-db", "temporal", "content-db", "worker", "serve", "codec-server"):
         assert "healthcheck" in services[name], name
     # The search-attribute step runs before workers and the API start.
     assert services["setup"]["command"] == ["setup"]
@@ -93,6 +112,51 @@ def test_the_compose_file_is_valid():
     grace = float(worker["environment"]["NOETA_SHUTDOWN_GRACE_SECONDS"])
     assert seconds(worker["stop_grace_period"]) > grace
     assert worker["environment"]["NOETA_CONTENT_STORE"].startswith("postgresql://")
+
+
+def test_compose_wires_observability_and_the_codec_server():
+    services = compose_services()
+    # Every Noeta process sends its traces to the collector, over OTLP/HTTP, and logs JSON.
+    collector = services["otel-collector"]
+    assert any("otel/collector.yaml" in str(volume) for volume in collector["volumes"])
+    collector_config = yaml.safe_load((DEPLOY / "otel" / "collector.yaml").read_text())
+    otlp_http = collector_config["receivers"]["otlp"]["protocols"]["http"]["endpoint"].rsplit(":", 1)[1]
+    for name in NOETA_SERVICES:
+        env = services[name]["environment"]
+        assert env["OTEL_EXPORTER_OTLP_ENDPOINT"] == f"http://otel-collector:{otlp_http}", name
+        assert env["OTEL_EXPORTER_OTLP_PROTOCOL"] == "http/protobuf" and env["NOETA_LOG_FORMAT"] == "json", name
+        assert env["NOETA_ENCRYPTION_KEYS"] == REQUIRED_ENV["NOETA_ENCRYPTION_KEYS"], name
+    assert len({services[name]["environment"]["OTEL_SERVICE_NAME"] for name in ("worker", "serve", "codec-server")}) == 3
+    # The collector scrapes every worker replica on the port the workers serve their metrics on.
+    worker_args = parser().parse_args(services["worker"]["command"])
+    assert worker_args.metrics_host == "0.0.0.0"
+    scrape = {job["job_name"]: job for job in collector_config["receivers"]["prometheus"]["config"]["scrape_configs"]}
+    [workers] = scrape["noeta-worker"]["dns_sd_configs"]
+    assert (workers["names"], workers["port"]) == (["worker"], worker_args.metrics_port)
+    assert "metrics" in collector_config["service"]["pipelines"] and "traces" in collector_config["service"]["pipelines"]
+    # The codec server runs with its token, for the UI's origin.
+    codec = services["codec-server"]
+    assert codec["environment"]["NOETA_CODEC_TOKENS"] == REQUIRED_ENV["NOETA_CODEC_TOKENS"]
+    codec_args = parser().parse_args(codec["command"])
+    assert codec_args.ui_origin == ["http://127.0.0.1:8233"]
+    assert services["temporal-ui"]["environment"]["TEMPORAL_CODEC_ENDPOINT"] == f"http://127.0.0.1:{codec_args.port}"
+
+
+def test_compose_runs_a_maintained_temporal_and_the_ui_the_docs_describe():
+    services = compose_services()
+    images = {name: s.get("image", "") for name, s in services.items()}
+    assert not any("auto-setup" in image for image in images.values())  # deprecated
+    server, tools = images["temporal"].split(":"), images["temporal-schema"].split(":")
+    assert server[0] == "temporalio/server" and tools[0] == "temporalio/admin-tools" and server[1] == tools[1]
+    assert services["temporal"]["depends_on"]["temporal-schema"]["condition"] == "service_completed_successfully"
+    assert services["setup"]["depends_on"]["temporal-namespace"]["condition"] == "service_completed_successfully"
+    ui_version = images["temporal-ui"].split(":")[1]
+    assert f"UI {ui_version}" in (ROOT / "docs" / "inspection.md").read_text()
+
+
+def test_compose_refuses_to_start_without_keys():
+    proc = compose_config(DEPLOY / "compose.yaml", env={"NOETA_CODEC_TOKENS": "t" * 32})
+    assert proc.returncode != 0 and "NOETA_ENCRYPTION_KEYS" in proc.stderr
 
 
 def test_the_compose_validator_rejects_a_broken_file(tmp_path: Path):
@@ -138,9 +202,51 @@ def test_the_worker_deployment_fits_the_workers_shutdown_and_health():
     assert not {k for k in config if k.endswith(("_API_KEY", "CONTENT_STORE"))}
 
 
+def test_worker_metrics_are_scraped_and_disruptions_are_bounded():
+    worker = resource("Deployment", "noeta-worker")["spec"]["template"]
+    container = worker["spec"]["containers"][0]
+    args = parser().parse_args(container["args"])
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports["metrics"] == args.metrics_port and args.metrics_host == "0.0.0.0"
+    annotations = worker["metadata"]["annotations"]
+    assert (annotations["prometheus.io/scrape"], int(annotations["prometheus.io/port"])) == ("true", args.metrics_port)
+    service = resource("Service", "noeta-worker-metrics")
+    assert service["spec"]["selector"].items() <= worker["metadata"]["labels"].items()
+    assert {p["name"]: p["targetPort"] for p in service["spec"]["ports"]} == {"metrics": "metrics"}
+    monitor = yaml.safe_load((DEPLOY / "k8s" / "monitoring" / "servicemonitor.yaml").read_text())
+    assert (monitor["apiVersion"], monitor["kind"]) == ("monitoring.coreos.com/v1", "ServiceMonitor")
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+    assert [e["port"] for e in monitor["spec"]["endpoints"]] == ["metrics"]
+    budget = resource("PodDisruptionBudget", "noeta-worker")["spec"]
+    assert budget["selector"]["matchLabels"].items() <= worker["metadata"]["labels"].items()
+    assert budget["maxUnavailable"] == 1
+    config = resource("ConfigMap", "noeta-config")["data"]
+    assert config["NOETA_LOG_FORMAT"] == "json" and config["OTEL_EXPORTER_OTLP_ENDPOINT"].startswith("http")
+    codec = resource("Deployment", "noeta-codec-server")["spec"]["template"]["spec"]["containers"][0]
+    assert codec["args"][0] == "codec-server"
+    secret = resource("Secret", "noeta-secrets")["stringData"]
+    assert {"NOETA_CODEC_TOKENS", "NOETA_ENCRYPTION_KEYS"} <= set(secret)
+
+
+def test_the_dashboard_reads_only_metrics_noeta_and_temporal_export():
+    import json
+
+    from noeta.telemetry import metrics
+
+    names = {value for key, value in vars(metrics).items() if key.isupper() and isinstance(value, str) and value.startswith("noeta_")}
+    dashboard = json.loads((DEPLOY / "grafana" / "noeta-dashboard.json").read_text())
+    exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
+    used = {m for e in exprs for m in re.findall(r"\b(noeta_\w+)", e)}
+    assert used, "the dashboard shows Noeta's metrics"
+    for metric in used:
+        base = re.sub(r"_(total|bucket|count|sum)$", "", metric)
+        assert metric in names or base in names, metric
+    assert "noeta_cost_usd_total" in used and "noeta_approval_wait_bucket" in used
+
+
 def test_every_noeta_command_in_deploy_exists():
     commands = set(parser()._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
-    used = {"worker", "serve", "setup", "retention"}
+    used = {"worker", "serve", "setup", "retention", "codec-server"}
     assert used <= commands
     for _, doc in documents():
         spec = doc.get("spec", {})
@@ -172,11 +278,17 @@ def test_the_dockerfile_builds_a_small_non_root_image_from_the_checkout():
         if op == "COPY" and not arg.startswith("--from"):
             for source in arg.split()[:-1]:
                 assert (ROOT / source).exists(), f"{source} is not in the checkout"
-    assert any(op == "RUN" and 'install --no-cache-dir --no-compile ".[postgres,serve]"' in arg for op, arg in steps)
+    assert any(op == "RUN" and 'install --no-cache-dir --no-compile ".[postgres,serve,otel]"' in arg for op, arg in steps)
     entrypoint = next(arg for op, arg in runtime if op == "ENTRYPOINT")
     assert entrypoint.startswith("["), "exec form: the worker is PID 1 and receives SIGTERM"
     ignore = [line for line in (DEPLOY / "Dockerfile.dockerignore").read_text().splitlines() if line and line[0] != "#"]
     assert ignore[0] == "*" and "!noeta/" in ignore, "the build context holds only the project"
+
+
+def test_the_deploy_readme_and_the_security_docs_agree_on_serves_api_keys():
+    readme, security = (DEPLOY / "README.md").read_text(), (ROOT / "docs" / "security.md").read_text()
+    assert "NOETA_API_KEYS" in security and "NOETA_API_KEYS" in readme
+    assert "no authentication of its own" not in readme
 
 
 def test_the_readme_explains_every_file():

@@ -241,3 +241,80 @@ async def test_a_five_step_task_with_a_local_tool_costs_these_events(client: Asy
     kinds = [EventType.Name(e.event_type) for e in history.events]
     workflow_tasks = kinds.count("EVENT_TYPE_WORKFLOW_TASK_COMPLETED")
     assert (len(kinds), workflow_tasks) == (51, 7), kinds
+
+
+
+async def test_a_local_tool_waits_for_its_guard_and_approval_like_any_tool(client: AsyncClient, serve, task_queue):
+    from tests.test_guards import AmountGuard
+
+    wired = []
+
+    @tool(name="wire_money", version="1", input_schema=SCHEMA, local=True)
+    def local_wire(arguments, ctx):
+        wired.append(arguments["amount"])
+        return ToolResult(success=True, output=f"wired {arguments['amount']}")
+
+    provider = FakeLLMProvider(
+        responses=[call(("c1", "wire_money", {"amount": 5_000_000}), ("c2", "wire_money", {"amount": 2500})), say("ok")]
+    )
+    options = Options(provider=provider, allowed_tools=[local_wire], guards=[AmountGuard()])
+    async with serve(tools=[local_wire], providers=[provider], guards=[AmountGuard()]):
+        task_id = await client.start("pay", options, task_queue=task_queue)
+        await eventually(lambda: pending_approval(client, task_id))
+        assert wired == []  # nothing runs while a human is asked
+        await client.approve(task_id, "c2", approved=True, approver="alice")
+        assert (await client.result(task_id)).answer == "ok"
+    assert wired == [2500]  # the denied call never ran
+    blocks = {b.call_id: b.output for m in provider.received_requests[1].messages for b in m.content if getattr(b, "type", "") == "tool_result"}
+    assert blocks == {"c1": "Denied by guard 'amount': amount above the hard limit", "c2": "wired 2500"}
+    assert await tool_activity_events(client, task_id) == (0, 1)
+    types = [e.type for e in await client.events(task_id)]
+    assert types.index("ApprovalGranted") < types.index("ToolCallStarted") < types.index("ToolCallCompleted")
+
+
+async def pending_approval(client: AsyncClient, task_id: str) -> bool:
+    return bool(await client.pending_approvals(task_id))
+
+
+async def test_cancelling_the_task_cancels_a_running_local_tool(client: AsyncClient, serve, task_queue):
+    from noeta.errors import TaskCancelledError
+
+    started, cancelled = asyncio.Event(), asyncio.Event()
+
+    @tool(name="pause", version="1", input_schema=SCHEMA, local=True, timeout_seconds=30)
+    async def pause(arguments, ctx):
+        started.set()
+        try:
+            await asyncio.sleep(25)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return ToolResult(success=True, output="never")
+
+    provider = FakeLLMProvider(responses=[call(("c1", "pause", {}))])
+    async with serve(tools=[pause], providers=[provider]):
+        task_id = await client.start("x", Options(provider=provider, allowed_tools=[pause]), task_queue=task_queue)
+        await asyncio.wait_for(started.wait(), 20)
+        await client.cancel(task_id)
+        with pytest.raises(TaskCancelledError):
+            await client.result(task_id)
+        await asyncio.wait_for(cancelled.wait(), 20)
+    assert (await client.events(task_id))[-1].type == "TaskCancelled"
+
+
+async def test_an_mcp_server_configured_local_is_called_as_a_local_activity(client: AsyncClient, content_store, task_queue):
+    from noeta.worker import build_worker
+    from tests.support.mcp_server import running_http_server
+
+    provider = FakeLLMProvider(responses=[call(("c1", "mcp__web__add", {"a": 2, "b": 40})), say("42")])
+    registry = Registry.of(providers=[provider], content_store=content_store)
+    with running_http_server() as url:
+        options = Options(provider=provider, mcp_servers={"web": {"type": "http", "url": url, "local": True}})
+        async with build_worker(client.temporal, registry, task_queue):
+            task_id = await client.start("add", options, task_queue=task_queue)
+            assert (await client.result(task_id)).answer == "42"
+    [block] = [b for m in provider.received_requests[1].messages for b in m.content if getattr(b, "type", "") == "tool_result"]
+    assert (block.success, block.output) == (True, "42")
+    assert await tool_activity_events(client, task_id) == (0, 1)
+    [completed] = [e.payload for e in await client.events(task_id) if e.type == "ToolCallCompleted"]
+    assert (completed.tool_name, completed.local) == ("mcp__web__add", True)

@@ -105,6 +105,7 @@ async def test_current_details_say_what_the_task_waits_for(client: AsyncClient, 
         details = await client.current_details(task_id)
         assert "**awaiting approval**: wire_money(amount=2500) — guard amount: wire of 2500 needs a human" in details
         assert '`{"call_id": "c1", "approved": true}`' in details  # how to answer from the Temporal UI
+        assert '`refuse`' in details
         await client.approve(task_id, "c1", True, approver="ops")
 
         async def idle() -> bool:

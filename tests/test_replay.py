@@ -14,6 +14,7 @@ from noeta.protocols.names import (
     BUILTIN_POLICY_WORKFLOW_NAME,
     PATCH_BUDGETS,
     PATCH_BUILTIN_POLICY_CHILDREN,
+    PATCH_EDITED_APPROVALS,
     PATCH_LEAN_STEPS,
     PATCH_LOCAL_TOOLS,
     PATCH_REFUSALS_RECORDED,
@@ -79,6 +80,18 @@ def test_local_tool_histories_are_recorded():
     assert before.count('"name": "noeta.invoke_tool"') == 3 and after.count('"name": "noeta.invoke_tool"') == 0
 
 
+def test_edited_approval_histories_are_recorded():
+    # Approvals that replace a call's arguments: the guards' second look is behind edited-approvals,
+    # asked only by a task that receives such an approval.
+    history = (ROOT / PATCH_EDITED_APPROVALS / "edited_approvals.json").read_text()
+    assert history.count('"name": "noeta.check_guards"') == 4 and history.count('"name": "noeta.invoke_tool"') == 1
+    assert PATCH_EDITED_APPROVALS in base64.b64decode(
+        next(e for e in json.loads(history)["events"] if e["eventType"] == "EVENT_TYPE_MARKER_RECORDED"
+             and e["markerRecordedEventAttributes"]["markerName"] == "core_patch")
+        ["markerRecordedEventAttributes"]["details"]["patch-data"]["payloads"][0]["data"]
+    ).decode()
+
+
 def test_compact_payload_histories_are_recorded():
     # Payloads written without their default fields (noeta.temporal.converter): every scenario, so a change
     # to decoding or to a default that recorded tasks rely on fails here too.
@@ -93,3 +106,19 @@ def test_compact_payload_histories_are_recorded():
 async def test_replay(path: Path):
     failure = await replay(load(path))
     assert failure is None, f"{path.name} no longer replays: {failure}"
+
+
+def test_refuse_update_histories_are_recorded():
+    # A human's refusal arrives as the `refuse` update (its own name on the UI's timeline), and the
+    # call a human approved is scheduled under a summary naming the approver.
+    history = json.loads((ROOT / "refuse-update" / "refusals.json").read_text())
+    names = [
+        e["workflowExecutionUpdateAcceptedEventAttributes"]["acceptedRequest"]["input"]["name"]
+        for e in history["events"] if e["eventType"] == "EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED"
+    ]
+    assert names == ["refuse", "approve"]
+    summaries = [
+        base64.b64decode(e["userMetadata"]["summary"]["data"]).decode()
+        for e in history["events"] if "summary" in e.get("userMetadata", {})
+    ]
+    assert any(s.startswith('"approved by alice: wire_money(') for s in summaries), summaries

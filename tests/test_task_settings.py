@@ -16,6 +16,7 @@ from noeta.client.settings_body import attribute_docs, settings_body
 from noeta.client.task_input import task_provider_name
 from noeta.protocols.activity_options import ActivityOptions
 from noeta.protocols.budget import UsageLimits
+from noeta.protocols.compaction import Compaction
 from noeta.protocols.names import DEFAULT_PROVIDER, INDEX_INTERVAL_SECONDS
 from noeta.protocols.task import TaskInput
 from noeta.protocols.task_settings import TaskSettings, settings_values
@@ -30,12 +31,13 @@ CHANGED: dict[str, Any] = {
     "temperature": 0.5, "max_tokens": 99, "model_timeout_seconds": 12.0, "tool_timeout_seconds": 13.0,
     "metadata": {"team": "a"}, "approval_timeout_seconds": 60.0, "max_history_events": 500,
     "limits": UsageLimits(max_tool_calls=3), "index_interval_seconds": None, "rate_limit_wait_seconds": 5.0,
-    "store_outage_wait_seconds": 30.0,
+    "store_outage_wait_seconds": 30.0, "max_tool_output_tokens": 2048,
     "model_activity": ActivityOptions(start_to_close_seconds=9.0),
     "tool_activity": ActivityOptions(heartbeat_seconds=3.0),
     "mcp_activity": ActivityOptions(retry_max_seconds=5.0),
     "guard_activity": ActivityOptions(start_to_close_seconds=20.0),
     "validator_activity": ActivityOptions(schedule_to_close_seconds=30.0),
+    "context_window_tokens": 32_000, "compaction": Compaction(strategy="previews", threshold=0.7),
 }
 
 

@@ -31,6 +31,7 @@ from noeta.telemetry.metrics import runtime_for, telemetry_config
 from noeta.worker import Registry, build_worker
 from tests.support.scripts import call, say
 from tests.support.tools import add
+from tests.support.waiting import eventually
 
 _exporter = InMemorySpanExporter()
 
@@ -174,6 +175,38 @@ async def test_json_logs_carry_task_call_and_attempt(client: AsyncClient, conten
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", entry["time"])
 
 
+async def test_json_logs_name_the_span_they_were_written_in(
+    spans: InMemorySpanExporter, client: AsyncClient, content_store: LocalContentStore, task_queue: str
+):
+    stream = io.StringIO()
+    handler = configure_logging("INFO", json_format=True, stream=stream)
+    spans.clear()
+    try:
+        task_id = await run_with_tool(client, content_store, task_queue, tools=(chatty,))
+    finally:
+        logging.getLogger().removeHandler(handler)
+        logging.getLogger().setLevel(logging.WARNING)
+    [entry] = [e for e in map(json.loads, stream.getvalue().splitlines()) if e["logger"] == "tests.chatty"]
+    [tool_span] = [s for s in spans.get_finished_spans() if s.name == "execute_tool chatty" and s.attributes["gen_ai.conversation.id"] == task_id]
+    assert (entry["trace_id"], entry["span_id"]) == (f"{tool_span.context.trace_id:032x}", f"{tool_span.context.span_id:016x}")
+
+
+def test_a_plain_temporal_client_with_tracing_names_the_callers_span():
+    """temporalio's TracingInterceptor writes its carrier under its own header: read as the caller."""
+    from temporalio.converter import DataConverter
+
+    from noeta.protocols.names import HEADER_TEMPORAL_TRACER
+    from noeta.protocols.trace_context import SpanRef
+    from noeta.telemetry.trace_headers import header, span_of
+
+    caller = SpanRef("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7")
+    [carrier] = DataConverter.default.payload_converter.to_payloads([{"traceparent": caller.traceparent}])
+    assert span_of({HEADER_TEMPORAL_TRACER: carrier}) == caller
+    ours = SpanRef("0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331")
+    assert span_of({HEADER_TEMPORAL_TRACER: carrier, "noeta-trace": header(ours)}) == ours  # Noeta's own first
+    assert span_of({}) is None
+
+
 def test_an_instrumented_resource_call_is_a_span(spans: InMemorySpanExporter):
     from noeta.resources.instrument import instrument
 
@@ -192,3 +225,51 @@ def test_an_instrumented_resource_call_is_a_span(spans: InMemorySpanExporter):
     ok, failed = spans.get_finished_spans()
     assert (ok.name, ok.attributes["noeta.resource.op"], ok.attributes["noeta.resource.key"]) == ("counter.incr", "incr", "a")
     assert (failed.name, failed.attributes["error.type"], failed.status.status_code.name) == ("counter.fail", "KeyError", "ERROR")
+
+
+async def test_message_content_on_spans_only_when_asked(
+    spans: InMemorySpanExporter, client: AsyncClient, content_store: LocalContentStore, task_queue: str, monkeypatch
+):
+    from noeta.telemetry import content
+
+    monkeypatch.setattr(content, "_capture", True)  # OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true
+    spans.clear()
+    task_id = await run_with_tool(client, content_store, task_queue)
+    first, second = sorted(
+        (s for s in spans.get_finished_spans() if s.name == "chat gpt-test" and s.attributes["gen_ai.conversation.id"] == task_id),
+        key=lambda s: s.start_time,
+    )
+    sent = json.loads(first.attributes["gen_ai.input.messages"])
+    assert sent[-1] == {"role": "user", "parts": [{"type": "text", "content": "add 2 and 3"}]}
+    answered = json.loads(first.attributes["gen_ai.output.messages"])
+    assert answered[0]["parts"][0] == {"type": "tool_call", "id": "c1", "name": "add", "arguments": {"a": 2, "b": 3}}
+    # The second call was sent the tool's result.
+    results = [p for m in json.loads(second.attributes["gen_ai.input.messages"]) for p in m["parts"] if p["type"] == "tool_call_response"]
+    assert results == [{"type": "tool_call_response", "id": "c1", "response": "5"}]
+
+
+async def test_approval_wait_and_decisions_on_the_metrics_endpoint(settings: Settings, content_store: LocalContentStore, task_queue: str):
+    from tests.test_guards import AmountGuard, wire_money
+
+    address = f"127.0.0.1:{free_port()}"
+    runtime = runtime_for(address)
+    assert runtime is not None
+    client = await AsyncClient.connect(HostConfig(settings=settings, content_store=content_store, runtime=runtime))
+    provider = FakeLLMProvider(responses=[call(("c1", "wire_money", {"amount": 2000}), ("c2", "wire_money", {"amount": 3000})), say("ok")])
+    registry = Registry.of(tools=[wire_money], providers=[provider], content_store=content_store, guards=[AmountGuard()])
+    async with build_worker(client.temporal, registry, task_queue, workflow_failure_exception_types=[Exception]):
+        options = Options(provider=provider, allowed_tools=[wire_money], guards=[AmountGuard()])
+        task_id = await client.start("pay twice", options, task_queue=task_queue)
+        async def both_waiting() -> bool:
+            return len(await client.pending_approvals(task_id)) == 2
+
+        await eventually(both_waiting)
+        await client.approve(task_id, "c1", approved=True, approver="alice")
+        await client.approve(task_id, "c2", approved=False, approver="bob")
+        assert (await client.result(task_id)).answer == "ok"
+    async with httpx.AsyncClient() as http:
+        text = (await http.get(f"http://{address}/metrics")).text
+    assert sample(text, "noeta_approval_wait_count", decision="approved", task_queue=task_queue) == 1
+    assert sample(text, "noeta_approval_wait_count", decision="refused", task_queue=task_queue) == 1
+    assert sample(text, "noeta_approval_wait_bucket", decision="refused", le="86400", task_queue=task_queue) == 1
+    assert sample(text, "noeta_approvals_decided_total", decision="refused", task_queue=task_queue) == 1

@@ -13,7 +13,9 @@ import httpx
 import pytest
 from temporalio.client import Client as TemporalClient
 
+from noeta.client.audit import audit_of
 from noeta.client.client import AsyncClient
+from noeta.client.projection import project
 from noeta.client.options import Options
 from noeta.errors import ConfigurationError
 from noeta.http import create_app
@@ -25,6 +27,7 @@ from tests.support.scripts import call, say
 from tests.support.waiting import eventually
 from tests.test_guards import AmountGuard, runs, wire_money
 from tests.test_http_api import PROVIDER
+from tests.test_projection import events
 
 ALICE = "alice-secret-" + "a1" * 12  # acme: may do everything but admin
 BOB = "bob-secret-" + "b2" * 12  # globex: the other tenant, with every role
@@ -97,6 +100,9 @@ async def test_another_tenants_task_is_missing_and_untouched_and_roles_are_enfor
         response = await tenants.post("/tasks", json=body, headers=auth(ALICE))
         assert response.status_code == 201, response.text
         task_id = response.json()["task_id"]
+        # The same start under another tenant's key does not hand it the task.
+        taken = await tenants.post("/tasks", json={**body, "task_id": task_id}, headers=auth(BOB))
+        assert (taken.status_code, taken.json()["error"]) == (409, "TaskAlreadyExistsError")
 
         async def inbox(secret: str) -> list:
             return [p for p in (await tenants.get("/approvals", headers=auth(secret))).json() if p["task_id"] == task_id]
@@ -205,3 +211,24 @@ async def test_an_edited_call_the_guards_deny_does_not_run(client: AsyncClient, 
     assert (refused.arguments, refused.reason) == ({"amount": 5_000_000}, "Denied by guard 'amount': amount above the hard limit")
     [granted] = [e.payload for e in events if e.type == "ApprovalGranted"]
     assert (granted.approver, granted.via, granted.arguments) == ("root", "user", {"amount": 5_000_000})
+
+
+def test_the_recorded_edited_approvals_project_both_argument_sets_and_the_audit():
+    history = events("edited-approvals/edited_approvals")
+    envs = project(history)
+    granted = {e.payload.call_id: e.payload for e in envs if e.type == "ApprovalGranted"}
+    assert {c: (g.approver, g.via, g.proposed_arguments, g.arguments) for c, g in granted.items()} == {
+        "c1": ("alice", "user", {"amount": 2500}, {"amount": 900}),
+        "c2": ("alice", "user", {"amount": 3000}, {"amount": 5_000_000}),
+    }
+    assert [e.payload.arguments for e in envs if e.type == "ToolCallStarted"] == [{"amount": 900}]
+    [refused] = [e.payload for e in envs if e.type == "ToolCallRefused"]
+    assert (refused.call_id, refused.arguments) == ("c2", {"amount": 5_000_000})
+    assert [e.type for e in envs].count("ApprovalRequested") == 2  # the second look waits for nobody
+    assert [(a.action, a.who, a.call_id) for a in audit_of(history)][1:] == [("edited", "alice", "c1"), ("edited", "alice", "c2")]
+
+
+def test_the_audit_of_a_recorded_refusal_sent_as_the_refuse_update():
+    history = events("refuse-update/refusals")
+    decided = [(a.action, a.call_id, a.via) for a in audit_of(history) if a.call_id]
+    assert ("denied", "c3", "temporal") in decided and ("approved", "c4", "temporal") in decided

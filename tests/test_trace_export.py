@@ -9,17 +9,22 @@ carries that trace to its sub-agent, whose spans are in the same trace under its
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import AsyncIterator, Iterator
 
 import httpx
 import pytest
 from opentelemetry import trace
 
 from noeta.client.client import AsyncClient
-from noeta.client.options import Options
+from noeta.client.config import Settings
+from noeta.client.options import HostConfig, Options
+from noeta.context.content_store import LocalContentStore
 from noeta.http import create_app
 from noeta.sdk import SubAgent
 from noeta.sdk.testing import FakeLLMProvider
+from noeta.worker import Registry, build_worker
 from tests.support.asgi import serving
 from tests.support.chat_server import FakeChatServer, completion, openai_for
 from tests.support.otlp_receiver import OTLPReceiver, ReceivedSpan
@@ -35,25 +40,47 @@ def by_name(spans: list[ReceivedSpan], prefix: str) -> list[ReceivedSpan]:
     return [s for s in spans if s.name.startswith(prefix)]
 
 
+@pytest.fixture
+def receiver() -> Iterator[OTLPReceiver]:
+    with OTLPReceiver.running() as running:
+        yield running
+
+
+@pytest.fixture
+async def traced(receiver: OTLPReceiver, settings: Settings, content_store: LocalContentStore) -> AsyncClient:
+    """A client connected while tracing is on (as a program that set OTEL_* up would be): its
+    workers make the tasks' invoke_agent spans."""
+    return await AsyncClient.connect(HostConfig(settings=settings, content_store=content_store))
+
+
+@contextlib.asynccontextmanager
+async def worker(client: AsyncClient, store: LocalContentStore, queue: str, tools=(), providers=()) -> AsyncIterator[None]:
+    registry = Registry.of(tools=tools, providers=providers, content_store=store)
+    async with build_worker(client.temporal, registry, queue, workflow_failure_exception_types=[Exception]):
+        yield
+
+
 async def test_a_task_started_over_http_is_one_trace_under_the_callers_span(
-    client: AsyncClient, serve, task_queue: str, chat: FakeChatServer
+    client: AsyncClient, traced: AsyncClient, receiver: OTLPReceiver, content_store: LocalContentStore, task_queue: str,
+    chat: FakeChatServer,
 ):
+    # noeta serve's client connected before any tracing was set up: the worker's client traces.
     tool_call = {"id": "c1", "type": "function", "function": {"name": "add", "arguments": json.dumps({"a": 2, "b": 3})}}
     chat.reply(completion({"content": None, "tool_calls": [tool_call]}, "tool_calls"))
     chat.reply(completion({"content": "5"}))
-    with OTLPReceiver.running() as receiver:
-        async with serve(tools=[add], providers={"default": openai_for(chat, name="default")}), serving(create_app(client)) as url:
-            async with httpx.AsyncClient(base_url=url, timeout=30) as http:
-                started = await http.post(
-                    "/tasks",
-                    json={"goal": "add 2 and 3", "task_queue": task_queue, "options": {"provider": "default", "allowed_tools": ["add"]}},
-                    headers={"traceparent": f"00-{CALLER_TRACE}-{CALLER_SPAN}-01"},
-                )
-                assert started.status_code == 201, started.text
-                task_id = started.json()["task_id"]
-                assert (await client.result(task_id)).answer == "5"
-        await eventually(lambda: by_name(receiver.in_trace(CALLER_TRACE), "invoke_agent"))
-        spans = receiver.in_trace(CALLER_TRACE)
+    providers = {"default": openai_for(chat, name="default")}
+    async with worker(traced, content_store, task_queue, [add], providers), serving(create_app(client)) as url:
+        async with httpx.AsyncClient(base_url=url, timeout=30) as http:
+            started = await http.post(
+                "/tasks",
+                json={"goal": "add 2 and 3", "task_queue": task_queue, "options": {"provider": "default", "allowed_tools": ["add"]}},
+                headers={"traceparent": f"00-{CALLER_TRACE}-{CALLER_SPAN}-01"},
+            )
+            assert started.status_code == 201, started.text
+            task_id = started.json()["task_id"]
+            assert (await client.result(task_id)).answer == "5"
+    await eventually(lambda: by_name(receiver.in_trace(CALLER_TRACE), "invoke_agent"))
+    spans = receiver.in_trace(CALLER_TRACE)
 
     [agent] = by_name(spans, "invoke_agent")
     chats, tools = by_name(spans, "chat "), by_name(spans, "execute_tool ")
@@ -75,7 +102,10 @@ def child_of(request) -> bool:
     return "/sub/" in request.metadata["task_id"]
 
 
-async def test_a_sub_agents_spans_are_in_its_parents_trace(client: AsyncClient, serve, task_queue: str):
+async def test_a_sub_agents_spans_are_in_its_parents_trace(
+    traced: AsyncClient, receiver: OTLPReceiver, content_store: LocalContentStore, task_queue: str
+):
+    client = traced
     def respond(request):
         if child_of(request):
             return say("found it")
@@ -85,15 +115,14 @@ async def test_a_sub_agents_spans_are_in_its_parents_trace(client: AsyncClient, 
 
     provider = FakeLLMProvider(responder=respond)
     tracer = trace.get_tracer("tests")
-    with OTLPReceiver.running() as receiver:
-        async with serve(providers=[provider]):
-            with tracer.start_as_current_span("request") as caller:  # a program with tracing of its own
-                options = Options(provider=provider, subagents=[SubAgent("helper", "Helps.")])
-                task_id = await client.start("find it", options, task_queue=task_queue)
-            assert (await client.result(task_id)).answer == "done"
-        trace_id = f"{caller.get_span_context().trace_id:032x}"
-        await eventually(lambda: len(by_name(receiver.in_trace(trace_id), "invoke_agent")) == 2)
-        spans = receiver.in_trace(trace_id)
+    async with worker(client, content_store, task_queue, providers=[provider]):
+        with tracer.start_as_current_span("request") as caller:  # a program with tracing of its own
+            options = Options(provider=provider, subagents=[SubAgent("helper", "Helps.")])
+            task_id = await client.start("find it", options, task_queue=task_queue)
+        assert (await client.result(task_id)).answer == "done"
+    trace_id = f"{caller.get_span_context().trace_id:032x}"
+    await eventually(lambda: len(by_name(receiver.in_trace(trace_id), "invoke_agent")) == 2)
+    spans = receiver.in_trace(trace_id)
 
     parent = next(s for s in by_name(spans, "invoke_agent") if s.attributes["gen_ai.agent.id"] == task_id)
     [child] = [s for s in by_name(spans, "invoke_agent") if s is not parent]
@@ -124,22 +153,24 @@ def counting(request):
     return call((f"c{done}", "add", {"a": done, "b": 1})) if done < STEPS else say(f"counted to {done}")
 
 
-async def test_the_runs_of_a_task_that_continued_as_new_are_one_trace(client: AsyncClient, serve, task_queue: str):
+async def test_the_runs_of_a_task_that_continued_as_new_are_one_trace(
+    traced: AsyncClient, receiver: OTLPReceiver, content_store: LocalContentStore, task_queue: str
+):
+    client = traced
     from tests.support.tools import add
 
     provider = FakeLLMProvider(responder=counting)
     tracer = trace.get_tracer("tests")
-    with OTLPReceiver.running() as receiver:
-        async with serve(tools=[add], providers=[provider]):
-            with tracer.start_as_current_span("request") as caller:
-                options = Options(provider=provider, allowed_tools=[add], max_history_events=40)
-                task_id = await client.start("count", options, task_queue=task_queue)
-            assert (await client.result(task_id)).answer == f"counted to {STEPS}"
-        runs = sum(1 for e in await client.events(task_id) if e.type == "TaskContinuedAsNew") + 1
-        assert runs >= 2
-        trace_id = f"{caller.get_span_context().trace_id:032x}"
-        await eventually(lambda: len(by_name(receiver.in_trace(trace_id), "invoke_agent")) == runs)
-        spans = receiver.in_trace(trace_id)
+    async with worker(client, content_store, task_queue, [add], [provider]):
+        with tracer.start_as_current_span("request") as caller:
+            options = Options(provider=provider, allowed_tools=[add], max_history_events=40)
+            task_id = await client.start("count", options, task_queue=task_queue)
+        assert (await client.result(task_id)).answer == f"counted to {STEPS}"
+    runs = sum(1 for e in await client.events(task_id) if e.type == "TaskContinuedAsNew") + 1
+    assert runs >= 2
+    trace_id = f"{caller.get_span_context().trace_id:032x}"
+    await eventually(lambda: len(by_name(receiver.in_trace(trace_id), "invoke_agent")) == runs)
+    spans = receiver.in_trace(trace_id)
 
     agents = by_name(spans, "invoke_agent")
     # Each run is an invoke_agent span under the caller's span; every call is under its run's span.

@@ -1,7 +1,8 @@
 """The projected transcript is the transcript the model saw, for every recorded history.
 
 What the model saw is recorded by the workflow itself: each model call's input carries the
-messages appended since the previous call (``CallModelInput.append``, the same list the worker adds
+messages appended since the previous call (a call made again on a fallback provider carries the
+same ones) (``CallModelInput.append``, the same list the worker adds
 to the stored transcript chain), and its result the assistant's message. The projection builds its
 MessagesAppended from other events (goals, tool results, sub-agents, memories, feedback); both sides
 use noeta.protocols.appends, and this test holds them to each other.
@@ -44,10 +45,14 @@ def seen_by_model(runs: list[WorkflowHistory]) -> list[Message]:
     messages: list[Message] = []
     for run in runs:
         model_calls: set[int] = set()  # event ids count from 1 in every run
+        previous: CallModelInput | None = None
         for event in run.events:
             if event.event_type == SCHEDULED and event.activity_task_scheduled_event_attributes.activity_type.name == CALL_MODEL:
                 call: CallModelInput = decode_first(event.activity_task_scheduled_event_attributes.input, CallModelInput)
-                messages.extend(call.append)
+                # The same call made again (on a fallback provider after it failed): its messages once.
+                if previous is None or (call.head, call.append) != (previous.head, previous.append):
+                    messages.extend(call.append)
+                previous = call
                 model_calls.add(event.event_id)
             elif event.event_type == COMPLETED and event.activity_task_completed_event_attributes.scheduled_event_id in model_calls:
                 out: CallModelOutput = decode_first(event.activity_task_completed_event_attributes.result, CallModelOutput)

@@ -17,10 +17,10 @@ from noeta.activities._attempts import AttemptLedger
 from noeta.activities._store_writes import read_stored
 from noeta.activities._threads import ThreadPool
 from noeta.context.step_records import StepOutputs
-from noeta.protocols.activity_io import CallModelOutput, InvokeToolOutput
+from noeta.protocols.activity_io import CallModelOutput, CompactContextOutput, InvokeToolOutput
 
 #: A step whose finished output is recorded, so that a retried attempt returns it.
-Step = TypeVar("Step", CallModelOutput, InvokeToolOutput)
+Step = TypeVar("Step", CallModelOutput, InvokeToolOutput, CompactContextOutput)
 
 
 class FinishedSteps:
@@ -46,6 +46,11 @@ class FinishedSteps:
         A step without a key is not recorded."""
         if key:
             self._outputs.put(key, adapter.dump_json(output))
+
+    def recorded(self, key: str, adapter: TypeAdapter[Any]) -> Any:
+        """What was recorded under ``key`` (None: nothing); reads the store, so call it on an I/O
+        thread. For parts of a step recorded before the step finished (a compaction's summary)."""
+        return self._read(key, adapter)
 
     def _read(self, key: str, adapter: TypeAdapter[Any]) -> Any:
         data = self._outputs.get(key)

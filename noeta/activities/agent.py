@@ -9,7 +9,8 @@ the finished-step records, the task-scoped resources, the prices) and the worker
   ``release_resources`` (services, MCP servers);
 - :class:`~noeta.activities.model_call.ModelCalls`: ``call_model`` (services);
 - :class:`~noeta.activities.tool_call.ToolCalls`: ``invoke_tool`` (services, MCP servers);
-- :class:`~noeta.activities.checks.Checks`: ``check_guards``, ``validate_output`` (services).
+- :class:`~noeta.activities.checks.Checks`: ``check_guards``, ``validate_output`` (services);
+- :class:`~noeta.activities.compaction.Compactions`: ``compact_context`` (services).
 
 Activity names come from :mod:`noeta.protocols.names`; the workflow schedules them by name.
 """
@@ -21,6 +22,7 @@ from typing import Any
 
 from noeta.activities._services import WorkerServices
 from noeta.activities.checks import Checks
+from noeta.activities.compaction import Compactions
 from noeta.activities.mcp import McpServers
 from noeta.activities.model_call import ModelCalls
 from noeta.activities.prepare import Preparation
@@ -43,6 +45,7 @@ class AgentActivities:
         self.model_calls = ModelCalls(self.services)
         self.tool_calls = ToolCalls(self.services, self.mcp)
         self.checks = Checks(self.services)
+        self.compactions = Compactions(self.services)
 
     @property
     def pool(self) -> ResourcePool:
@@ -59,6 +62,7 @@ class AgentActivities:
             self.checks.check_guards,
             self.preparation.load_transcript,
             self.preparation.release_resources,
+            self.compactions.compact_context,
         ]
 
     async def aclose(self) -> None:

@@ -15,6 +15,7 @@ from temporalio import activity
 from noeta.activities._heartbeat import with_heartbeat
 from noeta.activities._schema import ParseFailure, check_schema, parse_json_answer
 from noeta.activities._services import WorkerServices
+from noeta.activities.webhook import WebhookSettings, approval_requested
 from noeta.protocols.activity_io import CheckGuardsInput, CheckGuardsOutput, ValidateInput, ValidateOutput
 from noeta.protocols.hooks import GuardContext, GuardDecision, VerdictResult, combine
 from noeta.protocols.names import CHECK_GUARDS, VALIDATE_OUTPUT
@@ -30,6 +31,8 @@ class Checks:
         """``services``: the worker's shared services, whose registry has the guards and validators."""
         self.services = services
         self.registry = services.registry
+        self.webhook = WebhookSettings.from_env().webhook()
+        """Notified when an action starts waiting for a human (NOETA_APPROVAL_WEBHOOK_URL)."""
 
     # -- check_guards -------------------------------------------------------------------------
 
@@ -57,7 +60,12 @@ class Checks:
                     raise TypeError(f"guard {name!r} returned {type(result).__name__}, not VerdictResult")
                 verdicts.append(GuardDecision(action.call_id, name, result.verdict, result.reason))
         decided = [combine([v for v in verdicts if v.call_id == a.call_id]) for a in inp.actions]
-        instrument.approvals_requested(sum(1 for d in decided if d is not None and d.verdict == "ask"))
+        asked = [(a, d) for a, d in zip(inp.actions, decided, strict=True) if d is not None and d.verdict == "ask"]
+        if not inp.second_look:  # an edited call's second look waits for nobody
+            instrument.approvals_requested(len(asked))
+            if self.webhook is not None:
+                for action, decision in asked:
+                    self.webhook.notify(approval_requested(inp.task_id, action, decision))
         return CheckGuardsOutput(verdicts=verdicts)
 
     # -- validate_output ----------------------------------------------------------------------

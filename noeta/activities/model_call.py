@@ -25,6 +25,7 @@ from noeta.activities._services import PREVIEW_CHARS, WorkerServices, call_maybe
 from noeta.activities._store_writes import read_stored, stored
 from noeta.activities._streaming import stream_call, streams
 from noeta.context.blob_cache import BlobCache
+from noeta.context.compaction import compacted, load_view
 from noeta.context.requests import model_request, offered_tools
 from noeta.context.transcript import has_refs
 from noeta.deltas.broker import DeltaSettings
@@ -196,13 +197,17 @@ class ModelCalls:
         raising :class:`_NotInMemory` rather than reading the content store (so it may run on the
         event loop)."""
         transcripts = self.services.transcripts
+        # A compacted task's model sees its stored view instead of the transcript's beginning.
+        view = load_view(self._body(inp.context.view, memory_only)) if inp.context is not None else None
         if memory_only:
             loaded = transcripts.in_memory(inp.head)
-            if loaded is None or any(has_refs(m) for m in inp.append):
+            if loaded is None or any(has_refs(m) for m in (*inp.append, *(view or ()))):
                 raise _NotInMemory
             transcript = loaded + tuple(inp.append)  # nothing in it for resolve() to read
         else:
             transcript = transcripts.load(inp.head) + tuple(inp.append)
+        if view is not None:
+            transcript = tuple(compacted(view, inp.context.folded if inp.context else 0, transcript))
         # Tools not in this worker's registry: remote MCP servers' and the declared sub-agents'.
         remote_tools = {
             **self._remote_schemas(inp.agents_ref, memory_only), **self._remote_schemas(inp.mcp_tools_ref, memory_only)

@@ -25,6 +25,7 @@ from noeta.errors import (
     GuardNotRegisteredError,
     NoetaError,
     OutputModelNotRegisteredError,
+    ProviderNotRegisteredError,
     ValidatorNotRegisteredError,
 )
 from noeta.providers.pricing import PRICES_VARIABLE, model_of
@@ -78,6 +79,12 @@ class Preparation:
             mcp_specs = await self.mcp.list_specs(inp.mcp_servers) if inp.mcp_servers else []
             owned = owned_resources(self.registry.resources, inp, {s.name: s for s in specs})
             check_scope_schema(inp.scope_schema, inp.scope, self.registry.output_models)
+            missing = [name for name in inp.fallback_providers if name not in self.registry.providers]
+            if missing:  # found now, not when the task's provider fails and the task needs them
+                known = ", ".join(sorted(self.registry.providers)) or "none"
+                raise ProviderNotRegisteredError(
+                    f"fallback provider(s) {', '.join(map(repr, missing))} not registered on this worker (it has: {known})"
+                )
             if inp.priced_provider is not None:
                 await self.services.io(self._check_priced, inp.priced_provider, inp.priced_model)
             schema = self._output_json_schema(inp.output_schema)

@@ -19,7 +19,7 @@ from noeta.errors import ConfigurationError
 from noeta.providers.pricing import PriceTable
 from noeta.protocols.hooks import Guard
 from noeta.protocols.local_tools import check_local_tool
-from noeta.protocols.messages import LLMProvider, StreamDelta, registry_name
+from noeta.protocols.messages import LLMProvider, Message, StreamDelta, registry_name
 from noeta.protocols.resources import ResourceSpec
 from noeta.protocols.tool import Tool, ToolSpec, tool_fingerprint
 from noeta.protocols.validation import Validator, as_validator
@@ -68,6 +68,9 @@ class Registry:
     """Where the limits and the pauses providers ask for are counted: a
     :class:`noeta.providers.rate_windows.RateWindows` or a ``redis://`` / ``postgresql://`` URL
     shared by the fleet's workers (None: ``NOETA_RATE_LIMITS``, else this worker alone)."""
+    compactors: dict[str, Callable[[list[Message]], list[Message]]] = field(default_factory=dict)
+    """Pure functions over the messages a model sees, by name, for ``Compaction(strategy="function",
+    function=name)`` (docs/long-running.md)."""
     step_records: StepRecords | None = None
     """Where finished steps are recorded (default: beside the content store; see
     noeta.context.step_records)."""
@@ -159,6 +162,18 @@ class Registry:
             raise ConfigurationError(f"{guard!r} is not a Guard (it needs a name and check(action, ctx))")
         _add_once(self.guards, guard.name, guard, "guards")
         return guard.name
+
+    def add_compactor(self, fn: Callable[[list[Message]], list[Message]], name: str | None = None) -> str:
+        """Register a compactor (a pure function from the messages the model sees to the shorter
+        list it should see instead) under ``name`` (default: the function's ``__name__``); returns
+        the name. ConfigurationError for a non-callable or another compactor of the same name."""
+        if not callable(fn):
+            raise ConfigurationError(f"compactor {fn!r} is not callable")
+        key = name or getattr(fn, "__name__", "")
+        if not key:
+            raise ConfigurationError(f"compactor {fn!r} needs a name")
+        _add_once(self.compactors, key, fn, "compactors")
+        return key
 
     def add_output_model(self, model: type[BaseModel]) -> str:
         """Register a pydantic output model under ``module:QualName`` and return that key."""

@@ -78,6 +78,11 @@ def only_noeta_below_warning(record: logging.LogRecord) -> bool:
 
 
 def _fail(text: str) -> None:
+    from noeta.telemetry.logs import json_logging
+
+    if json_logging():  # a long-running command with JSON logs: its last line is JSON too
+        logging.getLogger("noeta.cli").error(text)
+        return
     print(f"noeta: {text}".replace("\n", " "), file=sys.stderr, flush=True)
 
 

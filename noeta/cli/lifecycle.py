@@ -12,6 +12,7 @@ timeout.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
 import sys
@@ -22,14 +23,23 @@ from typing import Any
 from temporalio.worker import Worker
 
 from noeta.cli.health import HealthServer
+from noeta.telemetry.logs import json_logging
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 #: Exit code of a process left at once on a second signal (the shell's code for SIGINT).
 EXIT_INTERRUPTED = 130
 
 
-def _say(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
+def announce(text: str, *, stdout: bool = False) -> None:
+    """A line for the operator of a long-running command: a log record while logs are JSON (every
+    line the process writes then parses as JSON), else printed (stderr, or stdout if asked)."""
+    if json_logging():
+        logging.getLogger("noeta.cli").info(text)
+    else:
+        print(text, file=sys.stdout if stdout else sys.stderr, flush=True)
+
+
+_say = announce
 
 
 async def serve_until_signal(

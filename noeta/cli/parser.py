@@ -287,7 +287,7 @@ def build() -> argparse.ArgumentParser:
         _task(cmd)
         cmd.add_argument("call", type=text, help="the action's call id (see `noeta approvals`)")
         cmd.add_argument("--reason", type=text, help="why (shown to the model and in the event log)")
-        cmd.add_argument("--as", "--approver", dest="acting_as", type=text,
+        cmd.add_argument("--as", "--approver", dest="acting_as", type=text, metavar="NAME",
                          help="who answers, recorded as the approver (default: the OS user)")
         if verb == "approve":
             cmd.add_argument("--arguments", type=json_object, metavar="JSON",

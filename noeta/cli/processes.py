@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from noeta.client.config import Settings
 from noeta.client.embedded import ensure_server
 from noeta.errors import ConfigurationError
-from noeta.cli.lifecycle import EXIT_INTERRUPTED, serve_until_signal
+from noeta.cli.lifecycle import EXIT_INTERRUPTED, announce, serve_until_signal
 from noeta.cli.mcp_login import cmd_mcp
 from noeta.protocols.names import DEFAULT_PROVIDER
 from noeta.config.tuning import SETTINGS as TUNING_SETTINGS
@@ -99,13 +99,13 @@ async def cmd_worker(args: argparse.Namespace) -> int:
         temporal, registry, queue, tuning=tuning_from_args(args),
         graceful_shutdown_timeout=timedelta(seconds=grace),
     )
-    print(
+    announce(
         f"noeta worker on {where}, task queue {queue!r}: "
         f"tools {sorted(registry.tools) or 'none'}, providers {sorted(registry.providers)}",
-        flush=True,
+        stdout=True,
     )
     if metrics_address:
-        print(f"metrics on http://{metrics_address}/metrics", flush=True)
+        announce(f"metrics on http://{metrics_address}/metrics", stdout=True)
     if runtime is not None:  # open tasks by status (approvals waiting), from visibility
         from noeta.telemetry.metrics import poll_open_tasks
 
@@ -116,8 +116,7 @@ async def cmd_worker(args: argparse.Namespace) -> int:
     return 0
 
 
-def _say(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
+_say = announce
 
 
 async def cmd_run(args: argparse.Namespace) -> int:
@@ -192,8 +191,8 @@ async def cmd_serve(args: argparse.Namespace) -> int:
 
     client = await AsyncClient.connect()
     server = ServerSettings()
-    keys = "API keys required" if server.api_keys or server.api_keys_file else "no API keys"
-    print(f"Noeta HTTP API and console on http://{args.host}:{args.port} ({keys}; see docs/security.md)", flush=True)
+    keys = "API keys required" if server.api_keys or server.api_keys_file or server.api_keys_dsn else "no API keys"
+    announce(f"Noeta HTTP API and console on http://{args.host}:{args.port} ({keys}; see docs/security.md)", stdout=True)
     await serve(client, args.host, args.port)
     return 0
 
@@ -205,7 +204,7 @@ async def cmd_codec_server(args: argparse.Namespace) -> int:
         from noeta.security.codec_server import serve_codec
     except ImportError as err:  # starlette / uvicorn are the [serve] extra
         raise ConfigurationError(f"noeta codec-server needs the HTTP extra: pip install 'noeta[serve]' ({err})") from err
-    print(f"Noeta codec server on http://{args.host}:{args.port} (/encode, /decode)", flush=True)
+    announce(f"Noeta codec server on http://{args.host}:{args.port} (/encode, /decode)", stdout=True)
     await serve_codec(
         args.host, args.port, ui_origins=tuple(args.ui_origin), expand_refs=args.expand_refs,
         open_store=Settings().content_store,

@@ -68,6 +68,9 @@ class Progress:
             return [f"[tool]  {p.tool_name} attempt {p.attempt} failed, retrying: {_short(p.error, 80)}"]
         if env.type == "MessagesAppended" and env.actor.startswith("tool:"):
             return [self._result(b, env.timestamp) for m in p.messages for b in m.content if isinstance(b, ToolResultBlock)]
+        if env.type == "ProviderFallback":
+            return [f"[model] {p.from_provider} failed ({p.error_type}): moving to {p.to_provider}"
+                    + (f" ({p.to_model})" if p.to_model else "")]
         if env.type == "BudgetWarning":
             return [f"[budget] {p.limit}: {p.used:g} of {p.allowed:g} used"]
         if env.type == "BudgetExceeded":

@@ -10,6 +10,7 @@ from noeta.client.audit import AuditEntry
 from noeta.client.client import PendingApproval
 from noeta.client.messages import (
     AssistantMessage,
+    ContextCompactedView,
     InjectedMessage,
     Result,
     ToolResultView,
@@ -42,6 +43,9 @@ def render(item: ViewItem) -> str:
     if isinstance(item, ToolResultView):
         mark = "ok" if item.success else "FAILED"
         return f"tool {mark:<4} │ {item.tool_name}: {item.output or ''}"
+    if isinstance(item, ContextCompactedView):
+        folded = f"{item.turns_folded} turn(s) compacted ({item.strategy}), {item.tokens_before} → {item.tokens_after} tokens"
+        return f"compacted │ {folded}" + (f": {item.summary}" if item.summary else "")
     if isinstance(item, Result):
         return f"result    │ [{item.status}] {item.answer}"
     return repr(item)
@@ -72,6 +76,8 @@ def describe(env: EventEnvelope) -> str:
             line += f" · ${p.usage.cost_usd:.6f}"
     elif env.type in ("ApprovalGranted", "ApprovalDenied"):
         line = approval_text(p)
+    elif env.type == "ProviderFallback":
+        line = f"{p.from_provider} → {p.to_provider}{f' ({p.to_model})' if p.to_model else ''}: {p.error_type}: {p.error}"
     elif env.type in ("BudgetWarning", "BudgetExceeded"):
         line = f"{p.limit}: {p.used:g} of {p.allowed:g}"
     elif env.type == "TaskCompleted":

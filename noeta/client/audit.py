@@ -17,7 +17,7 @@ from temporalio.api.history.v1 import HistoryEvent
 from noeta.client.projection.payloads import decode_first
 from noeta.protocols.identity import Via, parse_identity
 from noeta.protocols.interaction import ApprovalInput, GoalInput, InjectInput
-from noeta.protocols.names import SIGNAL_CLOSE, SIGNAL_INJECT, UPDATE_APPROVE, UPDATE_SEND_GOAL
+from noeta.protocols.names import SIGNAL_CLOSE, SIGNAL_INJECT, UPDATE_APPROVE, UPDATE_REFUSE, UPDATE_SEND_GOAL
 
 Action = Literal["started", "approved", "edited", "denied", "goal_sent", "injected", "closed", "cancelled", "terminated"]
 #: Characters of a goal or an injected text an entry quotes.
@@ -59,9 +59,9 @@ def _entry(event: HistoryEvent) -> AuditEntry | None:
         return _made(event, "started", started.identity)
     if t == E.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
         request = event.workflow_execution_update_accepted_event_attributes.accepted_request
-        if request.input.name == UPDATE_APPROVE:
+        if request.input.name in (UPDATE_APPROVE, UPDATE_REFUSE):
             answer: ApprovalInput = decode_first(request.input.args, ApprovalInput)
-            if not answer.approved:
+            if not answer.approved or request.input.name == UPDATE_REFUSE:
                 return _made(event, "denied", request.meta.identity, answer.call_id, answer.reason)
             if answer.arguments is not None:
                 edited = json.dumps(answer.arguments, ensure_ascii=False, sort_keys=True)

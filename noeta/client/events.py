@@ -95,6 +95,9 @@ class EventStream:
             for env in projector.feed(event):
                 if env.seq > self.after_seq:
                     yield env
+        for env in projector.settle():
+            if env.seq > self.after_seq:
+                yield env
 
     async def _collect(self) -> list[EventEnvelope]:
         return [env async for env in self]

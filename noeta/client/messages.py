@@ -60,6 +60,18 @@ class ToolResultView:
 
 
 @dataclass(frozen=True)
+class ContextCompactedView:
+    """Where the context the model sees was compacted (docs/long-running.md): from here on the
+    model sees ``summary`` (or previews) instead of its oldest turns. The items before it stay in
+    this list: it shows the whole conversation, not what the model was sent."""
+    strategy: str
+    turns_folded: int
+    tokens_before: int
+    tokens_after: int
+    summary: str | None
+
+
+@dataclass(frozen=True)
 class Result:
     """The end of a goal. When ``status`` is "failed", ``answer`` holds the reason."""
 
@@ -67,7 +79,7 @@ class Result:
     status: ResultStatus
 
 
-ViewItem = Union[AssistantMessage, UserMessage, InjectedMessage, ToolUse, ToolResultView, Result]
+ViewItem = Union[AssistantMessage, UserMessage, InjectedMessage, ToolUse, ToolResultView, ContextCompactedView, Result]
 
 
 def _text(block: ToolResultBlock, store: ContentStore) -> str | None:
@@ -109,6 +121,12 @@ def as_messages(envelopes: Iterable[ev.EventEnvelope], content_store: ContentSto
                                     output=_text(block, content_store),
                                 )
                             )
+        elif isinstance(payload, ev.ContextCompacted):
+            items.append(
+                ContextCompactedView(
+                    payload.strategy, payload.turns_folded, payload.tokens_before, payload.tokens_after, payload.summary
+                )
+            )
         elif isinstance(payload, ev.TaskCompleted):
             items.append(Result(answer=payload.answer, status=payload.status))
         elif isinstance(payload, ev.TaskFailed):

@@ -18,7 +18,9 @@ from typing import Any, Callable
 from pydantic import BaseModel
 
 from noeta.client.host import HostConfig
-from noeta.client.task_input import check_goal, output_schema_spec, policy_ref, task_provider_name
+from noeta.client.task_input import (
+    Fallback, check_goal, fallback_choices, fallback_entries, output_schema_spec, policy_ref, task_provider_name,
+)
 from noeta.context.content_channel import ContentKindSpec
 from noeta.errors import ConfigurationError, PayloadTooLargeError
 from noeta.mcp.config import is_remote, parse_server
@@ -92,6 +94,11 @@ class Options(TaskSettings):
     subagents: Sequence["SubAgent"] = ()
     """Sub-agents the model may call like tools; each call runs a child task with the sub-agent's
     own options, and its answer (or structured data) is the call's result."""
+    fallback_providers: Sequence[str | LLMProvider | Fallback] = ()
+    """Providers to move to, in order, when a model call fails on the current one in a way another may
+    not share (attempts run out, 401/403/404, a request too long for its window after compaction).
+    Names, provider objects or ``Fallback(provider, model)``; the task stays on the new one
+    (docs/long-running.md)."""
 
     def __post_init__(self) -> None:
         """Check the settings (numeric ranges, thinking, effort, tools, MCP servers...); ConfigurationError
@@ -129,6 +136,7 @@ class Options(TaskSettings):
         if self.policy is not None and not hasattr(self.policy, "decide"):
             raise ConfigurationError(f"policy {self.policy!r} has no decide(ctx, view) method")
         output_schema_spec(self.output_schema)  # validates it
+        fallback_entries(self.fallback_providers)  # validates them
         self.channel_contents()  # validates channels and context
         if self.system_prompt is not None and len(self.system_prompt.encode()) > MAX_SYSTEM_PROMPT_BYTES:
             raise PayloadTooLargeError(
@@ -344,6 +352,7 @@ def build_task_input(
         scope=[ScopeLevel(task_id, check_scope(options.scope))] if options.scope else [],
         scope_schema=output_schema_spec(options.scope_schema, "scope_schema"),
         subagents=subagent_specs(options),
+        fallback_providers=fallback_choices(options.fallback_providers),
     )
 
 
@@ -373,6 +382,7 @@ def _registered_name(name: str, what: str) -> str:
 __all__ = [
     "EFFORTS",
     "ActivityOptions",
+    "Fallback",
     "MAX_GOAL_BYTES",
     "HostConfig",
     "Options",

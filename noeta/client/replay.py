@@ -26,6 +26,7 @@ from noeta.client.policy_replay import PolicyJudge, PolicyStep, decided_without_
 from noeta.client.projection.turns import RecordedTask, RecordedTurn
 from noeta.config.import_path import load_object
 from noeta.context.content_store import ContentNotFoundError, ContentStore
+from noeta.context.compaction import compacted, load_view
 from noeta.context.requests import model_request, offered_tools
 from noeta.context.transcript import TranscriptStore
 from noeta.errors import ConfigurationError
@@ -129,7 +130,9 @@ def rebuild_request(
         temperature=changes.temperature if changes.temperature is not None else inp.temperature,
         max_tokens=changes.max_tokens if changes.max_tokens is not None else inp.max_tokens,
     )
-    transcript = transcripts.resolve(transcripts.load(inp.head) + tuple(inp.append))
+    view = load_view(store.get(inp.context.view)) if inp.context is not None else None
+    whole = transcripts.load(inp.head) + tuple(inp.append)
+    transcript = transcripts.resolve(compacted(view, inp.context.folded if inp.context else 0, whole))
     system = store.get(inp.system_ref).decode() if inp.system_ref else None
     if changes.system_prompt is not None:
         recorded_prompt = (record.task.system_prompt if record.task is not None else None) or ""

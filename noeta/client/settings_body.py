@@ -84,6 +84,8 @@ def _json_type(hint: Any) -> Any:
         return StrictStr
     if typing.get_origin(hint) is dict:
         return hint
+    if typing.get_origin(hint) is typing.Literal:  # a choice among strings (Compaction.strategy)
+        return hint
     if dataclasses.is_dataclass(hint) and isinstance(hint, type):
         return settings_body(hint)
     raise TypeError(f"no JSON request type for a setting of type {hint!r}: add one to _json_type")

@@ -74,16 +74,23 @@ def with_request_id(temporal: TemporalClient) -> None:
     setattr(service, _WRAPPED, True)
 
 
+#: Where temporalio's start_workflow marks a handle whose first workflow task came back with the
+#: start (an eager start).
+EAGERLY_STARTED = "__temporal_eagerly_started"
+
+
 async def start_workflow(
     temporal: TemporalClient,
     task_input: TaskInput,
     task_id: str,
     send: Callable[..., Awaitable[Any]],
-) -> None:
+) -> bool:
     """Start ``task_id`` with ``task_input`` through ``send`` (``temporal.start_workflow`` with the
     task's other arguments bound), retrying transient failures with the same request id; returns
     once the task exists with this input (TaskAlreadyExistsError when it exists with another,
-    TemporalUnavailableError when the server did not answer within START_RETRY_SECONDS)."""
+    TemporalUnavailableError when the server did not answer within START_RETRY_SECONDS): whether
+    the server handed its first workflow task straight to a worker of this process (an eager
+    start)."""
     with_request_id(temporal)
     token = _REQUEST_ID.set(uuid.uuid4().hex)
     loop = asyncio.get_running_loop()
@@ -92,15 +99,15 @@ async def start_workflow(
     try:
         while True:
             try:
-                await send(
+                handle = await send(
                     id=task_id,
                     id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
                     rpc_timeout=timedelta(seconds=ATTEMPT_TIMEOUT_SECONDS),
                 )
-                return
+                return getattr(handle, EAGERLY_STARTED, False) is True
             except WorkflowAlreadyStartedError as err:
                 await _same_start(temporal, task_input, task_id, err)
-                return
+                return False
             except RPCError as err:
                 if err.status not in TRANSIENT:
                     raise

@@ -9,6 +9,7 @@ import warnings
 from collections.abc import Coroutine, Iterator, Sequence
 from typing import Any, TypeVar
 
+from noeta.client.audit import AuditEntry
 from noeta.client.client import AsyncClient
 from noeta.client.export import LoadedTask
 from noeta.client.host import HostConfig
@@ -103,9 +104,14 @@ class Client:
         self._run(self.aio.inject(task_id, text, origin))
 
     def approve(self, task_id: str, call_id: str, approved: bool = True, reason: str | None = None,
-                approver: str | None = None) -> None:
-        """Answer the pending approval ``call_id`` of the task."""
-        self._run(self.aio.approve(task_id, call_id, approved, reason, approver))
+                approver: str | None = None, *, arguments: dict[str, Any] | None = None) -> None:
+        """Answer the pending approval ``call_id`` of the task (``arguments``: approve the tool call
+        with these instead; see AsyncClient.approve)."""
+        self._run(self.aio.approve(task_id, call_id, approved, reason, approver, arguments=arguments))
+
+    def audit(self, task_id: str) -> list[AuditEntry]:
+        """Who started the task, answered its approvals, injected, cancelled it, and when."""
+        return self._run(self.aio.audit(task_id))
 
     def pending_approvals(self, task_id: str) -> list[ApprovalRequest]:
         """The task's actions waiting for a human's approval."""

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from noeta.builtins.llm_policy import LLMPolicy
 from noeta.errors import ConfigurationError, PayloadTooLargeError
+from noeta.protocols.fallback import ProviderChoice
 from noeta.protocols.messages import LLMProvider, registry_name
 from noeta.protocols.names import DEFAULT_PROVIDER
 from noeta.protocols.policy import Policy, importable_by_path, in_process_policy, policy_path
@@ -85,3 +86,43 @@ def task_provider_name(provider: str | LLMProvider | None, unset: str = DEFAULT_
     if provider is None:
         return unset
     return provider if isinstance(provider, str) else registry_name(provider)
+
+
+@dataclasses.dataclass(frozen=True)
+class Fallback:
+    """A provider a task may fall back to (``Options.fallback_providers``), with the model to ask
+    there. A bare name or provider object in that list means the same with the provider's default
+    model."""
+
+    provider: str | LLMProvider
+    """A worker's provider by registry name (``query()`` also knows "anthropic", "openai" and
+    "local"), or a provider object (``query()`` serves it; other workers need it registered under
+    its ``name``)."""
+    model: str | None = None
+    """The model to ask there (None: the provider's default)."""
+
+
+def fallback_entries(items: Any) -> list[Fallback]:
+    """``Options.fallback_providers`` as Fallback entries; ConfigurationError for anything that is
+    not a provider name, a provider object or a Fallback."""
+    if isinstance(items, (str, bytes)) or isinstance(items, (LLMProvider, Fallback)) or not hasattr(items, "__iter__"):
+        raise ConfigurationError("fallback_providers must be a list of provider names, provider objects or Fallback(...)")
+    entries = []
+    for item in items:
+        entry = item if isinstance(item, Fallback) else Fallback(item)
+        if isinstance(entry.provider, str):
+            if not entry.provider.strip():
+                raise ConfigurationError("fallback_providers: a provider name must not be empty")
+        elif not isinstance(entry.provider, LLMProvider):
+            raise ConfigurationError(
+                f"fallback_providers: {entry.provider!r} is neither a provider name nor an LLMProvider"
+            )
+        if entry.model is not None and (not isinstance(entry.model, str) or not entry.model.strip()):
+            raise ConfigurationError(f"fallback_providers: the model of {entry.provider!r} must be a non-empty string")
+        entries.append(entry)
+    return entries
+
+
+def fallback_choices(items: Any) -> list[ProviderChoice]:
+    """The fallback providers as the task's input carries them: registry names with their models."""
+    return [ProviderChoice(task_provider_name(e.provider), e.model) for e in fallback_entries(items)]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
+import logging
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -36,6 +37,7 @@ from noeta.protocols.names import (
     SIGNAL_CLOSE,
     SIGNAL_INJECT,
     UPDATE_APPROVE,
+    UPDATE_REFUSE,
     UPDATE_SEND_GOAL,
     workflow_name_for,
 )
@@ -43,6 +45,8 @@ from noeta.protocols.event_log import Observer
 from noeta.protocols.identity import parse_identity
 from noeta.protocols.ids import check_task_id, check_task_queue
 from noeta.protocols.task import MAX_INJECTION_CHARS, TaskInput
+
+logger = logging.getLogger(__name__)
 
 #: How long ``AsyncClient.result`` keeps waiting while the Temporal server cannot be reached.
 SERVER_OUTAGE_WAIT_SECONDS = 600.0
@@ -156,8 +160,12 @@ class TaskOperations:
             )
             if indexed
             else None,
+            # Taken up only when a worker on this client polls the queue with a free slot (the
+            # SDK drops the request otherwise): the first workflow task comes back with the start.
+            request_eager_start=True,
         )
-        await start_workflow(connection.temporal, task_input, task_id, send)
+        if await start_workflow(connection.temporal, task_input, task_id, send):
+            logger.debug("task %s: its first workflow task came back with the start (eager)", task_id)
         self.observation.follow(task_id, observers)
         return task_id
 
@@ -257,9 +265,11 @@ class TaskOperations:
         try:
             async with self.connection.reaching(task_id):
                 # The name rides along for the model's feedback ("Not approved by ..."); the record
-                # takes the approver from the update's caller identity.
+                # takes the approver from the update's caller identity. Two update names, so the
+                # Temporal UI's timeline shows which answer it was.
                 name = parse_identity(approver)[0] if approver else None
-                await handle.execute_update(UPDATE_APPROVE, ApprovalInput(call_id, approved, reason, name, arguments))
+                update = UPDATE_APPROVE if approved else UPDATE_REFUSE
+                await handle.execute_update(update, ApprovalInput(call_id, approved, reason, name, arguments))
         except WorkflowUpdateFailedError as err:
             raise translate_failure(err) from err
 

@@ -10,8 +10,9 @@ from typing import Any
 
 from noeta.context.composer import compose_messages
 from noeta.protocols.activity_io import CallModelInput
-from noeta.protocols.messages import LLMRequest, Message
+from noeta.protocols.messages import Block, LLMRequest, Message, ToolResultBlock
 from noeta.protocols.tool import ToolSpec
+from noeta.protocols.tool_output_cap import capped_tool_output
 
 
 def tool_schema(spec: ToolSpec) -> dict[str, Any]:
@@ -35,6 +36,28 @@ def offered_tools(
     return shapes
 
 
+def capped_results(transcript: Sequence[Message], max_tokens: int | None) -> Sequence[Message]:
+    """``transcript`` with each tool result's text (its output, a failed one's error) cut to
+    ``max_tokens`` (noeta.protocols.tool_output_cap); messages with nothing to cut are the same
+    objects, and with no cap the transcript is returned as it is."""
+    if max_tokens is None:
+        return transcript
+    out = []
+    for message in transcript:
+        content: list[Block] = []
+        changed = False
+        for block in message.content:
+            if isinstance(block, ToolResultBlock):
+                output = capped_tool_output(block.output, max_tokens) if isinstance(block.output, str) else block.output
+                error = capped_tool_output(block.error, max_tokens) if block.error is not None else None
+                if output is not block.output or error is not block.error:
+                    block = ToolResultBlock(block.call_id, output, block.success, error=error, images=block.images)
+                    changed = True
+            content.append(block)
+        out.append(Message(role=message.role, content=content, origin=message.origin) if changed else message)
+    return out
+
+
 def model_request(
     inp: CallModelInput,
     transcript: Sequence[Message],
@@ -47,8 +70,9 @@ def model_request(
 ) -> LLMRequest:
     """The request for ``inp``: ``transcript`` is the stored transcript plus ``inp.append`` with
     every stored body resolved, ``system``, ``volatile`` and ``output_schema`` the bodies of the
-    references ``inp`` names, ``tools`` the shapes it offers."""
-    messages, cache_breakpoint = compose_messages(transcript, volatile)
+    references ``inp`` names, ``tools`` the shapes it offers. Tool results are capped at
+    ``inp.max_tool_output_tokens`` (the transcript keeps them whole)."""
+    messages, cache_breakpoint = compose_messages(capped_results(transcript, inp.max_tool_output_tokens), volatile)
     metadata: dict[str, Any] = {"task_id": inp.task_id, "turn": inp.turn}
     if cache_breakpoint is not None:
         metadata["cache_breakpoint_message"] = cache_breakpoint

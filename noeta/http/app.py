@@ -33,6 +33,7 @@ from noeta.http.sse import KEEPALIVE_SECONDS
 from noeta.http.tracing import TraceContext
 from noeta.security.http_guard import GuardConfig, RequestGuard, ServerSettings
 from noeta.security.scrub import scrub
+from noeta.telemetry.logs import handler_installed
 
 logger = logging.getLogger(__name__)
 
@@ -130,6 +131,9 @@ async def serve(
         host=host,
         port=port,
         log_level=log_level,
+        # With Noeta's log handler installed (noeta serve), uvicorn's loggers write through it (JSON
+        # with NOETA_LOG_FORMAT=json) instead of through plain-text handlers of their own.
+        log_config=None if handler_installed() else uvicorn.config.LOGGING_CONFIG,
         timeout_graceful_shutdown=5,  # open SSE streams would otherwise hold shutdown forever
     )
     access_log = logging.getLogger("uvicorn.access")

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Strict
 
 from noeta.client.client import PendingApproval
 from noeta.client.options import Options
+from noeta.client.task_input import Fallback
 from noeta.client.settings_body import TaskSettingsBody
 from noeta.client.visibility import TaskInfo, TaskSummary
 from noeta.protocols.statuses import TASK_STATUSES, TaskStatus
@@ -20,6 +21,12 @@ from noeta.protocols.task import ApprovalRequest, TaskResult
 
 class Request(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class FallbackProvider(Request):
+    """A provider a task may fall back to: a worker's provider by registry name, and its model."""
+    provider: StrictStr = Field(description="registry name of a provider on the worker")
+    model: StrictStr | None = Field(default=None, description="the model to ask there (null: its default)")
 
 
 class TaskOptions(TaskSettingsBody):
@@ -44,10 +51,15 @@ class TaskOptions(TaskSettingsBody):
     )
     scope: dict[str, Any] | None = Field(default=None, description="the task's scope data (equip_scope)")
     scope_schema: dict[str, Any] | None = Field(default=None, description="a JSON Schema the scope must satisfy")
+    fallback_providers: list[FallbackProvider] | None = Field(
+        default=None, description="providers to move to, in order, when the task's provider fails (docs/long-running.md)"
+    )
 
     def to_options(self) -> Options:
         """``Options`` (which checks ranges and schemas: a ConfigurationError names the problem)."""
-        own = self.model_dump(exclude_none=True, exclude=set(self.settings_fields()))
+        own = self.model_dump(exclude_none=True, exclude={*self.settings_fields(), "fallback_providers"})
+        if self.fallback_providers is not None:
+            own["fallback_providers"] = [Fallback(f.provider, f.model) for f in self.fallback_providers]
         return Options(**self.to_settings(), **own)
 
 
@@ -135,11 +147,14 @@ class TaskSummaryOut(Response):
     closed: datetime | None
     metadata: dict[str, str]
     cost_usd: float = Field(description="US dollars so far (NoetaCostUSD; 0 for an unpriced model)")
+    ui_url: str | None = Field(
+        default=None, description="the task's page in the Temporal UI (NOETA_TEMPORAL_UI, or the embedded server's UI)"
+    )
 
     @classmethod
-    def of(cls, summary: TaskSummary) -> TaskSummaryOut:
-        """The summary as a response body."""
-        return cls.model_validate(summary)
+    def of(cls, summary: TaskSummary, ui_url: str | None = None) -> TaskSummaryOut:
+        """The summary as a response body, with the task's Temporal UI page when known."""
+        return cls.model_validate(summary).model_copy(update={"ui_url": ui_url})
 
 
 class TaskOut(TaskSummaryOut):
@@ -150,9 +165,9 @@ class TaskOut(TaskSummaryOut):
     current_details: str = Field(default="", description="what a running task does or waits for (needs a live worker)")
 
     @classmethod
-    def of_info(cls, info: TaskInfo, error: dict[str, Any] | None, details: str) -> TaskOut:
-        """The task's body from its description, error body and current details."""
-        summary = TaskSummaryOut.of(info).model_dump()
+    def of_info(cls, info: TaskInfo, error: dict[str, Any] | None, details: str, ui_url: str | None = None) -> TaskOut:
+        """The task's body from its description, error body, current details and UI page."""
+        summary = TaskSummaryOut.of(info, ui_url).model_dump()
         body = ErrorBody.model_validate(error) if error is not None else None
         return cls(**summary, running=info.running, result=info.result, error=body, current_details=details)
 
@@ -185,7 +200,9 @@ class ViewItemOut(Response):
     """One item of the conversation (``as_messages``), its fields beside its type name."""
 
     model_config = ConfigDict(extra="allow")
-    type: Literal["UserMessage", "AssistantMessage", "InjectedMessage", "ToolUse", "ToolResultView", "Result"]
+    type: Literal[
+        "UserMessage", "AssistantMessage", "InjectedMessage", "ToolUse", "ToolResultView", "ContextCompactedView", "Result"
+    ]
 
 
 class Health(Response):

@@ -24,7 +24,7 @@ from noeta.http.errors import error_body
 from noeta.http.openapi import AUTHENTICATED, answers
 from noeta.http.quotas import SpendQuotas
 from noeta.http.sse import EventStream, delta_stream, envelope_stream
-from noeta.http.tenancy import Approver, Injector, Reader, Starter, identity, own_task
+from noeta.http.tenancy import Approver, Injector, Reader, Starter, identity, own_task, started_here
 from noeta.protocols.statuses import TaskStatus
 from noeta.protocols.task import ApprovalRequest, TaskResult
 from noeta.security.http_guard import ANONYMOUS_KEY_ID, KEY_ID_STATE
@@ -130,6 +130,8 @@ async def start_task(body: models.StartTask, state: State, key: KeyId, who: Star
         task_queue=_non_empty(body.task_queue, "task_queue"), api_key_id=key, tenant=who.tenant,
         identity=identity(who),
     )
+    if body.task_id is not None:
+        await started_here(state.client, who, task_id)
     return models.TaskRef(task_id=task_id)
 
 
@@ -151,6 +153,8 @@ async def fork_task(task_id: TaskId, body: models.ForkTask, state: State, key: K
         task_queue=_non_empty(body.task_queue, "task_queue"), api_key_id=key, tenant=who.tenant,
         identity=identity(who),
     )
+    if body.task_id is not None:
+        await started_here(state.client, who, fork_id)
     return models.TaskRef(task_id=fork_id)
 
 
@@ -174,7 +178,7 @@ async def list_tasks(
     tasks = await state.client.list_tasks(
         status, limit, search=search or None, model=model or None, metadata=wanted, tenant=who.tenant
     )
-    return [models.TaskSummaryOut.of(t) for t in tasks]
+    return [models.TaskSummaryOut.of(t, state.client.task_url(t.task_id)) for t in tasks]
 
 
 @api.get(
@@ -186,7 +190,8 @@ async def get_task(task_id: TaskId, state: State, who: Reader) -> models.TaskOut
     await own_task(state.client, who, task_id)
     info = await state.client.describe(task_id)
     details = await _details(state.client, task_id) if info.running else ""
-    return models.TaskOut.of_info(info, error_body(info.error) if info.error else None, details)
+    error = error_body(info.error) if info.error else None
+    return models.TaskOut.of_info(info, error, details, state.client.task_url(task_id))
 
 
 async def _details(client: AsyncClient, task_id: str) -> str:

@@ -16,7 +16,7 @@ from fastapi import Depends, Request
 
 from noeta.client.client import AsyncClient
 from noeta.client.connection import Connection
-from noeta.errors import TaskNotFoundError
+from noeta.errors import TaskAlreadyExistsError, TaskNotFoundError
 from noeta.http.errors import HTTPError
 from noeta.protocols.identity import key_identity
 from noeta.security.api_keys import ANONYMOUS, Principal, Role
@@ -58,3 +58,11 @@ async def own_task(client: AsyncClient, who: Principal, task_id: str) -> None:
     ``who``'s tenant."""
     if await Connection(client.temporal).tenant_of(task_id) != who.tenant:
         raise TaskNotFoundError(f"no task {task_id!r}")
+
+
+async def started_here(client: AsyncClient, who: Principal, task_id: str) -> None:
+    """After a start with a caller-chosen id: TaskAlreadyExistsError when that id names another
+    tenant's task (a start with the same input returns the existing task; it must not hand another
+    tenant's task over). Task ids are one namespace for every tenant."""
+    if await Connection(client.temporal).tenant_of(task_id) != who.tenant:
+        raise TaskAlreadyExistsError(f"a task with id {task_id!r} exists; choose another task_id", task_id)

@@ -11,7 +11,7 @@ from noeta.protocols.attempts import AttemptBudget, AttemptFailure
 from noeta.protocols.channels import ChannelContent, ContextPlan
 from noeta.protocols.hooks import GuardDecision, ProposedAction
 from noeta.protocols.mcp import McpServerConfig, McpTarget
-from noeta.protocols.messages import ContentRef, LLMResponse, Message
+from noeta.protocols.messages import ContentRef, LLMResponse, Message, Usage
 from noeta.protocols.resources import EquippedResource, ResourceCall, RunEnv
 from noeta.protocols.tool import ToolResult, ToolSpec
 from noeta.protocols.validation import OutputSchema
@@ -41,6 +41,8 @@ class PrepareInput:
     priced_provider: str | None = None
     """Set when the task has a cost limit: the worker checks that this provider's model has a price."""
     priced_model: str | None = None
+    fallback_providers: list[str] = field(default_factory=list)
+    """Registry names of the task's fallback providers: each must be registered on the worker."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +60,69 @@ class PrepareOutput:
     resources: list[EquippedResource] = field(default_factory=list)
     """Task-scoped resources created for the task (its tools need them or its Options equip them)."""
     agents_ref: ContentRef | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CompactedContext:
+    """What a model sees of a compacted transcript: the stored messages of ``view`` instead of the
+    transcript's first ``folded`` messages, then the rest of the transcript as it is."""
+    folded: int
+    """How many of the transcript's first messages ``view`` stands for."""
+    view: ContentRef
+    """A stored JSON list of messages (noeta.context.compaction): the stable prefix, then a summary,
+    previews or whatever a compactor returned."""
+
+
+@dataclass(frozen=True, slots=True)
+class CompactContextInput:
+    """The input of ``compact_context``: the transcript as a model call would get it (the stored
+    head, the messages added since, the current compacted view), the window's budget and the
+    strategy."""
+    task_id: str
+    provider: str
+    model: str | None
+    head: ContentRef | None
+    append: list[Message]
+    context: CompactedContext | None
+    strategy: str
+    tokens_before: int
+    """The workflow's count of the request about to be sent (reported usage plus estimate)."""
+    keep_tokens: int
+    """The newest turns are kept word for word up to about this many tokens."""
+    target_tokens: int
+    """What the compacted request should stay under (the threshold of the window)."""
+    reason: Literal["threshold", "context_length"] = "threshold"
+    function: str | None = None
+    summary_max_tokens: int = 1024
+    preview_chars: int = 200
+    budget: AttemptBudget | None = None
+    step_key: str = ""
+    """The compaction's step: a summary once written is recorded under it and never asked again."""
+
+
+@dataclass(frozen=True, slots=True)
+class CompactContextOutput:
+    """What ``compact_context`` did: the new view (None: nothing could be folded), how many turns
+    and messages it folded, the tokens before and after, and what a summary cost."""
+    context: CompactedContext | None
+    strategy: str
+    tokens_before: int
+    tokens_after: int
+    turns_folded: int = 0
+    messages_folded: int = 0
+    """Messages of the transcript newly folded into the view."""
+    summary: str | None = None
+    """The summary written (strategy "summarize"), as the model sees it (bounded by the task's
+    ``summary_max_tokens``)."""
+    summary_ref: ContentRef | None = None
+    """The same summary in the content store."""
+    usage: Usage = field(default_factory=Usage)
+    """Tokens the summarizing call used."""
+    attempt: int = 1
+    retried: list[AttemptFailure] = field(default_factory=list)
+    """Failures of the earlier attempts of this compaction."""
+    from_record: bool = False
+    """An earlier attempt had finished: this is its recorded output."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +154,12 @@ class CallModelInput:
     """Unique per logical model call and stable across its attempts: the worker records the
     finished call under it, so an attempt retried after its completion was lost returns the
     recorded answer instead of calling the model again."""
+    max_tool_output_tokens: int | None = None
+    """The task's cap on each tool result in the request (None: none, as in calls recorded before
+    the cap existed); applied by the worker as it builds the request (noeta.protocols.tool_output_cap)."""
+    context: CompactedContext | None = None
+    """Set once the task's context was compacted: what the model sees of the transcript's
+    beginning (None: the whole transcript, as before)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +237,9 @@ class CheckGuardsInput:
     metadata: dict[str, Any] = field(default_factory=dict)
     """``Options.metadata``, handed to guards as ``GuardContext.metadata``."""
     env: RunEnv | None = None
+    second_look: bool = False
+    """The guards' second look at a call an approver edited: an ``ask`` waits for nobody (no
+    approval is counted or notified)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,6 +309,9 @@ __all__ = [
     "CallModelOutput",
     "CheckGuardsInput",
     "CheckGuardsOutput",
+    "CompactContextInput",
+    "CompactContextOutput",
+    "CompactedContext",
     "InvokeToolInput",
     "InvokeToolOutput",
     "LoadTranscriptInput",

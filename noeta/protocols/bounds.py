@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from noeta.protocols.activity_options import ACTIVITY_KINDS, ActivityOptions
+from noeta.protocols.tool_output_cap import MIN_TOOL_OUTPUT_TOKENS
+from noeta.protocols.compaction import Compaction
 
 DAY = 86400.0
 
@@ -66,6 +68,9 @@ BOUNDS: dict[str, Bound] = {
     "rate_limit_wait_seconds": Bound(0, DAY, whole=False),
     "store_outage_wait_seconds": Bound(0, DAY, whole=False),
     "index_interval_seconds": Bound(1, DAY, whole=False, optional=True),
+    # Below 1,024 an inline tool output (4 KiB at most) could be cut; above 10M it is no cap.
+    "max_tool_output_tokens": Bound(MIN_TOOL_OUTPUT_TOKENS, 10_000_000, whole=True, optional=True),
+    "context_window_tokens": Bound(256, 100_000_000, whole=True, optional=True),
 }
 
 
@@ -119,4 +124,9 @@ def settings_problem(settings: Any) -> str | None:
             problem = activity_options_problem(kind, getattr(settings, kind))
             if problem is not None:
                 return problem
+    compaction = getattr(settings, "compaction", None)
+    if compaction is not None:
+        if not isinstance(compaction, Compaction):
+            return f"compaction must be a Compaction or None, got {compaction!r}"
+        return compaction.problem()
     return None

@@ -13,6 +13,8 @@ TaskForked                   the task is a fork of another task's transcript up 
 TaskCreated                  the workflow started: goal, model, provider, tools, limits
 ScopeEquipped                the task's scope: each level (root first) and the merged view
 ContextPlanComposed          the task's context was composed: system prompt, tools
+ContextCompacted             what the model sees was compacted before a call (strategy, tokens
+                             before and after, turns folded); the transcript is unchanged
 ResourcesEquipped            task-scoped resources were created for the task; parents' exposed ones
 GoalReceived                 a further goal arrived through ``send_goal``
 MessagesAppended             messages were added to the transcript (user, assistant, tool)
@@ -20,6 +22,7 @@ ProviderCallStarted          a model call was scheduled (turn, model)
 ProviderCallRetried          an attempt of a model call failed and another follows (attempt, error)
 ProviderCallCompleted        the model answered (stop reason, usage, attempt)
 ProviderCallFailed           the model call failed for good (error, attempt)
+ProviderFallback             the task moved to its next fallback provider (from, to, the error)
 ToolCallProposed             the model asked for a tool call (call id, tool, arguments)
 GuardVerdict                 a guard's verdict on a proposed action (allow, deny, ask)
 ApprovalRequested            a guard sent an action to a human; the task waits (durably)
@@ -59,6 +62,7 @@ from noeta.protocols.events_calls import (
     ProviderCallFailed,
     ProviderCallRetried,
     ProviderCallStarted,
+    ProviderFallback,
     ResourceCallObserved,
     SubtaskCompleted,
     SubtaskSpawned,
@@ -83,6 +87,7 @@ from noeta.protocols.events_task import (
     WORKFLOW_TERMINATED,
     WORKFLOW_TIMED_OUT,
     ContextChannel,
+    ContextCompacted,
     ContextPlanComposed,
     GoalReceived,
     MessagesAppended,
@@ -136,6 +141,8 @@ EventPayload = (
     | ResourceCallObserved
     | TaskForked
     | TaskStalled
+    | ContextCompacted
+    | ProviderFallback
 )
 
 #: Each payload type by its name, in the union's order.
@@ -179,6 +186,7 @@ __all__ = [
     "BudgetExceeded",
     "BudgetWarning",
     "ContextChannel",
+    "ContextCompacted",
     "ContextPlanComposed",
     "EVENT_TYPES",
     "EventEnvelope",
@@ -191,6 +199,7 @@ __all__ = [
     "ProviderCallFailed",
     "ProviderCallRetried",
     "ProviderCallStarted",
+    "ProviderFallback",
     "ResourceCallObserved",
     "ResourcesEquipped",
     "ResourcesReleased",

@@ -52,6 +52,22 @@ class ProviderCallFailed:
 
 
 @dataclass(frozen=True, slots=True)
+class ProviderFallback:
+    """A model call failed on the task's provider in a way another may not share, and the task
+    moved to its next fallback provider, for this call and the rest of the task."""
+    from_provider: str
+    from_model: str | None
+    to_provider: str
+    to_model: str | None
+    """None: that provider's default model."""
+    error_type: str
+    """The type of the error the call failed with (AttemptsExhaustedError, ProviderError...)."""
+    error: str
+    turn: int
+    """The task's model call (counted over all its runs) that moved."""
+
+
+@dataclass(frozen=True, slots=True)
 class ToolCallProposed:
     """The model asked for a tool call (guards may still refuse it)."""
     call_id: str
@@ -150,6 +166,7 @@ __all__ = [
     "ProviderCallFailed",
     "ProviderCallRetried",
     "ProviderCallStarted",
+    "ProviderFallback",
     "ResourceCallObserved",
     "SubtaskCompleted",
     "SubtaskSpawned",

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from noeta.protocols.budget import UsageLimits
-from noeta.protocols.messages import Message, Usage
+from noeta.protocols.messages import ContentRef, Message, Usage
 from noeta.protocols.scope import ScopeLevel
 from noeta.protocols.statuses import GoalStatus
 
@@ -69,6 +69,27 @@ class ContextPlanComposed:
     volatile_chars: int = 0
     """Volatile channels, sent after the transcript (outside the cache)."""
     channels: list[ContextChannel] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class ContextCompacted:
+    """What the model sees was made smaller before a call (docs/long-running.md): the oldest turns
+    folded into a summary, previews, or a compactor's view. The transcript itself is unchanged."""
+    strategy: str
+    """``summarize``, ``previews`` or ``function``."""
+    reason: str
+    """``threshold`` (the count passed the window's threshold) or ``context_length`` (the provider
+    refused the request as too long)."""
+    tokens_before: int
+    tokens_after: int
+    turns_folded: int
+    messages_folded: int
+    summary: str | None = None
+    """The summary the model sees from now on (strategy ``summarize``)."""
+    summary_ref: ContentRef | None = None
+    usage: Usage = field(default_factory=Usage)
+    """What the summarizing call cost."""
+    attempt: int = 1
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from noeta.protocols.budget import CallCounts
+from noeta.protocols.fallback import ProviderUsage
 from noeta.protocols.hooks import ProposedAction
 from noeta.protocols.messages import ImageBlock, Usage
 
@@ -41,6 +42,9 @@ class TaskResult:
     """The validated structured output (JSON values) when the task has an output schema."""
     counts: CallCounts = field(default_factory=CallCounts)
     """Model and tool calls of the whole task so far (sub-agents included)."""
+    usage_by_provider: list[ProviderUsage] = field(default_factory=list)
+    """For a task with ``fallback_providers``: its own model calls' usage and cost by provider and
+    model, in the order they were first used (empty for other tasks: ``usage`` is all one provider's)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,10 +34,15 @@ VALIDATE_OUTPUT = "noeta.validate_output"
 CHECK_GUARDS = "noeta.check_guards"
 LOAD_TRANSCRIPT = "noeta.load_transcript"
 RELEASE_RESOURCES = "noeta.release_resources"
+COMPACT_CONTEXT = "noeta.compact_context"
 
 #: Workflow handlers.
 UPDATE_SEND_GOAL = "send_goal"
 UPDATE_APPROVE = "approve"
+#: A human's refusal of an action (the same input as UPDATE_APPROVE, ``approved`` false): its own
+#: name so that the Temporal UI's timeline tells approvals from refusals at a glance. Workers
+#: answer both; a refusal sent as UPDATE_APPROVE with ``approved`` false (older clients) is one too.
+UPDATE_REFUSE = "refuse"
 SIGNAL_INJECT = "inject"
 SIGNAL_CLOSE = "close"
 #: Sent by a worker's step to its own task while the content store fails under it (a text for the
@@ -69,6 +74,9 @@ BUDGET_WARNING_MEMO_KEY = "noeta.budget_warning"
 #: Memo key under which the workflow records a tool call it refused (a guard's denial, a human's
 #: refusal, an unknown tool) instead of scheduling a tool activity for it (PATCH_REFUSALS_RECORDED).
 REFUSED_MEMO_KEY = "noeta.refused"
+
+#: Memo key under which the workflow records a switch to the next of its fallback providers.
+PROVIDER_FALLBACK_MEMO_KEY = "noeta.provider_fallback"
 
 #: Redis pub/sub channels of streamed deltas: ``{prefix}{namespace}:{task_id}``.
 DELTA_CHANNEL_PREFIX = "noeta:deltas:"
@@ -165,3 +173,12 @@ Patched only on that path, so tasks without refusals pay nothing."""
 PATCH_EDITED_APPROVALS = "edited-approvals"
 """An approval that replaces a tool call's arguments: the guards check the edited call again (a
 check_guards activity) before it runs. Asked only when such an approval arrives."""
+PATCH_COMPACTION = "compaction"
+"""The task's context is compacted (a compact_context activity) before a model call that would pass
+its window's threshold, or after a call refused as too long. Asked only when a compaction is about
+to be scheduled, so a task that never reaches the threshold pays nothing."""
+PATCH_PROVIDER_FALLBACK = "provider-fallback"
+"""A model call that failed on the task's current provider in a way another provider may not share
+(noeta.protocols.fallback.falls_back) is made again on the next of ``Options.fallback_providers``,
+after a memo (PROVIDER_FALLBACK_MEMO_KEY) records the switch. Asked only when a switch happens, so
+tasks without fallback providers, or whose provider never fails, pay nothing."""

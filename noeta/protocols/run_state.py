@@ -6,7 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from noeta.protocols.activity_io import CompactedContext
 from noeta.protocols.budget import CallCounts
+from noeta.protocols.fallback import ProviderUsage
 from noeta.protocols.interaction import GoalInput, InjectInput, TaskResult
 from noeta.protocols.messages import ContentRef, Message, Usage
 from noeta.protocols.resources import EquippedResource
@@ -67,6 +69,16 @@ class Carry:
     keep growing across continue-as-new)."""
     stream_listened_until: float = 0.0
     """Until when (workflow time, epoch seconds) a reader listens to the task's delta stream."""
+    context_tokens: int = 0
+    """The size of the last model call as its provider reported it (input plus output tokens): the
+    base of the count of the next request (noeta.workflows.compaction)."""
+    context: CompactedContext | None = None
+    """What the model sees instead of the transcript's beginning, once it was compacted."""
+    provider_index: int = 0
+    """The provider the task calls: 0 its own, n the n-th of its ``fallback_providers`` (once a
+    fallback happened; carried so a continued run stays on it)."""
+    usage_by_provider: list[ProviderUsage] = field(default_factory=list)
+    """The task's own model calls by provider and model; kept only by tasks with fallback providers."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,7 @@ from noeta.protocols.attempts import (
     attempts_cap,
 )
 from noeta.protocols.channels import ChannelContent, ChannelUse, ContextPlan
+from noeta.protocols.fallback import ProviderChoice
 from noeta.protocols.forks import ForkPoint
 from noeta.protocols.feedback import (
     TIMEOUT_APPROVER,
@@ -108,6 +109,9 @@ class TaskInput(TaskSettings):
     index_interval_seconds: float | None = field(default=INDEX_INTERVAL_SECONDS, kw_only=True)
     """As TaskSettings', but a payload without it decodes to what tasks started before the field
     was recorded used: the wire default differs from the one new tasks get from Options."""
+    fallback_providers: list[ProviderChoice] = field(default_factory=list)
+    """Providers (registry names, with a model each) to move to, in order, when a model call fails
+    on the current one in a way another may not share (noeta.protocols.fallback)."""
     carry: "Carry | None" = None
     """Set on runs after the first: where the previous run left off."""
     fork: "ForkPoint | None" = None

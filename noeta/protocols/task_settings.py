@@ -20,7 +20,9 @@ from typing import Any
 from noeta.errors import ConfigurationError
 from noeta.protocols.activity_options import ActivityOptions
 from noeta.protocols.budget import UsageLimits
+from noeta.protocols.compaction import Compaction
 from noeta.protocols.names import DEFAULT_INDEX_INTERVAL_SECONDS
+from noeta.protocols.tool_output_cap import DEFAULT_MAX_TOOL_OUTPUT_TOKENS
 
 #: ``model_timeout_seconds``' default: a value other than it is a deprecated way to set
 #: ``model_activity.start_to_close_seconds``.
@@ -94,6 +96,11 @@ class TaskSettings:
     (PostgreSQL stopped, a partition) to come back, trying again every few seconds; past it the
     call fails with ContentStoreError (cause "unreachable"). These waits do not use up
     ``max_retries`` (a full store or a refused permission does)."""
+    max_tool_output_tokens: int | None = DEFAULT_MAX_TOOL_OUTPUT_TOKENS
+    """Most of one tool result the model is sent, in estimated tokens (4 bytes of UTF-8 each; at
+    least 1,024; None: no cap). A longer output reaches the model as its start and end around a
+    note that the rest is stored; the transcript and ``messages()`` keep it whole
+    (docs/long-running.md)."""
     model_activity: ActivityOptions = field(default_factory=ActivityOptions)
     """Timeouts, heartbeat and retry backoff of model calls; start-to-close defaults to 300 s. Each
     kind's defaults: noeta.protocols.activity_options, docs/retries.md."""
@@ -106,6 +113,14 @@ class TaskSettings:
     """The same for guard checks; start-to-close defaults to 60 s (raise it for guards that do slow I/O)."""
     validator_activity: ActivityOptions = field(default_factory=ActivityOptions)
     """The same for output validation; start-to-close defaults to ``tool_timeout_seconds``."""
+    context_window_tokens: int | None = None
+    """The model's context window in tokens (None: the built-in table of the providers' current
+    models, noeta.protocols.context_window; a model not in it is compacted only when its provider
+    answers that a request is too long)."""
+    compaction: Compaction | None = field(default_factory=Compaction)
+    """When and how the context is compacted before a model call would pass its window's threshold
+    (docs/long-running.md): on by default, summarizing the oldest turns at 80 % of the window.
+    None: never (a request too long for the window fails the task with ContextLengthError)."""
 
 
 def settings_values(settings: TaskSettings) -> dict[str, Any]:

@@ -28,10 +28,14 @@ _LAZY: dict[str, str] = {
     "ToolUse": "noeta.client.messages",
     "UserMessage": "noeta.client.messages",
     "ViewItem": "noeta.client.messages",
+    "ContextCompactedView": "noeta.client.messages",
+    "Compaction": "noeta.protocols.compaction",
     "as_messages": "noeta.client.messages",
     "HostConfig": "noeta.client.options",
     "Options": "noeta.client.options",
     "SubAgent": "noeta.client.options",
+    "Fallback": "noeta.client.task_input",
+    "ProviderUsage": "noeta.protocols.fallback",
     "project": "noeta.client.projection",
     "envelope_to_dict": "noeta.client.wire",
     "ContentKindSpec": "noeta.context.content_channel",
@@ -122,6 +126,7 @@ if TYPE_CHECKING:
     from noeta.client.client import AsyncClient
     from noeta.client.messages import (
         AssistantMessage,
+        ContextCompactedView,
         InjectedMessage,
         Result,
         ToolResultView,
@@ -131,6 +136,8 @@ if TYPE_CHECKING:
         as_messages,
     )
     from noeta.client.options import HostConfig, Options, SubAgent
+    from noeta.client.task_input import Fallback
+    from noeta.protocols.fallback import ProviderUsage
     from noeta.client.projection import project
     from noeta.client.sync import Client
     from noeta.client.wire import envelope_to_dict
@@ -185,6 +192,7 @@ if TYPE_CHECKING:
     from noeta.providers.pricing import ModelPrice, PriceTable
     from noeta.protocols.activity_options import ActivityOptions
     from noeta.protocols.budget import CallCounts, UsageLimits
+    from noeta.protocols.compaction import Compaction
     from noeta.protocols.resources import ResourceCall, ResourceSpec, equip_resource
     from noeta.protocols.scope import equip_scope
     from noeta.protocols.task import TaskResult
@@ -222,7 +230,7 @@ __all__ = [
     "ActivityOptions", "AssistantMessage", "AsyncClient", "AttemptsExhaustedError", "BudgetExceededError", "CallCounts", "Client",
     "ConfigurationError", "ModelPrice", "PriceTable", "QuotaExceededError", "UsageLimits",
     "ContentIntegrityError", "ContentKindSpec", "ContentMissingError", "ContentStore", "ContentStoreError",
-    "ContextLengthError", "DecoratedTool", "HostConfig",
+    "Compaction", "ContextCompactedView", "Fallback", "ProviderUsage", "ContextLengthError", "DecoratedTool", "HostConfig",
     "InjectedMessage", "LocalContentStore", "MemoryStore", "NoetaError", "Options",
     "PayloadTooLargeError", "ProviderError", "QueryResult", "Registry", "Result", "SdkMcpServer",
     "TaskCancelledError", "TaskFailedError", "TaskNotFoundError", "TaskNotOpenError", "TaskAlreadyExistsError", "TaskResult",

@@ -24,10 +24,11 @@ from noeta.client.config import Settings
 from noeta.client.messages import ViewItem, as_messages
 from noeta.client.options import HostConfig, Options
 from noeta.client.runtime import clear_finished_frames, with_shared_runtime
-from noeta.client.task_input import task_provider_name
+from noeta.client.task_input import fallback_choices, fallback_entries, task_provider_name
 from noeta.context.content_store import ContentStore
-from noeta.errors import ConfigurationError
+from noeta.errors import ConfigurationError, ProviderNotRegisteredError
 from noeta.protocols.budget import CallCounts
+from noeta.protocols.fallback import ProviderUsage
 from noeta.protocols.event_log import EventEnvelope
 from noeta.protocols.messages import ImageBlock, LLMProvider, Usage
 from noeta.protocols.policy import importable_by_path, serve_in_process
@@ -52,6 +53,8 @@ class QueryResult:
     _answer: str = field(repr=False, default="")
     counts: CallCounts = field(default_factory=CallCounts)
     """Model and tool calls of the whole task, sub-agents included."""
+    usage_by_provider: list[ProviderUsage] = field(default_factory=list)
+    """With ``fallback_providers``: the task's own model calls' usage and cost by provider and model."""
 
     @property
     def cost_usd(self) -> float:
@@ -84,6 +87,9 @@ def registry_for(options: Options, store: ContentStore, resources: Mapping[str, 
         if opts is not options and isinstance(opts.provider, LLMProvider):
             # under the name its sub-agent's input carries
             registry.add_provider(opts.provider, name=task_provider_name(opts.provider))
+        for entry in fallback_entries(opts.fallback_providers):
+            if isinstance(entry.provider, LLMProvider):  # under the name the task's input carries
+                registry.add_provider(entry.provider, name=task_provider_name(entry.provider))
     return registry
 
 
@@ -110,8 +116,27 @@ def _registry_for(
         from noeta.providers.defaults import default_provider
 
         chosen = default_provider(chosen)  # a built-in provider's name, or None: the environment's
-    name = task_provider_name(chosen)
-    return registry, registry.add_provider(chosen, name=name)
+    name = registry.add_provider(chosen, name=task_provider_name(chosen))
+    add_fallback_providers(registry, options)
+    return registry, name
+
+
+def add_fallback_providers(registry: Registry, options: Options) -> None:
+    """Register the built-in providers that ``options`` (and its sub-agents) name as fallbacks;
+    ProviderNotRegisteredError, before the task starts, for a name this process cannot serve."""
+    from noeta.providers.defaults import KNOWN_PROVIDERS, default_provider
+
+    for opts in [options, *(o for agent in options.subagents for o in agent.all_options())]:
+        for choice in fallback_choices(opts.fallback_providers):
+            if choice.provider in registry.providers:
+                continue
+            if choice.provider.strip().lower() not in KNOWN_PROVIDERS:
+                known = ", ".join(sorted(registry.providers)) or "none"
+                raise ProviderNotRegisteredError(
+                    f"fallback provider {choice.provider!r} is neither given as an object nor one of "
+                    f"{', '.join(KNOWN_PROVIDERS)} (this run's providers: {known})"
+                )
+            registry.add_provider(default_provider(choice.provider), name=choice.provider)
 
 
 async def aquery(
@@ -164,6 +189,7 @@ async def aquery(
         data=structured_data(options, result.data),
         _answer=result.answer,
         counts=result.counts,
+        usage_by_provider=list(result.usage_by_provider),
     )
 
 

@@ -44,22 +44,29 @@ def key_id(secret: str) -> str:
 
 @dataclass(frozen=True)
 class ApiKey:
-    """One credential: its secret, the name recorded for what it does, its tenant and roles."""
+    """One credential: its secret (or only its SHA-256, for keys kept in a database), the name
+    recorded for what it does, its tenant and roles."""
 
-    secret: str = field(repr=False)
+    secret: str = field(default="", repr=False)
     name: str = ""
     """Recorded as the approver and in the audit (default: the key's id)."""
     tenant: str = DEFAULT_TENANT
     roles: frozenset[Role] = ALL_ROLES
+    sha256: str = field(default="", repr=False)
+    """The secret's SHA-256 (hex); computed from ``secret`` when that is given."""
 
     def __post_init__(self) -> None:
         """ConfigurationError for a short secret, an odd name or tenant, an unknown role."""
-        if len(self.secret) < MIN_SECRET_CHARS:
-            raise ConfigurationError(
-                f"API keys must be at least {MIN_SECRET_CHARS} characters (use e.g. `openssl rand -hex 32`)"
-            )
+        if self.secret or not self.sha256:
+            if len(self.secret) < MIN_SECRET_CHARS:
+                raise ConfigurationError(
+                    f"API keys must be at least {MIN_SECRET_CHARS} characters (use e.g. `openssl rand -hex 32`)"
+                )
+            object.__setattr__(self, "sha256", hashlib.sha256(self.secret.encode()).hexdigest())
+        elif not re.fullmatch(r"[0-9a-f]{64}", self.sha256):
+            raise ConfigurationError("an API key's sha256 must be 64 lower-case hex digits")
         if not self.name:
-            object.__setattr__(self, "name", key_id(self.secret))
+            object.__setattr__(self, "name", self.id)
         for what, value in (("name", self.name), ("tenant", self.tenant)):
             if not _WORD.fullmatch(value):
                 raise ConfigurationError(f"an API key's {what} must be 1-64 of A-Z a-z 0-9 . _ @ -, got {value!r}")
@@ -69,8 +76,8 @@ class ApiKey:
 
     @property
     def id(self) -> str:
-        """The key's id (:func:`key_id`)."""
-        return key_id(self.secret)
+        """The key's id (:func:`key_id`: the first 16 hex digits of its SHA-256)."""
+        return self.sha256[:16]
 
 
 @dataclass(frozen=True)
@@ -116,7 +123,7 @@ def parse_key_line(line: str, what: str = "the keys file") -> ApiKey | None:
 def parse_key_lines(text: str, what: str = "the keys file") -> tuple[ApiKey, ...]:
     """Every key of a keys file's text; ConfigurationError for a bad line or a secret given twice."""
     keys = tuple(k for k in (parse_key_line(line, what) for line in text.splitlines()) if k is not None)
-    if len({k.secret for k in keys}) != len(keys):
+    if len({k.sha256 for k in keys}) != len(keys):
         raise ConfigurationError(f"{what}: a secret appears twice")
     if len({k.name for k in keys}) != len(keys):
         raise ConfigurationError(f"{what}: a key name appears twice (names are what approvals record)")
@@ -164,10 +171,11 @@ class KeyFile:
 
 
 def matching_key(presented: str, keys: Iterable[ApiKey]) -> ApiKey | None:
-    """The key whose secret is ``presented``, compared in constant time with every key (no early
-    exit that would leak which one matched)."""
+    """The key whose secret is ``presented``: its SHA-256 compared in constant time with every
+    key's (no early exit that would leak which one matched)."""
+    digest = hashlib.sha256(presented.encode()).hexdigest()
     found: ApiKey | None = None
     for key in keys:
-        if hmac.compare_digest(presented.encode(), key.secret.encode()):
+        if hmac.compare_digest(digest, key.sha256):
             found = key
     return found

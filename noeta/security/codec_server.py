@@ -178,6 +178,8 @@ async def serve_codec(
 
     import uvicorn
 
+    from noeta.telemetry.logs import handler_installed
+
     from noeta.security.codec import codec_from_env
 
     codec = codec_from_env()
@@ -192,4 +194,6 @@ async def serve_codec(
         logger.warning("the codec server has no tokens (NOETA_CODEC_TOKENS): any local process can decode payloads")
     store = open_store() if expand_refs and open_store is not None else None  # none: create_codec_app refuses
     app = create_codec_app(codec, guard, store=store, expand_refs=expand_refs)
-    await uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level=log_level)).serve()
+    # With Noeta's log handler installed (noeta codec-server), uvicorn's lines go through it.
+    log_config = None if handler_installed() else uvicorn.config.LOGGING_CONFIG
+    await uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level=log_level, log_config=log_config)).serve()

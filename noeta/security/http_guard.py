@@ -13,8 +13,9 @@ Paths in ``open_paths`` (``/healthz``, ``/readyz``) skip all checks: they reveal
 load balancers probe them by IP address.
 
 What a server enforces comes from its settings: :class:`ServerSettings` for ``noeta serve``
-(``NOETA_API_KEYS``, ``NOETA_API_KEYS_FILE``, ``NOETA_ALLOWED_HOSTS``, ``NOETA_CORS_ORIGINS``,
-``NOETA_ALLOW_UNAUTHENTICATED``), :class:`CodecServerSettings` for ``noeta codec-server`` (the
+(``NOETA_API_KEYS``, ``NOETA_API_KEYS_FILE``, ``NOETA_API_KEYS_DSN``, ``NOETA_ALLOWED_HOSTS``,
+``NOETA_CORS_ORIGINS``, ``NOETA_ALLOW_UNAUTHENTICATED``; keys carry a name, a tenant and roles:
+:mod:`noeta.security.api_keys`, :mod:`noeta.security.key_table`), :class:`CodecServerSettings` for ``noeta codec-server`` (the
 same with ``NOETA_CODEC_`` and ``TOKENS`` for ``API_KEYS``).
 """
 
@@ -44,6 +45,7 @@ from noeta.security.api_keys import (
     read_key_file,
 )
 from noeta.security.api_keys import key_id as key_id  # re-exported: callers import it from here
+from noeta.security.key_table import DEFAULT_REFRESH_SECONDS, DEFAULT_TABLE, KeyTable
 
 logger = logging.getLogger(__name__)
 
@@ -96,11 +98,17 @@ class GuardConfig:
     open_paths: frozenset[str] = field(default_factory=lambda: frozenset({"/healthz", "/readyz"}))
     keys_file: Path | None = None
     """More keys (``NOETA_API_KEYS_FILE``), read again by the guard whenever the file changes."""
+    keys_dsn: str | None = None
+    """More keys in a PostgreSQL table (``NOETA_API_KEYS_DSN``; :mod:`noeta.security.key_table`)."""
+    keys_table: str = DEFAULT_TABLE
+    """That table (``NOETA_API_KEYS_TABLE``)."""
+    keys_refresh_seconds: float = DEFAULT_REFRESH_SECONDS
+    """How old the keys read from the table may be before a request reads them again."""
 
     @property
     def authenticating(self) -> bool:
         """Whether requests need a key."""
-        return bool(self.api_keys) or self.keys_file is not None
+        return bool(self.api_keys) or self.keys_file is not None or self.keys_dsn is not None
 
     def fixed_keys(self) -> tuple[ApiKey, ...]:
         """``api_keys`` as ApiKey records (a bare secret: every role, tenant ``default``)."""
@@ -109,7 +117,8 @@ class GuardConfig:
     def __repr__(self) -> str:  # never print keys
         """The configuration without its keys (only how many there are)."""
         return (
-            f"GuardConfig(api_keys=<{len(self.api_keys)}>, keys_file={self.keys_file!r}, allowed_hosts={self.allowed_hosts!r}, "
+            f"GuardConfig(api_keys=<{len(self.api_keys)}>, keys_file={self.keys_file!r}, "
+            f"keys_table={self.keys_table if self.keys_dsn else None!r}, allowed_hosts={self.allowed_hosts!r}, "
             f"cors_origins={self.cors_origins!r}, max_body_bytes={self.max_body_bytes})"
         )
 
@@ -188,6 +197,10 @@ class ServerSettings(GuardSettings):
     """Accepted credentials, at least 16 characters each."""
     api_keys_file: Path | None = None
     """More credentials, one per line (``#`` comments); read each time the guard is built."""
+    api_keys_dsn: str | None = Field(default=None, repr=False)
+    """``NOETA_API_KEYS_DSN``: a PostgreSQL database whose table holds more keys."""
+    api_keys_table: str = DEFAULT_TABLE
+    """``NOETA_API_KEYS_TABLE``: that table."""
 
     @field_validator("api_keys", mode="before")
     @classmethod
@@ -206,7 +219,10 @@ class ServerSettings(GuardSettings):
         if self.api_keys_file is not None:
             read_key_file(self.api_keys_file, f"the {self.variable('api_keys_file')}")
         config = super().guard(bind_host, **overrides)
-        return dataclasses.replace(config, api_keys=self.api_keys, keys_file=self.api_keys_file)
+        return dataclasses.replace(
+            config, api_keys=self.api_keys, keys_file=self.api_keys_file, keys_dsn=self.api_keys_dsn,
+            keys_table=self.api_keys_table,
+        )
 
 
 class CodecServerSettings(GuardSettings):
@@ -256,10 +272,14 @@ class RequestGuard:
         self.app, self.config = app, config
         self._fixed = config.fixed_keys()
         self._file = KeyFile(config.keys_file) if config.keys_file is not None else None
+        self._table = (
+            KeyTable(config.keys_dsn, config.keys_table, config.keys_refresh_seconds) if config.keys_dsn else None
+        )
 
-    def keys(self) -> tuple[ApiKey, ...]:
-        """The keys accepted now: the configured ones and the keys file's current ones."""
-        return self._fixed + (self._file.current() if self._file is not None else ())
+    async def keys(self) -> tuple[ApiKey, ...]:
+        """The keys accepted now: the configured ones, the keys file's and the table's current ones."""
+        keys = self._fixed + (self._file.current() if self._file is not None else ())
+        return keys + (await self._table.current() if self._table is not None else ())
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Check an HTTP request as the module describes and pass it to the app, or answer it with
@@ -286,7 +306,7 @@ class RequestGuard:
             return
         principal = ANONYMOUS
         if self.config.authenticating:
-            key = matching_key(_credential(headers), self.keys())
+            key = matching_key(_credential(headers), await self.keys())
             if key is None:
                 await _reply(send, 401, "Unauthorized", "a valid API key is required", [(b"www-authenticate", b"Bearer"), *cors])
                 return

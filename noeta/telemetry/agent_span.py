@@ -68,13 +68,17 @@ class FinishedRun:
 
 
 class AgentSpanInterceptor(temporalio.client.Interceptor, Interceptor):
-    """Worker interceptor for the ``invoke_agent`` span; inactive (no header, no span) in a worker
-    built while tracing is off, so tasks then pay nothing for it. A client interceptor too (passing
-    client calls through) so that workers built on the client inherit it."""
+    """Worker interceptor for the ``invoke_agent`` span; inactive (no header, no span) when tracing
+    was off as the client it came with connected, so tasks then pay nothing for it. A client
+    interceptor too (passing client calls through) so that workers built on the client inherit it."""
+
+    def __init__(self, enabled: bool | None = None) -> None:
+        """``enabled``: whether workers make the span (default: whether tracing is on now)."""
+        self.enabled = tracing_enabled() if enabled is None else enabled
 
     def workflow_interceptor_class(self, input: WorkflowInterceptorClassInput) -> type[WorkflowInboundInterceptor] | None:
-        """The workflow-side interceptor, when tracing is on as the worker is built."""
-        if not tracing_enabled():
+        """The workflow-side interceptor, when enabled."""
+        if not self.enabled:
             return None
         input.unsafe_extern_functions[EMIT_FUNCTION] = export_run
         return _AgentSpanInbound

@@ -13,8 +13,8 @@ from noeta.telemetry.trace_headers import TraceActivityInterceptor, TraceClientI
 
 
 def interceptors() -> list[Any]:
-    """Trace propagation (the client's part always; the workers' part acts while tracing is on)
-    and the workflow metrics interceptor. Installs the tracer provider the ``OTEL_*`` variables
-    name, if any."""
-    tracing.configure_tracing()
-    return [TraceClientInterceptor(), AgentSpanInterceptor(), TraceActivityInterceptor(), WorkflowMetricsInterceptor()]
+    """Trace propagation (the client's part always; the workflow's part when tracing is on as the
+    client connects, as temporalio's own tracing is decided) and the workflow metrics interceptor.
+    Installs the tracer provider the ``OTEL_*`` variables name, if any."""
+    traced = tracing.configure_tracing()
+    return [TraceClientInterceptor(), AgentSpanInterceptor(traced), TraceActivityInterceptor(), WorkflowMetricsInterceptor()]

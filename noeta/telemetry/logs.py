@@ -38,7 +38,10 @@ from noeta.errors import (
 from noeta.security.scrub import scrub
 from noeta.telemetry.settings import LogSettings
 
-CONTEXT_FIELDS = ("task_id", "call_id", "attempt")
+CONTEXT_FIELDS = ("task_id", "call_id", "attempt", "trace_id", "span_id")
+
+#: The trace id of the request being served (set by noeta.telemetry.trace_headers.caller_traceparent).
+_caller_trace: contextvars.ContextVar[str | None] = contextvars.ContextVar("noeta_log_caller_trace", default=None)
 
 # Read-only: log_context sets a new mapping, never changes the one in place (nor the shared default).
 _context: contextvars.ContextVar[Mapping[str, Any]] = contextvars.ContextVar(
@@ -62,6 +65,16 @@ def log_context(**fields: Any) -> Iterator[None]:
         yield
     finally:
         _context.reset(token)
+
+
+@contextlib.contextmanager
+def caller_trace(trace_id: str) -> Iterator[None]:
+    """Lines written inside the block carry ``trace_id`` (when no span of this process is current)."""
+    token = _caller_trace.set(trace_id)
+    try:
+        yield
+    finally:
+        _caller_trace.reset(token)
 
 
 def current_context() -> dict[str, Any]:
@@ -92,10 +105,26 @@ class ContextFilter(logging.Filter):
         workflow = getattr(record, "temporal_workflow", None)
         if isinstance(workflow, dict):
             fields.setdefault("task_id", workflow.get("workflow_id"))
+        if "trace_id" not in fields:
+            fields.update(_trace_fields())
         for key, value in fields.items():
             if value is not None and not hasattr(record, key):
                 setattr(record, key, value)
         return True
+
+
+def _trace_fields() -> dict[str, str]:
+    """The current span's trace and span ids (a model or tool call's, inside the task's trace), or
+    the trace a ``noeta serve`` request came with; nothing when there is none. OpenTelemetry is only
+    read when the program has loaded it."""
+    if "opentelemetry.trace" in sys.modules:
+        from opentelemetry import trace
+
+        context = trace.get_current_span().get_span_context()
+        if context.is_valid:
+            return {"trace_id": f"{context.trace_id:032x}", "span_id": f"{context.span_id:016x}"}
+    caller = _caller_trace.get()
+    return {"trace_id": caller} if caller else {}
 
 
 def _failure_line(exc: BaseException) -> str:
@@ -104,8 +133,12 @@ def _failure_line(exc: BaseException) -> str:
     return f"{kind}: {text}" if text else kind
 
 
-def _context_of(record: logging.LogRecord) -> dict[str, Any]:
-    return {k: getattr(record, k) for k in (*CONTEXT_FIELDS, "activity") if getattr(record, k, None) is not None}
+#: The fields a text line shows (trace and span ids are for machines: JSON lines only).
+TEXT_FIELDS = ("task_id", "call_id", "attempt", "activity")
+
+
+def _context_of(record: logging.LogRecord, fields: tuple[str, ...] = (*CONTEXT_FIELDS, "activity")) -> dict[str, Any]:
+    return {k: getattr(record, k) for k in fields if getattr(record, k, None) is not None}
 
 
 class TextFormatter(logging.Formatter):
@@ -121,7 +154,7 @@ class TextFormatter(logging.Formatter):
             trace = ""
         else:
             trace = self.formatException(record.exc_info) if record.exc_info else ""
-        context = " ".join(f"{k}={v}" for k, v in _context_of(record).items())
+        context = " ".join(f"{k}={v}" for k, v in _context_of(record, TEXT_FIELDS).items())
         when = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z"
         line = f"{when} {record.levelname} {record.name}" + (f" [{context}]" if context else "") + f" {message}"
         return scrub(line + ("\n" + trace if trace else ""))
@@ -148,6 +181,18 @@ class JSONFormatter(logging.Formatter):
 
 
 _HANDLER_NAME = "noeta"
+
+
+def json_logging() -> bool:
+    """Whether Noeta's handler is installed on the root logger and writes JSON: then every line a
+    long-running command writes should be a log record (noeta.cli.lifecycle.announce)."""
+    return any(h.get_name() == _HANDLER_NAME and isinstance(h.formatter, JSONFormatter) for h in logging.getLogger().handlers)
+
+
+def handler_installed() -> bool:
+    """Whether :func:`configure_logging` installed Noeta's handler on the root logger: servers
+    (uvicorn) then leave their loggers to it instead of installing plain-text handlers of their own."""
+    return any(h.get_name() == _HANDLER_NAME for h in logging.getLogger().handlers)
 
 
 def configure_logging(

@@ -47,7 +47,7 @@ from temporalio.worker import (
     WorkflowInterceptorClassInput,
 )
 
-from noeta.protocols.names import METRIC_APPROVAL_WAIT, UPDATE_APPROVE
+from noeta.protocols.names import METRIC_APPROVAL_WAIT, UPDATE_APPROVE, UPDATE_REFUSE
 from noeta.protocols.statuses import OPEN_TASK_STATUSES, ApprovalDecision, RunEnd, TaskStatus
 from noeta.protocols.task import TaskResult
 from noeta.telemetry.settings import OtelSettings
@@ -180,8 +180,8 @@ class _WorkflowMetrics(WorkflowInboundInterceptor):
 
     async def handle_update_handler(self, input: HandleUpdateInput) -> Any:
         result = await self.next.handle_update_handler(input)
-        if input.update == UPDATE_APPROVE and input.args:
-            approved = getattr(input.args[0], "approved", None)
+        if input.update in (UPDATE_APPROVE, UPDATE_REFUSE) and input.args:
+            approved = input.update == UPDATE_APPROVE and getattr(input.args[0], "approved", None)
             decision: ApprovalDecision = "approved" if approved else "refused"
             workflow.metric_meter().create_counter(APPROVALS_DECIDED, "approvals answered").add(1, {"decision": decision})
         return result

@@ -23,6 +23,7 @@ from temporalio.api.common.v1 import Payload
 
 from noeta.protocols.names import HEADER_TEMPORAL_TRACER, HEADER_TRACE
 from noeta.protocols.trace_context import SpanRef, parse_traceparent
+from noeta.telemetry.logs import caller_trace
 from noeta.telemetry.tracing import active_tracer
 
 _caller: contextvars.ContextVar[str | None] = contextvars.ContextVar("noeta_caller_traceparent", default=None)
@@ -32,12 +33,14 @@ _caller: contextvars.ContextVar[str | None] = contextvars.ContextVar("noeta_call
 def caller_traceparent(value: str | None) -> Iterator[None]:
     """Tasks started inside the block belong to the trace ``value`` (a ``traceparent``) names;
     a missing or malformed value changes nothing. ``noeta serve`` wraps each request in it."""
-    if parse_traceparent(value) is None:
+    ref = parse_traceparent(value)
+    if ref is None:
         yield
         return
     token = _caller.set(value)
     try:
-        yield
+        with caller_trace(ref.trace_id):
+            yield
     finally:
         _caller.reset(token)
 

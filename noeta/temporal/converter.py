@@ -33,7 +33,6 @@ from temporalio.contrib.pydantic import PydanticJSONPlainPayloadConverter
 from temporalio.converter import (
     CompositePayloadConverter,
     DataConverter,
-    DefaultFailureConverter,
     DefaultPayloadConverter,
     EncodingPayloadConverter,
     JSONPlainPayloadConverter,
@@ -44,6 +43,7 @@ from temporalio.converter import (
 from noeta.errors import EncryptionKeyError
 
 from noeta.security.codec import ENCODING, no_keys_error, sealed_key_id
+from noeta.temporal.failures import ReadableFailureConverter
 
 #: Distinct type hints seen by a worker are few (Noeta's inputs and outputs, users' output models);
 #: the bound only matters for type hints built afresh per task, which then cannot pile up.
@@ -172,7 +172,7 @@ class NoetaPayloadConverter(CompositePayloadConverter):
         )
 
 
-class SealedFailureConverter(DefaultFailureConverter):
+class SealedFailureConverter(ReadableFailureConverter):
     """Failure messages and stack traces moved into an encoded payload (so a codec seals them: they
     may quote customer data, a tool's error, a provider's error body), except an
     ``EncryptionKeyError``'s: it names key ids only, and a reader without the writer's key must
@@ -195,13 +195,14 @@ class SealedFailureConverter(DefaultFailureConverter):
 
 
 def data_converter(codec: PayloadCodec | None = None) -> DataConverter:
-    """Noeta's data converter, with ``codec`` (e.g. encryption) applied to every payload. With a
-    codec, failure messages and stack traces are moved into an encoded payload too
+    """Noeta's data converter, with ``codec`` (e.g. encryption) applied to every payload. Failures
+    of Noeta's typed errors carry no stack trace (:mod:`noeta.temporal.failures`); with a codec,
+    failure messages and stack traces are moved into an encoded payload too
     (:class:`SealedFailureConverter`)."""
     return DataConverter(
         payload_converter_class=NoetaPayloadConverter,
         payload_codec=codec,
-        failure_converter_class=SealedFailureConverter if codec else DefaultFailureConverter,
+        failure_converter_class=SealedFailureConverter if codec else ReadableFailureConverter,
     )
 
 

@@ -40,6 +40,7 @@ from noeta.protocols.task import (
 )
 from noeta.protocols.tool import ToolSpec
 from noeta.workflows import details, refusals, steps
+from noeta.workflows.compaction import ContextKeeper
 from noeta.workflows.budget import Budget, add_failed_spend, count_model_call, count_tool_calls
 from noeta.workflows.failures import (
     attempts_exhausted,
@@ -47,6 +48,7 @@ from noeta.workflows.failures import (
     raise_if_cancelled,
     typed_task_error,
 )
+from noeta.workflows.fallback import ProviderFallback
 from noeta.workflows.gates import Gate
 from noeta.workflows.run import RunState
 from noeta.workflows.status import RunStatus
@@ -66,6 +68,9 @@ class StepRunner:
         self._budget = budget
         self._tool_calls = 0
         """Tool calls scheduled by this run: numbers their idempotency keys."""
+        self._context = ContextKeeper(run)
+        self._fallback = ProviderFallback(run)
+        """Counts each model request and compacts the context before it would pass the window."""
 
     async def run_tools(self, decision: CallTools) -> None:
         """One tool round: the calls' guards, then every call in parallel; their results (and the
@@ -147,10 +152,11 @@ class StepRunner:
             max_tokens = budget.max_tokens(max_tokens)
         state.turn += 1
         state.total_turns += 1
+        on = self._fallback.current()  # the task's provider, or the fallback it moved to
         request = CallModelInput(
             task_id=workflow.info().workflow_id,
-            provider=task.provider,
-            model=task.model,
+            provider=on.provider,
+            model=on.model,
             head=state.head,
             append=list(state.pending),
             system_ref=state.system_ref,
@@ -165,9 +171,12 @@ class StepRunner:
             mcp_tools_ref=state.mcp_tools_ref,
             agents_ref=state.agents_ref,
             step_key=steps.step_key(f"model-{state.total_turns}"),
+            max_tool_output_tokens=task.max_tool_output_tokens,
         )
-        self._status.show(details.calling_model(task.provider, task.model or state.model, state.turn, task.max_turns))
-        out = await steps.call_model(task, request)
+        self._status.show(details.calling_model(on.provider, on.model or state.model, state.turn, task.max_turns))
+        request = await self._context.fit(request)  # compacted first when it would pass the window's threshold
+        # On the task's current provider; the next of its fallback providers when that one fails.
+        out = await self._fallback.call(request, lambda r: self._context.call(r, lambda c: steps.call_model(task, c)))
         if out.model and task.model is None:
             state.model = out.model
         state.head = out.head
@@ -205,7 +214,7 @@ class StepRunner:
         )
         memories: list[str] = []
         try:
-            out = await steps.invoke_tool(self._run.task, inp, spec)
+            out = await steps.invoke_tool(self._run.task, inp, spec, approved_by=self._gate.approved_by.pop(call.call_id, None))
             result, memories = out.result, out.memories
         except ActivityError as err:
             raise_if_cancelled(err)

@@ -22,6 +22,7 @@ deltas (see noeta.context.transcript).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any
 
 from temporalio import workflow
@@ -36,6 +37,7 @@ from noeta.protocols.names import (
     SIGNAL_INJECT,
     SIGNAL_STORE_OUTAGE,
     UPDATE_APPROVE,
+    UPDATE_REFUSE,
     UPDATE_SEND_GOAL,
     WORKFLOW_NAME,
 )
@@ -114,7 +116,8 @@ class AgentWorkflow:
     @workflow.update(
         name=UPDATE_APPROVE,
         description='Answer an action waiting for approval: {"call_id": "c1", "approved": true, '
-        '"reason": "...", "approver": "..."} (approved false refuses it).',
+        '"reason": "...", "arguments": {...}} (approved false refuses it; arguments replace a tool '
+        "call's). The approver recorded is your Temporal identity.",
     )
     def approve(self, decision: ApprovalInput) -> None:
         """A human's answer to an action that a guard sent for approval."""
@@ -123,6 +126,19 @@ class AgentWorkflow:
     @approve.validator
     def _validate_approval(self, decision: ApprovalInput) -> None:
         self._approvals.check_answer(decision)
+
+    @workflow.update(
+        name=UPDATE_REFUSE,
+        description='Refuse an action waiting for approval: {"call_id": "c1", "reason": "..."}. '
+        "The approver recorded is your Temporal identity.",
+    )
+    def refuse(self, decision: ApprovalInput) -> None:
+        """A human's refusal of an action that a guard sent for approval (whatever ``approved`` says)."""
+        self._approvals.answer(dataclasses.replace(decision, approved=False))
+
+    @refuse.validator
+    def _validate_refusal(self, decision: ApprovalInput) -> None:
+        self._approvals.check_answer(dataclasses.replace(decision, approved=False))
 
     @workflow.query(name=QUERY_PENDING_APPROVALS, description="Actions waiting for a human's approval.")
     def pending_approvals(self) -> list[ApprovalRequest]:

@@ -14,7 +14,6 @@ from noeta.protocols.names import APPROVAL_TIMER_PREFIX, METRIC_APPROVAL_WAIT
 from noeta.protocols.task import ApprovalInput, ApprovalRequest, approval_timed_out
 
 
-
 class Approvals:
     """Requests waiting for a human, and the answers that arrived. Never carried across
     continue-as-new: a task only continues as new when none is pending."""

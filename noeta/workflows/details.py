@@ -15,7 +15,7 @@ from temporalio import workflow
 
 from noeta.protocols.hooks import ProposedFinish, ProposedSpawnSubtask, ProposedToolCall
 from noeta.protocols.messages import ToolUseBlock
-from noeta.protocols.names import UPDATE_APPROVE, UPDATE_SEND_GOAL
+from noeta.protocols.names import UPDATE_APPROVE, UPDATE_REFUSE, UPDATE_SEND_GOAL
 from noeta.protocols.statuses import GoalStatus
 from noeta.protocols.task import ApprovalRequest
 
@@ -57,7 +57,8 @@ def awaiting_approval(pending: Iterable[ApprovalRequest], timeout_seconds: float
         lines.append(f"**awaiting approval**: {action_text(request)} — guard {request.guard}{reason}")
         lines.append(
             f"approve: Send an Update → `{UPDATE_APPROVE}` with "
-            f'`{{"call_id": "{request.call_id}", "approved": true}}` (false refuses)'
+            f'`{{"call_id": "{request.call_id}", "approved": true}}`; '
+            f"refuse: the same to `{UPDATE_REFUSE}` with `\"approved\": false`"
         )
     lines.append(f"unanswered after {timeout_seconds:g} s: refused")
     return "\n\n".join(lines)

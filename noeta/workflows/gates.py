@@ -51,6 +51,9 @@ class Gate:
         """Why the last finish was refused."""
         self._edited: dict[str, dict[str, Any]] = {}
         """Approved tool calls whose approver replaced the arguments: call id -> the arguments."""
+        self.approved_by: dict[str, str] = {}
+        """Who approved the actions approved by a human and not yet run, by call id (their step's
+        summary in the Temporal UI names the approver)."""
 
     def goal_started(self) -> None:
         """A new goal: its finishes have not been refused yet."""
@@ -65,8 +68,9 @@ class Gate:
         """A tool call as the guards see it."""
         return ProposedToolCall(call.call_id, call.tool_name, call.arguments, self.risk(call.tool_name))
 
-    async def verdicts(self, actions: list[ProposedAction]) -> dict[str, GuardDecision]:
-        """The deciding verdict per action id (absent: allowed). Recorded, so replay never re-asks."""
+    async def verdicts(self, actions: list[ProposedAction], second_look: bool = False) -> dict[str, GuardDecision]:
+        """The deciding verdict per action id (absent: allowed). Recorded, so replay never re-asks.
+        ``second_look``: the actions are calls an approver edited."""
         task, state = self._run.task, self._run.state
         if not task.guards or not actions:
             return {}
@@ -81,6 +85,7 @@ class Gate:
                 actions=actions,
                 metadata=task.metadata,
                 env=self._run.env(),
+                second_look=second_look,
             ),
         )
         deciding = {}
@@ -102,6 +107,8 @@ class Gate:
             action.call_id, action, verdict.reason, verdict.guard, waiting_since=now.isoformat(), deadline=deadline.isoformat()
         )
         decision = await self._await_approval(request)
+        if decision.approved:
+            self.approved_by[action.call_id] = decision.approver or "a human"
         if decision.approved and decision.arguments is not None:
             self._edited[action.call_id] = decision.arguments
         return None if decision.approved else not_approved(decision)
@@ -117,7 +124,7 @@ class Gate:
         # Only tasks that receive an edited approval ask (and record) this patch.
         patches.patched(PATCH_EDITED_APPROVALS)
         call = ToolUseBlock(call_id=call.call_id, tool_name=call.tool_name, arguments=edited)
-        again = (await self.verdicts([self.proposed_call(call)])).get(call.call_id)
+        again = (await self.verdicts([self.proposed_call(call)], second_look=True)).get(call.call_id)
         if again is not None and again.verdict == "deny":
             return call, denied_by_guard(again.guard, again.reason)
         return call, None

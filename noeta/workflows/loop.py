@@ -141,6 +141,7 @@ class GoalLoop:
             goal_index=index,
             data=data,
             counts=state.counts,
+            usage_by_provider=list(state.usage_by_provider),
         )
         # Recorded in history (and shown in the UI's memo) so every goal's outcome is projectable.
         workflow.upsert_memo({RESULT_MEMO_KEY: result})

@@ -178,6 +178,7 @@ async def prepare(task: TaskInput) -> PrepareOutput:
         agents=[subagent_tool(a.name, a.description) for a in task.subagents],
         priced_provider=task.provider if priced else None,
         priced_model=task.model if priced else None,
+        fallback_providers=[choice.provider for choice in task.fallback_providers],
     )
     retries = retry_policy(BOOKKEEPING, task.max_retries, TASK_FATAL_TOOL_ERRORS)
     summary = f"prepare: {len(task.tools)} tool(s)" + (
@@ -214,7 +215,7 @@ async def call_model(task: TaskInput, request: CallModelInput) -> CallModelOutpu
     ``provider_failure``)."""
     options, retries = task.model_activity, provider_retries(task)
     request = dataclasses.replace(request, budget=attempt_budget(task, options, retries))
-    summary = f"{task.provider} {task.model or ''} · turn {request.turn}".replace("  ", " ")
+    summary = f"{request.provider} {request.model or ''} · turn {request.turn}".replace("  ", " ")
     try:
         out = await execute(
             CALL_MODEL, request, CallModelOutput, summary, options,
@@ -229,17 +230,23 @@ async def call_model(task: TaskInput, request: CallModelInput) -> CallModelOutpu
     return out
 
 
-async def invoke_tool(task: TaskInput, inp: InvokeToolInput, spec: ToolSpec | None) -> InvokeToolOutput:
+async def invoke_tool(
+    task: TaskInput, inp: InvokeToolInput, spec: ToolSpec | None, approved_by: str | None = None
+) -> InvokeToolOutput:
     """Run one tool call with the tool's own timeout, heartbeat and retries, else the task's
     (``tool_activity``, or ``mcp_activity`` for a remote MCP server's tool), as a local activity
-    for a local tool (noeta.workflows.local_tools); raises ActivityError
-    when the call failed for good, so the caller decides what the model sees."""
+    for a local tool (noeta.workflows.local_tools); raises ActivityError when the call failed for
+    good, so the caller decides what the model sees. ``approved_by``: the human who approved the
+    call, named in its summary (a summary is not part of the command's identity: histories replay
+    the same)."""
     options = task.mcp_activity if inp.mcp is not None else task.tool_activity
     retries = spec.max_retries if spec and spec.max_retries is not None else tool_retries(task)
     own_timeout = spec.start_to_close_seconds if spec else None
     own_heartbeat = spec.heartbeat_seconds if spec else None
     inp = dataclasses.replace(inp, budget=attempt_budget(task, options, retries))
     summary = f"{inp.tool_name}({short_arguments(inp.arguments)})"
+    if approved_by is not None:
+        summary = f"approved by {approved_by}: {summary}"
     # The worker counts attempts (noeta.activities._attempts) and marks final errors.
     retry = retry_policy(options, retries, TASK_FATAL_TOOL_ERRORS, ledger=True)
     if spec is not None and local_tools.runs_locally(task, spec):

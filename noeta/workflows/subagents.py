@@ -81,6 +81,8 @@ def child_task(task: TaskInput, state: Carry, ctx: StepContext, spawn: SpawnSubt
         goal=spawn.goal,
         provider=spec.provider or task.provider,
         model=spec.model if spec.model is not None or spec.provider else task.model,
+        # With the parent's provider come the parent's fallbacks (unless it declares its own).
+        fallback_providers=spec.fallback_providers or ([] if spec.provider else task.fallback_providers),
         system_prompt=spawn.system_prompt or spec.system_prompt,
         keep_open=False,
         trace_id=ctx.trace_id,

@@ -23,6 +23,7 @@ from noeta.client.config import Settings
 from noeta.client.embedded import EmbeddedServer
 from noeta.client.events import first_run_id
 from noeta.client.options import HostConfig, Options, SubAgent
+from noeta.client.task_input import Fallback
 from noeta.builtins.tools import calculator, current_time, word_count
 from noeta.context.content_store import LocalContentStore
 from noeta.errors import NoetaError, ProviderError
@@ -40,6 +41,7 @@ from tests.support.policies import DelegatingPolicy, ThinkThenDelegate
 from tests.support.resources import delegate_to_reader, resources_options
 from tests.support.scripts import call, say
 from tests.support.tools import add, big_output, boom
+from tests.support.windowed import WindowedProvider, fetch
 from tests.test_guards import AmountGuard, NoEarlyFinish, wire_money
 from tests.test_long_runs import counting_goal
 
@@ -97,6 +99,13 @@ _store: list[LocalContentStore] = []
 @tool(name="screenshot", version="1", input_schema={"type": "object"}, description="Take a picture of the screen.")
 def screenshot(arguments: dict, ctx: ToolContext) -> ToolResult:
     return ToolResult(success=True, output="captured", images=[image(PIXEL, "image/png", _store[0])])
+
+
+def _up_then_down(request):
+    """Answers the first call with a tool call, then is down (503 on every attempt)."""
+    if any(getattr(b, "type", "") == "tool_result" for m in request.messages for b in m.content):
+        return _fail(request)
+    return call(("c0", "add", {"a": 0, "b": 1}))
 
 
 def positive_n(data) -> bool | str:
@@ -199,6 +208,22 @@ SCENARIOS = {
             approve=[("c3", False, "not this one", "bob"), ("c4", True, "ok", "alice")],
         ),
     ),
+    # Approvals that replace a call's arguments (edited-approvals): c1 edited down and run, c2 edited
+    # above the guard's hard limit and refused on the guards' second look.
+    "edited_approvals": (
+        FakeLLMProvider(
+            responses=[
+                call(("c1", "wire_money", {"amount": 2500}), ("c2", "wire_money", {"amount": 3000})),
+                say("paid 900"),
+            ]
+        ),
+        dict(
+            goal="pay",
+            options=Options(allowed_tools=[wire_money], guards=[AmountGuard()]),
+            approve=[("c1", True, "split it", "user:alice", {"amount": 900}),
+                     ("c2", True, None, "user:alice", {"amount": 5_000_000})],
+        ),
+    ),
     "provider_retried": (
         FakeLLMProvider(responder=_fail_once),
         dict(goal="retry once", options=Options(max_retries=2)),
@@ -219,6 +244,12 @@ SCENARIOS = {
         FakeLLMProvider(responder=_child_fails),
         dict(goal="check it", options=Options(subagents=[SubAgent("checker", "Checks things.", Options(max_retries=0))])),
     ),
+    # A 3,000-token window and twelve 2 KB tool results: the oldest turns are summarized before the
+    # calls that would pass the threshold (PATCH_COMPACTION), the view rides on later calls.
+    "compaction": (
+        WindowedProvider(window=3000, turns=12, name="FakeLLMProvider"),
+        dict(goal="fetch", options=Options(allowed_tools=[fetch], max_turns=20, context_window_tokens=3000)),
+    ),
     # The built-in tools that cannot block, in one round and then alone: local activities since
     # local-tools (recorded before it in refusals-recorded/, as ordinary activities).
     "builtin_tools": (
@@ -230,6 +261,19 @@ SCENARIOS = {
             ]
         ),
         dict(goal="compute", options=Options(allowed_tools=[calculator, word_count, current_time])),
+    ),
+    # A provider that goes down after its first answer: the task moves to its fallback provider
+    # (one memo, PATCH_PROVIDER_FALLBACK) and stays there across continue-as-new.
+    "provider_fallback": (
+        FakeLLMProvider(responder=_up_then_down),
+        dict(
+            goal="count",
+            options=Options(
+                allowed_tools=[add], max_retries=1, max_history_events=40,
+                fallback_providers=[Fallback("backup", model="backup-model")],
+            ),
+            fallbacks={"backup": FakeLLMProvider(responder=_count_to_four)},
+        ),
     ),
     # A task-scoped resource exposed to a sub-agent the model calls, with a scope (task-resources).
     "resources": (
@@ -267,6 +311,8 @@ async def record(names: list[str], into: Path = HERE) -> None:
                     options: Options = spec["options"](url) if made else spec["options"]
                     registry = registry_for(options, store)
                     registry.add_provider(provider)
+                    for fallback_name, fallback in spec.get("fallbacks", {}).items():
+                        registry.add_provider(fallback, name=fallback_name)
                     registry.prices = spec.get("prices")
                     task_id = await run_scenario(client, registry, name, spec, options)
                 runs = await run_histories(client, task_id)
@@ -288,10 +334,10 @@ async def run_scenario(client: AsyncClient, registry: Registry, name: str, spec:
         )
         if "inject" in spec:
             await client.inject(task_id, spec["inject"])
-        for call_id, approved, reason, approver in spec.get("approve", []):
+        for call_id, approved, reason, approver, *edit in spec.get("approve", []):
             while not any(r.call_id == call_id for r in await client.pending_approvals(task_id)):
                 await asyncio.sleep(0.05)
-            await client.approve(task_id, call_id, approved, reason, approver)
+            await client.approve(task_id, call_id, approved, reason, approver, arguments=edit[0] if edit else None)
         for goal in spec.get("more", []):
             await client.send_goal(task_id, goal)
         if spec.get("keep_open"):

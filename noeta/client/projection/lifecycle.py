@@ -1,4 +1,4 @@
-"""The task's own events in history: its start, its memos (refused calls, injected messages,
+"""The task's own events in history: its start, its memos (refused calls, injected messages, provider fallbacks,
 budget warnings, goal results) and its end."""
 
 from __future__ import annotations
@@ -16,10 +16,12 @@ from noeta.client.projection.transcript import Transcript
 from noeta.errors import AttemptsExhaustedError, BudgetExceededError
 from noeta.protocols import event_log as ev
 from noeta.protocols.budget import Spend
+from noeta.protocols.fallback import ProviderFallbackRecord
 from noeta.protocols.messages import Message
 from noeta.protocols.names import (
     BUDGET_WARNING_MEMO_KEY,
     INJECTED_MEMO_KEY,
+    PROVIDER_FALLBACK_MEMO_KEY,
     REFUSED_MEMO_KEY,
     RESULT_MEMO_KEY,
 )
@@ -85,6 +87,17 @@ class Lifecycle:
                     event,
                     self._transcript.last_message_seq,
                 )
+        if PROVIDER_FALLBACK_MEMO_KEY in fields:
+            switch: ProviderFallbackRecord = decode(fields[PROVIDER_FALLBACK_MEMO_KEY], ProviderFallbackRecord)
+            self._log.emit(
+                ev.ProviderFallback(
+                    from_provider=switch.from_provider, from_model=switch.from_model, to_provider=switch.to_provider,
+                    to_model=switch.to_model, error_type=switch.error_type, error=switch.error, turn=switch.turn,
+                ),
+                "engine",
+                event,
+                self._transcript.last_message_seq,
+            )
         if RESULT_MEMO_KEY in fields:
             result: TaskResult = decode(fields[RESULT_MEMO_KEY], TaskResult)
             self._log.emit(

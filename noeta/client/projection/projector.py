@@ -7,6 +7,8 @@ continuing across the runs of one task.
 
 from __future__ import annotations
 
+import dataclasses
+
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -24,7 +26,7 @@ from noeta.client.projection.steps import Steps
 from noeta.client.projection.subtasks import Subtasks
 from noeta.client.projection.transcript import Transcript
 from noeta.protocols import event_log as ev
-from noeta.protocols.names import UPDATE_APPROVE, UPDATE_SEND_GOAL
+from noeta.protocols.names import UPDATE_APPROVE, UPDATE_REFUSE, UPDATE_SEND_GOAL
 from noeta.protocols.task import ApprovalInput, GoalInput
 
 _CHILD_ENDED = (
@@ -48,6 +50,7 @@ class Projector:
         self._log = EnvelopeLog(task_id)
         transcript = Transcript(self._log)
         rounds = ToolRounds(transcript)
+        self._rounds = rounds
         self._goals = Goals(self._log, transcript)
         self._approvals = Approvals(self._log, transcript)
         self._subtasks = Subtasks(self._log, transcript)
@@ -67,7 +70,16 @@ class Projector:
     def feed(self, event: HistoryEvent) -> list[ev.EventEnvelope]:
         """Project one history event; returns the envelopes it added."""
         before = len(self._log.envelopes)
+        if event.event_type != EventType.EVENT_TYPE_MARKER_RECORDED:
+            self._rounds.settle()  # a local tool's round ends with its workflow task's markers
         self._route(event)
+        return self._log.envelopes[before:]
+
+    def settle(self) -> list[ev.EventEnvelope]:
+        """The end of the history fed so far: what waited for the rest of its workflow task (a
+        round of local tool calls whose markers ended it) is projected; returns what it added."""
+        before = len(self._log.envelopes)
+        self._rounds.settle()
         return self._log.envelopes[before:]
 
     def _route(self, event: HistoryEvent) -> None:
@@ -115,6 +127,9 @@ class Projector:
         request = accepted.input
         if request.name == UPDATE_APPROVE:
             self._approvals.decided(decode_first(request.args, ApprovalInput), event, accepted.meta.identity)
+        elif request.name == UPDATE_REFUSE:
+            refused = dataclasses.replace(decode_first(request.args, ApprovalInput), approved=False)
+            self._approvals.decided(refused, event, accepted.meta.identity)
         elif request.name == UPDATE_SEND_GOAL:
             self._goals.received(decode_first(request.args, GoalInput), event)
 
@@ -131,4 +146,5 @@ def project(
         projector.begin_run()
         for event in run:
             projector.feed(event)
+    projector.settle()
     return projector.envelopes

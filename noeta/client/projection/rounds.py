@@ -34,9 +34,14 @@ class ToolRounds:
         """Causes of the round's events come from ``transcript``."""
         self._transcript = transcript
         self._open: _Round | None = None
+        self._closing: tuple[str, HistoryEvent, int] | None = None
+        """(actor, event, cause) of the open round's last result, when that round has a local call
+        and every call it knows of has ended: its workflow task may still record another call's
+        marker, so it is appended at the next event that is not a marker (``settle``)."""
 
     def guarded(self, call_ids: list[str]) -> None:
         """A round whose calls the guards check first: they may start in later workflow tasks."""
+        self.settle()
         self._open = _Round(expected=call_ids, guarded=True) if call_ids else None
 
     def join(self, call_id: str, workflow_task: int, *, local: bool = False) -> None:
@@ -50,7 +55,9 @@ class ToolRounds:
         if current is not None and not current.guarded and current.workflow_task == workflow_task:
             current.expected.append(call_id)
             current.local = current.local or local
+            self._closing = None  # not complete after all
             return
+        self.settle()
         self._open = _Round(expected=[call_id], guarded=False, workflow_task=workflow_task, local=local)
 
     def result(
@@ -59,16 +66,31 @@ class ToolRounds:
         """One call's result (and what it recalled)."""
         current = self._open
         if current is None or block.call_id not in current.expected:
+            self.settle()
             seq = self._transcript.append([tool_round_message([block])], actor, event, cause)
             self._transcript.recalled(memories or [], event, seq)
             return
         current.results[block.call_id] = block
         current.memories[block.call_id] = memories or []
         if len(current.results) == len(current.expected):
-            self._open = None
-            order = current.expected
-            if current.local:  # markers come as calls finish: the workflow appends in call order
-                order = sorted(order, key=lambda c: self._transcript.proposal(c) or 0)
-            blocks = [current.results[c] for c in order]
-            seq = self._transcript.append([tool_round_message(blocks)], actor, event, cause)
-            self._transcript.recalled([m for c in order for m in current.memories[c]], event, seq)
+            if current.local:
+                self._closing = (actor, event, cause)
+                return
+            self._append(current, actor, event, cause)
+
+    def settle(self) -> None:
+        """A history event that is not a marker: a round waiting for the end of its workflow task
+        (see ``_closing``) is complete, and appended."""
+        if self._closing is not None and self._open is not None:
+            self._append(self._open, *self._closing)
+        self._closing = None
+
+    def _append(self, current: _Round, actor: str, event: HistoryEvent, cause: int) -> None:
+        self._open = None
+        self._closing = None
+        order = current.expected
+        if current.local:  # markers come as calls finish: the workflow appends in call order
+            order = sorted(order, key=lambda c: self._transcript.proposal(c) or 0)
+        blocks = [current.results[c] for c in order]
+        seq = self._transcript.append([tool_round_message(blocks)], actor, event, cause)
+        self._transcript.recalled([m for c in order for m in current.memories[c]], event, seq)

@@ -28,6 +28,8 @@ from noeta.protocols.activity_io import (
     CallModelOutput,
     CheckGuardsInput,
     CheckGuardsOutput,
+    CompactContextInput,
+    CompactContextOutput,
     InvokeToolInput,
     InvokeToolOutput,
     PrepareOutput,
@@ -40,6 +42,7 @@ from noeta.protocols.messages import Message
 from noeta.protocols.names import (
     CALL_MODEL,
     CHECK_GUARDS,
+    COMPACT_CONTEXT,
     INVOKE_TOOL,
     PREPARE_TASK,
     RELEASE_RESOURCES,
@@ -53,6 +56,15 @@ from noeta.protocols.step_failures import (
     validation_issue,
 )
 from noeta.protocols.task import AttemptFailure, TaskInput, denied_by_guard, finish_denied_feedback, validation_feedback
+
+def context_compacted(inp: CompactContextInput, out: CompactContextOutput) -> ev.ContextCompacted:
+    """The event of a compaction that changed what the model sees."""
+    return ev.ContextCompacted(
+        strategy=out.strategy, reason=inp.reason, tokens_before=out.tokens_before, tokens_after=out.tokens_after,
+        turns_folded=out.turns_folded, messages_folded=out.messages_folded, summary=out.summary,
+        summary_ref=out.summary_ref, usage=out.usage, attempt=out.attempt,
+    )
+
 
 #: The marker temporalio records for a completed local activity (details "data" and "result").
 LOCAL_ACTIVITY_MARKER = "core_local_activity"
@@ -104,7 +116,7 @@ class Steps:
         """An activity was scheduled: model and tool calls start here."""
         attrs = event.activity_task_scheduled_event_attributes
         name = attrs.activity_type.name
-        inp: CallModelInput | InvokeToolInput | None = None
+        inp: CallModelInput | InvokeToolInput | CompactContextInput | None = None
         if name == CALL_MODEL:
             model_call: CallModelInput = decode_first(attrs.input, CallModelInput)
             inp = model_call
@@ -129,6 +141,8 @@ class Steps:
             )
         else:
             seq = self._transcript.last_message_seq or 1
+            if name == COMPACT_CONTEXT:
+                inp = decode_first(attrs.input, CompactContextInput)
             if name == CHECK_GUARDS:  # a guarded round: its calls may start in later workflow tasks
                 checked: CheckGuardsInput = decode_first(attrs.input, CheckGuardsInput)
                 self._rounds.guarded([a.call_id for a in checked.actions if isinstance(a, ProposedToolCall)])
@@ -173,6 +187,10 @@ class Steps:
             self._validated(decode_first(attrs.result, ValidateOutput), event)
         elif sched.activity == CHECK_GUARDS:
             self._guard_verdicts(decode_first(attrs.result, CheckGuardsOutput), event)
+        elif sched.activity == COMPACT_CONTEXT:
+            out: CompactContextOutput = decode_first(attrs.result, CompactContextOutput)
+            if out.context is not None:  # nothing folded: nothing changed for the model
+                self._log.emit(context_compacted(sched.input, out), "engine", event, sched.seq)
 
     def failed(self, event: HistoryEvent, failure: Failure, scheduled_id: int) -> None:
         """An activity failed for good (its last attempt failed, or it timed out)."""
@@ -183,9 +201,9 @@ class Steps:
         attempt = self._attempt.get(scheduled_id, 1)
         earlier = [AttemptFailure(**f) for f in failure_details(failure).get("attempt_failures", [])][:-1]
         if sched.activity == CALL_MODEL:
-            provider = self.task.provider
+            provider = sched.input.provider  # the task's, or a fallback provider's
             for failed in earlier:
-                self._provider_retry(failed, event, sched.seq)
+                self._provider_retry(provider, failed, event, sched.seq)
             self._log.emit(
                 ev.ProviderCallFailed(provider=provider, error=message, error_type=error_type, attempt=attempt),
                 f"provider:{provider}",
@@ -254,10 +272,10 @@ class Steps:
             self._transcript.append([message], "human" if message.origin == "human" else "engine", event, seq)
 
     def _model_answered(self, out: CallModelOutput, sched: _Scheduled, event: HistoryEvent) -> None:
-        provider = self.task.provider
+        provider = sched.input.provider  # the task's, or a fallback provider's
         actor = f"provider:{provider}"
         for failed in out.retried:
-            self._provider_retry(failed, event, sched.seq)
+            self._provider_retry(provider, failed, event, sched.seq)
         seq = self._log.emit(
             ev.ProviderCallCompleted(
                 provider=provider, stop_reason=out.response.stop_reason, usage=out.response.usage, attempt=out.attempt
@@ -340,8 +358,7 @@ class Steps:
                 denied = finish_denied_feedback(denied_by_guard(deciding.guard, deciding.reason))
                 self._transcript.feedback(denied, event, self._log.last_seq)
 
-    def _provider_retry(self, failed: AttemptFailure, event: HistoryEvent, cause: int) -> None:
-        provider = self.task.provider
+    def _provider_retry(self, provider: str, failed: AttemptFailure, event: HistoryEvent, cause: int) -> None:
         self._log.emit(
             ev.ProviderCallRetried(
                 provider=provider,

@@ -25,6 +25,9 @@ function h(tag, attrs = {}, ...children) {
 
 const short = (text, n = 120) => (text && text.length > n ? `${text.slice(0, n - 1)}…` : text || "");
 const when = (iso) => (iso ? new Date(iso).toLocaleString() : "");
+const dollars = (usd) => `$${(usd || 0).toFixed(usd >= 1 ? 2 : usd >= 0.01 ? 4 : 6)}`;
+// The task's page in the Temporal UI (absent when the server does not know the UI's address).
+const uiLink = (t) => (t.ui_url ? h("a", { href: t.ui_url, target: "_blank", rel: "noopener", class: "ui-link", "data-testid": "ui-link", text: "Temporal UI" }) : null);
 const json = (value) => JSON.stringify(value, null, 2);
 const taskHref = (id) => `#/tasks/${encodeURIComponent(id)}`;
 
@@ -133,6 +136,9 @@ function tasksView(params) {
         h("td", { class: "num", text: t.turns }),
         h("td", { class: "num", text: `${t.tokens_in} / ${t.tokens_out}` }),
         h("td", { text: when(t.started) }),
+        h("td", { "data-testid": "ended", text: when(t.closed) }),
+        h("td", { class: "num", "data-testid": "cost", text: dollars(t.cost_usd) }),
+        h("td", {}, uiLink(t)),
         h("td", { class: "muted", text: Object.entries(t.metadata || {}).map(([k, v]) => `${k}=${v}`).join(" ") }))));
       note.textContent = tasks.length ? "" : "No tasks match.";
       banner("");
@@ -145,7 +151,7 @@ function tasksView(params) {
   return h("section", {},
     h("h1", { text: "Tasks" }), form,
     h("table", { class: "tasks" },
-      h("thead", {}, h("tr", {}, ["Goal", "Status", "Model", "Turns", "Tokens in / out", "Started", "Metadata"].map((t) => h("th", { text: t })))),
+      h("thead", {}, h("tr", {}, ["Goal", "Status", "Model", "Turns", "Tokens in / out", "Started", "Ended", "Cost", "", "Metadata"].map((t) => h("th", { text: t })))),
       body),
     note);
 }
@@ -377,7 +383,10 @@ function taskView(taskId) {
         h("span", { "data-testid": "usage", text: `turns ${task.turns} · tokens ${task.tokens_in} in / ${task.tokens_out} out` }),
         usage ? h("span", { class: "muted", text: `cache read ${usage.cache_read} · write ${usage.cache_write}` }) : null,
         h("span", { class: "muted mono", text: task.task_id }),
-        task.started ? h("span", { class: "muted", text: `started ${when(task.started)}` }) : null].filter(Boolean));
+        task.started ? h("span", { class: "muted", text: `started ${when(task.started)}` }) : null,
+        task.closed ? h("span", { class: "muted", "data-testid": "ended", text: `ended ${when(task.closed)}` }) : null,
+        h("span", { "data-testid": "cost", text: `cost ${dollars(task.cost_usd)}` }),
+        uiLink(task)].filter(Boolean));
       details.hidden = !task.current_details;
       details.replaceChildren(...markdownLite(task.current_details || ""));
       actions.hidden = !task.running;

@@ -1,0 +1,189 @@
+"""Compaction keeps a long task within its model's context window (docs/long-running.md): the
+workflow counts each request before sending it, compacts the context before a call would pass the
+window's threshold (or after the provider refused one as too long), records a ContextCompacted
+event, and the whole conversation stays in ``messages()``."""
+
+from __future__ import annotations
+
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from noeta.client.client import AsyncClient
+from noeta.client.messages import ContextCompactedView, ToolResultView
+from noeta.client.options import Options
+from noeta.context.compaction import VIEW_MEDIA_TYPE
+from noeta.context.content_store import LocalContentStore
+from noeta.protocols.compaction import Compaction
+from noeta.protocols.messages import ContentRef, Message, TextBlock
+from noeta.worker import Registry, build_worker
+from tests.support.windowed import WindowedProvider, chunk, fetch
+
+
+ROOT = Path(__file__).parent / "histories"
+
+
+def compactions(events: list) -> list:
+    return [e.payload for e in events if e.type == "ContextCompacted"]
+
+
+@pytest.mark.slow
+async def test_300_tool_turns_of_2_kb_stay_within_an_8000_token_window(client: AsyncClient, serve, task_queue):
+    provider = WindowedProvider(window=8000, turns=300)
+    options = Options(
+        provider=provider, allowed_tools=[fetch], max_turns=400, context_window_tokens=8000, max_history_events=1500
+    )
+    async with serve(tools=[fetch], providers=[provider]):
+        task_id = await client.start("fetch every chunk", options, task_queue=task_queue)
+        result = await client.result(task_id)
+
+    assert (result.status, result.answer) == ("completed", "fetched 300 chunks")
+    assert provider.refused == []  # no request crossed the window
+    assert provider.largest <= 8000
+    events = await client.events(task_id)
+    compacted = compactions(events)
+    assert len(compacted) >= 1
+    assert all(c.strategy == "summarize" and c.reason == "threshold" for c in compacted)
+    assert all(c.tokens_after < c.tokens_before and c.turns_folded >= 1 for c in compacted)
+    # One summarizing call per compaction: each folded range is summarized once.
+    assert len(provider.summaries) == len(compacted) == len(set(provider.summaries))
+    print(len(compacted), provider.largest, sum(e.type == "TaskContinuedAsNew" for e in events), [(c.tokens_before, c.tokens_after, c.turns_folded) for c in compacted[:3]])
+    assert any(e.type == "TaskContinuedAsNew" for e in events)  # the compacted view crossed runs
+    # The whole conversation is still there, with the places where the model's view was compacted.
+    items = await client.messages(task_id)
+    outputs = [i.output for i in items if isinstance(i, ToolResultView)]
+    assert outputs == [chunk(i) for i in range(1, 301)]
+    marks = [i for i in items if isinstance(i, ContextCompactedView)]
+    assert len(marks) == len(compacted) and marks[0].summary and marks[0].summary.startswith("Summary 1")
+
+
+async def test_a_refused_request_is_compacted_and_sent_again(client: AsyncClient, serve, task_queue):
+    """A window the task does not know: the provider's refusal compacts the context, the call is
+    made again and the task goes on."""
+    provider = WindowedProvider(window=3000, turns=8, name="unknown-window")
+    options = Options(provider=provider, allowed_tools=[fetch], max_turns=20)  # no window: none is known
+    async with serve(tools=[fetch], providers=[provider]):
+        task_id = await client.start("fetch", options, task_queue=task_queue)
+        result = await client.result(task_id)
+    assert (result.status, result.answer) == ("completed", "fetched 8 chunks")
+    assert provider.refused and len(provider.refused) == len(compactions(await client.events(task_id)))
+    assert {c.reason for c in compactions(await client.events(task_id))} == {"context_length"}
+
+
+async def test_without_compaction_a_request_too_long_fails_the_task(client: AsyncClient, serve, task_queue):
+    provider = WindowedProvider(window=3000, turns=8, name="no-compaction")
+    options = Options(provider=provider, allowed_tools=[fetch], max_turns=20, compaction=None)
+    async with serve(tools=[fetch], providers=[provider]):
+        task_id = await client.start("fetch", options, task_queue=task_queue)
+        with pytest.raises(Exception) as failed:
+            await client.result(task_id)
+    assert "ContextLengthError" in repr(failed.value) or "too long" in str(failed.value)
+    assert compactions(await client.events(task_id)) == []
+
+
+async def test_previews_strategy_replaces_old_outputs_and_names_them(client: AsyncClient, serve, task_queue):
+    provider = WindowedProvider(window=4000, turns=30, name="previews")
+    compaction = Compaction(strategy="previews", preview_chars=100)
+    options = Options(provider=provider, allowed_tools=[fetch], max_turns=40, context_window_tokens=4000, compaction=compaction)
+    async with serve(tools=[fetch], providers=[provider]):
+        task_id = await client.start("fetch", options, task_queue=task_queue)
+        result = await client.result(task_id)
+    assert result.status == "completed" and provider.refused == [] and provider.summaries == []
+    compacted = compactions(await client.events(task_id))
+    assert compacted and {c.strategy for c in compacted} == {"previews"}
+    items = await client.messages(task_id)
+    assert [i.output for i in items if isinstance(i, ToolResultView)] == [chunk(i) for i in range(1, 31)]
+
+
+def keep_goal_and_last_two(messages: list[Message]) -> list[Message]:
+    """A user's compactor: the first goal, a note, and the last two messages."""
+    return [messages[0], Message("user", [TextBlock("[older turns dropped by keep_goal_and_last_two]")], origin="system"), *messages[-2:]]
+
+
+async def test_a_registered_function_compacts(client: AsyncClient, content_store, task_queue):
+    provider = WindowedProvider(window=3000, turns=12, name="by-function")
+    registry = Registry.of(tools=[fetch], providers=[provider], content_store=content_store)
+    registry.add_compactor(keep_goal_and_last_two)
+    compaction = Compaction(strategy="function", function="keep_goal_and_last_two")
+    options = Options(provider=provider, allowed_tools=[fetch], max_turns=20, context_window_tokens=3000, compaction=compaction)
+    async with build_worker(client.temporal, registry, task_queue, workflow_failure_exception_types=[Exception]):
+        task_id = await client.start("fetch", options, task_queue=task_queue)
+        result = await client.result(task_id)
+    assert result.status == "completed" and provider.refused == []
+    compacted = compactions(await client.events(task_id))
+    assert compacted and {c.strategy for c in compacted} == {"function"}
+
+
+class FailingViewWrites(LocalContentStore):
+    """A content store that refuses the first write of a compacted view: the compaction's attempt
+    fails after its summary was written."""
+
+    def __init__(self, root) -> None:
+        super().__init__(root)
+        self.refused = 0
+
+    def put(self, data: bytes, media_type: str = "text/plain") -> ContentRef:
+        if media_type == VIEW_MEDIA_TYPE and self.refused == 0:
+            self.refused += 1
+            raise RuntimeError("the view could not be written (once)")
+        return super().put(data, media_type)
+
+
+async def test_a_summary_is_written_once_when_its_attempt_fails_after_the_call(client: AsyncClient, tmp_path, task_queue):
+    store = FailingViewWrites(tmp_path / "content")
+    provider = WindowedProvider(window=4000, turns=16, name="summary-once")
+    registry = Registry.of(tools=[fetch], providers=[provider], content_store=store)
+    options = Options(provider=provider, allowed_tools=[fetch], max_turns=30, context_window_tokens=4000)
+    async with build_worker(client.temporal, registry, task_queue, workflow_failure_exception_types=[Exception]):
+        task_id = await client.start("fetch", options, task_queue=task_queue)
+        result = await client.result(task_id)
+    assert result.status == "completed" and store.refused == 1
+    compacted = compactions(await client.events(task_id))
+    assert compacted[0].attempt == 2  # the first attempt failed after the summary call
+    # One summarizing call per folded range, the failed attempt's included.
+    assert len(provider.summaries) == len(compacted) == len(set(provider.summaries))
+
+
+async def test_a_task_below_the_threshold_records_what_it_records_without_compaction(
+    client: AsyncClient, serve, task_queue
+):
+    """Six tool turns far below a 100,000-token window, with compaction on (the default) and off:
+    the same events and the same payload bytes but for the setting itself in the task's input. A
+    task that never reaches the threshold asks no patch, schedules no compaction and carries no
+    view (bench/RESULTS.md compares it with the code from before compaction)."""
+    from noeta.client.options import build_task_input
+    from noeta.temporal.converter import NoetaPayloadConverter
+    from tests.support.history_bytes import history_shape
+
+    on = Options(provider="below", allowed_tools=[fetch], context_window_tokens=100_000)
+    off = dataclasses.replace(on, compaction=None)
+    shapes = []
+    for task_id, options in (("below-on", on), ("below-of", off)):
+        provider = WindowedProvider(window=100_000, turns=6, name="below")
+        async with serve(tools=[fetch], providers=[provider]):
+            await client.start("fetch", options, task_id=task_id, task_queue=task_queue)
+            assert (await client.result(task_id)).status == "completed"
+        shapes.append(history_shape(await client.temporal.get_workflow_handle(task_id).fetch_history()))
+        assert not compactions(await client.events(task_id)) and provider.summaries == []
+    converter = NoetaPayloadConverter()
+    inputs = [converter.to_payloads([build_task_input(o, "fetch", provider_name="below")])[0].data for o in (on, off)]
+    setting = len(inputs[1]) - len(inputs[0])
+    assert setting > 0  # "compaction": null is written; the default is left out
+    (events_on, types_on, bytes_on), (events_off, types_off, bytes_off) = shapes
+    assert (events_on, types_on) == (events_off, types_off)
+    assert bytes_on == bytes_off - setting
+
+
+def test_a_history_with_compactions_is_recorded():
+    """tests/test_replay.py replays it: a change that breaks a compacted task's replay fails there."""
+    import json
+
+    from noeta.protocols.names import COMPACT_CONTEXT, PATCH_COMPACTION
+
+    events = json.loads((ROOT / PATCH_COMPACTION / "compaction.json").read_text())["events"]
+    scheduled = [e["activityTaskScheduledEventAttributes"]["activityType"]["name"] for e in events
+                 if "activityTaskScheduledEventAttributes" in e]
+    assert scheduled.count(COMPACT_CONTEXT) >= 2
+    assert any(e.get("markerRecordedEventAttributes", {}).get("markerName") == "core_patch" for e in events)
