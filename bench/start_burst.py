@@ -163,6 +163,6 @@ if __name__ == "__main__":
     parser.add_argument("--starts", type=int, default=1000)
     parser.add_argument("--given", type=int, default=750)
     parser.add_argument("--attempt-timeout", type=float, default=1.0)
-    parser.add_argument("--stall-seconds", type=float, default=3.0)
-    parser.add_argument("--flow-seconds", type=float, default=1.0)
+    parser.add_argument("--stall-seconds", type=float, default=1.5)
+    parser.add_argument("--flow-seconds", type=float, default=1.5)
     asyncio.run(main(parser.parse_args()))
