@@ -160,3 +160,33 @@ async def test_the_task_stays_on_its_fallback_provider_across_continue_as_new(cl
     assert [(u.provider, u.model, u.model_calls) for u in result.usage_by_provider] == [
         ("primary", None, 1), ("backup", "backup-model", 6)
     ]
+
+
+async def test_a_task_whose_provider_never_fails_records_the_same_history_with_or_without_fallbacks(
+    client: AsyncClient, serve, task_queue
+):
+    def script(request):
+        done = any(getattr(b, "type", "") == "tool_result" for m in request.messages for b in m.content)
+        return say("3") if done else call(("c1", "add", {"a": 1, "b": 2}))
+
+    primary, backup = FakeLLMProvider(responder=script), FakeLLMProvider(responses=[])
+    shapes = []
+    async with serve(tools=[add], providers={"primary": primary, "backup": backup}):
+        for fallbacks in ([], ["backup"]):
+            options = Options(provider="primary", allowed_tools=[add], fallback_providers=fallbacks)
+            task_id = await client.start("add", options, task_queue=task_queue)
+            assert (await client.result(task_id)).answer == "3"
+            history = await client.temporal.get_workflow_handle(task_id).fetch_history()
+            shapes.append([(e.event_type, e.marker_recorded_event_attributes.marker_name) for e in history.events])
+    assert shapes[0] == shapes[1]  # no patch marker, no memo, no other command
+    assert backup.received_requests == []
+
+
+def test_fallback_providers_over_http_are_names_with_models():
+    from noeta.http.models import StartTask
+
+    body = StartTask.model_validate(
+        {"goal": "x", "options": {"fallback_providers": [{"provider": "backup", "model": "m"}, {"provider": "local"}]}}
+    )
+    assert body.options is not None
+    assert body.options.to_options().fallback_providers == [Fallback("backup", "m"), Fallback("local")]

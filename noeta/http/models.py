@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Strict
 
 from noeta.client.client import PendingApproval
 from noeta.client.options import Options
+from noeta.client.task_input import Fallback
 from noeta.client.settings_body import TaskSettingsBody
 from noeta.client.visibility import TaskInfo, TaskSummary
 from noeta.protocols.statuses import TASK_STATUSES, TaskStatus
@@ -20,6 +21,12 @@ from noeta.protocols.task import ApprovalRequest, TaskResult
 
 class Request(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class FallbackProvider(Request):
+    """A provider a task may fall back to: a worker's provider by registry name, and its model."""
+    provider: StrictStr = Field(description="registry name of a provider on the worker")
+    model: StrictStr | None = Field(default=None, description="the model to ask there (null: its default)")
 
 
 class TaskOptions(TaskSettingsBody):
@@ -44,10 +51,15 @@ class TaskOptions(TaskSettingsBody):
     )
     scope: dict[str, Any] | None = Field(default=None, description="the task's scope data (equip_scope)")
     scope_schema: dict[str, Any] | None = Field(default=None, description="a JSON Schema the scope must satisfy")
+    fallback_providers: list[FallbackProvider] | None = Field(
+        default=None, description="providers to move to, in order, when the task's provider fails (docs/long-running.md)"
+    )
 
     def to_options(self) -> Options:
         """``Options`` (which checks ranges and schemas: a ConfigurationError names the problem)."""
-        own = self.model_dump(exclude_none=True, exclude=set(self.settings_fields()))
+        own = self.model_dump(exclude_none=True, exclude={*self.settings_fields(), "fallback_providers"})
+        if self.fallback_providers is not None:
+            own["fallback_providers"] = [Fallback(f.provider, f.model) for f in self.fallback_providers]
         return Options(**self.to_settings(), **own)
 
 
