@@ -146,6 +146,7 @@ async def test_another_tenants_task_is_missing_and_untouched_and_roles_are_enfor
 
         await eventually(lambda: listed(ALICE))
         assert await listed(ALICE) == [task_id] and await listed(BOB) == []
+        assert (await tenants.get(f"/tasks/{task_id}", headers=auth(ALICE))).json()["tenant"] == "acme"
 
         # Alice injects context, then approves with the amount edited down.
         assert (await tenants.post(f"/tasks/{task_id}/inject", json={"text": "invoice 7"}, headers=auth(ALICE))).status_code == 202

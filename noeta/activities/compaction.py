@@ -93,6 +93,9 @@ class Compactions:
         else:
             keep = inp.keep_tokens if inp.reason == "threshold" else inp.keep_tokens // 2
             new_folded = plan.fold_point(transcript, folded, keep)
+            if plan.turns_in(transcript[folded:new_folded]) == 0:  # the turns fit the keep: fold the oldest
+                later = plan.turn_starts(transcript, new_folded + 1)
+                new_folded = later[0] if later else folded
             if new_folded <= folded:  # one turn is all there is: nothing to fold
                 return CompactContextOutput(None, inp.strategy, inp.tokens_before, inp.tokens_before, attempt=ledger.attempt, retried=ledger.earlier)
             prefix = plan.stable_prefix(transcript)
@@ -193,9 +196,12 @@ class Compactions:
         except Exception as exc:
             raise ledger.failed(classify_exception(inp.provider, exc)) from exc
         text = getattr(response, "text", "")
-        if not isinstance(text, str) or not text.strip():
-            raise ledger.failed(ProviderError(provider=inp.provider, message="the summarizing call returned no text", retryable=True))
-        written = WrittenSummary(text.strip(), dataclasses.replace(response.usage, cost_usd=0.0))
+        if not isinstance(text, str):
+            raise ledger.failed(ProviderError(provider=inp.provider, message="the summarizing call returned no response", retryable=True))
+        # A model that writes nothing (a small one can) gets a note in place of its summary: asked
+        # again it would write the same nothing, and the turns must be folded all the same.
+        text = text.strip() or f"[{plan.turns_in(folding)} earlier turn(s) were compacted; the model wrote no summary of them]"
+        written = WrittenSummary(text, dataclasses.replace(response.usage, cost_usd=0.0))
         await self.services.io(self.services.steps.record, key, _SUMMARY, written)
         return written
 

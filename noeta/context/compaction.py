@@ -72,10 +72,15 @@ def fold_point(transcript: Sequence[Message], folded: int, keep_tokens: int) -> 
     starts = [i for i in turn_starts(transcript, folded) if i > folded]
     if not starts:
         return folded
-    for i in starts:
-        if estimate_tokens(transcript[i:]) <= keep_tokens:
-            return i
-    return starts[-1]
+    tail, at = 0, len(transcript)  # the tail's tokens, counted once from the end
+    fitting = None
+    for i in reversed(starts):
+        tail += estimate_tokens(transcript[i:at])
+        at = i
+        if tail > keep_tokens:
+            break
+        fitting = i
+    return fitting if fitting is not None else starts[-1]
 
 
 def turns_in(messages: Sequence[Message]) -> int:
