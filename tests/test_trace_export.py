@@ -88,6 +88,7 @@ async def test_a_task_started_over_http_is_one_trace_under_the_callers_span(
     assert agent.parent_id == CALLER_SPAN  # the caller's span, from the HTTP request's traceparent
     assert agent.attributes["gen_ai.operation.name"] == "invoke_agent"
     assert agent.attributes["gen_ai.conversation.id"] == task_id
+    assert (agent.attributes["gen_ai.provider.name"], agent.attributes["noeta.provider"]) == ("openai", "default")
     assert {s.parent_id for s in [*chats, *tools]} == {agent.span_id}
     # Every span the task made is in this trace, and nothing else of it went elsewhere.
     of_task = [s for s in receiver.spans if s.attributes.get("gen_ai.conversation.id") == task_id]
