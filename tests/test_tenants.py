@@ -306,3 +306,30 @@ async def test_a_sub_agent_belongs_to_its_root_tasks_tenant(client: AsyncClient,
     default = {t.task_id for t in await client.list_tasks(limit=1000, tenant="default")}
     acme = {t.task_id for t in await client.list_tasks(limit=1000, tenant="acme")}
     assert task_id in acme and not {task_id, child_id} & default
+
+
+async def test_the_inbox_lists_the_longest_waiting_first(tenants: httpx.AsyncClient, client: AsyncClient, serve, task_queue):
+    provider = FakeLLMProvider(responder=lambda request: (
+        say("ok") if any(getattr(b, "type", "") == "tool_result" for m in request.messages for b in m.content)
+        else call(("c1", "wire_money", {"amount": 2500}))
+    ))
+    body = {"goal": "pay", "task_queue": task_queue,
+            "options": {"provider": PROVIDER, "allowed_tools": ["wire_money"], "guards": ["amount"]}}
+
+    async def waiting() -> list[str]:
+        inbox = (await tenants.get("/approvals", headers=auth(ALICE))).json()
+        return [p["task_id"] for p in inbox if p["task_id"] in started]
+
+    started: list[str] = []
+    async with serve(tools=[wire_money], providers=[provider], guards=[AmountGuard()]):
+        for _ in range(2):  # the second starts once the first waits
+            started.append((await tenants.post("/tasks", json=body, headers=auth(ALICE))).json()["task_id"])
+            await eventually(lambda: _all_waiting(waiting, len(started)))
+        assert await waiting() == started  # the task list is newest first; the inbox oldest first
+        for task_id in started:
+            await client.approve(task_id, "c1", approver="user:ana")
+            await client.result(task_id)
+
+
+async def _all_waiting(waiting, count: int) -> bool:
+    return len(await waiting()) == count
