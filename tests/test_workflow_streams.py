@@ -9,11 +9,13 @@ import asyncio
 import dataclasses
 import os
 import threading
+import time
 import uuid
 from pathlib import Path
 
 from noeta.client.client import AsyncClient
 from noeta.client.options import HostConfig, Options
+from noeta.client.sync import Client
 from noeta.protocols.messages import LLMRequest, LLMResponse, StreamDelta, TextBlock, ToolUseBlock, Usage
 from noeta.protocols.names import QUERY_STREAM_LISTENING, WORKFLOW_STREAM_PUBLISH
 from noeta.protocols.tool import ToolResult
@@ -152,3 +154,36 @@ async def test_a_reader_gets_every_piece_across_continue_as_new(client: AsyncCli
     assert [d.call_id for d in received[::6]] == [f"turn-{t + 1}" for t in range(Streamer.CALLS)]
     offsets = [d.offset for d in received]
     assert offsets == sorted(offsets) and len(set(offsets)) >= Streamer.CALLS
+
+
+async def test_the_synchronous_client_gets_a_worker_processs_pieces_through_temporal(
+    host: HostConfig, settings, data_dir: Path, task_queue: str, chat: FakeChatServer
+):
+    """The README's Client (synchronous) with a delta_sink, a noeta worker in another process."""
+    full = chunks_for(completion({"content": ANSWER}), pieces=6)
+    chat.reply(full)
+    pieces = [c["choices"][0]["delta"]["content"] for c in full if c["choices"] and c["choices"][0]["delta"].get("content")]
+    env = {
+        **{k: v for k, v in os.environ.items() if k != "NOETA_DELTA_BROKER"},
+        "TEMPORAL_ADDRESS": settings.temporal_address, "NOETA_HOME": str(data_dir),
+        "NOETA_TEST_CHAT_URL": chat.base_url, "PYTHONPATH": str(ROOT),
+    }
+    worker = await asyncio.to_thread(start_worker, env, task_queue, "tests.support.registry:streaming_registry")
+    received: list[StreamDelta] = []
+
+    def run() -> str:
+        with Client(dataclasses.replace(host, delta_sink=received.append, task_queue=task_queue)) as client:
+            task_id = client.start("stream it", Options(provider="openai-stream"))
+            answer = client.result(task_id).answer
+            deadline = time.monotonic() + 30  # the sink's reader runs on the client's own loop
+            while "".join(d.text for d in received) != ANSWER and time.monotonic() < deadline:
+                time.sleep(0.05)
+            return answer
+
+    try:
+        answer = await asyncio.to_thread(run)
+    finally:
+        worker.terminate()
+        worker.wait(15)
+    assert answer == ANSWER
+    assert [d.text for d in received] == pieces and [d.seq for d in received] == list(range(len(pieces)))

@@ -94,15 +94,16 @@ class CallPublisher:
         """Start watching for a listener and publishing (on the running loop)."""
         self._task = asyncio.get_running_loop().create_task(self._run(), name="noeta-delta-stream")
 
-    async def aclose(self) -> None:
-        """The call ended: publish what is left if someone listens (bounded), then stop."""
+    async def aclose(self, publish_rest: bool = True) -> None:
+        """The call ended: publish what is left if someone listens (bounded; not with
+        ``publish_rest=False``), then stop."""
         if self._task is not None:
             self._task.cancel()
             try:
                 await self._task
             except (asyncio.CancelledError, Exception):  # noqa: BLE001 (streaming is best effort)
                 pass
-        if self._listening or await self._someone_listens():
+        if publish_rest and (self._listening or await self._someone_listens()):
             try:
                 await asyncio.wait_for(self._publish(), FINAL_FLUSH_SECONDS)
             except (asyncio.TimeoutError, RPCError, TimeoutError) as err:
