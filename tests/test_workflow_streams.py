@@ -21,7 +21,7 @@ from noeta.protocols.names import QUERY_STREAM_LISTENING, WORKFLOW_STREAM_PUBLIS
 from noeta.protocols.tool import ToolResult
 from noeta.sdk.tools import tool
 from noeta.worker import Registry, build_worker
-from tests.support.chat_server import FakeChatServer, Pause, chunks_for, completion
+from tests.support.chat_server import FakeChatServer, Pause, chunks_for, completion, openai_for
 from tests.support.processes import ROOT, start_worker
 from tests.support.waiting import eventually
 
@@ -187,3 +187,27 @@ async def test_the_synchronous_client_gets_a_worker_processs_pieces_through_temp
         worker.wait(15)
     assert answer == ANSWER
     assert [d.text for d in received] == pieces and [d.seq for d in received] == list(range(len(pieces)))
+
+
+async def test_a_retried_call_streams_both_attempts_marked(client: AsyncClient, content_store, task_queue: str, chat: FakeChatServer):
+    """A call cut short is retried by Temporal: the reader gets the cut attempt's partial text and
+    then the new attempt's pieces from seq 0, each marked with its attempt."""
+    full = chunks_for(completion({"content": ANSWER}), pieces=8)
+    go = threading.Event()
+    chat.reply([*full[:4], Pause(60, until=go)], done=False)  # attempt 1 ends mid-answer
+    chat.reply(full)
+    pieces = [c["choices"][0]["delta"]["content"] for c in full if c["choices"] and c["choices"][0]["delta"].get("content")]
+    registry = Registry.of(providers=[openai_for(chat, "openai-retried")], content_store=content_store)
+    task_id = f"wfstream-retry-{uuid.uuid4().hex[:8]}"
+    async with build_worker(client.temporal, registry, task_queue):
+        async with AsyncClient(client.temporal, content_store=content_store, task_queue=task_queue) as reader:
+            await client.start("stream it", Options(provider="openai-retried"), task_id=task_id, task_queue=task_queue)
+            stream = await reader.deltas(task_id)
+            first = [await asyncio.wait_for(stream.__anext__(), 60)]  # attempt 1 is being read
+            go.set()
+            assert (await client.result(task_id)).answer == ANSWER
+            received = first + await asyncio.wait_for(read_all(stream), 60)
+    by_attempt = {a: [d for d in received if d.attempt == a] for a in (1, 2)}
+    assert [d.text for d in by_attempt[2]] == pieces and [d.seq for d in by_attempt[2]] == list(range(len(pieces)))
+    assert by_attempt[1] and ANSWER.startswith("".join(d.text for d in by_attempt[1]))
+    assert received == by_attempt[1] + by_attempt[2]  # the cut attempt's pieces, then the new one's
