@@ -12,7 +12,7 @@ part starts at an assistant message, so no tool result is ever separated from it
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from pydantic import TypeAdapter
 
@@ -98,24 +98,26 @@ def note_message(text: str) -> Message:
     return Message(role="user", content=[TextBlock(text)], origin="system")
 
 
-def preview(message: Message, chars: int) -> Message:
-    """``message`` with each tool output longer than ``chars`` cut to a preview that names where
-    the whole output is (its content reference when it was stored, else its size)."""
+def preview(message: Message, chars: int, read: Callable[[ContentRef], str] | None = None) -> Message:
+    """``message`` with each tool output longer than ``chars`` cut to a preview that says how long
+    the whole is and where it is (a stored output: its content reference; ``read`` gives its text
+    for the preview, else it gets the note alone)."""
     if not any(isinstance(b, ToolResultBlock) for b in message.content):
         return message
     content: list[Block] = []
     for block in message.content:
         if isinstance(block, ToolResultBlock):
-            block = _previewed(block, chars)
+            block = _previewed(block, chars, read)
         content.append(block)
     return Message(role=message.role, content=content, origin=message.origin)
 
 
-def _previewed(block: ToolResultBlock, chars: int) -> ToolResultBlock:
+def _previewed(block: ToolResultBlock, chars: int, read: Callable[[ContentRef], str] | None) -> ToolResultBlock:
     output = block.output
     if isinstance(output, ContentRef):
+        start = read(output)[:chars] if read is not None and chars else ""
         note = f"[output of {output.size} bytes, compacted; the whole is in the content store as {output.hash}]"
-        return ToolResultBlock(block.call_id, note, block.success, error=block.error)
+        return ToolResultBlock(block.call_id, f"{start}… {note}" if start else note, block.success, error=block.error)
     if output is None or len(output) <= chars:
         return block
     cut = output[:chars] + f"… [output of {len(output)} characters, compacted to this preview]"
