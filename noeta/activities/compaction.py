@@ -165,13 +165,9 @@ class Compactions:
         while previewed and estimate_tokens(previewed) > budget:
             # Whole turns go: up to (not including) the next assistant message after the first.
             nxt = next((i for i in range(1, len(previewed)) if previewed[i].role == "assistant"), len(previewed))
-            dropped += plan.turns_in(previewed[:nxt]) or 1
+            dropped += sum(plan.left_out(m) for m in previewed[:nxt]) + plan.turns_in(previewed[:nxt])
             previewed = previewed[nxt:]
-        note = (
-            [plan.note_message(f"[{dropped} earlier turn(s) left out to fit the context window; the task's record keeps them]")]
-            if dropped
-            else []
-        )
+        note = [plan.left_out_note(dropped)] if dropped else []
         return [*prefix, *note, *previewed]
 
     async def _summary(self, inp: CompactContextInput, ledger: AttemptLedger, folding: list[Message]) -> WrittenSummary:
