@@ -330,3 +330,23 @@ async def test_previews_of_stored_outputs_name_their_content_reference(client: A
     assert sent and sent[0].startswith("b1: xxxx") and "in the content store as " in sent[0] and len(sent[0]) < 200
     outputs = [i.output for i in await client.messages(task_id) if isinstance(i, ToolResultView)]
     assert len(outputs) == 8 and all(len(o) == 6 * 1024 for o in outputs)
+
+
+def test_turns_are_folded_whole_and_the_newest_is_always_kept():
+    from noeta.context.compaction import fold_point, left_out, left_out_note
+    from noeta.protocols.context_window import context_window, estimate_tokens, text_tokens
+    from noeta.protocols.messages import ToolResultBlock, ToolUseBlock
+
+    transcript = [Message("user", [TextBlock("goal")])]
+    for i in range(10):
+        transcript += [Message("assistant", [ToolUseBlock(f"c{i}", "f", {})]), Message("tool", [ToolResultBlock(f"c{i}", "word " * 100, True)])]
+    turn = estimate_tokens(transcript[-2:])
+    assert [fold_point(transcript, 0, keep) for keep in (0, turn, 2 * turn, 100 * turn)] == [19, 19, 17, 1]
+    assert fold_point(transcript, 19, 0) == 19  # only the newest turn is left: nothing to fold
+    assert all(transcript[fold_point(transcript, 0, k)].role == "assistant" for k in range(0, 2000, 37))
+    assert left_out(left_out_note(7)) == 7 and left_out(Message("user", [TextBlock(left_out_note(7).text)])) == 0
+    assert (text_tokens("the quick brown fox"), text_tokens("12345"), text_tokens("{}")) == (4, 5, 2)
+    assert (context_window("claude-sonnet-4-5"), context_window("gpt-4o-mini"), context_window("gpt-4.1"), context_window("x")) == (
+        200_000, 128_000, 1_047_576, None
+    )
+    assert context_window("x", 5000) == 5000
