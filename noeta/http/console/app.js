@@ -440,7 +440,7 @@ function taskView(taskId) {
     }
     live.hidden = false;
     live.textContent += delta.text;
-  }, { resume: false });
+  });  // a reconnect resumes after the last piece shown (Last-Event-ID), so none shows twice
   cleanup.push(stopDeltas);
 
   refresh();
