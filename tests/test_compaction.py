@@ -350,3 +350,27 @@ def test_turns_are_folded_whole_and_the_newest_is_always_kept():
         200_000, 128_000, 1_047_576, None
     )
     assert context_window("x", 5000) == 5000
+
+
+async def test_a_compactor_the_worker_lacks_fails_the_task_before_any_model_call(client: AsyncClient, serve, task_queue):
+    from noeta.errors import ConfigurationError
+
+    provider = WindowedProvider(window=3000, turns=3, name="no-compactor")
+    compaction = Compaction(strategy="function", function="nowhere")
+    options = Options(provider=provider, allowed_tools=[fetch], context_window_tokens=3000, compaction=compaction)
+    async with serve(tools=[fetch], providers=[provider]):
+        task_id = await client.start("fetch", options, task_queue=task_queue)
+        with pytest.raises(ConfigurationError, match="compactor 'nowhere' is not registered on this worker"):
+            await client.result(task_id)
+    assert provider.calls == 0
+
+
+def test_compaction_settings_out_of_range_are_refused_before_the_task_starts():
+    from noeta.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="compaction.threshold must be a number from 0.1 to 1"):
+        Options(compaction=Compaction(threshold=1.5))
+    with pytest.raises(ConfigurationError, match="compaction.strategy 'function' needs compaction.function"):
+        Options(compaction=Compaction(strategy="function"))
+    with pytest.raises(ConfigurationError, match="context_window_tokens must be a whole number from 256"):
+        Options(context_window_tokens=100)
