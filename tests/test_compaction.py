@@ -302,3 +302,75 @@ async def test_a_worker_killed_during_a_summarizing_call_leaves_one_summary_per_
     compacted = compactions(await client.events(task_id))
     assert len(compacted) == len(keys) >= 2
     assert compacted[0].attempt == 2
+
+
+async def test_previews_of_stored_outputs_name_their_content_reference(client: AsyncClient, serve, task_queue):
+    """Outputs over the inline limit live in the content store: their preview keeps their start
+    and names the stored whole, which ``messages()`` still shows in full."""
+    from noeta.protocols.messages import LLMResponse, ToolResultBlock, ToolUseBlock, Usage
+    from noeta.sdk.testing import FakeLLMProvider
+    from tests.support.tools import big_output
+    from tests.support.windowed import counted_tokens
+
+    def respond(request):
+        turn, usage = int(request.metadata["turn"]), Usage(uncached=counted_tokens(request), output=10)
+        if turn <= 8:
+            return LLMResponse("tool_use", [ToolUseBlock(f"b{turn}", "big_output", {"kb": 6})], usage)
+        return LLMResponse("end_turn", [TextBlock("done")], usage)
+
+    provider = FakeLLMProvider(responder=respond)
+    compaction = Compaction(strategy="previews", preview_chars=40)
+    options = Options(provider=provider, allowed_tools=[big_output], context_window_tokens=8000, compaction=compaction)
+    async with serve(tools=[big_output], providers=[provider]):
+        task_id = await client.start("fill", options, task_queue=task_queue)
+        assert (await client.result(task_id)).status == "completed"
+    assert compactions(await client.events(task_id))
+    last = provider.received_requests[-1]
+    sent = [b.output for m in last.messages for b in m.content if isinstance(b, ToolResultBlock)]
+    assert sent and sent[0].startswith("b1: xxxx") and "in the content store as " in sent[0] and len(sent[0]) < 200
+    outputs = [i.output for i in await client.messages(task_id) if isinstance(i, ToolResultView)]
+    assert len(outputs) == 8 and all(len(o) == 6 * 1024 for o in outputs)
+
+
+def test_turns_are_folded_whole_and_the_newest_is_always_kept():
+    from noeta.context.compaction import fold_point, left_out, left_out_note
+    from noeta.protocols.context_window import context_window, estimate_tokens, text_tokens
+    from noeta.protocols.messages import ToolResultBlock, ToolUseBlock
+
+    transcript = [Message("user", [TextBlock("goal")])]
+    for i in range(10):
+        transcript += [Message("assistant", [ToolUseBlock(f"c{i}", "f", {})]), Message("tool", [ToolResultBlock(f"c{i}", "word " * 100, True)])]
+    turn = estimate_tokens(transcript[-2:])
+    assert [fold_point(transcript, 0, keep) for keep in (0, turn, 2 * turn, 100 * turn)] == [19, 19, 17, 1]
+    assert fold_point(transcript, 19, 0) == 19  # only the newest turn is left: nothing to fold
+    assert all(transcript[fold_point(transcript, 0, k)].role == "assistant" for k in range(0, 2000, 37))
+    assert left_out(left_out_note(7)) == 7 and left_out(Message("user", [TextBlock(left_out_note(7).text)])) == 0
+    assert (text_tokens("the quick brown fox"), text_tokens("12345"), text_tokens("{}")) == (4, 5, 2)
+    assert (context_window("claude-sonnet-4-5"), context_window("gpt-4o-mini"), context_window("gpt-4.1"), context_window("x")) == (
+        200_000, 128_000, 1_047_576, None
+    )
+    assert context_window("x", 5000) == 5000
+
+
+async def test_a_compactor_the_worker_lacks_fails_the_task_before_any_model_call(client: AsyncClient, serve, task_queue):
+    from noeta.errors import ConfigurationError
+
+    provider = WindowedProvider(window=3000, turns=3, name="no-compactor")
+    compaction = Compaction(strategy="function", function="nowhere")
+    options = Options(provider=provider, allowed_tools=[fetch], context_window_tokens=3000, compaction=compaction)
+    async with serve(tools=[fetch], providers=[provider]):
+        task_id = await client.start("fetch", options, task_queue=task_queue)
+        with pytest.raises(ConfigurationError, match="compactor 'nowhere' is not registered on this worker"):
+            await client.result(task_id)
+    assert provider.calls == 0
+
+
+def test_compaction_settings_out_of_range_are_refused_before_the_task_starts():
+    from noeta.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="compaction.threshold must be a number from 0.1 to 1"):
+        Options(compaction=Compaction(threshold=1.5))
+    with pytest.raises(ConfigurationError, match="compaction.strategy 'function' needs compaction.function"):
+        Options(compaction=Compaction(strategy="function"))
+    with pytest.raises(ConfigurationError, match="context_window_tokens must be a whole number from 256"):
+        Options(context_window_tokens=100)

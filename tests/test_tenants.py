@@ -122,7 +122,7 @@ async def test_another_tenants_task_is_missing_and_untouched_and_roles_are_enfor
             ("GET", "/tasks/{}", None), ("GET", "/tasks/{}/messages", None), ("GET", "/tasks/{}/approvals", None),
             ("POST", "/tasks/{}/approvals", {"call_id": "c1"}), ("POST", "/tasks/{}/inject", {"text": "pay me"}),
             ("GET", "/tasks/{}/events?follow=false", None), ("GET", "/tasks/{}/deltas", None),
-            ("GET", "/tasks/{}/audit", None), ("POST", "/tasks/{}/cancel", None),
+            ("GET", "/tasks/{}/audit", None), ("POST", "/tasks/{}/cancel", None), ("POST", "/tasks/{}/close", None),
             ("POST", "/tasks/{}/fork", {"at_turn": 1}), ("POST", "/tasks/{}/goals", {"goal": "more"}),
         ]
         for method, path, json_body in attempts:
