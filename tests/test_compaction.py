@@ -72,15 +72,17 @@ async def test_a_refused_request_is_compacted_and_sent_again(client: AsyncClient
     assert {c.reason for c in compactions(await client.events(task_id))} == {"context_length"}
 
 
-async def test_without_compaction_a_request_too_long_fails_the_task(client: AsyncClient, serve, task_queue):
+@pytest.mark.parametrize("off", [None, Compaction(strategy="off")], ids=["none", "off"])
+async def test_without_compaction_a_request_too_long_fails_the_task(client: AsyncClient, serve, task_queue, off):
+    from noeta.errors import ContextLengthError
+
     provider = WindowedProvider(window=3000, turns=8, name="no-compaction")
-    options = Options(provider=provider, allowed_tools=[fetch], max_turns=20, compaction=None)
+    options = Options(provider=provider, allowed_tools=[fetch], max_turns=20, context_window_tokens=3000, compaction=off)
     async with serve(tools=[fetch], providers=[provider]):
         task_id = await client.start("fetch", options, task_queue=task_queue)
-        with pytest.raises(Exception) as failed:
+        with pytest.raises(ContextLengthError, match="prompt is too long"):
             await client.result(task_id)
-    assert "ContextLengthError" in repr(failed.value) or "too long" in str(failed.value)
-    assert compactions(await client.events(task_id)) == []
+    assert compactions(await client.events(task_id)) == [] and len(provider.refused) == 1
 
 
 async def test_previews_strategy_replaces_old_outputs_and_names_them(client: AsyncClient, serve, task_queue):
