@@ -72,15 +72,17 @@ async def test_a_refused_request_is_compacted_and_sent_again(client: AsyncClient
     assert {c.reason for c in compactions(await client.events(task_id))} == {"context_length"}
 
 
-async def test_without_compaction_a_request_too_long_fails_the_task(client: AsyncClient, serve, task_queue):
+@pytest.mark.parametrize("off", [None, Compaction(strategy="off")], ids=["none", "off"])
+async def test_without_compaction_a_request_too_long_fails_the_task(client: AsyncClient, serve, task_queue, off):
+    from noeta.errors import ContextLengthError
+
     provider = WindowedProvider(window=3000, turns=8, name="no-compaction")
-    options = Options(provider=provider, allowed_tools=[fetch], max_turns=20, compaction=None)
+    options = Options(provider=provider, allowed_tools=[fetch], max_turns=20, context_window_tokens=3000, compaction=off)
     async with serve(tools=[fetch], providers=[provider]):
         task_id = await client.start("fetch", options, task_queue=task_queue)
-        with pytest.raises(Exception) as failed:
+        with pytest.raises(ContextLengthError, match="prompt is too long"):
             await client.result(task_id)
-    assert "ContextLengthError" in repr(failed.value) or "too long" in str(failed.value)
-    assert compactions(await client.events(task_id)) == []
+    assert compactions(await client.events(task_id)) == [] and len(provider.refused) == 1
 
 
 async def test_previews_strategy_replaces_old_outputs_and_names_them(client: AsyncClient, serve, task_queue):
@@ -350,3 +352,27 @@ def test_turns_are_folded_whole_and_the_newest_is_always_kept():
         200_000, 128_000, 1_047_576, None
     )
     assert context_window("x", 5000) == 5000
+
+
+async def test_a_compactor_the_worker_lacks_fails_the_task_before_any_model_call(client: AsyncClient, serve, task_queue):
+    from noeta.errors import ConfigurationError
+
+    provider = WindowedProvider(window=3000, turns=3, name="no-compactor")
+    compaction = Compaction(strategy="function", function="nowhere")
+    options = Options(provider=provider, allowed_tools=[fetch], context_window_tokens=3000, compaction=compaction)
+    async with serve(tools=[fetch], providers=[provider]):
+        task_id = await client.start("fetch", options, task_queue=task_queue)
+        with pytest.raises(ConfigurationError, match="compactor 'nowhere' is not registered on this worker"):
+            await client.result(task_id)
+    assert provider.calls == 0
+
+
+def test_compaction_settings_out_of_range_are_refused_before_the_task_starts():
+    from noeta.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="compaction.threshold must be a number from 0.1 to 1"):
+        Options(compaction=Compaction(threshold=1.5))
+    with pytest.raises(ConfigurationError, match="compaction.strategy 'function' needs compaction.function"):
+        Options(compaction=Compaction(strategy="function"))
+    with pytest.raises(ConfigurationError, match="context_window_tokens must be a whole number from 256"):
+        Options(context_window_tokens=100)

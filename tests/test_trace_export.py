@@ -200,3 +200,16 @@ async def test_a_local_tools_span_is_in_its_tasks_trace(
     [agent] = by_name(spans, "invoke_agent")
     [local] = by_name(spans, "execute_tool calculator")  # run as a local activity (a marker in history)
     assert local.parent_id == agent.span_id
+
+
+def test_the_header_round_trips_and_a_json_traceparent_is_read_too():
+    from temporalio.api.common.v1 import Payload
+
+    from noeta.protocols.trace_context import SpanRef, span_from_bytes
+    from noeta.telemetry.trace_headers import header, span_of
+
+    ref = SpanRef(CALLER_TRACE, CALLER_SPAN, 0)
+    assert len(header(ref).data) == 25 and span_of({"noeta-trace": header(ref)}) == ref
+    as_json = Payload(metadata={"encoding": b"json/plain"}, data=json.dumps(ref.traceparent).encode())
+    assert span_of({"noeta-trace": as_json}) == ref
+    assert span_from_bytes(bytes(25)) is None and span_from_bytes(b"short") is None

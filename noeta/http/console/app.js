@@ -270,6 +270,8 @@ function renderMessage(item) {
     case "ToolUse": return h("div", { class: "msg tool" }, h("b", { text: "tool call" }), h("code", { text: toolCall(item.tool_name, item.arguments) }));
     case "ToolResultView": return h("div", { class: `msg tool ${item.success ? "" : "failed"}` }, h("b", { text: item.success ? `${item.tool_name} →` : `${item.tool_name} ✗` }), h("pre", { text: item.output || "" }));
     case "Result": return h("div", { class: `msg result status-${item.status}` }, h("b", { text: `result (${item.status})` }), h("p", { text: item.answer }));
+    // Where the model's view was compacted: the messages above stay, the model sees the summary instead.
+    case "ContextCompactedView": return h("div", { class: "msg injected" }, h("b", { text: `compacted (${item.strategy})` }), h("p", { text: `${item.turns_folded} turn(s), ${item.tokens_before} → ${item.tokens_after} tokens${item.summary ? ": " + item.summary : ""}` }));
     default: return h("div", { class: "msg" }, h("pre", { text: json(item) }));
   }
 }
