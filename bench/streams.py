@@ -47,7 +47,8 @@ from noeta.deltas.broker import WORKFLOW_STREAM_VARIABLE
 from noeta.protocols.messages import LLMRequest, LLMResponse, StreamDelta, TextBlock, ToolUseBlock, Usage
 from noeta.deltas.broker import broker_for
 from noeta.deltas.workflow_stream import batch_deltas
-from noeta.protocols.names import SIGNAL_STREAM_LISTEN, WORKFLOW_STREAM_PUBLISH
+from noeta.deltas import workflow_stream
+from noeta.protocols.names import SIGNAL_STREAM_BATCH, SIGNAL_STREAM_LISTEN, WORKFLOW_STREAM_PUBLISH
 from noeta.protocols.tool import ToolResult
 from noeta.sdk.tools import tool
 from noeta.worker import Registry, build_worker
@@ -169,7 +170,7 @@ async def scenario(
     calls = sum(1 for e in events if e.HasField("activity_task_scheduled_event_attributes")
                 and e.activity_task_scheduled_event_attributes.activity_type.name == "noeta.call_model")
     signals = sum(1 for e in events if e.HasField("workflow_execution_signaled_event_attributes")
-                  and e.workflow_execution_signaled_event_attributes.signal_name == WORKFLOW_STREAM_PUBLISH)
+                  and e.workflow_execution_signaled_event_attributes.signal_name in (SIGNAL_STREAM_BATCH, WORKFLOW_STREAM_PUBLISH))
     latencies = sorted(1000 * (at - provider.emitted[d.text]) for d, at in received if d.text in provider.emitted)
     offsets = [d.offset for d, _ in received]
     durations = sorted(d for run in runs for d in call_durations(run.events))
@@ -204,6 +205,7 @@ async def main(args: argparse.Namespace) -> None:
             print("|---|---:|---:|---:|---:|---:|---:|---:|---|---:|")
             base = None
             names = ["off", "nobody", "listener", "continue-as-new", "update-poll"] + (["redis"] if args.redis else [])
+            names = [n for n in names if n == "off" or not args.scenarios or n in args.scenarios.split(",")]
             for name in names:
                 r = await scenario(name, client, reader, host.store(), args, args.record)
                 per_call = r["bytes"] / r["calls"]
@@ -226,4 +228,10 @@ if __name__ == "__main__":
     parser.add_argument("--piece-seconds", type=float, default=0.03)
     parser.add_argument("--record", type=Path, default=None)
     parser.add_argument("--redis", default=None, help="redis:// URL: also measure the Redis broker")
-    asyncio.run(main(parser.parse_args()))
+    parser.add_argument("--scenarios", default="", help="comma-separated scenarios to run after off (default: all)")
+    parser.add_argument("--batch-seconds", default="", help="FIRST,EVERY: the publisher's batch schedule (default: the worker's)")
+    parsed = parser.parse_args()
+    if parsed.batch_seconds:
+        first, every = (float(v) for v in parsed.batch_seconds.split(","))
+        workflow_stream.BATCH_SECONDS = (first, every)
+    asyncio.run(main(parsed))
