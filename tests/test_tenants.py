@@ -16,18 +16,18 @@ from temporalio.client import Client as TemporalClient
 from noeta.client.audit import audit_of
 from noeta.client.client import AsyncClient
 from noeta.client.connection import Connection
-from noeta.client.projection import project
 from noeta.client.options import Options, SubAgent
+from noeta.client.projection import project
 from noeta.errors import ConfigurationError
 from noeta.http import create_app
 from noeta.sdk.testing import FakeLLMProvider
 from noeta.security.api_keys import ALL_ROLES, ApiKey, parse_key_lines
 from noeta.security.http_guard import GuardConfig
 from tests.support.asgi import serving
+from tests.support.inbox import inbox, wire_task
 from tests.support.scripts import call, say
 from tests.support.waiting import eventually
 from tests.test_guards import AmountGuard, runs, wire_money
-from tests.test_http_api import PROVIDER
 from tests.test_projection import events
 
 ALICE = "alice-secret-" + "a1" * 12  # acme: may do everything but admin
@@ -95,8 +95,7 @@ async def test_another_tenants_task_is_missing_and_untouched_and_roles_are_enfor
     provider = FakeLLMProvider(responses=[call(("c1", "wire_money", {"amount": 2500})), say("paid")])
     word = f"acmepay{task_queue[2:]}"
     async with serve(tools=[wire_money], providers=[provider], guards=[AmountGuard()]):
-        body = {"goal": f"Pay {word}", "task_queue": task_queue,
-                "options": {"provider": PROVIDER, "allowed_tools": ["wire_money"], "guards": ["amount"]}}
+        body = wire_task(f"Pay {word}", task_queue)
         assert (await tenants.post("/tasks", json=body, headers=auth(CAROL))).status_code == 403  # read only
         response = await tenants.post("/tasks", json=body, headers=auth(ALICE))
         assert response.status_code == 201, response.text
@@ -105,16 +104,13 @@ async def test_another_tenants_task_is_missing_and_untouched_and_roles_are_enfor
         taken = await tenants.post("/tasks", json={**body, "task_id": task_id}, headers=auth(BOB))
         assert (taken.status_code, taken.json()["error"]) == (409, "TaskAlreadyExistsError")
 
-        async def inbox(secret: str) -> list:
-            return [p for p in (await tenants.get("/approvals", headers=auth(secret))).json() if p["task_id"] == task_id]
-
-        await eventually(lambda: inbox(ALICE))
-        [pending] = await inbox(ALICE)
+        await eventually(lambda: inbox(tenants, auth(ALICE), task_id))
+        [pending] = await inbox(tenants, auth(ALICE), task_id)
         request = pending["request"]
         assert (request["call_id"], request["guard"], request["reason"]) == ("c1", "amount", "wire of 2500 needs a human")
         assert request["action"]["risk_level"] == "high"
         assert request["waiting_since"] < request["deadline"]
-        assert await inbox(BOB) == []
+        assert await inbox(tenants, auth(BOB), task_id) == []
 
         # Everything Bob (another tenant, every role) tries answers as for a task that does not exist.
         missing = "no-such-task-" + task_queue
@@ -313,12 +309,10 @@ async def test_the_inbox_lists_the_longest_waiting_first(tenants: httpx.AsyncCli
         say("ok") if any(getattr(b, "type", "") == "tool_result" for m in request.messages for b in m.content)
         else call(("c1", "wire_money", {"amount": 2500}))
     ))
-    body = {"goal": "pay", "task_queue": task_queue,
-            "options": {"provider": PROVIDER, "allowed_tools": ["wire_money"], "guards": ["amount"]}}
+    body = wire_task("pay", task_queue)
 
     async def waiting() -> list[str]:
-        inbox = (await tenants.get("/approvals", headers=auth(ALICE))).json()
-        return [p["task_id"] for p in inbox if p["task_id"] in started]
+        return [p["task_id"] for p in await inbox(tenants, auth(ALICE), *started)]
 
     started: list[str] = []
     async with serve(tools=[wire_money], providers=[provider], guards=[AmountGuard()]):
