@@ -16,6 +16,7 @@ from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
 from pydantic import BeforeValidator
 from pydantic_core import PydanticUseDefault, to_jsonable_python
 
+from noeta.client.audit import AuditEntry
 from noeta.client.client import AsyncClient
 from noeta.errors import ConfigurationError
 from noeta.http import models
@@ -268,11 +269,11 @@ async def messages(task_id: TaskId, state: State, who: Reader) -> list[dict[str,
     "/tasks/{task_id}/audit", tags=["tasks"], summary="Who started, approved, edited, denied, injected, cancelled",
     responses=answers(401, 404),
 )
-async def audit(task_id: TaskId, state: State, who: Reader) -> list[models.AuditEntryOut]:
+async def audit(task_id: TaskId, state: State, who: Reader) -> list[AuditEntry]:
     """What people did to the task, oldest first, each with the identity that did it (an API
     key's name, the CLI's user, or a Temporal caller identity), read from the task's history."""
     await own_task(state.client, who, task_id)
-    return [models.AuditEntryOut.model_validate(entry) for entry in await state.client.audit(task_id)]
+    return await state.client.audit(task_id)
 
 
 # -- approvals ---------------------------------------------------------------------------------------
