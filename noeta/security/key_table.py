@@ -20,6 +20,7 @@ import logging
 import time
 from typing import Any
 
+from noeta.config.postgres import psycopg_driver, table_name
 from noeta.errors import ConfigurationError
 from noeta.security.api_keys import ROLES, ApiKey
 
@@ -46,14 +47,8 @@ class KeyTable:
 
     def __init__(self, dsn: str, table: str = DEFAULT_TABLE, refresh_seconds: float = DEFAULT_REFRESH_SECONDS) -> None:
         """ConfigurationError without psycopg or for a table name that is not an identifier."""
-        try:
-            import psycopg
-        except ImportError as err:
-            raise ConfigurationError("API keys in PostgreSQL need: pip install 'noeta[postgres]'") from err
-        if not table.replace("_", "").isalnum():
-            raise ConfigurationError(f"invalid table name {table!r}")
-        self._psycopg = psycopg
-        self._dsn, self.table, self.refresh_seconds = dsn, table, refresh_seconds
+        self._psycopg = psycopg_driver("a table of API keys")
+        self._dsn, self.table, self.refresh_seconds = dsn, table_name(table), refresh_seconds
         self._keys: tuple[ApiKey, ...] = ()
         self._read_at: float | None = None
         self._conn: Any = None
