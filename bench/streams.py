@@ -8,11 +8,14 @@ One embedded dev server, one in-process worker, a provider that streams each mod
 PIECES pieces of PIECE_CHARS characters, PIECE_SECONDS apart (a tool call each turn, then an
 answer). Scenarios, each one task of CALLS model calls:
 
-- ``off``: NOETA_WORKFLOW_STREAM=0, the baseline (the provider still streams: same call path);
+- ``off``: NOETA_WORKFLOW_STREAM=0, the baseline; the provider streams to a worker-side sink that
+  drops the pieces (the same call path, nothing published);
 - ``nobody``: streams on, nobody listens;
 - ``listener``: streams on, a second client reads Client.deltas(task_id) from the start;
 - ``continue-as-new``: as ``listener``, with max_history_events low enough that the task continues
-  as new every few calls.
+  as new every few calls;
+- ``update-poll`` (the alternative not chosen): the reader is the stream's own subscriber
+  (``WorkflowStreamClient.subscribe``, a long-polling update per read).
 
 Per scenario: history events and bytes per model call, the bytes each call adds over ``off``, the
 publish signals per call, the pieces received out of those streamed, and (with a reader) the
@@ -32,13 +35,17 @@ import time
 import uuid
 from pathlib import Path
 
+from temporalio.common import RawValue
+from temporalio.contrib.workflow_streams import WorkflowStreamClient
+
 from noeta.client.client import AsyncClient
 from noeta.client.config import Settings
 from noeta.client.embedded import EmbeddedServer
 from noeta.client.options import HostConfig, Options
 from noeta.deltas.broker import WORKFLOW_STREAM_VARIABLE
 from noeta.protocols.messages import LLMRequest, LLMResponse, StreamDelta, TextBlock, ToolUseBlock, Usage
-from noeta.protocols.names import WORKFLOW_STREAM_PUBLISH
+from noeta.deltas.workflow_stream import batch_deltas
+from noeta.protocols.names import SIGNAL_STREAM_LISTEN, WORKFLOW_STREAM_PUBLISH
 from noeta.protocols.tool import ToolResult
 from noeta.sdk.tools import tool
 from noeta.worker import Registry, build_worker
@@ -86,6 +93,18 @@ class Streamer:
         return self._response(turn, "".join(texts))
 
 
+def call_durations(events: list) -> list[float]:
+    """Milliseconds from each model call's start to its completion, within one run's events."""
+    by_id = {e.event_id: e for e in events}
+    out = []
+    for e in events:
+        if e.HasField("activity_task_completed_event_attributes"):
+            done = e.activity_task_completed_event_attributes
+            if by_id[done.scheduled_event_id].activity_task_scheduled_event_attributes.activity_type.name == "noeta.call_model":
+                out.append((e.event_time.ToMicroseconds() - by_id[done.started_event_id].event_time.ToMicroseconds()) / 1000)
+    return out
+
+
 async def histories(client: AsyncClient, task_id: str) -> list:
     """Every run's history of the task, first run first (continue-as-new starts a new run)."""
     runs, run_id = [], (await client.temporal.get_workflow_handle(task_id).describe()).raw_description.workflow_execution_info.first_run_id
@@ -102,6 +121,8 @@ async def scenario(
     os.environ[WORKFLOW_STREAM_VARIABLE] = "0" if name == "off" else "1"
     provider = Streamer(args.calls, args.pieces, args.piece_chars, args.piece_seconds)
     registry = Registry.of(providers=[provider], tools=[note], content_store=store)
+    if name == "off":
+        registry.delta_sink = lambda delta: None  # streamed, published nowhere
     queue = f"bench-streams-{uuid.uuid4().hex[:8]}"
     options = Options(provider="streamer", allowed_tools=[note], max_turns=args.calls + 1)
     if name == "continue-as-new":
@@ -118,10 +139,19 @@ async def scenario(
             async for delta in stream:
                 received.append((delta, time.monotonic()))
 
+        async def read_by_update() -> None:
+            await reader.temporal.get_workflow_handle(task_id).signal(SIGNAL_STREAM_LISTEN, 3600.0)
+            subscriber = WorkflowStreamClient.create(reader.temporal, task_id)
+            async for item in subscriber.subscribe(result_type=RawValue):
+                for delta in batch_deltas(task_id, item.data.payload, item.offset):
+                    received.append((delta, time.monotonic()))
+
         reading = asyncio.ensure_future(read()) if stream is not None else None
         await client.start("take notes", options, task_id=task_id, task_queue=queue)
+        if name == "update-poll":
+            reading = asyncio.ensure_future(read_by_update())
         await client.result(task_id)
-        if reading is not None:
+        if reading is not None:  # each reader stops once the task has ended and its stream is read
             await asyncio.wait_for(reading, 120)
     runs = await histories(client, task_id)
     events = [e for run in runs for e in run.events]
@@ -131,6 +161,7 @@ async def scenario(
                   and e.workflow_execution_signaled_event_attributes.signal_name == WORKFLOW_STREAM_PUBLISH)
     latencies = sorted(1000 * (at - provider.emitted[d.text]) for d, at in received if d.text in provider.emitted)
     offsets = [d.offset for d, _ in received]
+    durations = sorted(d for run in runs for d in call_durations(run.events))
     if record is not None and name in ("listener", "continue-as-new"):
         record.mkdir(parents=True, exist_ok=True)
         for number, run in enumerate(runs, start=1):
@@ -141,6 +172,7 @@ async def scenario(
         "bytes": sum(e.ByteSize() for e in events), "signals": signals,
         "streamed": len(provider.emitted), "received": len(received),
         "in_order": offsets == sorted(o for o in offsets if o is not None),
+        "call_ms": statistics.median(durations) if durations else None,
         "p50": statistics.median(latencies) if latencies else None,
         "p95": latencies[int(0.95 * (len(latencies) - 1))] if latencies else None,
     }
@@ -157,16 +189,16 @@ async def main(args: argparse.Namespace) -> None:
                   f"{platform.python_version()} · {time.strftime('%Y-%m-%d %H:%M')}")
             print(f"# {args.calls} model calls per task, {args.pieces} pieces of {args.piece_chars} chars "
                   f"{args.piece_seconds * 1000:.0f} ms apart ({args.pieces * args.piece_chars} chars a call)")
-            print("| scenario | runs | events / call | history bytes / call | added over off / call | publish signals / call | pieces received / streamed | offsets in order | latency p50 / p95 ms |")
-            print("|---|---:|---:|---:|---:|---:|---:|---|---:|")
+            print("| scenario | runs | events / call | history bytes / call | added over off / call | publish signals / call | model call ms p50 | pieces received / streamed | offsets in order | latency p50 / p95 ms |")
+            print("|---|---:|---:|---:|---:|---:|---:|---:|---|---:|")
             base = None
-            for name in ("off", "nobody", "listener", "continue-as-new"):
+            for name in ("off", "nobody", "listener", "continue-as-new", "update-poll"):
                 r = await scenario(name, client, reader, host.store(), args, args.record)
                 per_call = r["bytes"] / r["calls"]
                 base = per_call if base is None else base
                 latency = "–" if r["p50"] is None else f"{r['p50']:.0f} / {r['p95']:.0f}"
                 print(f"| {name} | {r['runs']} | {r['events'] / r['calls']:.1f} | {per_call:,.0f} | {per_call - base:+,.0f} | "
-                      f"{r['signals'] / r['calls']:.2f} | {r['received']} / {r['streamed'] if name in ('listener', 'continue-as-new') else '–'} | "
+                      f"{r['signals'] / r['calls']:.2f} | {r['call_ms']:.0f} | {r['received']} / {r['streamed'] if r['received'] else '–'} | "
                       f"{r['in_order'] if r['received'] else '–'} | {latency} |", flush=True)
             await reader.close()
             await client.close()

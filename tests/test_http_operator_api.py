@@ -190,11 +190,10 @@ async def test_event_timestamps_carry_their_timezone(api: httpx.AsyncClient, ser
 
 
 async def test_streamed_model_text_over_sse(client: AsyncClient, content_store, task_queue, chat: FakeChatServer):
-    # The worker runs in this process: its deltas reach noeta serve through the in-process broker
-    # (separate processes share NOETA_DELTA_BROKER=redis://...).
+    # No broker: the deltas reach noeta serve through the task's workflow stream (Temporal alone).
     release = threading.Event()
     pieces = chunks_for(completion({"content": "Streamed over HTTP, piece by piece."}), pieces=3)
-    # The model's text waits until the HTTP listener has subscribed (deltas are not replayed).
+    # The model's text waits until the HTTP listener is there.
     chat.reply([pieces[0], Pause(60, until=release), *pieces[1:]])
     registry = Registry.of(providers=[openai_for(chat, "openai-deltas")], content_store=content_store)
     app = create_app(client, keepalive_seconds=KEEPALIVE)
@@ -217,6 +216,42 @@ async def test_streamed_model_text_over_sse(client: AsyncClient, content_store, 
     assert len(deltas) == 3
     assert {(d["task_id"], d["call_id"], d["kind"]) for d in deltas} == {(task_id, "turn-1", "text")}
     assert (await client.result(task_id)).answer == "Streamed over HTTP, piece by piece."
+
+
+async def test_a_delta_stream_resumes_after_its_last_event_id(
+    client: AsyncClient, content_store, task_queue, chat: FakeChatServer
+):
+    """Deltas come from the task's workflow stream with OFFSET:INDEX ids: a reader that reconnects
+    with the Last-Event-ID it saw gets the rest of the call, nothing twice, nothing missing; one
+    that connects without it gets the call from its first piece; a malformed id is a 422."""
+    release = threading.Event()
+    text = "Resumed after the last event id, piece by piece, to the end."
+    pieces = chunks_for(completion({"content": text}), pieces=8)
+    chat.reply([*pieces[:5], Pause(60, until=release), *pieces[5:]])
+    expected = [c["choices"][0]["delta"]["content"] for c in pieces if c["choices"] and c["choices"][0]["delta"].get("content")]
+    registry = Registry.of(providers=[openai_for(chat, "openai-resume")], content_store=content_store)
+    app = create_app(client, keepalive_seconds=KEEPALIVE)
+    async with serving(app) as base_url, httpx.AsyncClient(base_url=base_url, timeout=30) as http:
+        async with build_worker(client.temporal, registry, task_queue):
+            task_id = await start(http, "stream it", task_queue, options={"provider": "openai-resume"})
+            first: list[dict] = []
+            async with http.stream("GET", f"/tasks/{task_id}/deltas") as response:
+                async for message in sse(response):
+                    if "comment" not in message and message["event"] == "delta":
+                        first.append(message)
+                    if len(first) == 2:
+                        break  # the reader goes away after two pieces
+            headers = {"Last-Event-ID": first[-1]["id"]}
+            release.set()
+            resumed = [m for m in await read_sse(http, f"/tasks/{task_id}/deltas", headers=headers) if m["event"] == "delta"]
+            from_start = [m for m in await read_sse(http, f"/tasks/{task_id}/deltas") if m["event"] == "delta"]
+            bad = await http.get(f"/tasks/{task_id}/deltas", headers={"Last-Event-ID": "x;1"})
+    assert [m["data"]["text"] for m in first + resumed] == expected
+    assert [m["data"]["seq"] for m in first + resumed] == list(range(len(expected)))
+    assert [m["data"]["text"] for m in from_start] == expected  # the task's current call, from its first piece
+    assert all(":" in m["id"] for m in first + resumed)
+    assert bad.status_code == 422
+    assert (await client.result(task_id)).answer == text
 
 
 async def test_deltas_of_an_unknown_task_are_a_404(api: httpx.AsyncClient):

@@ -232,3 +232,43 @@ def test_the_audit_of_a_recorded_refusal_sent_as_the_refuse_update():
     history = events("refuse-update/refusals")
     decided = [(a.action, a.call_id, a.via) for a in audit_of(history) if a.call_id]
     assert ("denied", "c3", "temporal") in decided and ("approved", "c4", "temporal") in decided
+
+
+async def test_tenants_need_the_tenant_attribute_on_the_cluster(tmp_path):
+    """A cluster from before NoetaTenant (only the first release's attributes): serving keys with
+    tenants, or starting a task of a tenant, is refused; the default tenant still works."""
+    import subprocess
+
+    from noeta.client.config import Settings
+    from noeta.client.embedded import free_port, temporal_binary
+    from noeta.client.host import HostConfig
+    from noeta.context.content_store import LocalContentStore
+    from noeta.http import serve
+    from noeta.protocols.names import BASE_SEARCH_ATTRIBUTES, SA_TENANT, SEARCH_ATTRIBUTES
+
+    port = free_port()
+    old = subprocess.Popen(
+        [temporal_binary(), "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", str(port),
+         "--db-filename", str(tmp_path / "old.db"), "--log-level", "error",
+         *[a for name in BASE_SEARCH_ATTRIBUTES for a in ("--search-attribute", f"{name}={SEARCH_ATTRIBUTES[name]}")]],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        client = await AsyncClient.connect(HostConfig(
+            settings=Settings(temporal_address=f"127.0.0.1:{port}", home=tmp_path), content_store=LocalContentStore(tmp_path / "c"),
+        ))
+        assert not await client.has_attribute(SA_TENANT)
+        keys = tmp_path / "keys"
+        keys.write_text(f"{ALICE} alice acme read\n")
+        with pytest.raises(ConfigurationError, match="noeta setup"):
+            await serve(client, "127.0.0.1", free_port(), guard=GuardConfig(keys_file=keys))
+        with pytest.raises(ConfigurationError, match=SA_TENANT):
+            await client.start("x", tenant="acme", task_queue="nobody-polls")
+        with pytest.raises(ConfigurationError, match=SA_TENANT):
+            await client.list_tasks(tenant="acme")
+        await client.list_tasks(tenant="default")  # every task of such a cluster is the default tenant's
+        task_id = await client.start("x", tenant="default", task_queue="nobody-polls")
+        await client.cancel(task_id)
+    finally:
+        old.terminate()
+        old.wait(30)

@@ -5,6 +5,7 @@ name (as the CLI's user identity) and the edit, ``noeta events`` shows who answe
 from __future__ import annotations
 
 import getpass
+import json
 
 import pytest
 
@@ -42,3 +43,19 @@ async def test_approve_as_with_edited_arguments_events_and_audit(cli_env, capsys
         ["started", getpass.getuser(), "(user)"], ["injected", getpass.getuser(), "(user)"], ["edited", "ana", "(user)"],
     ]
     assert audit[2].endswith('[c1]  {"amount": 900}') and audit[1].endswith("[system] invoice 7")
+
+
+async def test_tasks_by_tenant(cli_env, capsys, client: AsyncClient, task_queue):  # noqa: F811
+    word = f"tenanted{task_queue[2:]}"
+    acme = await client.start(f"goal {word}", tenant="acme", task_queue=task_queue)
+    other = await client.start(f"goal {word}", task_queue=task_queue)  # no tenant: the default one
+
+    async def listed(tenant: str) -> list[str]:
+        out = (await noeta(capsys, "tasks", "--search", word, "--tenant", tenant, "--json"))[1]
+        return [row["task_id"] for row in map(json.loads, out.splitlines())]
+
+    await eventually(lambda: listed("acme"))
+    await eventually(lambda: listed("default"))
+    assert await listed("acme") == [acme] and await listed("default") == [other] and await listed("globex") == []
+    for task_id in (acme, other):
+        await client.cancel(task_id)

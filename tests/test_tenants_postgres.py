@@ -62,3 +62,4 @@ def test_the_table_from_the_environment():
     guard = ServerSettings.from_env({"NOETA_API_KEYS_DSN": DSN, "NOETA_API_KEYS_TABLE": "fleet_keys"}).guard()
     assert (guard.keys_dsn, guard.keys_table, guard.authenticating) == (DSN, "fleet_keys", True)
     guard.check_bind("0.0.0.0")  # keys configured: any bind
+

@@ -1,7 +1,7 @@
 """Streamed deltas through Temporal alone (Temporal's Workflow Streams hosted by the task's
 workflow): a Client with a delta_sink and a ``noeta worker`` in another process, nothing but the
 dev server between them, receives every piece in order; a reader joining mid-call gets the call's
-pieces from its offset; a call nobody listens to publishes nothing (no signal in history)."""
+pieces from its offset; a reader gets every piece across continue-as-new."""
 
 from __future__ import annotations
 
@@ -14,8 +14,11 @@ from pathlib import Path
 
 from noeta.client.client import AsyncClient
 from noeta.client.options import HostConfig, Options
-from noeta.protocols.messages import StreamDelta
-from noeta.protocols.names import WORKFLOW_STREAM_PUBLISH
+from noeta.protocols.messages import LLMRequest, LLMResponse, StreamDelta, TextBlock, ToolUseBlock, Usage
+from noeta.protocols.names import QUERY_STREAM_LISTENING, WORKFLOW_STREAM_PUBLISH
+from noeta.protocols.tool import ToolResult
+from noeta.sdk.tools import tool
+from noeta.worker import Registry, build_worker
 from tests.support.chat_server import FakeChatServer, Pause, chunks_for, completion
 from tests.support.processes import ROOT, start_worker
 from tests.support.waiting import eventually
@@ -81,3 +84,71 @@ async def test_a_worker_process_streams_to_any_client_through_temporal_alone(
     assert late_after == [d for d in received if d.offset > first] and late_after
     assert [d.offset for d in received] == sorted(d.offset for d in received)
     assert 1 <= publish_signals(history) <= 4  # batched: a few signals for 12 pieces
+
+
+@tool(name="note", version="1", input_schema={"type": "object"}, description="Take a note.")
+def note(arguments, ctx):
+    return ToolResult(success=True, output="noted")
+
+
+class Streamer:
+    """Streams each call's text in 6 pieces (a tool call for the first CALLS - 1 calls)."""
+
+    name = "streamer"
+    CALLS = 6
+
+    def __init__(self) -> None:
+        self.go = asyncio.Event()  # the first call waits until the reader listens
+
+    def _texts(self, request: LLMRequest) -> tuple[int, list[str]]:
+        turn = sum(1 for m in request.messages if m.role == "assistant")
+        return turn, [f"[{turn}.{i}]" for i in range(6)]
+
+    def _response(self, turn: int, text: str) -> LLMResponse:
+        if turn + 1 < self.CALLS:
+            return LLMResponse(
+                stop_reason="tool_use", usage=Usage(output=6),
+                content=[TextBlock(text=text), ToolUseBlock(call_id=f"c{turn}", tool_name="note", arguments={})],
+            )
+        return LLMResponse(stop_reason="end_turn", content=[TextBlock(text=text)], usage=Usage(output=6))
+
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        turn, texts = self._texts(request)
+        return self._response(turn, "".join(texts))
+
+    async def stream(self, request: LLMRequest, on_delta) -> LLMResponse:
+        turn, texts = self._texts(request)
+        await self.go.wait()
+        for text in texts:
+            await asyncio.sleep(0.02)
+            on_delta("text", text)
+        return self._response(turn, "".join(texts))
+
+
+async def test_a_reader_gets_every_piece_across_continue_as_new(client: AsyncClient, content_store, task_queue: str):
+    """The task continues as new every few calls; a reader that started at its beginning gets every
+    piece of every call, once, in order, with offsets growing across the runs."""
+    streamer = Streamer()
+    registry = Registry.of(providers=[streamer], tools=[note], content_store=content_store)
+    task_id = f"wfstream-can-{uuid.uuid4().hex[:8]}"
+    options = Options(provider="streamer", allowed_tools=[note], max_turns=10, max_history_events=40)
+    async with build_worker(client.temporal, registry, task_queue):
+        async with AsyncClient(client.temporal, content_store=content_store, task_queue=task_queue) as reader:
+            stream = await reader.deltas(task_id)  # before the task exists: it waits for it
+            reading = asyncio.ensure_future(read_all(stream))
+            await client.start("take notes", options, task_id=task_id, task_queue=task_queue)
+            handle = client.temporal.get_workflow_handle(task_id)
+
+            async def listening() -> bool:
+                return await handle.query(QUERY_STREAM_LISTENING, result_type=float) > 0
+
+            await eventually(listening, timeout=30)
+            streamer.go.set()
+            await client.result(task_id)
+            received = await asyncio.wait_for(reading, 60)
+    description = await client.temporal.get_workflow_handle(task_id).describe()
+    assert description.raw_description.workflow_execution_info.first_run_id != description.run_id  # it continued as new
+    assert [d.text for d in received] == [f"[{t}.{i}]" for t in range(Streamer.CALLS) for i in range(6)]
+    assert [d.call_id for d in received[::6]] == [f"turn-{t + 1}" for t in range(Streamer.CALLS)]
+    offsets = [d.offset for d in received]
+    assert offsets == sorted(offsets) and len(set(offsets)) >= Streamer.CALLS

@@ -118,7 +118,7 @@ async def cmd_approvals(client: AsyncClient, args: argparse.Namespace) -> int:
     if args.task:
         waiting = [PendingApproval(args.task, None, r) for r in await client.pending_approvals(args.task)]
     else:
-        waiting = await client.approvals_waiting(args.limit)
+        waiting = await client.approvals_waiting(args.limit, tenant=args.tenant)
     for item in waiting:
         print(approval_line(item))
     if not waiting:
@@ -150,7 +150,7 @@ async def cmd_tasks(client: AsyncClient, args: argparse.Namespace) -> int:
     """``noeta tasks``: list tasks (filtered by status, words of the goal, model or metadata), one line or
     JSON object each."""
     tasks = await client.list_tasks(
-        args.status, args.limit, search=args.search, model=args.model, metadata=dict(args.metadata)
+        args.status, args.limit, search=args.search, model=args.model, metadata=dict(args.metadata), tenant=args.tenant
     )
     for t in tasks:
         print(json.dumps(to_jsonable_python(t), ensure_ascii=False) if args.json else task_line(t))

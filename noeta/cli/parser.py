@@ -282,6 +282,7 @@ def build() -> argparse.ArgumentParser:
     approvals = command("approvals", "actions waiting for a human: of one task, or of every task")
     approvals.add_argument("task", nargs="?", type=text, help="only this task's")
     approvals.add_argument("--limit", type=list_limit, default=100, help="most tasks to look at (default 100)")
+    approvals.add_argument("--tenant", type=text, help="only this tenant's tasks (NoetaTenant; default: every tenant's)")
     for verb, helptext in (("approve", "approve an action waiting for approval"), ("deny", "refuse an action waiting for approval")):
         cmd = command(verb, helptext)
         _task(cmd)
@@ -303,6 +304,7 @@ def build() -> argparse.ArgumentParser:
     tasks.add_argument("--metadata", action="append", type=key_value, default=[], metavar="KEY=VALUE",
                        help="only tasks with this indexed metadata (repeatable)")
     tasks.add_argument("--limit", type=list_limit, default=50, help="most tasks listed (default 50)")
+    tasks.add_argument("--tenant", type=text, help="only this tenant's tasks (NoetaTenant; default: every tenant's)")
     tasks.add_argument("--json", action="store_true", help="one JSON object per line")
     command("setup", "register Noeta's search attributes on the cluster (TEMPORAL_ADDRESS)")
     export = command("export", "a task's history and stored bodies as one JSON document (`noeta export T > task.json`)")

@@ -23,7 +23,7 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio.api.common.v1 import Payload
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowQueryFailedError
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHistoryEventFilterType, WorkflowQueryFailedError
 from temporalio.contrib.workflow_streams import PollInput, PollResult, WorkflowStreamClient
 from temporalio.service import RPCError
 
@@ -39,8 +39,10 @@ BATCH_SECONDS = (0.5, 2.0)
 LISTEN_CHECK_SECONDS = 1.0
 #: Seconds a reader's listen signal lasts; it renews it at half of that.
 LISTEN_LEASE_SECONDS = 120.0
-#: How often a reader asks for new items while the task runs.
+#: How often a reader asks for new items while the task runs (doubling, up to IDLE_POLL_SECONDS,
+#: while nothing new comes: a reader of an idle task costs its worker little).
 POLL_SECONDS = 0.2
+IDLE_POLL_SECONDS = 1.0
 #: Longest the end of a call waits for its last batch to be taken (the model call never fails for it).
 FINAL_FLUSH_SECONDS = 10.0
 _JSON = {"encoding": b"json/plain"}
@@ -119,7 +121,7 @@ class CallPublisher:
 
     async def _someone_listens(self) -> bool:
         try:
-            until = await self._handle.query(QUERY_STREAM_LISTENING, result_type=float)
+            until = await asyncio.wait_for(self._handle.query(QUERY_STREAM_LISTENING, result_type=float), 5)
         except (RPCError, Exception) as err:  # noqa: BLE001 (an older workflow has no such query)
             logger.debug("cannot ask whether someone listens to %s: %s", self._handle.id, err)
             return False
@@ -150,6 +152,7 @@ async def read_task_stream(
     latest = temporal.get_workflow_handle(task_id)
     offset = 0 if after is None else after + 1
     renew_at = end_check_at = 0.0
+    idle = 0  # polls in a row that brought nothing
     run: Any = None  # the handle of the run being read
     while True:
         now = time.monotonic()
@@ -167,13 +170,14 @@ async def read_task_stream(
             if status is not None and status != WorkflowExecutionStatus.RUNNING:
                 if status != WorkflowExecutionStatus.CONTINUED_AS_NEW:
                     return  # an ended task whose stream cannot be read any more: done
-                run = None
+                run = await _next_run(temporal, run)
             await asyncio.sleep(poll_seconds)
             continue
         for item in result.items:
             for delta in batch_deltas(task_id, _payload(item.data), item.offset):
                 yield delta
         offset = max(offset, result.next_offset)
+        idle = 0 if result.items else idle + 1
         if result.more_ready:
             continue
         if now >= end_check_at:  # once a second: has the run ended? Then read its rest, and go on.
@@ -187,9 +191,9 @@ async def read_task_stream(
                     offset = max(offset, item.offset + 1)
                 if status != WorkflowExecutionStatus.CONTINUED_AS_NEW:
                     return
-                run = None
+                run = await _next_run(temporal, run)  # the very next run, even if it too has ended
                 continue
-        await asyncio.sleep(poll_seconds)
+        await asyncio.sleep(min(poll_seconds * 2 ** min(idle, 8), max(poll_seconds, IDLE_POLL_SECONDS)))
 
 
 async def _poll(run: Any, offset: int) -> PollResult | None:
@@ -199,6 +203,18 @@ async def _poll(run: Any, offset: int) -> PollResult | None:
     except (RPCError, WorkflowQueryFailedError) as err:
         logger.debug("cannot read the delta stream of %s yet: %s", run.id, err)
         return None
+
+
+async def _next_run(temporal: Client, run: Any) -> Any:
+    """The run ``run`` continued as new into (its close event names it); None: the latest."""
+    try:
+        async for event in run.fetch_history_events(event_filter_type=WorkflowHistoryEventFilterType.CLOSE_EVENT):
+            next_id = event.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
+            if next_id:
+                return temporal.get_workflow_handle(run.id, run_id=next_id)
+    except RPCError as err:
+        logger.debug("cannot find the run after %s: %s", run.run_id, err)
+    return None
 
 
 async def _run_id(handle: Any) -> str | None:

@@ -25,7 +25,7 @@ from starlette.middleware import Middleware
 from noeta import __version__
 from noeta.client.client import AsyncClient
 from noeta.errors import ConfigurationError
-from noeta.http import console, openapi, routes
+from noeta.http import console, openapi, routes, tenancy
 from noeta.http.errors import EXCEPTION_HANDLERS
 from noeta.http.quotas import SpendQuotas
 from noeta.http.routes import AppState
@@ -123,6 +123,7 @@ async def serve(
         logger.warning("noeta serve has no API keys (NOETA_API_KEYS): any local process can use it")
     quotas = quotas or SpendQuotas.from_env()
     await quotas.check_cluster(client)
+    await tenancy.check_cluster(client, guard)
     if quotas.active:
         # Key ids (hash prefixes), so an operator can give a key its own quota (NOETA_KEY_QUOTAS).
         logger.info("spend quotas on; API key ids: %s", ", ".join(k.id for k in guard.fixed_keys()) or "anonymous")

@@ -16,11 +16,12 @@ from fastapi import Depends, Request
 
 from noeta.client.client import AsyncClient
 from noeta.client.connection import Connection
-from noeta.errors import TaskAlreadyExistsError, TaskNotFoundError
+from noeta.errors import ConfigurationError, TaskAlreadyExistsError, TaskNotFoundError
 from noeta.http.errors import HTTPError
 from noeta.protocols.identity import key_identity
-from noeta.security.api_keys import ANONYMOUS, Principal, Role
-from noeta.security.http_guard import PRINCIPAL_STATE
+from noeta.protocols.names import DEFAULT_TENANT, SA_TENANT
+from noeta.security.api_keys import ANONYMOUS, Principal, Role, read_key_file
+from noeta.security.http_guard import PRINCIPAL_STATE, GuardConfig
 
 
 def principal(request: Request) -> Principal:
@@ -66,3 +67,13 @@ async def started_here(client: AsyncClient, who: Principal, task_id: str) -> Non
     tenant's task over). Task ids are one namespace for every tenant."""
     if await Connection(client.temporal).tenant_of(task_id) != who.tenant:
         raise TaskAlreadyExistsError(f"a task with id {task_id!r} exists; choose another task_id", task_id)
+
+
+async def check_cluster(client: AsyncClient, guard: GuardConfig) -> None:
+    """ConfigurationError when a key names a tenant other than ``default`` and the cluster lacks
+    the NoetaTenant search attribute (its tasks could not be told apart): run ``noeta setup``."""
+    keys = guard.fixed_keys() + (read_key_file(guard.keys_file) if guard.keys_file is not None else ())
+    if any(k.tenant != DEFAULT_TENANT for k in keys) and not await client.has_attribute(SA_TENANT):
+        raise ConfigurationError(
+            f"API keys name tenants, and the cluster lacks the {SA_TENANT} search attribute: run `noeta setup`"
+        )
