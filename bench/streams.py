@@ -15,7 +15,8 @@ answer). Scenarios, each one task of CALLS model calls:
 - ``continue-as-new``: as ``listener``, with max_history_events low enough that the task continues
   as new every few calls;
 - ``update-poll`` (the alternative not chosen): the reader is the stream's own subscriber
-  (``WorkflowStreamClient.subscribe``, a long-polling update per read).
+  (``WorkflowStreamClient.subscribe``, a long-polling update per read);
+- ``redis`` (with ``--redis URL``, the broker option): worker and reader use Redis pub/sub.
 
 Per scenario: history events and bytes per model call, the bytes each call adds over ``off``, the
 publish signals per call, the pieces received out of those streamed, and (with a reader) the
@@ -44,6 +45,7 @@ from noeta.client.embedded import EmbeddedServer
 from noeta.client.options import HostConfig, Options
 from noeta.deltas.broker import WORKFLOW_STREAM_VARIABLE
 from noeta.protocols.messages import LLMRequest, LLMResponse, StreamDelta, TextBlock, ToolUseBlock, Usage
+from noeta.deltas.broker import broker_for
 from noeta.deltas.workflow_stream import batch_deltas
 from noeta.protocols.names import SIGNAL_STREAM_LISTEN, WORKFLOW_STREAM_PUBLISH
 from noeta.protocols.tool import ToolResult
@@ -123,6 +125,9 @@ async def scenario(
     registry = Registry.of(providers=[provider], tools=[note], content_store=store)
     if name == "off":
         registry.delta_sink = lambda delta: None  # streamed, published nowhere
+    if name == "redis":
+        registry.delta_broker = broker_for(args.redis)
+        reader = AsyncClient(reader.temporal, content_store=store, task_queue="unused", delta_broker=broker_for(args.redis))
     queue = f"bench-streams-{uuid.uuid4().hex[:8]}"
     options = Options(provider="streamer", allowed_tools=[note], max_turns=args.calls + 1)
     if name == "continue-as-new":
@@ -131,7 +136,7 @@ async def scenario(
     async with build_worker(client.temporal, registry, queue):
         task_id = f"streams-{name}-{uuid.uuid4().hex[:6]}"
         stream = None
-        if name in ("listener", "continue-as-new"):
+        if name in ("listener", "continue-as-new", "redis"):
             stream = await reader.deltas(task_id)  # waits for the task to exist, then listens
 
         async def read() -> None:
@@ -151,7 +156,13 @@ async def scenario(
         if name == "update-poll":
             reading = asyncio.ensure_future(read_by_update())
         await client.result(task_id)
-        if reading is not None:  # each reader stops once the task has ended and its stream is read
+        if name == "redis":  # pub/sub never ends by itself: wait for the last piece, then close
+            deadline = time.monotonic() + 60
+            while len(received) < len(provider.emitted) and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            await stream.close()
+            reading.cancel()
+        elif reading is not None:  # each reader stops once the task has ended and its stream is read
             await asyncio.wait_for(reading, 120)
     runs = await histories(client, task_id)
     events = [e for run in runs for e in run.events]
@@ -171,7 +182,7 @@ async def scenario(
         "name": name, "runs": len(runs), "calls": calls, "events": len(events),
         "bytes": sum(e.ByteSize() for e in events), "signals": signals,
         "streamed": len(provider.emitted), "received": len(received),
-        "in_order": offsets == sorted(o for o in offsets if o is not None),
+        "in_order": "–" if None in offsets else offsets == sorted(offsets),
         "call_ms": statistics.median(durations) if durations else None,
         "p50": statistics.median(latencies) if latencies else None,
         "p95": latencies[int(0.95 * (len(latencies) - 1))] if latencies else None,
@@ -192,7 +203,8 @@ async def main(args: argparse.Namespace) -> None:
             print("| scenario | runs | events / call | history bytes / call | added over off / call | publish signals / call | model call ms p50 | pieces received / streamed | offsets in order | latency p50 / p95 ms |")
             print("|---|---:|---:|---:|---:|---:|---:|---:|---|---:|")
             base = None
-            for name in ("off", "nobody", "listener", "continue-as-new", "update-poll"):
+            names = ["off", "nobody", "listener", "continue-as-new", "update-poll"] + (["redis"] if args.redis else [])
+            for name in names:
                 r = await scenario(name, client, reader, host.store(), args, args.record)
                 per_call = r["bytes"] / r["calls"]
                 base = per_call if base is None else base
@@ -213,4 +225,5 @@ if __name__ == "__main__":
     parser.add_argument("--piece-chars", type=int, default=12)
     parser.add_argument("--piece-seconds", type=float, default=0.03)
     parser.add_argument("--record", type=Path, default=None)
+    parser.add_argument("--redis", default=None, help="redis:// URL: also measure the Redis broker")
     asyncio.run(main(parser.parse_args()))

@@ -58,7 +58,7 @@ async def test_a_waiting_action_is_notified_signed_and_retried(
     options = Options(provider=provider, allowed_tools=[wire_money], guards=[AmountGuard()])
     with running(receiver):
         async with serve(tools=[wire_money], providers=[provider], guards=[AmountGuard()]):
-            task_id = await client.start("pay", options, task_queue=task_queue)
+            task_id = await client.start("pay", options, task_queue=task_queue, tenant="acme")
             await eventually(lambda: len(receiver.requests) >= 2, timeout=30)  # 503, then taken
             await client.approve(task_id, "c1", approver="user:ana")
             assert (await client.result(task_id)).answer == "paid"
@@ -67,6 +67,7 @@ async def test_a_waiting_action_is_notified_signed_and_retried(
     assert first[0][DELIVERY_HEADER.lower()] == f"{task_id}/c1"
     body = json.loads(second[1])
     assert (body["event"], body["task_id"], body["call_id"], body["guard"]) == ("approval_requested", task_id, "c1", "amount")
+    assert body["tenant"] == "acme"
     assert body["action"]["arguments"] == {"amount": 2500} and body["reason"] == "wire of 2500 needs a human"
     assert not verified({SIGNATURE_HEADER.lower(): first[0][SIGNATURE_HEADER.lower()]}, second[1] + b" ")
     assert runs == [{"amount": 2500}]

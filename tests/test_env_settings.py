@@ -148,6 +148,11 @@ def test_delta_settings():
     assert DeltaSettings.from_env({"NOETA_DELTA_BROKER": ""}).url is None
     with pytest.raises(ConfigurationError, match="NOETA_DELTA_BROKER must be a redis:// URL"):
         DeltaSettings.from_env({"NOETA_DELTA_BROKER": "http://broker"})
+    assert DeltaSettings.from_env({}).workflow_stream  # on by default
+    assert DeltaSettings.from_env({"NOETA_WORKFLOW_STREAM": ""}).workflow_stream
+    assert not DeltaSettings.from_env({"NOETA_WORKFLOW_STREAM": "0"}).workflow_stream
+    with pytest.raises(ConfigurationError, match="NOETA_WORKFLOW_STREAM"):
+        DeltaSettings.from_env({"NOETA_WORKFLOW_STREAM": "sometimes"})
 
 
 def test_log_settings():

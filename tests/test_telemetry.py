@@ -273,3 +273,25 @@ async def test_approval_wait_and_decisions_on_the_metrics_endpoint(settings: Set
     assert sample(text, "noeta_approval_wait_count", decision="refused", task_queue=task_queue) == 1
     assert sample(text, "noeta_approval_wait_bucket", decision="refused", le="86400", task_queue=task_queue) == 1
     assert sample(text, "noeta_approvals_decided_total", decision="refused", task_queue=task_queue) == 1
+
+
+async def test_replaying_a_history_with_tracing_on_exports_no_span(spans: InMemorySpanExporter):
+    """The invoke_agent span is made by the worker that runs a run's end, never while replaying:
+    a worker that replays a task (after a restart, or a cache eviction) does not export it again."""
+    from pathlib import Path
+
+    from temporalio.client import WorkflowHistory
+    from temporalio.worker import Replayer
+
+    from noeta.telemetry.agent_span import AgentSpanInterceptor
+    from noeta.worker.plugin import NoetaPlugin
+    from noeta.workflows import WORKFLOWS
+
+    path = Path(__file__).parent / "histories" / "refuse-update" / "refusals.json"
+    history = WorkflowHistory.from_json("history-refusals", path.read_text())
+    spans.clear()
+    replayer = Replayer(
+        workflows=list(WORKFLOWS), plugins=[NoetaPlugin()], interceptors=[AgentSpanInterceptor(enabled=True)], debug_mode=True
+    )
+    assert (await replayer.replay_workflow(history, raise_on_replay_failure=False)).replay_failure is None
+    assert [s.name for s in spans.get_finished_spans() if s.name.startswith("invoke_agent")] == []

@@ -15,8 +15,9 @@ from temporalio.client import Client as TemporalClient
 
 from noeta.client.audit import audit_of
 from noeta.client.client import AsyncClient
+from noeta.client.connection import Connection
 from noeta.client.projection import project
-from noeta.client.options import Options
+from noeta.client.options import Options, SubAgent
 from noeta.errors import ConfigurationError
 from noeta.http import create_app
 from noeta.sdk.testing import FakeLLMProvider
@@ -121,7 +122,7 @@ async def test_another_tenants_task_is_missing_and_untouched_and_roles_are_enfor
             ("GET", "/tasks/{}", None), ("GET", "/tasks/{}/messages", None), ("GET", "/tasks/{}/approvals", None),
             ("POST", "/tasks/{}/approvals", {"call_id": "c1"}), ("POST", "/tasks/{}/inject", {"text": "pay me"}),
             ("GET", "/tasks/{}/events?follow=false", None), ("GET", "/tasks/{}/deltas", None),
-            ("GET", "/tasks/{}/audit", None), ("POST", "/tasks/{}/cancel", None),
+            ("GET", "/tasks/{}/audit", None), ("POST", "/tasks/{}/cancel", None), ("POST", "/tasks/{}/close", None),
             ("POST", "/tasks/{}/fork", {"at_turn": 1}), ("POST", "/tasks/{}/goals", {"goal": "more"}),
         ]
         for method, path, json_body in attempts:
@@ -146,6 +147,7 @@ async def test_another_tenants_task_is_missing_and_untouched_and_roles_are_enfor
 
         await eventually(lambda: listed(ALICE))
         assert await listed(ALICE) == [task_id] and await listed(BOB) == []
+        assert (await tenants.get(f"/tasks/{task_id}", headers=auth(ALICE))).json()["tenant"] == "acme"
 
         # Alice injects context, then approves with the amount edited down.
         assert (await tenants.post(f"/tasks/{task_id}/inject", json={"text": "invoice 7"}, headers=auth(ALICE))).status_code == 202
@@ -272,3 +274,62 @@ async def test_tenants_need_the_tenant_attribute_on_the_cluster(tmp_path):
     finally:
         old.terminate()
         old.wait(30)
+
+
+async def test_a_sub_agent_belongs_to_its_root_tasks_tenant(client: AsyncClient, serve, task_queue):
+    """Sub-agents carry no NoetaTenant of their own: their tenant is their root task's, and no other
+    tenant's list (the default one's included) shows them."""
+    helper = SubAgent("helper", "Answers a sub-question.", Options())
+
+    def responder(request):
+        if "/sub/" in request.metadata["task_id"]:
+            return say("forty-two")
+        done = [b for m in request.messages for b in m.content if getattr(b, "type", "") == "tool_result"]
+        return say("done") if done else call(("h1", "helper", {"goal": "what is six times seven?"}))
+
+    provider = FakeLLMProvider(responder=responder)
+    word = f"rooted{task_queue[2:]}"
+    async with serve(providers=[provider]):
+        task_id = await client.start(f"ask {word}", Options(provider=provider, subagents=[helper]), task_queue=task_queue,
+                                     tenant="acme")
+        assert (await client.result(task_id)).answer == "done"
+    child_id = f"{task_id}/sub/h1"
+    assert await Connection(client.temporal).tenant_of(child_id) == "acme"
+
+    async def everything() -> set[str]:
+        return {t.task_id for t in await client.list_tasks(limit=1000)}
+
+    async def both_listed() -> bool:
+        return {task_id, child_id} <= await everything()
+
+    await eventually(both_listed)
+    default = {t.task_id for t in await client.list_tasks(limit=1000, tenant="default")}
+    acme = {t.task_id for t in await client.list_tasks(limit=1000, tenant="acme")}
+    assert task_id in acme and not {task_id, child_id} & default
+
+
+async def test_the_inbox_lists_the_longest_waiting_first(tenants: httpx.AsyncClient, client: AsyncClient, serve, task_queue):
+    provider = FakeLLMProvider(responder=lambda request: (
+        say("ok") if any(getattr(b, "type", "") == "tool_result" for m in request.messages for b in m.content)
+        else call(("c1", "wire_money", {"amount": 2500}))
+    ))
+    body = {"goal": "pay", "task_queue": task_queue,
+            "options": {"provider": PROVIDER, "allowed_tools": ["wire_money"], "guards": ["amount"]}}
+
+    async def waiting() -> list[str]:
+        inbox = (await tenants.get("/approvals", headers=auth(ALICE))).json()
+        return [p["task_id"] for p in inbox if p["task_id"] in started]
+
+    started: list[str] = []
+    async with serve(tools=[wire_money], providers=[provider], guards=[AmountGuard()]):
+        for _ in range(2):  # the second starts once the first waits
+            started.append((await tenants.post("/tasks", json=body, headers=auth(ALICE))).json()["task_id"])
+            await eventually(lambda: _all_waiting(waiting, len(started)))
+        assert await waiting() == started  # the task list is newest first; the inbox oldest first
+        for task_id in started:
+            await client.approve(task_id, "c1", approver="user:ana")
+            await client.result(task_id)
+
+
+async def _all_waiting(waiting, count: int) -> bool:
+    return len(await waiting()) == count

@@ -65,6 +65,11 @@ async def test_a_console_approval_records_the_keys_name_and_the_edit(
             granted = page.locator("[data-testid=events] li[data-type=ApprovalGranted]")
             await granted.wait_for(timeout=WAIT_MS)
             assert "by ops-jane (key)" in await granted.inner_text()
+            edited = page.locator("[data-testid=audit] li[data-action=edited]")
+            await edited.wait_for(timeout=WAIT_MS)
+            assert "ops-jane (key) [c1]" in await edited.inner_text() and '{"amount": 900}' in await edited.inner_text()
+            started = await page.locator("[data-testid=audit] li[data-action=started]").inner_text()
+            assert "ops-jane (key)" in started
             assert errors == []
         except BaseException:
             written = await pages.write()

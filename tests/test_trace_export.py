@@ -88,6 +88,7 @@ async def test_a_task_started_over_http_is_one_trace_under_the_callers_span(
     assert agent.parent_id == CALLER_SPAN  # the caller's span, from the HTTP request's traceparent
     assert agent.attributes["gen_ai.operation.name"] == "invoke_agent"
     assert agent.attributes["gen_ai.conversation.id"] == task_id
+    assert (agent.attributes["gen_ai.provider.name"], agent.attributes["noeta.provider"]) == ("openai", "default")
     assert {s.parent_id for s in [*chats, *tools]} == {agent.span_id}
     # Every span the task made is in this trace, and nothing else of it went elsewhere.
     of_task = [s for s in receiver.spans if s.attributes.get("gen_ai.conversation.id") == task_id]
@@ -180,3 +181,35 @@ async def test_the_runs_of_a_task_that_continued_as_new_are_one_trace(
     calls = by_name(spans, "chat ") + by_name(spans, "execute_tool ")
     assert (len(by_name(spans, "chat ")), len(by_name(spans, "execute_tool "))) == (STEPS + 1, STEPS)
     assert {c.parent_id for c in calls} == {a.span_id for a in agents}
+
+
+async def test_a_local_tools_span_is_in_its_tasks_trace(
+    traced: AsyncClient, receiver: OTLPReceiver, content_store: LocalContentStore, task_queue: str
+):
+    from noeta.builtins.tools import calculator
+
+    provider = FakeLLMProvider(responses=[call(("c1", "calculator", {"expression": "6 * 7"})), say("42")])
+    tracer = trace.get_tracer("tests")
+    async with worker(traced, content_store, task_queue, [calculator], [provider]):
+        with tracer.start_as_current_span("request") as caller:
+            task_id = await traced.start("6 times 7", Options(provider=provider, allowed_tools=[calculator]), task_queue=task_queue)
+        assert (await traced.result(task_id)).answer == "42"
+    trace_id = f"{caller.get_span_context().trace_id:032x}"
+    await eventually(lambda: by_name(receiver.in_trace(trace_id), "invoke_agent"))
+    spans = receiver.in_trace(trace_id)
+    [agent] = by_name(spans, "invoke_agent")
+    [local] = by_name(spans, "execute_tool calculator")  # run as a local activity (a marker in history)
+    assert local.parent_id == agent.span_id
+
+
+def test_the_header_round_trips_and_a_json_traceparent_is_read_too():
+    from temporalio.api.common.v1 import Payload
+
+    from noeta.protocols.trace_context import SpanRef, span_from_bytes
+    from noeta.telemetry.trace_headers import header, span_of
+
+    ref = SpanRef(CALLER_TRACE, CALLER_SPAN, 0)
+    assert len(header(ref).data) == 25 and span_of({"noeta-trace": header(ref)}) == ref
+    as_json = Payload(metadata={"encoding": b"json/plain"}, data=json.dumps(ref.traceparent).encode())
+    assert span_of({"noeta-trace": as_json}) == ref
+    assert span_from_bytes(bytes(25)) is None and span_from_bytes(b"short") is None

@@ -9,17 +9,19 @@ import asyncio
 import dataclasses
 import os
 import threading
+import time
 import uuid
 from pathlib import Path
 
 from noeta.client.client import AsyncClient
 from noeta.client.options import HostConfig, Options
+from noeta.client.sync import Client
 from noeta.protocols.messages import LLMRequest, LLMResponse, StreamDelta, TextBlock, ToolUseBlock, Usage
 from noeta.protocols.names import QUERY_STREAM_LISTENING, WORKFLOW_STREAM_PUBLISH
 from noeta.protocols.tool import ToolResult
 from noeta.sdk.tools import tool
 from noeta.worker import Registry, build_worker
-from tests.support.chat_server import FakeChatServer, Pause, chunks_for, completion
+from tests.support.chat_server import FakeChatServer, Pause, chunks_for, completion, openai_for
 from tests.support.processes import ROOT, start_worker
 from tests.support.waiting import eventually
 
@@ -152,3 +154,60 @@ async def test_a_reader_gets_every_piece_across_continue_as_new(client: AsyncCli
     assert [d.call_id for d in received[::6]] == [f"turn-{t + 1}" for t in range(Streamer.CALLS)]
     offsets = [d.offset for d in received]
     assert offsets == sorted(offsets) and len(set(offsets)) >= Streamer.CALLS
+
+
+async def test_the_synchronous_client_gets_a_worker_processs_pieces_through_temporal(
+    host: HostConfig, settings, data_dir: Path, task_queue: str, chat: FakeChatServer
+):
+    """The README's Client (synchronous) with a delta_sink, a noeta worker in another process."""
+    full = chunks_for(completion({"content": ANSWER}), pieces=6)
+    chat.reply(full)
+    pieces = [c["choices"][0]["delta"]["content"] for c in full if c["choices"] and c["choices"][0]["delta"].get("content")]
+    env = {
+        **{k: v for k, v in os.environ.items() if k != "NOETA_DELTA_BROKER"},
+        "TEMPORAL_ADDRESS": settings.temporal_address, "NOETA_HOME": str(data_dir),
+        "NOETA_TEST_CHAT_URL": chat.base_url, "PYTHONPATH": str(ROOT),
+    }
+    worker = await asyncio.to_thread(start_worker, env, task_queue, "tests.support.registry:streaming_registry")
+    received: list[StreamDelta] = []
+
+    def run() -> str:
+        with Client(dataclasses.replace(host, delta_sink=received.append, task_queue=task_queue)) as client:
+            task_id = client.start("stream it", Options(provider="openai-stream"))
+            answer = client.result(task_id).answer
+            deadline = time.monotonic() + 30  # the sink's reader runs on the client's own loop
+            while "".join(d.text for d in received) != ANSWER and time.monotonic() < deadline:
+                time.sleep(0.05)
+            return answer
+
+    try:
+        answer = await asyncio.to_thread(run)
+    finally:
+        worker.terminate()
+        worker.wait(15)
+    assert answer == ANSWER
+    assert [d.text for d in received] == pieces and [d.seq for d in received] == list(range(len(pieces)))
+
+
+async def test_a_retried_call_streams_both_attempts_marked(client: AsyncClient, content_store, task_queue: str, chat: FakeChatServer):
+    """A call cut short is retried by Temporal: the reader gets the cut attempt's partial text and
+    then the new attempt's pieces from seq 0, each marked with its attempt."""
+    full = chunks_for(completion({"content": ANSWER}), pieces=8)
+    go = threading.Event()
+    chat.reply([*full[:4], Pause(60, until=go)], done=False)  # attempt 1 ends mid-answer
+    chat.reply(full)
+    pieces = [c["choices"][0]["delta"]["content"] for c in full if c["choices"] and c["choices"][0]["delta"].get("content")]
+    registry = Registry.of(providers=[openai_for(chat, "openai-retried")], content_store=content_store)
+    task_id = f"wfstream-retry-{uuid.uuid4().hex[:8]}"
+    async with build_worker(client.temporal, registry, task_queue):
+        async with AsyncClient(client.temporal, content_store=content_store, task_queue=task_queue) as reader:
+            await client.start("stream it", Options(provider="openai-retried"), task_id=task_id, task_queue=task_queue)
+            stream = await reader.deltas(task_id)
+            first = [await asyncio.wait_for(stream.__anext__(), 60)]  # attempt 1 is being read
+            go.set()
+            assert (await client.result(task_id)).answer == ANSWER
+            received = first + await asyncio.wait_for(read_all(stream), 60)
+    by_attempt = {a: [d for d in received if d.attempt == a] for a in (1, 2)}
+    assert [d.text for d in by_attempt[2]] == pieces and [d.seq for d in by_attempt[2]] == list(range(len(pieces)))
+    assert by_attempt[1] and ANSWER.startswith("".join(d.text for d in by_attempt[1]))
+    assert received == by_attempt[1] + by_attempt[2]  # the cut attempt's pieces, then the new one's

@@ -5,6 +5,7 @@ fails or a stream that cannot be reached never fails the call."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 from collections.abc import Callable
@@ -58,10 +59,18 @@ async def stream_call(
         broker.publish(namespace, delta)
 
     try:
-        return await provider.stream(request, on_delta)
-    finally:
-        if publisher is not None:
+        response = await provider.stream(request, on_delta)
+    except asyncio.CancelledError:
+        if publisher is not None:  # the call is cancelled: stop at once, publish nothing more
+            await publisher.aclose(publish_rest=False)
+        raise
+    except BaseException:
+        if publisher is not None:  # a failed attempt's pieces still reach readers (marked by attempt)
             await publisher.aclose()
+        raise
+    if publisher is not None:
+        await publisher.aclose()
+    return response
 
 
 __all__ = ["stream_call", "streams"]

@@ -65,7 +65,7 @@ class Checks:
             instrument.approvals_requested(len(asked))
             if self.webhook is not None:
                 for action, decision in asked:
-                    self.webhook.notify(approval_requested(inp.task_id, action, decision))
+                    self.webhook.notify(approval_requested(inp.task_id, action, decision), activity.client())
         return CheckGuardsOutput(verdicts=verdicts)
 
     # -- validate_output ----------------------------------------------------------------------

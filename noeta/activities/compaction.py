@@ -29,7 +29,7 @@ from noeta.errors import ConfigurationError, ProviderError, ProviderNotRegistere
 from noeta.protocols.activity_io import CompactContextInput, CompactContextOutput, CompactedContext
 from noeta.protocols.compaction import SUMMARY_INSTRUCTION
 from noeta.protocols.context_window import estimate_tokens
-from noeta.protocols.messages import LLMRequest, Message, TextBlock, Usage
+from noeta.protocols.messages import ContentRef, LLMRequest, Message, TextBlock, Usage
 from noeta.protocols.names import COMPACT_CONTEXT
 from noeta.providers.errors import classify_exception
 from noeta.providers.pricing import model_of
@@ -93,17 +93,21 @@ class Compactions:
         else:
             keep = inp.keep_tokens if inp.reason == "threshold" else inp.keep_tokens // 2
             new_folded = plan.fold_point(transcript, folded, keep)
+            if plan.turns_in(transcript[folded:new_folded]) == 0:  # the turns fit the keep: fold the oldest
+                later = plan.turn_starts(transcript, new_folded + 1)
+                new_folded = later[0] if later else folded
             if new_folded <= folded:  # one turn is all there is: nothing to fold
                 return CompactContextOutput(None, inp.strategy, inp.tokens_before, inp.tokens_before, attempt=ledger.attempt, retried=ledger.earlier)
             prefix = plan.stable_prefix(transcript)
             old_part = (old_view or prefix)[len(prefix):]
-            folding = [*old_part, *transcript[max(folded, len(prefix)):new_folded]]
+            newly = transcript[max(folded, len(prefix)):new_folded]
+            folding = [*old_part, *newly]
             if inp.strategy == "summarize":
                 summary = await self._summary(inp, ledger, folding)
                 view = [*prefix, plan.summary_message(summary.text)]
             else:
                 summary = None
-                view = self._previews(inp, prefix, folding, transcript[new_folded:])
+                view = await self.services.io(self._previews, inp, prefix, old_part, newly, transcript[new_folded:])
         after = plan.compacted(view, new_folded, transcript)
         tokens_after = scaled(estimate_tokens(after), inp.tokens_before, estimate_tokens(before))
 
@@ -141,23 +145,29 @@ class Compactions:
         return _Read(transcript, view)
 
     def _previews(
-        self, inp: CompactContextInput, prefix: list[Message], folding: list[Message], kept: Sequence[Message]
+        self,
+        inp: CompactContextInput,
+        prefix: list[Message],
+        previewed_before: list[Message],
+        newly: Sequence[Message],
+        kept: Sequence[Message],
     ) -> list[Message]:
-        """The folded turns with their tool outputs cut to previews; while the whole is still over
-        the target, the oldest of them are left out (with a note saying how many)."""
-        previewed = [plan.preview(m, inp.preview_chars) for m in folding]
+        """The folded turns with their tool outputs cut to previews (a stored output's start is read
+        for it; runs on an I/O thread); while the whole is still over the target, the oldest of
+        them are left out (with a note saying how many)."""
+        def read(ref: ContentRef) -> str:  # the start of a stored output, for its preview
+            return self.services.store.get(ref)[: inp.preview_chars * 4].decode("utf-8", "replace")
+
+        # What an earlier compaction previewed stays as it is (its notes name the stored wholes).
+        previewed = [*previewed_before, *(plan.preview(m, inp.preview_chars, read) for m in newly)]
         budget = int(inp.target_tokens * 0.8) - estimate_tokens(prefix) - estimate_tokens(kept)
         dropped = 0
         while previewed and estimate_tokens(previewed) > budget:
             # Whole turns go: up to (not including) the next assistant message after the first.
             nxt = next((i for i in range(1, len(previewed)) if previewed[i].role == "assistant"), len(previewed))
-            dropped += plan.turns_in(previewed[:nxt]) or 1
+            dropped += sum(plan.left_out(m) for m in previewed[:nxt]) + plan.turns_in(previewed[:nxt])
             previewed = previewed[nxt:]
-        note = (
-            [plan.note_message(f"[{dropped} earlier turn(s) left out to fit the context window; the task's record keeps them]")]
-            if dropped
-            else []
-        )
+        note = [plan.left_out_note(dropped)] if dropped else []
         return [*prefix, *note, *previewed]
 
     async def _summary(self, inp: CompactContextInput, ledger: AttemptLedger, folding: list[Message]) -> WrittenSummary:
@@ -193,9 +203,12 @@ class Compactions:
         except Exception as exc:
             raise ledger.failed(classify_exception(inp.provider, exc)) from exc
         text = getattr(response, "text", "")
-        if not isinstance(text, str) or not text.strip():
-            raise ledger.failed(ProviderError(provider=inp.provider, message="the summarizing call returned no text", retryable=True))
-        written = WrittenSummary(text.strip(), dataclasses.replace(response.usage, cost_usd=0.0))
+        if not isinstance(text, str):
+            raise ledger.failed(ProviderError(provider=inp.provider, message="the summarizing call returned no response", retryable=True))
+        # A model that writes nothing (a small one can) gets a note in place of its summary: asked
+        # again it would write the same nothing, and the turns must be folded all the same.
+        text = text.strip() or f"[{plan.turns_in(folding)} earlier turn(s) were compacted; the model wrote no summary of them]"
+        written = WrittenSummary(text, dataclasses.replace(response.usage, cost_usd=0.0))
         await self.services.io(self.services.steps.record, key, _SUMMARY, written)
         return written
 

@@ -85,6 +85,12 @@ class Preparation:
                 raise ProviderNotRegisteredError(
                     f"fallback provider(s) {', '.join(map(repr, missing))} not registered on this worker (it has: {known})"
                 )
+            if inp.compactor is not None and inp.compactor not in self.registry.compactors:
+                known = ", ".join(sorted(self.registry.compactors)) or "none"
+                raise ConfigurationError(
+                    f"compactor {inp.compactor!r} is not registered on this worker (it has: {known}); add it "
+                    "with Registry.add_compactor"
+                )
             if inp.priced_provider is not None:
                 await self.services.io(self._check_priced, inp.priced_provider, inp.priced_model)
             schema = self._output_json_schema(inp.output_schema)

@@ -50,10 +50,10 @@ class Registry:
     output_models: dict[str, type[BaseModel]] = field(default_factory=dict)
     """Pydantic models by ``module:QualName``; an output schema naming one is validated with it."""
     delta_sink: Callable[[StreamDelta], Any] | None = None
-    """Receives streamed pieces of model responses; with it, streaming providers stream."""
+    """Receives streamed pieces of model responses in the worker's process (as they arrive)."""
     delta_broker: Any = None
-    """Where the worker also publishes them, for clients in other processes
-    (:mod:`noeta.deltas`; None: ``NOETA_DELTA_BROKER``, else the in-process broker)."""
+    """A broker the worker also publishes them to (:mod:`noeta.deltas`; None: ``NOETA_DELTA_BROKER``,
+    else the in-process broker); clients elsewhere read the tasks' workflow streams."""
     mcp_commands: Collection[str] | None = None
     """The commands of stdio MCP servers that tasks may have this worker start (None: any; ``noeta
     worker`` takes them from ``NOETA_MCP_COMMANDS``)."""

@@ -8,8 +8,8 @@ variable (on the workers)              meaning
 ``NOETA_APPROVAL_WEBHOOK_SECRET``      HMAC-SHA256 key of the signature (at least 16 characters)
 =====================================  ========================================================
 
-The body is JSON: ``{"event": "approval_requested", "task_id", "call_id", "action", "guard",
-"reason", "requested_at"}``. Headers: ``X-Noeta-Delivery`` (``task_id/call_id``: the same for a
+The body is JSON: ``{"event": "approval_requested", "task_id", "tenant", "call_id", "action",
+"guard", "reason", "requested_at"}``. Headers: ``X-Noeta-Delivery`` (``task_id/call_id``: the same for a
 repeated delivery, so a receiver can drop duplicates) and ``X-Noeta-Signature:
 t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`` (a receiver checks it and refuses old
 ``t``). A delivery is tried up to ATTEMPTS times with doubling delays until the receiver answers
@@ -29,12 +29,16 @@ from datetime import datetime, timezone
 from typing import Any
 
 import httpx
+from temporalio.client import Client as TemporalClient
+from temporalio.service import RPCError
 from pydantic import Field, field_validator
 from pydantic_core import to_jsonable_python
 
 from noeta.config.settings import EnvSettings
 from noeta.errors import ConfigurationError
 from noeta.protocols.hooks import GuardDecision, ProposedAction
+from noeta.protocols.names import DEFAULT_TENANT, SUBTASK_SEPARATOR
+from noeta.temporal.search_attributes import TENANT
 
 logger = logging.getLogger(__name__)
 
@@ -84,6 +88,15 @@ def approval_requested(task_id: str, action: ProposedAction, decision: GuardDeci
     }
 
 
+async def _tenant(temporal: TemporalClient, task_id: str) -> str | None:
+    """The task's tenant (a sub-agent's: its root task's NoetaTenant); None when it cannot be read."""
+    try:
+        described = await temporal.get_workflow_handle(task_id.split(SUBTASK_SEPARATOR, 1)[0]).describe()
+    except RPCError:
+        return None
+    return described.typed_search_attributes.get(TENANT) or DEFAULT_TENANT
+
+
 def signature(secret: str, timestamp: int, body: bytes) -> str:
     """The ``X-Noeta-Signature`` value of ``body`` sent at ``timestamp``."""
     mac = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
@@ -98,14 +111,18 @@ class ApprovalWebhook:
         self.url, self._secret, self._first_retry = url, secret, first_retry_seconds
         self._sending: set[asyncio.Task[bool]] = set()
 
-    def notify(self, payload: dict[str, Any]) -> None:
-        """Deliver ``payload`` in the background (returns at once)."""
-        task = asyncio.ensure_future(self.deliver(payload))
+    def notify(self, payload: dict[str, Any], temporal: TemporalClient | None = None) -> None:
+        """Deliver ``payload`` in the background (returns at once); with ``temporal``, the task's
+        tenant is looked up and added first."""
+        task = asyncio.ensure_future(self.deliver(payload, temporal))
         self._sending.add(task)
         task.add_done_callback(self._sending.discard)
 
-    async def deliver(self, payload: dict[str, Any]) -> bool:
-        """POST ``payload`` until the receiver answers 2xx, at most ATTEMPTS times; whether it did."""
+    async def deliver(self, payload: dict[str, Any], temporal: TemporalClient | None = None) -> bool:
+        """POST ``payload`` (with the task's tenant, when ``temporal`` can tell it) until the
+        receiver answers 2xx, at most ATTEMPTS times; whether it did."""
+        if temporal is not None:
+            payload = {**payload, "tenant": await _tenant(temporal, str(payload.get("task_id")))}
         body = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
         delivery = f"{payload.get('task_id')}/{payload.get('call_id')}"
         delay = self._first_retry

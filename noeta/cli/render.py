@@ -86,6 +86,8 @@ def describe(env: EventEnvelope) -> str:
         line = f"{p.error_type}: {p.reason}"
     elif env.type == "TaskStalled":
         line = f"{p.error_type}: {p.message}"
+    elif env.type == "ContextCompacted":
+        line = f"{p.strategy} ({p.reason}): {p.turns_folded} turn(s), {p.tokens_before} → {p.tokens_after} tokens"
     elif hasattr(p, "error"):
         line = str(p.error)
     else:

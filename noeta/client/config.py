@@ -21,7 +21,7 @@ variable                      meaning
 ``NOETA_MEMORY_DIR``          the memory tool's store (default ``$NOETA_HOME/memory``)
 ``NOETA_MCP_COMMANDS``        stdio MCP server commands ``noeta worker`` may start (comma-separated,
                               ``*`` for any; unset: none)
-``NOETA_DELTA_BROKER``        ``redis://...``: stream deltas across processes (unset: in-process)
+``NOETA_DELTA_BROKER``        ``redis://...``: deltas also through Redis (unset: workflow streams)
 ``NOETA_SHUTDOWN_GRACE_SECONDS``  how long a stopping worker lets running tools finish (60)
 ``NOETA_CONNECT_TIMEOUT_SECONDS``  how long to keep trying to reach Temporal before giving up (15)
 ``NOETA_HEALTH_PORT``         port of a worker's ``/healthz`` and ``/readyz`` (unset: none)
@@ -139,7 +139,8 @@ class Settings(EnvSettings):
     mcp_commands: tuple[str, ...] | None = ()
     """stdio MCP server commands a ``noeta worker`` may start (None: any)."""
     delta_broker_url: str | None = Field(default=None, validation_alias=DELTA_BROKER_VARIABLE)
-    """Where workers publish streamed deltas and clients receive them (None: in this process)."""
+    """A broker through which workers also publish streamed deltas and from which clients then
+    read them (None: clients read each task's workflow stream, through Temporal)."""
     indexed_metadata: tuple[str, ...] = ()
     """``Options.metadata`` keys that tasks started here make searchable (NoetaMetadata)."""
     temporal_ui: str | None = None

@@ -12,7 +12,8 @@ part starts at an assistant message, so no tool result is ever separated from it
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 
 from pydantic import TypeAdapter
 
@@ -31,6 +32,8 @@ from noeta.protocols.messages import (
 #: Media type of a stored view.
 VIEW_MEDIA_TYPE = "application/vnd.noeta.context-view+json"
 _MESSAGES = TypeAdapter(list[Message])
+_LEFT_OUT = "[{} earlier turn(s) left out to fit the context window; the task's record keeps them]"
+_LEFT_OUT_RE = re.compile(re.escape(_LEFT_OUT).replace(re.escape("{}"), r"(\d+)"))
 #: Characters of one tool output shown to a summarizing call.
 SUMMARY_OUTPUT_CHARS = 1000
 
@@ -72,10 +75,15 @@ def fold_point(transcript: Sequence[Message], folded: int, keep_tokens: int) -> 
     starts = [i for i in turn_starts(transcript, folded) if i > folded]
     if not starts:
         return folded
-    for i in starts:
-        if estimate_tokens(transcript[i:]) <= keep_tokens:
-            return i
-    return starts[-1]
+    tail, at = 0, len(transcript)  # the tail's tokens, counted once from the end
+    fitting = None
+    for i in reversed(starts):
+        tail += estimate_tokens(transcript[i:at])
+        at = i
+        if tail > keep_tokens:
+            break
+        fitting = i
+    return fitting if fitting is not None else starts[-1]
 
 
 def turns_in(messages: Sequence[Message]) -> int:
@@ -88,29 +96,39 @@ def summary_message(text: str) -> Message:
     return Message(role="user", content=[TextBlock(SUMMARY_HEADER + text.strip())], origin="system")
 
 
-def note_message(text: str) -> Message:
-    """An injected note of the engine in a view (origin "system")."""
-    return Message(role="user", content=[TextBlock(text)], origin="system")
+def left_out_note(turns: int) -> Message:
+    """The injected note (origin "system") that stands for ``turns`` turns left out of a view."""
+    return Message(role="user", content=[TextBlock(_LEFT_OUT.format(turns))], origin="system")
 
 
-def preview(message: Message, chars: int) -> Message:
-    """``message`` with each tool output longer than ``chars`` cut to a preview that names where
-    the whole output is (its content reference when it was stored, else its size)."""
+def left_out(message: Message) -> int:
+    """How many turns ``message`` says were left out, if it is such a note (else 0)."""
+    if message.origin != "system":
+        return 0
+    found = _LEFT_OUT_RE.fullmatch(message.text)
+    return int(found.group(1)) if found else 0
+
+
+def preview(message: Message, chars: int, read: Callable[[ContentRef], str] | None = None) -> Message:
+    """``message`` with each tool output longer than ``chars`` cut to a preview that says how long
+    the whole is and where it is (a stored output: its content reference; ``read`` gives its text
+    for the preview, else it gets the note alone)."""
     if not any(isinstance(b, ToolResultBlock) for b in message.content):
         return message
     content: list[Block] = []
     for block in message.content:
         if isinstance(block, ToolResultBlock):
-            block = _previewed(block, chars)
+            block = _previewed(block, chars, read)
         content.append(block)
     return Message(role=message.role, content=content, origin=message.origin)
 
 
-def _previewed(block: ToolResultBlock, chars: int) -> ToolResultBlock:
+def _previewed(block: ToolResultBlock, chars: int, read: Callable[[ContentRef], str] | None) -> ToolResultBlock:
     output = block.output
     if isinstance(output, ContentRef):
+        start = read(output)[:chars] if read is not None and chars else ""
         note = f"[output of {output.size} bytes, compacted; the whole is in the content store as {output.hash}]"
-        return ToolResultBlock(block.call_id, note, block.success, error=block.error)
+        return ToolResultBlock(block.call_id, f"{start}… {note}" if start else note, block.success, error=block.error)
     if output is None or len(output) <= chars:
         return block
     cut = output[:chars] + f"… [output of {len(output)} characters, compacted to this preview]"
@@ -158,7 +176,8 @@ __all__ = [
     "fit_text",
     "fold_point",
     "load_view",
-    "note_message",
+    "left_out",
+    "left_out_note",
     "preview",
     "render",
     "stable_prefix",

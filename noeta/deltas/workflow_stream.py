@@ -37,8 +37,10 @@ logger = logging.getLogger(__name__)
 BATCH_SECONDS = (0.5, 2.0)
 #: How often a call nobody listens to asks again whether someone does (a query: no history).
 LISTEN_CHECK_SECONDS = 1.0
-#: Seconds a reader's listen signal lasts; it renews it at half of that.
-LISTEN_LEASE_SECONDS = 120.0
+#: Seconds a reader's listen signal lasts; it renews it at half of that. Long, because each renewal
+#: is a signal in history (a reader of an idle task adds 12 an hour); a reader that went away
+#: leaves calls published for at most this long.
+LISTEN_LEASE_SECONDS = 600.0
 #: How often a reader asks for new items while the task runs (doubling, up to IDLE_POLL_SECONDS,
 #: while nothing new comes: a reader of an idle task costs its worker little).
 POLL_SECONDS = 0.2
@@ -94,15 +96,16 @@ class CallPublisher:
         """Start watching for a listener and publishing (on the running loop)."""
         self._task = asyncio.get_running_loop().create_task(self._run(), name="noeta-delta-stream")
 
-    async def aclose(self) -> None:
-        """The call ended: publish what is left if someone listens (bounded), then stop."""
+    async def aclose(self, publish_rest: bool = True) -> None:
+        """The call ended: publish what is left if someone listens (bounded; not with
+        ``publish_rest=False``), then stop."""
         if self._task is not None:
             self._task.cancel()
             try:
                 await self._task
             except (asyncio.CancelledError, Exception):  # noqa: BLE001 (streaming is best effort)
                 pass
-        if self._listening or await self._someone_listens():
+        if publish_rest and (self._listening or await self._someone_listens()):
             try:
                 await asyncio.wait_for(self._publish(), FINAL_FLUSH_SECONDS)
             except (asyncio.TimeoutError, RPCError, TimeoutError) as err:

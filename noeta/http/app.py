@@ -50,8 +50,8 @@ def create_app(
     an SSE stream gets a ``: keep-alive`` comment. ``guard``: authentication and request checks
     (default: from the environment, ``GuardConfig.from_env()``). ``quotas``: spend quotas per API
     key and per task (default: ``SpendQuotas.from_env()``, docs/budgets.md). ``with_console``: serve the web
-    console at ``/`` and the API docs at ``/docs``. Streamed model text comes through the
-    client's delta broker (``NOETA_DELTA_BROKER``, shared with the workers)."""
+    console at ``/`` and the API docs at ``/docs``. Streamed model text comes from the tasks'
+    workflow streams (through Temporal), or from the broker ``NOETA_DELTA_BROKER`` names."""
     if keepalive_seconds <= 0:
         raise ConfigurationError("keepalive_seconds must be > 0")
     guard = guard or GuardConfig.from_env()

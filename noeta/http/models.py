@@ -147,6 +147,7 @@ class TaskSummaryOut(Response):
     closed: datetime | None
     metadata: dict[str, str]
     cost_usd: float = Field(description="US dollars so far (NoetaCostUSD; 0 for an unpriced model)")
+    tenant: str = Field(default="default", description="the tenant the task belongs to (NoetaTenant)")
     ui_url: str | None = Field(
         default=None, description="the task's page in the Temporal UI (NOETA_TEMPORAL_UI, or the embedded server's UI)"
     )

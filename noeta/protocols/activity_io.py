@@ -43,6 +43,9 @@ class PrepareInput:
     priced_model: str | None = None
     fallback_providers: list[str] = field(default_factory=list)
     """Registry names of the task's fallback providers: each must be registered on the worker."""
+    compactor: str | None = None
+    """The registered compactor the task's ``Compaction(strategy="function")`` names: it must be on
+    the worker before the first model call."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,8 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-CompactionStrategy = Literal["summarize", "previews", "function"]
-STRATEGIES: tuple[str, ...] = ("summarize", "previews", "function")
+CompactionStrategy = Literal["summarize", "previews", "function", "off"]
+STRATEGIES: tuple[str, ...] = ("summarize", "previews", "function", "off")
 
 #: What starts the injected summary message (the model reads it; the projection recognises it).
 SUMMARY_HEADER = "[Summary of the conversation so far, written when the context was compacted]\n"
@@ -37,11 +37,12 @@ SUMMARY_INSTRUCTION = (
 @dataclass(frozen=True, slots=True)
 class Compaction:
     """When and how a task's context is compacted. On by default; ``Options(compaction=None)``
-    turns it off (a request too long for the window then fails the task with
-    ContextLengthError, as before)."""
+    turns it off, as does ``Compaction(strategy="off")`` (a request too long for the window then
+    fails the task with ContextLengthError, as before)."""
 
     strategy: CompactionStrategy = "summarize"
-    """``"summarize"``, ``"previews"`` or ``"function"`` (see the module)."""
+    """``"summarize"``, ``"previews"`` or ``"function"`` (see the module); ``"off"``: never compact
+    (as ``Options(compaction=None)``; the way to say it in a JSON body)."""
     threshold: float = 0.8
     """Compact before a call whose counted request would pass this fraction of the window."""
     keep_recent: float = 0.3
@@ -73,7 +74,14 @@ class Compaction:
 def compaction_due(tokens: int, window: int | None, compaction: Compaction | None) -> bool:
     """Whether a request of ``tokens`` counted tokens must be compacted first: it would pass the
     threshold of a known ``window``."""
-    return compaction is not None and window is not None and tokens > compaction.threshold * window
+    if compaction is None or not active(compaction) or window is None:
+        return False
+    return tokens > compaction.threshold * window
+
+
+def active(compaction: Compaction | None) -> bool:
+    """Whether ``compaction`` compacts at all (set, and its strategy is not ``"off"``)."""
+    return compaction is not None and compaction.strategy != "off"
 
 
 __all__ = [
@@ -82,5 +90,6 @@ __all__ = [
     "SUMMARY_INSTRUCTION",
     "Compaction",
     "CompactionStrategy",
+    "active",
     "compaction_due",
 ]

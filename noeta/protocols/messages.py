@@ -248,7 +248,7 @@ DeltaCallback = Callable[[str, str], Any]
 class StreamingProvider(LLMProvider, Protocol):
     """A provider that can also stream: ``stream`` calls ``on_delta`` for each piece as it arrives
     and returns the final :class:`LLMResponse`, which is all that history records. The worker
-    streams when a ``delta_sink`` is configured (``HostConfig.delta_sink`` / ``Registry``)."""
+    streams whenever someone may take the pieces (docs/streaming.md)."""
 
     async def stream(self, request: LLMRequest, on_delta: DeltaCallback) -> LLMResponse:
         """Answer ``request`` as ``complete`` does, calling ``on_delta(kind, text)`` for each piece

@@ -54,7 +54,7 @@ QUERY_PENDING_APPROVALS = "pending_approvals"
 #: Prometheus buckets are set with the other metrics in noeta.telemetry.metrics.
 METRIC_APPROVAL_WAIT = "noeta_approval_wait"
 
-#: Temporal header carrying a W3C ``traceparent`` (noeta.protocols.trace_context): on a task's
+#: Temporal header naming a span (trace id, span id, flags: noeta.protocols.trace_context): on a task's
 #: start, the caller's span; on its activities and sub-agents, the task run's invoke_agent span; on
 #: continue-as-new, the caller's span again. Headers are not part of a workflow's commands, so
 #: histories with and without them replay alike.

@@ -33,6 +33,21 @@ class SpanRef:
         """The W3C ``traceparent`` value naming this span as the parent."""
         return f"00-{self.trace_id}-{self.span_id}-{self.flags:02x}"
 
+    def to_bytes(self) -> bytes:
+        """The 25 bytes of the ids and flags (the ``noeta-trace`` header: every scheduled step of a
+        traced task carries one, so it is kept small)."""
+        return bytes.fromhex(self.trace_id) + bytes.fromhex(self.span_id) + bytes([self.flags & 0xFF])
+
+
+def span_from_bytes(data: bytes) -> SpanRef | None:
+    """The span :meth:`SpanRef.to_bytes` wrote, or None for anything else (or an all-zero id)."""
+    if len(data) != 25:
+        return None
+    trace_id, span_id = data[:16].hex(), data[16:24].hex()
+    if trace_id == _INVALID_TRACE or span_id == _INVALID_SPAN:
+        return None
+    return SpanRef(trace_id, span_id, data[24])
+
 
 def parse_traceparent(value: object) -> SpanRef | None:
     """The span a ``traceparent`` names, or None when it is missing or malformed (an all-zero id
@@ -61,4 +76,4 @@ def derived_span_id(run_id: str) -> str:
     return span if span != _INVALID_SPAN else "1".rjust(16, "0")
 
 
-__all__ = ["SAMPLED", "SpanRef", "derived_span_id", "derived_trace_id", "parse_traceparent"]
+__all__ = ["SAMPLED", "SpanRef", "derived_span_id", "derived_trace_id", "parse_traceparent", "span_from_bytes"]

@@ -52,6 +52,15 @@ logger = logging.getLogger(__name__)
 EMIT_FUNCTION = "noeta_emit_agent_span"
 #: ``gen_ai.agent.name`` of a task that is not a declared sub-agent.
 DEFAULT_AGENT_NAME = "noeta"
+#: Who serves each provider registered on this process's workers, by registry name (filled as a
+#: worker is built): the workflow knows only the registry name of its task's provider.
+_provider_systems: dict[str, str] = {}
+
+
+def remember_providers(systems: Mapping[str, str]) -> None:
+    """Record ``gen_ai.provider.name`` for registry names (a worker's providers, as it is built), so
+    the ``invoke_agent`` spans of the tasks it runs name who serves them."""
+    _provider_systems.update(systems)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -220,6 +229,10 @@ def _export(run: FinishedRun) -> None:
     from opentelemetry import trace
     from opentelemetry.trace import Status, StatusCode
 
+    attributes = dict(run.attributes)
+    system = _provider_systems.get(str(attributes.get("noeta.provider")))
+    if system is not None:
+        attributes["gen_ai.provider.name"] = system
     fixed = copy.copy(tracer)  # the SDK tracer takes its ids from this attribute
     fixed.id_generator = _FixedIds(int(run.span.trace_id, 16), int(run.span.span_id, 16))
     context = None
@@ -230,7 +243,7 @@ def _export(run: FinishedRun) -> None:
         )
         context = trace.set_span_in_context(trace.NonRecordingSpan(parent))
     span = fixed.start_span(
-        run.name, context=context, kind=trace.SpanKind.INTERNAL, attributes=dict(run.attributes), start_time=run.start_ns
+        run.name, context=context, kind=trace.SpanKind.INTERNAL, attributes=attributes, start_time=run.start_ns
     )
     if run.error is not None:
         span.set_attribute("error.type", run.error)
@@ -238,4 +251,4 @@ def _export(run: FinishedRun) -> None:
     span.end(end_time=run.end_ns)
 
 
-__all__ = ["AgentSpanInterceptor", "FinishedRun", "export_run"]
+__all__ = ["AgentSpanInterceptor", "FinishedRun", "export_run", "remember_providers"]

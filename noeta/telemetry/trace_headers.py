@@ -22,7 +22,7 @@ import temporalio.worker
 from temporalio.api.common.v1 import Payload
 
 from noeta.protocols.names import HEADER_TEMPORAL_TRACER, HEADER_TRACE
-from noeta.protocols.trace_context import SpanRef, parse_traceparent
+from noeta.protocols.trace_context import SpanRef, parse_traceparent, span_from_bytes
 from noeta.telemetry.logs import caller_trace
 from noeta.telemetry.tracing import active_tracer
 
@@ -62,9 +62,9 @@ def current_traceparent() -> str | None:
 
 
 def header(ref: SpanRef) -> Payload:
-    """The ``noeta-trace`` header's payload naming ``ref`` (plain JSON: headers do not go through
-    the payload codec, and a traceparent is no secret)."""
-    return Payload(metadata={"encoding": b"json/plain"}, data=json.dumps(ref.traceparent).encode())
+    """The ``noeta-trace`` header's payload naming ``ref``: its 25 bytes, as plain binary (headers
+    do not go through the payload codec, and trace ids are no secret)."""
+    return Payload(metadata={"encoding": b"binary/plain"}, data=ref.to_bytes())
 
 
 def with_header(headers: Mapping[str, Payload], ref: SpanRef | None) -> Mapping[str, Payload]:
@@ -73,7 +73,11 @@ def with_header(headers: Mapping[str, Payload], ref: SpanRef | None) -> Mapping[
 
 
 def _decoded(payload: Payload | None) -> Any:
-    if payload is None or payload.metadata.get("encoding") != b"json/plain":
+    if payload is None:
+        return None
+    if payload.metadata.get("encoding") == b"binary/plain":
+        return span_from_bytes(payload.data)
+    if payload.metadata.get("encoding") != b"json/plain":
         return None
     try:
         return json.loads(payload.data)
@@ -84,7 +88,8 @@ def _decoded(payload: Payload | None) -> Any:
 def span_of(headers: Mapping[str, Payload]) -> SpanRef | None:
     """The span the headers name: Noeta's ``noeta-trace``, else the ``traceparent`` in
     temporalio's TracingInterceptor header; None when neither names a valid one."""
-    ref = parse_traceparent(_decoded(headers.get(HEADER_TRACE)))
+    ours = _decoded(headers.get(HEADER_TRACE))  # written by header(); a JSON traceparent is read too
+    ref = ours if isinstance(ours, SpanRef) else parse_traceparent(ours)
     if ref is not None:
         return ref
     carrier = _decoded(headers.get(HEADER_TEMPORAL_TRACER))

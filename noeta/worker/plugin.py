@@ -103,10 +103,13 @@ class NoetaWorkerPlugin(SimplePlugin):
         concurrency settings (default: from the environment)."""
         # Imported here: the client side needs none of the worker's modules.
         from noeta.activities.agent import AgentActivities
+        from noeta.protocols.messages import provider_system
+        from noeta.telemetry.agent_span import remember_providers
         from noeta.workflows import WORKFLOWS
 
         activities = AgentActivities(registry, tuning)
         warm_payload_types()
+        remember_providers({name: provider_system(p) for name, p in registry.providers.items()})
 
         @contextlib.asynccontextmanager
         async def running() -> AsyncIterator[None]:

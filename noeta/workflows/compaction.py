@@ -20,7 +20,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 from noeta.errors import ContextLengthError
 from noeta.protocols.activity_io import CallModelInput, CallModelOutput, CompactContextInput, CompactContextOutput
-from noeta.protocols.compaction import compaction_due
+from noeta.protocols.compaction import active, compaction_due
 from noeta.protocols.fallback import current_choice
 from noeta.protocols.context_window import context_window, estimate_message_tokens, estimate_tokens
 from noeta.protocols.messages import Message
@@ -70,7 +70,7 @@ class ContextKeeper:
         try:
             out = await call(request)
         except ApplicationError as err:
-            if err.type != ContextLengthError.__name__ or self._run.task.compaction is None:
+            if err.type != ContextLengthError.__name__ or not active(self._run.task.compaction):
                 raise
             if not await self._compact(request, max(self._counted, self.window() or 0), "context_length"):
                 raise
@@ -91,7 +91,7 @@ class ContextKeeper:
         """Schedule a compaction (the patch is asked here, only); whether the context changed."""
         task, state = self._run.task, self._run.state
         settings = task.compaction
-        if settings is None or not patches.patched(PATCH_COMPACTION):
+        if settings is None or not active(settings) or not patches.patched(PATCH_COMPACTION):
             return False
         base = self.window() or tokens  # a model without a known window: the size the provider refused
         inp = CompactContextInput(

@@ -179,6 +179,7 @@ async def prepare(task: TaskInput) -> PrepareOutput:
         priced_provider=task.provider if priced else None,
         priced_model=task.model if priced else None,
         fallback_providers=[choice.provider for choice in task.fallback_providers],
+        compactor=task.compaction.function if task.compaction and task.compaction.strategy == "function" else None,
     )
     retries = retry_policy(BOOKKEEPING, task.max_retries, TASK_FATAL_TOOL_ERRORS)
     summary = f"prepare: {len(task.tools)} tool(s)" + (

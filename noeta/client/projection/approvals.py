@@ -10,7 +10,7 @@ from temporalio.api.history.v1 import HistoryEvent
 from noeta.client.projection.log import EnvelopeLog
 from noeta.client.projection.transcript import Transcript
 from noeta.protocols import event_log as ev
-from noeta.protocols.identity import parse_identity
+from noeta.protocols.identity import Via, parse_identity
 from noeta.protocols.names import APPROVAL_TIMER_PREFIX
 from noeta.protocols.task import (
     TIMEOUT_APPROVER,
@@ -55,15 +55,22 @@ class Approvals:
         if timer is not None and timer[0] in self._waiting:
             self.decided(approval_timed_out(*timer), event)
 
-    def decided(self, decision: ApprovalInput, event: HistoryEvent, identity: str = "") -> None:
+    def decided(self, decision: ApprovalInput, event: HistoryEvent, identity: str | None = None) -> None:
         """An answer (a human's, or the timeout's); a refused finish tells the model why. The
         approver is the update's caller ``identity`` (:mod:`noeta.protocols.identity`), never the
         text the answer carries (a timeout, which has no update, is the engine's)."""
         cause, asked_at = self._waiting.pop(decision.call_id, (None, None))
         answered_at = _time(event)
         waited = (answered_at - asked_at).total_seconds() if asked_at and answered_at else None
-        timed_out = decision.approver == TIMEOUT_APPROVER and not identity
-        approver, via = (decision.approver, None) if timed_out or not identity else parse_identity(identity)
+        timed_out = identity is None  # no update: the workflow's timer refused it
+        approver: str | None
+        via: Via | None
+        if timed_out:
+            approver, via = TIMEOUT_APPROVER, None
+        elif identity:
+            approver, via = parse_identity(identity)
+        else:  # a caller that sent no identity: nobody to name (the text it carried is not trusted)
+            approver, via = None, "temporal"
         payload: ev.ApprovalGranted | ev.ApprovalDenied
         if decision.approved:
             proposed = None

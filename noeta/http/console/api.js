@@ -73,7 +73,8 @@ export function query(params) {
 }
 
 // Follow an SSE stream: onEvent(name, data, id) per message. Reconnects after a network error
-// with Last-Event-ID (the event log resumes after it); stops on "end" or when stop() is called.
+// with Last-Event-ID (the event log and the delta stream resume after it); stops on "end" or when
+// stop() is called.
 export function follow(path, onEvent, { onError = () => {}, resume = true } = {}) {
   const controller = new AbortController();
   let lastId = null;
@@ -111,7 +112,7 @@ export function follow(path, onEvent, { onError = () => {}, resume = true } = {}
           else if (field === "id") message.id = text;
         }
         if (!message.data) continue;
-        if (message.id !== null) lastId = Number(message.id);
+        if (message.id !== null) lastId = message.id;  // a seq, or a delta's OFFSET:INDEX
         const data = JSON.parse(message.data);
         if (message.event === "end") return true;
         onEvent(message.event, data, message.id);

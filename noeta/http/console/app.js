@@ -270,6 +270,8 @@ function renderMessage(item) {
     case "ToolUse": return h("div", { class: "msg tool" }, h("b", { text: "tool call" }), h("code", { text: toolCall(item.tool_name, item.arguments) }));
     case "ToolResultView": return h("div", { class: `msg tool ${item.success ? "" : "failed"}` }, h("b", { text: item.success ? `${item.tool_name} →` : `${item.tool_name} ✗` }), h("pre", { text: item.output || "" }));
     case "Result": return h("div", { class: `msg result status-${item.status}` }, h("b", { text: `result (${item.status})` }), h("p", { text: item.answer }));
+    // Where the model's view was compacted: the messages above stay, the model sees the summary instead.
+    case "ContextCompactedView": return h("div", { class: "msg injected" }, h("b", { text: `compacted (${item.strategy})` }), h("p", { text: `${item.turns_folded} turn(s), ${item.tokens_before} → ${item.tokens_after} tokens${item.summary ? ": " + item.summary : ""}` }));
     default: return h("div", { class: "msg" }, h("pre", { text: json(item) }));
   }
 }
@@ -331,6 +333,7 @@ function taskView(taskId) {
   const conversation = h("div", { class: "conversation", "data-testid": "conversation" });
   const calls = h("tbody", { "data-testid": "tool-calls" });
   const events = h("ol", { class: "events", "data-testid": "events" });
+  const audit = h("ol", { class: "events", "data-testid": "audit" }); // who started, answered, injected, cancelled
   const live = h("div", { class: "live", "data-testid": "live-text", hidden: true });
   const goalInput = h("input", { placeholder: "the next goal", "data-testid": "next-goal" });
   const injectInput = h("input", { placeholder: "context for the next step" });
@@ -401,6 +404,11 @@ function taskView(taskId) {
       approvals.replaceChildren(...waiting.map((r) => approvalCard(taskId, r, refresh)));
       const items = await get(`/tasks/${encodeURIComponent(taskId)}/messages`);
       conversation.replaceChildren(...items.map(renderMessage));
+      const acts = await get(`/tasks/${encodeURIComponent(taskId)}/audit`);
+      audit.replaceChildren(...acts.map((a) => h("li", { "data-action": a.action },
+        h("span", { class: "muted", text: when(a.at) }), h("span", { class: "etype", text: a.action }),
+        h("span", { text: `${a.who} (${a.via})${a.call_id ? ` [${a.call_id}]` : ""}` }),
+        a.detail ? h("span", { class: "muted", text: short(a.detail, 80) }) : null)));
       for (const item of items) if (item.type === "ToolResultView" && callRows.has(item.call_id)) callRows.get(item.call_id).output.textContent = item.output || "";
       banner("");
     } catch (err) {
@@ -440,7 +448,7 @@ function taskView(taskId) {
     }
     live.hidden = false;
     live.textContent += delta.text;
-  }, { resume: false });
+  });  // a reconnect resumes after the last piece shown (Last-Event-ID), so none shows twice
   cleanup.push(stopDeltas);
 
   refresh();
@@ -453,7 +461,7 @@ function taskView(taskId) {
       h("div", {}, h("h2", { text: "Conversation" }), live, conversation,
         h("h2", { text: "Tool calls" }),
         h("table", { class: "calls" }, h("thead", {}, h("tr", {}, ["Call", "Tool", "State", "Output"].map((t) => h("th", { text: t })))), calls)),
-      h("div", {}, h("h2", { text: "Events" }), events)));
+      h("div", {}, h("h2", { text: "Events" }), events, h("h2", { text: "Audit" }), audit)));
 }
 
 // -- router ---------------------------------------------------------------------------------------------
