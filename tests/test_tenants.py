@@ -273,8 +273,8 @@ async def test_tenants_need_the_tenant_attribute_on_the_cluster(tmp_path):
 
 
 async def test_a_sub_agent_belongs_to_its_root_tasks_tenant(client: AsyncClient, serve, task_queue):
-    """Sub-agents carry no NoetaTenant of their own: their tenant is their root task's, and no other
-    tenant's list (the default one's included) shows them."""
+    """A sub-agent's tenant is its root task's: it carries the root's NoetaTenant, so that tenant's
+    list shows it, and no other tenant's list (the default one's included) does."""
     helper = SubAgent("helper", "Answers a sub-question.", Options())
 
     def responder(request):
@@ -301,7 +301,36 @@ async def test_a_sub_agent_belongs_to_its_root_tasks_tenant(client: AsyncClient,
     await eventually(both_listed)
     default = {t.task_id for t in await client.list_tasks(limit=1000, tenant="default")}
     acme = {t.task_id for t in await client.list_tasks(limit=1000, tenant="acme")}
-    assert task_id in acme and not {task_id, child_id} & default
+    assert {task_id, child_id} <= acme and not {task_id, child_id} & default
+
+
+async def test_a_sub_agents_approval_waits_in_its_tenants_inbox(client: AsyncClient, serve, task_queue):
+    """The parent's guards watch its sub-agents: a sub-agent's wire waits for a human, and that
+    human finds it in the root task's tenant's approvals inbox (the console's), nowhere else."""
+    runs.clear()
+    payer = SubAgent("payer", "Pays an invoice.", Options(allowed_tools=[wire_money]))
+
+    def responder(request):
+        done = [b for m in request.messages for b in m.content if getattr(b, "type", "") == "tool_result"]
+        if "/sub/" in request.metadata["task_id"]:
+            return say("wired") if done else call(("w1", "wire_money", {"amount": 2500}))
+        return say("done") if done else call(("p1", "payer", {"goal": "pay invoice 7"}))
+
+    provider = FakeLLMProvider(responder=responder)
+    options = Options(provider=provider, subagents=[payer], guards=[AmountGuard()])
+    async with serve(tools=[wire_money], providers=[provider], guards=[AmountGuard()]):
+        task_id = await client.start("pay through the payer", options, task_queue=task_queue, tenant="acme")
+        child_id = f"{task_id}/sub/p1"
+
+        async def waiting(tenant: str) -> list[str]:
+            return [p.task_id for p in await client.approvals_waiting(1000, tenant=tenant) if p.task_id.startswith(task_id)]
+
+        await eventually(lambda: waiting("acme"))
+        assert await waiting("acme") == [child_id]
+        assert await waiting("default") == []
+        await client.approve(child_id, "w1", approver="user:ana")
+        assert (await client.result(task_id)).answer == "done"
+    assert runs == [{"amount": 2500}]
 
 
 async def test_the_inbox_lists_the_longest_waiting_first(tenants: httpx.AsyncClient, client: AsyncClient, serve, task_queue):
