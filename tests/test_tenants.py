@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -304,9 +305,12 @@ async def test_a_sub_agent_belongs_to_its_root_tasks_tenant(client: AsyncClient,
     assert {task_id, child_id} <= acme and not {task_id, child_id} & default
 
 
-async def test_a_sub_agents_approval_waits_in_its_tenants_inbox(client: AsyncClient, serve, task_queue):
-    """The parent's guards watch its sub-agents: a sub-agent's wire waits for a human, and that
-    human finds it in the root task's tenant's approvals inbox (the console's), nowhere else."""
+async def test_a_sub_agents_approval_waits_in_its_tenants_inbox(
+    tenants: httpx.AsyncClient, client: AsyncClient, serve, task_queue
+):
+    """The parent's guards watch its sub-agents: a sub-agent's wire waits for a human, who finds it
+    in the root task's tenant's approvals inbox (the console's), nowhere else, and answers it at
+    the sub-agent's own URL (its id, ``/sub/`` and all, percent-encoded as the console sends it)."""
     runs.clear()
     payer = SubAgent("payer", "Pays an invoice.", Options(allowed_tools=[wire_money]))
 
@@ -328,9 +332,18 @@ async def test_a_sub_agents_approval_waits_in_its_tenants_inbox(client: AsyncCli
         await eventually(lambda: waiting("acme"))
         assert await waiting("acme") == [child_id]
         assert await waiting("default") == []
-        await client.approve(child_id, "w1", approver="user:ana")
+        assert [p["task_id"] for p in await inbox(tenants, auth(ALICE), child_id)] == [child_id]
+        child_url = f"/tasks/{quote(child_id, safe='')}"
+        assert (await tenants.get(child_url, headers=auth(BOB))).json()["error"] == "TaskNotFoundError"
+        assert (await tenants.get(child_url, headers=auth(ALICE))).json()["task_id"] == child_id
+        [pending] = (await tenants.get(f"{child_url}/approvals", headers=auth(ALICE))).json()
+        assert pending["call_id"] == "w1"
+        answered = await tenants.post(f"{child_url}/approvals", json={"call_id": "w1"}, headers=auth(ALICE))
+        assert answered.status_code == 202, answered.text
         assert (await client.result(task_id)).answer == "done"
     assert runs == [{"amount": 2500}]
+    [granted] = [e.payload for e in await client.events(child_id) if e.type == "ApprovalGranted"]
+    assert (granted.approver, granted.via) == ("alice", "key")
 
 
 async def test_the_inbox_lists_the_longest_waiting_first(tenants: httpx.AsyncClient, client: AsyncClient, serve, task_queue):
