@@ -15,7 +15,7 @@ from noeta.http import create_app
 from noeta.sdk.testing import FakeLLMProvider
 from noeta.security.http_guard import GuardConfig
 from tests.support.asgi import serving
-from tests.support.console import WAIT_MS, browser, signed_in  # noqa: F401 (the browser fixture)
+from tests.support.console import WAIT_MS, browser, signed_in, start_wire_task  # noqa: F401 (the browser fixture)
 from tests.support.scripts import call, say
 from tests.test_guards import AmountGuard, runs, wire_money
 
@@ -60,15 +60,7 @@ async def test_operator_starts_watches_approves_and_sees_completion(
             page = pages.page
 
             # Start a task from the form.
-            await pages.visit("new-task", base_url + "/#/new")
-            await page.fill("[data-testid=new-goal]", "Pay both invoices")
-            await page.fill("input[name=provider]", "FakeLLMProvider")
-            await page.fill("[data-testid=new-tools]", "wire_money")
-            await page.fill("[data-testid=new-guards]", "amount")
-            await page.fill("[data-testid=new-queue]", task_queue)
-            await page.click("[data-testid=start]")
-            await page.wait_for_url("**/#/tasks/*", timeout=WAIT_MS)
-            task_id = page.url.split("#/tasks/")[1]
+            task_id = await start_wire_task(pages, base_url, "Pay both invoices", task_queue)
 
             # Events arrive live while the task waits for a human.
             await page.wait_for_selector("[data-testid=events] li[data-type=ApprovalRequested]", timeout=WAIT_MS)

@@ -12,7 +12,7 @@ from noeta.http import create_app
 from noeta.sdk.testing import FakeLLMProvider
 from noeta.security.http_guard import GuardConfig
 from tests.support.asgi import serving
-from tests.support.console import WAIT_MS, browser, signed_in  # noqa: F401 (the browser fixture)
+from tests.support.console import WAIT_MS, browser, signed_in, start_wire_task  # noqa: F401 (the browser fixture)
 from tests.support.scripts import call, say
 from tests.test_guards import AmountGuard, runs, wire_money
 
@@ -30,15 +30,7 @@ async def test_a_console_approval_records_the_keys_name_and_the_edit(
     async with serving(app) as base_url, serve(tools=[wire_money], providers=[provider], guards=[AmountGuard()]):
         async with signed_in(browser, base_url + "/", SECRET, tmp_path) as pages:
             page = pages.page
-            await pages.visit("new-task", base_url + "/#/new")
-            await page.fill("[data-testid=new-goal]", "Pay the invoice")
-            await page.fill("input[name=provider]", "FakeLLMProvider")
-            await page.fill("[data-testid=new-tools]", "wire_money")
-            await page.fill("[data-testid=new-guards]", "amount")
-            await page.fill("[data-testid=new-queue]", task_queue)
-            await page.click("[data-testid=start]")
-            await page.wait_for_url("**/#/tasks/*", timeout=WAIT_MS)
-            task_id = page.url.split("#/tasks/")[1]
+            task_id = await start_wire_task(pages, base_url, "Pay the invoice", task_queue)
 
             await pages.visit("approvals", base_url + "/#/approvals")
             card = page.locator("[data-testid=approval][data-call=c1]")

@@ -99,3 +99,18 @@ async def signed_in(
     except BaseException:
         print("console screenshots:", *await pages.write(), sep="\n  ")
         raise
+
+
+async def start_wire_task(pages: Pages, base_url: str, goal: str, task_queue: str) -> str:
+    """Start, from the console's form, a task that may wire money under the amount guard (as
+    tests.support.inbox's body does over HTTP); the task's id, once its page is open."""
+    page = pages.page
+    await pages.visit("new-task", base_url + "/#/new")
+    await page.fill("[data-testid=new-goal]", goal)
+    await page.fill("input[name=provider]", "FakeLLMProvider")
+    await page.fill("[data-testid=new-tools]", "wire_money")
+    await page.fill("[data-testid=new-guards]", "amount")
+    await page.fill("[data-testid=new-queue]", task_queue)
+    await page.click("[data-testid=start]")
+    await page.wait_for_url("**/#/tasks/*", timeout=WAIT_MS)
+    return str(page.url.split("#/tasks/")[1])
