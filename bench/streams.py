@@ -35,23 +35,18 @@ import asyncio
 import os
 import platform
 import statistics
-import tempfile
 import time
 import uuid
-from pathlib import Path
-
 from datetime import timedelta
+from pathlib import Path
 
 from temporalio.api.common.v1 import Payload
 from temporalio.common import RawValue
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 
 import noeta.activities._streaming as streaming
-
 from noeta.client.client import AsyncClient
-from noeta.client.config import Settings
-from noeta.client.embedded import EmbeddedServer
-from noeta.client.options import HostConfig, Options
+from noeta.client.options import Options
 from noeta.deltas.broker import WORKFLOW_STREAM_VARIABLE
 from noeta.protocols.messages import LLMRequest, LLMResponse, StreamDelta, TextBlock, ToolUseBlock, Usage
 from noeta.deltas.broker import broker_for
@@ -62,6 +57,8 @@ from noeta.protocols.names import SIGNAL_STREAM_BATCH, SIGNAL_STREAM_LISTEN, WOR
 from noeta.protocols.tool import ToolResult
 from noeta.sdk.tools import tool
 from noeta.worker import Registry, build_worker
+
+from embedded import embedded_server, host_at  # bench/, beside this script
 
 
 @tool(name="note", version="1", input_schema={"type": "object"}, description="Take a note.")
@@ -226,34 +223,30 @@ async def scenario(
 
 
 async def main(args: argparse.Namespace) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        server = EmbeddedServer(Path(tmp) / "temporal", headless=True).start()
-        try:
-            host = HostConfig(settings=Settings(temporal_address=server.address, home=Path(tmp)))
-            client = await AsyncClient.connect(host)
-            reader = await AsyncClient.connect(host)
-            print(f"# {platform.node()} · {platform.machine()} · {os.cpu_count()} cores · Python "
-                  f"{platform.python_version()} · {time.strftime('%Y-%m-%d %H:%M')}")
-            print(f"# {args.calls} model calls per task, {args.pieces} pieces of {args.piece_chars} chars "
-                  f"{args.piece_seconds * 1000:.0f} ms apart ({args.pieces * args.piece_chars} chars a call)")
-            print("| scenario | runs | events / call | history bytes / call | added over off / call | publish signals / call | model call ms p50 | pieces received / streamed | offsets in order | latency p50 / p95 ms |")
-            print("|---|---:|---:|---:|---:|---:|---:|---:|---|---:|")
-            base = None
-            names = ["off", "nobody", "listener", "listener-0.5s", "listener-before", "continue-as-new", "update-poll"]
-            names += ["redis"] if args.redis else []
-            names = [n for n in names if n == "off" or not args.scenarios or n in args.scenarios.split(",")]
-            for name in names:
-                r = await scenario(name, client, reader, host.store(), args, args.record)
-                per_call = r["bytes"] / r["calls"]
-                base = per_call if base is None else base
-                latency = "–" if r["p50"] is None else f"{r['p50']:.0f} / {r['p95']:.0f}"
-                print(f"| {name} | {r['runs']} | {r['events'] / r['calls']:.1f} | {per_call:,.0f} | {per_call - base:+,.0f} | "
-                      f"{r['signals'] / r['calls']:.2f} | {r['call_ms']:.0f} | {r['received']} / {r['streamed'] if r['received'] else '–'} | "
-                      f"{r['in_order'] if r['received'] else '–'} | {latency} |", flush=True)
-            await reader.close()
-            await client.close()
-        finally:
-            server.stop()
+    with embedded_server() as (address, home):
+        host = host_at(address, home)
+        client = await AsyncClient.connect(host)
+        reader = await AsyncClient.connect(host)
+        print(f"# {platform.node()} · {platform.machine()} · {os.cpu_count()} cores · Python "
+              f"{platform.python_version()} · {time.strftime('%Y-%m-%d %H:%M')}")
+        print(f"# {args.calls} model calls per task, {args.pieces} pieces of {args.piece_chars} chars "
+              f"{args.piece_seconds * 1000:.0f} ms apart ({args.pieces * args.piece_chars} chars a call)")
+        print("| scenario | runs | events / call | history bytes / call | added over off / call | publish signals / call | model call ms p50 | pieces received / streamed | offsets in order | latency p50 / p95 ms |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---|---:|")
+        base = None
+        names = ["off", "nobody", "listener", "listener-0.5s", "listener-before", "continue-as-new", "update-poll"]
+        names += ["redis"] if args.redis else []
+        names = [n for n in names if n == "off" or not args.scenarios or n in args.scenarios.split(",")]
+        for name in names:
+            r = await scenario(name, client, reader, host.store(), args, args.record)
+            per_call = r["bytes"] / r["calls"]
+            base = per_call if base is None else base
+            latency = "–" if r["p50"] is None else f"{r['p50']:.0f} / {r['p95']:.0f}"
+            print(f"| {name} | {r['runs']} | {r['events'] / r['calls']:.1f} | {per_call:,.0f} | {per_call - base:+,.0f} | "
+                  f"{r['signals'] / r['calls']:.2f} | {r['call_ms']:.0f} | {r['received']} / {r['streamed'] if r['received'] else '–'} | "
+                  f"{r['in_order'] if r['received'] else '–'} | {latency} |", flush=True)
+        await reader.close()
+        await client.close()
 
 
 if __name__ == "__main__":
