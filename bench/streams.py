@@ -12,7 +12,8 @@ answer). Scenarios, each one task of CALLS model calls:
   drops the pieces (the same call path, nothing published);
 - ``nobody``: streams on, nobody listens;
 - ``listener``: streams on, a second client reads Client.deltas(task_id) from the start;
-- ``listener-0.5s``: as ``listener``, the first batch 0.5 s after the call's first piece (not 1.5 s);
+- ``listener-0.5s``: as ``listener``, with NOETA_STREAM_FIRST_BATCH=0.5 (the first batch 0.5 s after
+  the call's first piece, not 1.5 s; the variable, if set, applies to the other scenarios);
 - ``listener-before``: as ``listener``, published as activities did before ``noeta.stream_batch``
   (the stream's own publish signal, the item base64-encoded; first batch at 0.5 s), the baseline
   of the compact batches, in the same run;
@@ -47,12 +48,11 @@ from temporalio.contrib.workflow_streams import WorkflowStreamClient
 import noeta.activities._streaming as streaming
 from noeta.client.client import AsyncClient
 from noeta.client.options import Options
-from noeta.deltas.broker import WORKFLOW_STREAM_VARIABLE
+from noeta.deltas.broker import FIRST_BATCH_VARIABLE, WORKFLOW_STREAM_VARIABLE
 from noeta.protocols.messages import LLMRequest, LLMResponse, StreamDelta, TextBlock, ToolUseBlock, Usage
 from noeta.deltas.broker import broker_for
 from noeta.deltas.workflow_stream import CallPublisher, batch_deltas
 from noeta.protocols.stream_batches import item_json
-from noeta.deltas import workflow_stream
 from noeta.protocols.names import SIGNAL_STREAM_BATCH, SIGNAL_STREAM_LISTEN, WORKFLOW_STREAM_PUBLISH
 from noeta.protocols.tool import ToolResult
 from noeta.sdk.tools import tool
@@ -107,8 +107,8 @@ class PublisherBefore(CallPublisher):
     """What the model-call activity sent before ``noeta.stream_batch``: the stream's own publish
     signal, each item a base64-encoded payload in a JSON list (the workflow still takes it)."""
 
-    def __init__(self, temporal, task_id: str, run_id: str, call_id: str, attempt: int) -> None:
-        super().__init__(temporal, task_id, run_id, call_id, attempt)
+    def __init__(self, temporal, task_id: str, run_id: str, call_id: str, attempt: int, first_batch: float) -> None:
+        super().__init__(temporal, task_id, run_id, call_id, attempt, first_batch)
         self._before = WorkflowStreamClient(self._handle, client=temporal, batch_interval=timedelta(days=1))
         self._topic = self._before.topic(f"{call_id}#{attempt}")
 
@@ -148,9 +148,9 @@ async def scenario(
     name: str, client: AsyncClient, reader: AsyncClient, store, args: argparse.Namespace, record: Path | None
 ) -> dict:
     os.environ[WORKFLOW_STREAM_VARIABLE] = "0" if name == "off" else "1"
-    schedule = workflow_stream.BATCH_SECONDS
-    if name in ("listener-0.5s", "listener-before"):
-        workflow_stream.BATCH_SECONDS = (0.5, schedule[1])
+    first_batch = os.environ.get(FIRST_BATCH_VARIABLE)
+    if name in ("listener-0.5s", "listener-before"):  # read by the worker built below
+        os.environ[FIRST_BATCH_VARIABLE] = "0.5"
     streaming.CallPublisher = PublisherBefore if name == "listener-before" else CallPublisher  # type: ignore[misc]
     provider = Streamer(args.calls, args.pieces, args.piece_chars, args.piece_seconds)
     registry = Registry.of(providers=[provider], tools=[note], content_store=store)
@@ -195,7 +195,9 @@ async def scenario(
             reading.cancel()
         elif reading is not None:  # each reader stops once the task has ended and its stream is read
             await asyncio.wait_for(reading, 120)
-    workflow_stream.BATCH_SECONDS = schedule
+    os.environ.pop(FIRST_BATCH_VARIABLE, None)
+    if first_batch is not None:
+        os.environ[FIRST_BATCH_VARIABLE] = first_batch
     streaming.CallPublisher = CallPublisher  # type: ignore[misc]
     runs = await histories(client, task_id)
     events = [e for run in runs for e in run.events]
@@ -258,9 +260,4 @@ if __name__ == "__main__":
     parser.add_argument("--record", type=Path, default=None)
     parser.add_argument("--redis", default=None, help="redis:// URL: also measure the Redis broker")
     parser.add_argument("--scenarios", default="", help="comma-separated scenarios to run after off (default: all)")
-    parser.add_argument("--batch-seconds", default="", help="FIRST,EVERY: the publisher's batch schedule (default: the worker's)")
-    parsed = parser.parse_args()
-    if parsed.batch_seconds:
-        first, every = (float(v) for v in parsed.batch_seconds.split(","))
-        workflow_stream.BATCH_SECONDS = (first, every)
-    asyncio.run(main(parsed))
+    asyncio.run(main(parser.parse_args()))

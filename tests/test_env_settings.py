@@ -153,6 +153,11 @@ def test_delta_settings():
     assert not DeltaSettings.from_env({"NOETA_WORKFLOW_STREAM": "0"}).workflow_stream
     with pytest.raises(ConfigurationError, match="NOETA_WORKFLOW_STREAM"):
         DeltaSettings.from_env({"NOETA_WORKFLOW_STREAM": "sometimes"})
+    assert DeltaSettings.from_env({}).first_batch_seconds == 1.5
+    assert DeltaSettings.from_env({"NOETA_STREAM_FIRST_BATCH": "0.5"}).first_batch_seconds == 0.5
+    for bad in ("-1", "soon", "61"):
+        with pytest.raises(ConfigurationError, match="NOETA_STREAM_FIRST_BATCH"):
+            DeltaSettings.from_env({"NOETA_STREAM_FIRST_BATCH": bad})
 
 
 def test_log_settings():

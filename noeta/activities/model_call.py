@@ -76,6 +76,7 @@ class ModelCalls:
         deltas = DeltaSettings()
         self.delta_broker = self.registry.delta_broker or deltas.broker()
         self.workflow_stream = deltas.workflow_stream
+        self.first_batch_seconds = deltas.first_batch_seconds
         self._remote_schema_lists: dict[str, dict[str, dict[str, Any]]] = {}  # by content hash
 
     async def aclose(self) -> None:
@@ -260,7 +261,9 @@ class ModelCalls:
             return call_maybe_async(
                 provider.complete, request, pool=self.services.io_pool, label=f"{inp.provider}.complete"
             )
-        return stream_call(provider, request, inp.task_id, inp.turn, sink, broker, self.workflow_stream)
+        return stream_call(
+            provider, request, inp.task_id, inp.turn, sink, broker, self.workflow_stream, self.first_batch_seconds
+        )
 
 
 def reported_model(raw: Any) -> str | None:

@@ -32,11 +32,12 @@ from noeta.protocols.stream_batches import batch_body, item_pieces
 
 logger = logging.getLogger(__name__)
 
-#: Seconds from a call's first piece to its first batch, and between two later batches; the rest
-#: goes when the call ends. Each batch costs ~470 bytes of history besides its text (its signal and
-#: the workflow task that signal causes), so a call shorter than the first wait costs one batch; a
-#: reader who joins later gets the pieces so far at once. (bench/streams.py measures other values.)
-BATCH_SECONDS = (1.5, 2.0)
+#: Seconds from a call's first piece to its first batch (a worker's NOETA_STREAM_FIRST_BATCH); later
+#: batches go BATCH_SECONDS apart and the rest when the call ends. Each batch costs ~470 bytes of
+#: history besides its text (its signal and the workflow task it causes), so a call shorter than the
+#: first wait costs one batch; a reader who joins later gets the pieces so far at once.
+FIRST_BATCH_SECONDS = 1.5
+BATCH_SECONDS = 2.0
 #: How often a call nobody listens to asks again whether someone does (a query: no history).
 LISTEN_CHECK_SECONDS = 1.0
 #: Seconds a reader's listen signal lasts; it renews it at half of that. Long, because each renewal
@@ -68,8 +69,11 @@ class CallPublisher:
     """Publishes one model call attempt's pieces to its task's stream while someone listens: a late
     reader gets them all, as the first batch holds every piece since the call started."""
 
-    def __init__(self, temporal: Client, task_id: str, run_id: str, call_id: str, attempt: int) -> None:
-        """Publish to run ``run_id`` of task ``task_id``; ``start()`` begins."""
+    def __init__(
+        self, temporal: Client, task_id: str, run_id: str, call_id: str, attempt: int, first_batch: float = FIRST_BATCH_SECONDS
+    ) -> None:
+        """Publish to run ``run_id`` of task ``task_id``, the first batch ``first_batch`` seconds
+        after the first piece; ``start()`` begins."""
         self._handle = temporal.get_workflow_handle(task_id, run_id=run_id)
         self._id = secrets.token_hex(4)  # this publisher, for the workflow to drop a batch sent twice
         self._call_id, self._attempt = call_id, attempt
@@ -81,6 +85,7 @@ class CallPublisher:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._first_piece = asyncio.Event()
         self._first_piece_at = 0.0
+        self._first_batch = first_batch
         self.batches = 0
         """Batches published (each one signal in the task's history)."""
 
@@ -115,15 +120,14 @@ class CallPublisher:
         while not await self._someone_listens():
             await asyncio.sleep(LISTEN_CHECK_SECONDS)
         self._listening = True
-        first, every = BATCH_SECONDS
         await self._first_piece.wait()
-        await asyncio.sleep(max(0.0, self._first_piece_at + first - time.monotonic()))
+        await asyncio.sleep(max(0.0, self._first_piece_at + self._first_batch - time.monotonic()))
         while True:
             try:
                 await self._publish()
             except (RPCError, TimeoutError) as err:  # kept; sent again with the next batch
                 logger.debug("publishing pieces of %s failed: %s", self._call_id, err)
-            await asyncio.sleep(every)
+            await asyncio.sleep(BATCH_SECONDS)
 
     async def _someone_listens(self) -> bool:
         try:
@@ -253,4 +257,4 @@ async def _listen(handle: Any) -> bool:
         return False
 
 
-__all__ = ["BATCH_SECONDS", "CallPublisher", "batch_deltas", "read_task_stream"]
+__all__ = ["BATCH_SECONDS", "FIRST_BATCH_SECONDS", "CallPublisher", "batch_deltas", "read_task_stream"]
