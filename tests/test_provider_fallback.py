@@ -72,7 +72,8 @@ async def test_a_provider_down_past_its_retries_moves_the_task_to_the_fallback(
 
 
 async def test_a_bad_request_does_not_move_to_the_fallback(client: AsyncClient, serve, task_queue, chat: FakeChatServer):
-    chat.reply(error_body("messages: must not be empty"), status=400)
+    for _ in range(4):  # the same answer should a loaded machine lose an attempt and try again
+        chat.reply(error_body("messages: must not be empty"), status=400)
     primary, backup = openai_for(chat, "primary"), FakeLLMProvider(responses=[say("never")])
     async with serve(providers=[primary, backup]):
         task_id = await client.start(
@@ -190,3 +191,25 @@ def test_fallback_providers_over_http_are_names_with_models():
     )
     assert body.options is not None
     assert body.options.to_options().fallback_providers == [Fallback("backup", "m"), Fallback("local")]
+
+
+async def test_a_request_too_long_moves_to_the_next_provider_with_a_larger_window(client: AsyncClient, serve, task_queue):
+    from noeta.errors import ContextLengthError
+
+    def too_long(request):
+        raise ContextLengthError(provider="primary", message="prompt is too long", status=400)
+
+    primary, small, big = FakeLLMProvider(responder=too_long), FakeLLMProvider(responses=[]), FakeLLMProvider(
+        responses=[say("fits here")]
+    )
+    options = Options(
+        provider="primary", model="gpt-4o", compaction=None,  # 128k; no compaction: straight to the fallback
+        fallback_providers=[Fallback("small", model="gpt-4"), Fallback("big", model="gpt-4.1")],  # 8k, 1M
+    )
+    async with serve(providers={"primary": primary, "small": small, "big": big}):
+        task_id = await client.start("hi", options, task_queue=task_queue)
+        result = await client.result(task_id)
+    assert result.answer == "fits here"
+    assert small.received_requests == [] and big.received_requests[0].model == "gpt-4.1"
+    [moved] = [e.payload for e in await client.events(task_id) if e.type == "ProviderFallback"]
+    assert (moved.error_type, moved.to_provider, moved.to_model) == ("ContextLengthError", "big", "gpt-4.1")

@@ -121,9 +121,11 @@ async def test_a_limit_counted_in_redis_holds_for_two_workers_together(client: A
             return made
 
         first, second = registry(), registry()
-        # Two workers need two connections (one per worker process in a fleet).
-        async with await AsyncClient.connect(host) as other, build_worker(client.temporal, first, task_queue), \
-                build_worker(other.temporal, second, task_queue):
+        # Two workers need two connections (one per worker process in a fleet), neither of them the
+        # starting client's: a worker on the client that starts a task takes it eagerly, and with it
+        # every activity the task dispatches eagerly.
+        async with await AsyncClient.connect(host) as one, await AsyncClient.connect(host) as other, \
+                build_worker(one.temporal, first, task_queue), build_worker(other.temporal, second, task_queue):
             task_ids = await start_all(client, 30, "fleet", task_queue, max_retries=0)
             results = await asyncio.wait_for(asyncio.gather(*(client.result(t) for t in task_ids)), 120)
         for made in (first, second):

@@ -13,11 +13,8 @@ from noeta.client.messages import ToolResultView
 from noeta.client.options import Options
 from noeta.errors import ConfigurationError
 from noeta.protocols.tool import ToolContext, ToolResult
-from noeta.protocols.tool_output_cap import (
-    BYTES_PER_TOKEN,
-    DEFAULT_MAX_TOOL_OUTPUT_TOKENS,
-    capped_tool_output,
-)
+from noeta.protocols.context_window import text_tokens
+from noeta.protocols.tool_output_cap import DEFAULT_MAX_TOOL_OUTPUT_TOKENS, MAX_BYTES_PER_TOKEN, capped_tool_output
 from noeta.sdk.tools import tool
 from tests.support.chat_server import FakeChatServer, completion, openai_for
 
@@ -36,18 +33,30 @@ def dump(arguments: dict, ctx: ToolContext) -> ToolResult:
 
 
 def test_an_output_within_the_cap_is_sent_as_it_is():
-    text = "é" * 2000  # 4,000 bytes: 1,000 tokens at 4 bytes a token
+    text = "é" * 1200  # 960 tokens as compaction counts them (0.8 a symbol), 2,400 bytes
     assert capped_tool_output(text, 1000) is text
     assert capped_tool_output(text, None) is text
+    assert capped_tool_output("0123456789" * 100, 1000) == "0123456789" * 100  # a token a digit: 1,000
 
 
-def test_an_output_over_the_cap_keeps_its_start_and_end_within_the_cap():
-    text = "A" * 3 + "é" * 10_000 + "漢" * 10_000 + "Z" * 3  # multi-byte characters at both cuts
+@pytest.mark.parametrize(
+    "text",
+    [
+        "A" * 3 + "é" * 10_000 + "漢" * 10_000 + "Z" * 3,  # multi-byte characters at both cuts
+        "0123456789" * 5000,  # dense: a token a digit
+        " " * 1_000_000 + "end",  # cheap by the count: held by the byte bound
+        "word " * 100_000,
+    ],
+)
+def test_an_output_over_the_cap_keeps_its_start_and_end_within_the_cap(text):
     capped = capped_tool_output(text, 1024)
-    assert len(capped.encode()) <= 1024 * BYTES_PER_TOKEN
-    assert capped.startswith("AAAé") and capped.endswith("漢ZZZ")
-    left_out = len(text.encode()) - len(capped.split("\n\n[…")[0].encode()) - len(capped.split("…]\n\n")[1].encode())
-    assert f"[… {left_out} bytes of this tool output left out here: it has {len(text.encode())} bytes" in capped
+    assert text_tokens(capped) <= 1024
+    assert len(capped.encode()) <= 1024 * MAX_BYTES_PER_TOKEN
+    head, rest = capped.split("\n\n[…", 1)
+    tail = rest.split("…]\n\n", 1)[1]
+    assert text.startswith(head) and text.endswith(tail) and head and tail
+    left_out = len(text.encode()) - len(head.encode()) - len(tail.encode())
+    assert rest.startswith(f" {left_out} bytes of this tool output left out here: it has {len(text.encode())} bytes")
     assert "over the cap of 1024 tokens (max_tool_output_tokens)" in capped
     assert "kept in the task's transcript" in capped
 
@@ -77,14 +86,15 @@ async def test_a_50_mb_tool_output_reaches_the_model_capped_and_messages_keep_it
         final = await client.result(task_id)
     assert (second.answer, final.answer) == ("still fine", "still fine")
     assert chat.seen[1].body["messages"][-1]["content"] != "and again?"  # the first goal's second call
-    cap_bytes = DEFAULT_MAX_TOOL_OUTPUT_TOKENS * BYTES_PER_TOKEN
+    cap_bytes = DEFAULT_MAX_TOOL_OUTPUT_TOKENS * MAX_BYTES_PER_TOKEN
     for seen in chat.seen[1:]:
         [result] = [m for m in seen.body["messages"] if m["role"] == "tool"]
+        assert text_tokens(result["content"]) <= DEFAULT_MAX_TOOL_OUTPUT_TOKENS
         assert len(result["content"].encode()) <= cap_bytes
         assert result["content"].startswith("FIRST LINE\nrow y") and result["content"].endswith("yyyyLAST LINE")
         assert f"it has {FIFTY_MB} bytes" in result["content"]
         # the whole request: the capped output plus a few hundred bytes of everything else
-        assert len(json.dumps(seen.body).encode()) < cap_bytes + 4096
+        assert len(json.dumps(seen.body).encode()) < len(result["content"].encode()) + 4096
     [view] = [m for m in await client.messages(task_id) if isinstance(m, ToolResultView)]
     assert view.output == huge_text(FIFTY_MB)
 

@@ -174,6 +174,12 @@ async def cmd_run(args: argparse.Namespace) -> int:
         f"[{result.status}] task {task_id} · {result.turns} model call(s) · "
         f"{result.usage.input} in / {result.usage.output} out tokens · {cost_text(result.usage.cost_usd)}"
     )
+    if len(result.usage_by_provider) > 1:  # it fell back: what each provider's calls used
+        for spent in result.usage_by_provider:
+            _say(
+                f"  {spent.provider}{f' ({spent.model})' if spent.model else ''}: {spent.model_calls} call(s) · "
+                f"{spent.usage.input} in / {spent.usage.output} out tokens · {cost_text(spent.usage.cost_usd)}"
+            )
     if link and ours:
         _say(f"the Temporal UI stops with this run: `noeta server` serves it again (with this task, {task_id}); "
              f"`noeta events {task_id}` shows its steps")

@@ -48,14 +48,23 @@ class ReplayChanges:
 
 
 def replay_provider(
-    provider: LLMProvider | str | None, policy: object | None, changes: ReplayChanges, *, what: str = "provider"
+    provider: LLMProvider | str | None,
+    policy: object | None,
+    changes: ReplayChanges,
+    *,
+    what: str = "provider",
+    environment_default: bool = True,
 ) -> LLMProvider | None:
     """The provider a replay asks: an object as given; ``package.module:attribute`` (an object, or
-    a factory of one); a built-in provider's name; None: the environment's default. None is
-    returned only when the record may answer instead: a policy is replayed and no change touches
-    the requests (``what`` names the setting in errors: ``--provider`` for the CLI)."""
-    if provider is None and policy is not None and changes == ReplayChanges():
+    a factory of one); a built-in provider's name; None: the environment's default provider
+    (``environment_default``, the CLI's), else none at all. None is returned when the record may
+    answer instead (a policy is replayed and no change touches the requests), and without
+    ``environment_default`` whenever a policy is replayed (replay_tasks then says a changed
+    request needs a provider). ``what`` names the setting in errors (``--provider`` for the CLI)."""
+    if provider is None and policy is not None and (changes == ReplayChanges() or not environment_default):
         return None
+    if provider is None and not environment_default:
+        raise ConfigurationError("replay needs a provider to ask: provider=..., or Options(provider=...)")
     if provider is not None and not isinstance(provider, str):
         return provider
     if provider is not None and ":" in provider:

@@ -68,7 +68,7 @@ BOUNDS: dict[str, Bound] = {
     "rate_limit_wait_seconds": Bound(0, DAY, whole=False),
     "store_outage_wait_seconds": Bound(0, DAY, whole=False),
     "index_interval_seconds": Bound(1, DAY, whole=False, optional=True),
-    # Below 1,024 an inline tool output (4 KiB at most) could be cut; above 10M it is no cap.
+    # Below 1,024 a preview would be mostly its note; above 10M it is no cap.
     "max_tool_output_tokens": Bound(MIN_TOOL_OUTPUT_TOKENS, 10_000_000, whole=True, optional=True),
     "context_window_tokens": Bound(256, 100_000_000, whole=True, optional=True),
 }

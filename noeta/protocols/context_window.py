@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from noeta.protocols.messages import (
     ContentRef,
@@ -96,23 +96,30 @@ def tokens_of_chars(chars: int) -> int:
     return math.ceil(chars / CHARS_PER_TOKEN) if chars > 0 else 0
 
 
-def text_tokens(text: str) -> int:
-    """The estimated tokens of ``text``, by the kind of its characters: a word is a token per 8
-    letters, a digit a token (tokenizers of the Llama family split numbers into digits), a run of
-    whitespace a token when it holds a line break or more than one character, any other character
-    0.8 of a token."""
-    total = 0.0
+def text_pieces(text: str) -> Iterator[tuple[str, float]]:
+    """The pieces :func:`text_tokens` counts ``text`` by, in order, each with its estimated tokens
+    (the cap on tool output cuts a text at these)."""
     for match in _PIECES.finditer(text):
         piece = match.group()
         first = piece[0]
         if first.isascii() and first.isalpha():
-            total += -(-len(piece) // WORD_LETTERS_PER_TOKEN)
+            yield piece, -(-len(piece) // WORD_LETTERS_PER_TOKEN)
         elif first.isdigit():
-            total += 1
+            yield piece, 1
         elif first.isspace():
-            total += 1 if len(piece) > 1 or "\n" in piece else 0
+            yield piece, 1 if len(piece) > 1 or "\n" in piece else 0
         else:
-            total += SYMBOL_TOKENS
+            yield piece, SYMBOL_TOKENS
+
+
+def text_tokens(text: str) -> int:
+    """The estimated tokens of ``text``, by the kind of its characters: a word is a token per 8
+    letters, a digit a token (tokenizers of the Llama family split numbers into digits), a run of
+    whitespace a token when it holds a line break or more than one character, any other character
+    0.8 of a token. At most one token per character."""
+    total = 0.0
+    for _, tokens in text_pieces(text):
+        total += tokens
     return math.ceil(total)
 
 
@@ -154,6 +161,7 @@ __all__ = [
     "WINDOWS",
     "WORD_LETTERS_PER_TOKEN",
     "context_window",
+    "text_pieces",
     "estimate_message_tokens",
     "estimate_tokens",
     "text_tokens",

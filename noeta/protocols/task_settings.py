@@ -97,9 +97,9 @@ class TaskSettings:
     call fails with ContentStoreError (cause "unreachable"). These waits do not use up
     ``max_retries`` (a full store or a refused permission does)."""
     max_tool_output_tokens: int | None = DEFAULT_MAX_TOOL_OUTPUT_TOKENS
-    """Most of one tool result the model is sent, in estimated tokens (4 bytes of UTF-8 each; at
-    least 1,024; None: no cap). A longer output reaches the model as its start and end around a
-    note that the rest is stored; the transcript and ``messages()`` keep it whole
+    """Most of one tool result the model is sent, in tokens as compaction counts them (and at most
+    8 bytes a token; at least 1,024; None: no cap). A longer output reaches the model as its start
+    and end around a note that the rest is stored; the transcript and ``messages()`` keep it whole
     (docs/long-running.md)."""
     model_activity: ActivityOptions = field(default_factory=ActivityOptions)
     """Timeouts, heartbeat and retry backoff of model calls; start-to-close defaults to 300 s. Each

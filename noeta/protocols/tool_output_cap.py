@@ -6,64 +6,91 @@ output beyond the cap reaches the model as its beginning and its end around a no
 was left out and that the whole output is stored. The workflow issues the same commands with or
 without a cap, so recorded histories replay unchanged.
 
-Tokens here are an estimate: one token per ``BYTES_PER_TOKEN`` bytes of UTF-8. It is the usual
-rule of thumb for English text and JSON with OpenAI's and Anthropic's tokenizers (docs/long-running.md
-gives the measured figures); dense text (digits, hashes, CJK) takes more tokens per byte, so a cap
-is a bound on bytes first, in units that read like the model's.
+Tokens are counted as compaction counts them (noeta.protocols.context_window.text_tokens: by the
+kinds of characters, measured against a real tokenizer in docs/long-running.md), and the capped
+text is cut where that count cuts it. A count by kinds of characters lets some text be long and
+cheap (a run of spaces is one token), so the capped text is held to MAX_BYTES_PER_TOKEN bytes of
+UTF-8 a token as well.
 """
 
 from __future__ import annotations
 
-#: Bytes of UTF-8 counted as one token by the cap.
-BYTES_PER_TOKEN = 4
+from noeta.protocols.context_window import text_pieces, text_tokens
 
-#: ``Options.max_tool_output_tokens``' default: about 100 KB of text per tool result. Enough for a
-#: long file or a page of search results; a quarter of a 128k window at most, so one tool call cannot
-#: push a conversation past its model's window by itself.
+#: ``Options.max_tool_output_tokens``' default: about 100-150 KB of prose, code or JSON per tool
+#: result. Enough for a long file or a page of search results; a fifth of a 128k window at most, so
+#: one tool call cannot push a conversation past its model's window by itself.
 DEFAULT_MAX_TOOL_OUTPUT_TOKENS = 25_000
 
-#: The smallest cap allowed: an output kept inline in history (at most 4 KiB, noeta.activities.tool_call)
-#: always fits, and a preview has room for more than its note.
+#: The smallest cap allowed: a preview has room for more than its note.
 MIN_TOOL_OUTPUT_TOKENS = 1024
+
+#: Bytes of UTF-8 a capped text may hold per token of its cap, whatever it counts as (prose is
+#: 4-6 bytes a token by the count; only long runs of spaces or very long words reach 8).
+MAX_BYTES_PER_TOKEN = 8
 
 #: Of the preview (what is left of the cap after the note), the share taken from the output's start;
 #: the rest is its end (where logs and stack traces put the error).
 HEAD_SHARE = 0.75
 
 
-def estimated_tokens(text: str) -> int:
-    """The cap's estimate of ``text``'s tokens: its UTF-8 bytes over BYTES_PER_TOKEN, rounded up."""
-    return -(-len(text.encode("utf-8", "replace")) // BYTES_PER_TOKEN)
-
-
 def capped_tool_output(text: str, max_tokens: int | None) -> str:
     """``text`` as the model gets it under a cap of ``max_tokens`` (None: no cap): unchanged when it
     fits, else its start and end around a note naming the whole output's size and saying that it
-    is kept. The result is at most ``max_tokens * BYTES_PER_TOKEN`` bytes of UTF-8."""
-    if max_tokens is None or len(text) * 4 <= max_tokens * BYTES_PER_TOKEN:
-        return text  # even at 4 bytes a character it fits: no need to encode it
-    data = text.encode("utf-8", "replace")
-    budget = max_tokens * BYTES_PER_TOKEN
-    if len(data) <= budget:
+    is kept. The result counts at most ``max_tokens`` tokens (``text_tokens``) and holds at most
+    ``max_tokens * MAX_BYTES_PER_TOKEN`` bytes of UTF-8."""
+    if max_tokens is None or len(text) <= max_tokens:
+        return text  # at most a token a character: it fits without counting
+    most_bytes = max_tokens * MAX_BYTES_PER_TOKEN
+    # A text longer than the byte bound is cut without being counted whole (it may be 50 MB).
+    if len(text) <= most_bytes and len(text.encode("utf-8", "replace")) <= most_bytes and text_tokens(text) <= max_tokens:
         return text
+    size = len(text.encode("utf-8", "replace"))
 
     def note_for(left_out: int) -> str:
         return (
-            f"\n\n[… {left_out} bytes of this tool output left out here: it has {len(data)} bytes "
-            f"(about {-(-len(data) // BYTES_PER_TOKEN)} tokens), over the cap of {max_tokens} tokens "
-            "(max_tool_output_tokens). The whole output is kept in the task's transcript; "
+            f"\n\n[… {left_out} bytes of this tool output left out here: it has {size} bytes, over the cap of "
+            f"{max_tokens} tokens (max_tool_output_tokens). The whole output is kept in the task's transcript; "
             "ask the tool for a narrower part of it if you need more. …]\n\n"
         )
 
-    room = budget - len(note_for(len(data)).encode())
-    head_bytes = int(room * HEAD_SHARE)
-    head = data[:head_bytes].decode("utf-8", "ignore")
-    tail = data[len(data) - (room - head_bytes):].decode("utf-8", "ignore")
-    left_out = len(data) - len(head.encode()) - len(tail.encode())
+    longest_note = note_for(size)
+    # One token spare: the count rounds a sum of fractions up.
+    room_tokens = max_tokens - 1 - sum(t for _, t in text_pieces(longest_note))
+    room_bytes = most_bytes - len(longest_note.encode())
+    head = _leading(text, room_tokens * HEAD_SHARE, int(room_bytes * HEAD_SHARE))
+    head_tokens = sum(t for _, t in text_pieces(head))
+    tail = _trailing(text[len(head):], room_tokens - head_tokens, room_bytes - len(head.encode("utf-8", "replace")))
+    left_out = size - len(head.encode("utf-8", "replace")) - len(tail.encode("utf-8", "replace"))
     return head + note_for(left_out) + tail
 
 
+def _leading(text: str, tokens: float, most_bytes: int) -> str:
+    """The longest start of ``text`` made of whole pieces within ``tokens`` and ``most_bytes``."""
+    taken, spent, used = 0, 0.0, 0
+    for piece, cost in text_pieces(text[:most_bytes]):  # a character is at least a byte
+        size = len(piece.encode("utf-8", "replace"))
+        if spent + cost > tokens or used + size > most_bytes:
+            break
+        taken, spent, used = taken + len(piece), spent + cost, used + size
+    return text[:taken]
+
+
+def _trailing(text: str, tokens: float, most_bytes: int) -> str:
+    """The longest end of ``text`` made of whole pieces within ``tokens`` and ``most_bytes``."""
+    if tokens <= 0 or most_bytes <= 0:
+        return ""
+    pieces = list(text_pieces(text[-most_bytes:]))
+    taken, spent, used = 0, 0.0, 0
+    for piece, cost in reversed(pieces):
+        size = len(piece.encode("utf-8", "replace"))
+        if spent + cost > tokens or used + size > most_bytes:
+            break
+        taken, spent, used = taken + len(piece), spent + cost, used + size
+    return text[len(text) - taken:] if taken else ""
+
+
 __all__ = [
-    "BYTES_PER_TOKEN", "DEFAULT_MAX_TOOL_OUTPUT_TOKENS", "HEAD_SHARE", "MIN_TOOL_OUTPUT_TOKENS",
-    "capped_tool_output", "estimated_tokens",
+    "DEFAULT_MAX_TOOL_OUTPUT_TOKENS", "HEAD_SHARE", "MAX_BYTES_PER_TOKEN", "MIN_TOOL_OUTPUT_TOKENS",
+    "capped_tool_output",
 ]

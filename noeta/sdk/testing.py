@@ -98,7 +98,7 @@ def replay(
         max_tokens=getattr(options, "max_tokens", None),
     )
     named = provider if provider is not None else getattr(options, "provider", None)
-    answering = replay_provider(named, policy, changes)
+    answering = replay_provider(named, policy, changes, environment_default=False)
     deciding = load_object(policy, is_policy, "Policy", "policy") if isinstance(policy, str) else policy
     items = list(tasks)
     with _exporter(client, any(isinstance(item, str) for item in items)) as exporter:

@@ -177,7 +177,7 @@ class StepRunner:
         request = await self._context.fit(request)  # compacted first when it would pass the window's threshold
         # On the task's current provider; the next of its fallback providers when that one fails.
         out = await self._fallback.call(request, lambda r: self._context.call(r, lambda c: steps.call_model(task, c)))
-        if out.model and task.model is None:
+        if out.model and self._fallback.current().model is None:  # the provider's default: as it reported
             state.model = out.model
         state.head = out.head
         state.pending.clear()

@@ -77,8 +77,7 @@ class ProviderFallback:
             )
         })
         state.provider_index = target
-        if after.model is not None:
-            state.model = after.model  # NoetaModel and the window follow the provider that answers
+        state.model = after.model  # NoetaModel follows the provider that answers (its default: once reported)
         return True
 
     def _next(self, index: int, longer_window: bool) -> int | None:

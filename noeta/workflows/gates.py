@@ -126,6 +126,7 @@ class Gate:
         call = ToolUseBlock(call_id=call.call_id, tool_name=call.tool_name, arguments=edited)
         again = (await self.verdicts([self.proposed_call(call)], second_look=True)).get(call.call_id)
         if again is not None and again.verdict == "deny":
+            self.approved_by.pop(call.call_id, None)  # it will not run: nothing to name an approver on
             return call, denied_by_guard(again.guard, again.reason)
         return call, None
 

@@ -28,7 +28,7 @@ class RunStatus:
         without it only when the refresh interval allows (see SearchIndex)."""
         run = self._run
         # The resolved model rides on upserts that happen anyway (no extra history event).
-        model = run.state.model if run.task.model is None else None
+        model = run.state.model if run.task.model is None or run.state.provider_index else None
         self._index.update(run.state.total_turns, run.state.usage, status, model=model)
 
     def show(self, text: str) -> None:

@@ -40,7 +40,12 @@ class ToolRounds:
         marker, so it is appended at the next event that is not a marker (``settle``)."""
 
     def guarded(self, call_ids: list[str]) -> None:
-        """A round whose calls the guards check first: they may start in later workflow tasks."""
+        """A round whose calls the guards check first: they may start in later workflow tasks. The
+        guards' second look at a call of the open round (its approver edited the arguments) opens
+        no round: the call's result still joins the round it was proposed in."""
+        current = self._open
+        if current is not None and current.guarded and call_ids and set(call_ids) <= set(current.expected) - set(current.results):
+            return
         self.settle()
         self._open = _Round(expected=call_ids, guarded=True) if call_ids else None
 
