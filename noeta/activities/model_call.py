@@ -273,7 +273,8 @@ class ModelCalls:
                 provider.complete, request, pool=self.services.io_pool, label=f"{inp.provider}.complete"
             )
         return stream_call(
-            provider, request, inp.task_id, inp.turn, sink, broker, self.workflow_stream, self.first_batch_seconds
+            provider, request, inp.task_id, inp.turn, sink, broker, self.workflow_stream, self.first_batch_seconds,
+            inp.listened_until,
         )
 
 

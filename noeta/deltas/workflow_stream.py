@@ -70,17 +70,25 @@ class CallPublisher:
     reader gets them all, as the first batch holds every piece since the call started."""
 
     def __init__(
-        self, temporal: Client, task_id: str, run_id: str, call_id: str, attempt: int, first_batch: float = FIRST_BATCH_SECONDS
+        self,
+        temporal: Client,
+        task_id: str,
+        run_id: str,
+        call_id: str,
+        attempt: int,
+        first_batch: float = FIRST_BATCH_SECONDS,
+        listened_until: float | None = None,
     ) -> None:
         """Publish to run ``run_id`` of task ``task_id``, the first batch ``first_batch`` seconds
-        after the first piece; ``start()`` begins."""
+        after the first piece; ``start()`` begins. ``listened_until``: a reader's lease as the
+        workflow knew it when it scheduled the call (epoch seconds; None: nobody listened then)."""
         self._handle = temporal.get_workflow_handle(task_id, run_id=run_id)
         self._id = secrets.token_hex(4)  # this publisher, for the workflow to drop a batch sent twice
         self._call_id, self._attempt = call_id, attempt
         self._pieces: list[tuple[str, str]] = []
         self._sent = 0  # pieces put into a batch
         self._unsent: list[dict[str, Any]] = []  # batches whose signal has not succeeded yet, in order
-        self._listening = False
+        self._listening = listened_until is not None and listened_until > time.time()
         self._task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._first_piece = asyncio.Event()
@@ -103,23 +111,32 @@ class CallPublisher:
 
     async def aclose(self, publish_rest: bool = True) -> None:
         """The call ended: publish what is left if someone listens (bounded; not with
-        ``publish_rest=False``), then stop."""
+        ``publish_rest=False``), then stop. An attempt that streamed nothing (a 429, a refused
+        request) asks nothing: each question is a query through the task's workflow worker, and a
+        burst of refused attempts asking was seconds of waiting on a busy worker."""
         if self._task is not None:
             self._task.cancel()
             try:
                 await self._task
             except (asyncio.CancelledError, Exception):  # noqa: BLE001 (streaming is best effort)
                 pass
-        if publish_rest and (self._listening or await self._someone_listens()):
+        if not publish_rest or len(self._pieces) == self._sent:
+            return
+        # Asked before the call returns: a short task's last call may be its end, after which the
+        # run takes no signal and a reader that came during the call would get nothing.
+        if self._listening or await self._someone_listens():
             try:
                 await asyncio.wait_for(self._publish(), FINAL_FLUSH_SECONDS)
             except (asyncio.TimeoutError, RPCError, TimeoutError) as err:
                 logger.warning("the last pieces of %s could not be published: %s", self._call_id, err)
 
     async def _run(self) -> None:
-        while not await self._someone_listens():
+        # A reader that listened when the call was scheduled is known from the call's input; others
+        # are asked for once the call has lasted LISTEN_CHECK_SECONDS (most calls nobody reads are
+        # over by then and never ask: the query is a round trip through the workflow's worker).
+        while not self._listening:
             await asyncio.sleep(LISTEN_CHECK_SECONDS)
-        self._listening = True
+            self._listening = await self._someone_listens()
         await self._first_piece.wait()
         await asyncio.sleep(max(0.0, self._first_piece_at + self._first_batch - time.monotonic()))
         while True:

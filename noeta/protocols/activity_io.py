@@ -163,6 +163,10 @@ class CallModelInput:
     context: CompactedContext | None = None
     """Set once the task's context was compacted: what the model sees of the transcript's
     beginning (None: the whole transcript, as before)."""
+    listened_until: float | None = None
+    """Until when (epoch seconds) a reader of the task's stream had said it listens, as the workflow
+    knew it when it scheduled the call (None: nobody): the call publishes its pieces from its first
+    one without asking the workflow first."""
 
 
 @dataclass(frozen=True, slots=True)

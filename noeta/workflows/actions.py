@@ -172,6 +172,10 @@ class StepRunner:
             agents_ref=state.agents_ref,
             step_key=steps.step_key(f"model-{state.total_turns}"),
             max_tool_output_tokens=task.max_tool_output_tokens,
+            # Not a command's shape, only its input: histories recorded without it replay the same.
+            listened_until=(
+                state.stream_listened_until if state.stream_listened_until > workflow.now().timestamp() else None
+            ),
         )
         self._status.show(details.calling_model(on.provider, on.model or state.model, state.turn, task.max_turns))
         request = await self._context.fit(request)  # compacted first when it would pass the window's threshold
