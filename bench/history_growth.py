@@ -14,17 +14,13 @@ from __future__ import annotations
 import asyncio
 import platform
 import sys
-import tempfile
 import time
 import uuid
-from pathlib import Path
 
 from pydantic import TypeAdapter
 
 from noeta.client.client import AsyncClient
-from noeta.client.config import Settings
-from noeta.client.embedded import EmbeddedServer
-from noeta.client.options import HostConfig, Options
+from noeta.client.options import Options
 from noeta.protocols.messages import (
     LLMResponse,
     Message,
@@ -36,6 +32,8 @@ from noeta.protocols.tool import ToolResult
 from noeta.sdk.testing import FakeLLMProvider
 from noeta.sdk.tools import tool
 from noeta.worker import Registry, build_worker
+
+from embedded import embedded_server, host_at  # bench/, beside this script
 
 OUTPUT = ("x" * 63 + "\n") * 80  # 5 KiB
 TRANSCRIPT = TypeAdapter(list[Message])
@@ -85,21 +83,17 @@ async def run(client: AsyncClient, registry: Registry, steps: int) -> dict[str, 
 
 
 async def main(step_counts: list[int]) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        server = EmbeddedServer(Path(tmp) / "temporal", headless=True).start()
-        try:
-            host = HostConfig(settings=Settings(temporal_address=server.address, home=Path(tmp)))
-            client = await AsyncClient.connect(host)
-            registry = Registry.of(tools=[fetch_page], content_store=host.store())
-            print(f"# {platform.node()} · {platform.processor() or platform.machine()} · Python {platform.python_version()} · {time.strftime('%Y-%m-%d')}")
-            print("| steps K | history events | history bytes | bytes added by step K | model-call inputs if each carried the whole transcript | wall s |")
-            print("|---:|---:|---:|---:|---:|---:|")
-            for steps in step_counts:
-                r = await run(client, registry, steps)
-                print(f"| {r['steps']} | {r['events']} | {r['history_bytes']:,} | {r['last_step_bytes']:,} | "
-                      f"{r['naive_transcript_bytes']:,} | {r['wall_s']:.1f} |", flush=True)
-        finally:
-            server.stop()
+    with embedded_server() as (address, home):
+        host = host_at(address, home)
+        client = await AsyncClient.connect(host)
+        registry = Registry.of(tools=[fetch_page], content_store=host.store())
+        print(f"# {platform.node()} · {platform.processor() or platform.machine()} · Python {platform.python_version()} · {time.strftime('%Y-%m-%d')}")
+        print("| steps K | history events | history bytes | bytes added by step K | model-call inputs if each carried the whole transcript | wall s |")
+        print("|---:|---:|---:|---:|---:|---:|")
+        for steps in step_counts:
+            r = await run(client, registry, steps)
+            print(f"| {r['steps']} | {r['events']} | {r['history_bytes']:,} | {r['last_step_bytes']:,} | "
+                  f"{r['naive_transcript_bytes']:,} | {r['wall_s']:.1f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -13,16 +13,12 @@ import asyncio
 import platform
 import statistics
 import sys
-import tempfile
 import time
 import uuid
-from pathlib import Path
 
 from noeta.client.client import AsyncClient
-from noeta.client.config import Settings
-from noeta.client.embedded import EmbeddedServer
 from noeta.client.events import history_events
-from noeta.client.options import HostConfig, Options
+from noeta.client.options import Options
 from noeta.client.projection import project
 from noeta.protocols.messages import (
     LLMResponse,
@@ -35,6 +31,8 @@ from noeta.protocols.tool import ToolResult
 from noeta.sdk.testing import FakeLLMProvider
 from noeta.sdk.tools import tool
 from noeta.worker import Registry, build_worker
+
+from embedded import embedded_server, host_at  # bench/, beside this script
 
 
 @tool(name="lookup", version="1", input_schema={"type": "object"}, description="Return a short record.")
@@ -57,35 +55,31 @@ def responder_for(steps: int):
 
 
 async def main(steps: int) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        server = EmbeddedServer(Path(tmp) / "temporal", headless=True).start()
-        try:
-            host = HostConfig(settings=Settings(temporal_address=server.address, home=Path(tmp)))
-            client = await AsyncClient.connect(host)
-            registry = Registry.of(tools=[lookup], providers={"bench": FakeLLMProvider(responder=responder_for(steps))},
-                                   content_store=host.store())
-            queue = f"bench-{uuid.uuid4().hex[:8]}"
-            async with build_worker(client.temporal, registry, queue):
-                task_id = await client.start("check everything", Options(provider="bench", allowed_tools=[lookup],
-                                                                         max_turns=steps + 1), task_queue=queue)
-                await client.result(task_id)
-            runs: list[list] = []
-            async for run, event in history_events(client.temporal, task_id):
-                if run == len(runs):
-                    runs.append([])
-                runs[run].append(event)
-            total = sum(len(r) for r in runs)
-            timings = []
-            for _ in range(5):
-                started = time.perf_counter()
-                envelopes = project(runs, task_id=task_id)
-                timings.append(time.perf_counter() - started)
-            print(f"# {platform.node()} · {platform.machine()} · Python {platform.python_version()} · {time.strftime('%Y-%m-%d')}")
-            print(f"steps {steps} · runs {len(runs)} · history events {total:,} · envelopes {len(envelopes):,}")
-            print(f"project(): min {min(timings):.3f} s · median {statistics.median(timings):.3f} s "
-                  f"· {total / min(timings):,.0f} events/s")
-        finally:
-            server.stop()
+    with embedded_server() as (address, home):
+        host = host_at(address, home)
+        client = await AsyncClient.connect(host)
+        registry = Registry.of(tools=[lookup], providers={"bench": FakeLLMProvider(responder=responder_for(steps))},
+                               content_store=host.store())
+        queue = f"bench-{uuid.uuid4().hex[:8]}"
+        async with build_worker(client.temporal, registry, queue):
+            task_id = await client.start("check everything", Options(provider="bench", allowed_tools=[lookup],
+                                                                     max_turns=steps + 1), task_queue=queue)
+            await client.result(task_id)
+        runs: list[list] = []
+        async for run, event in history_events(client.temporal, task_id):
+            if run == len(runs):
+                runs.append([])
+            runs[run].append(event)
+        total = sum(len(r) for r in runs)
+        timings = []
+        for _ in range(5):
+            started = time.perf_counter()
+            envelopes = project(runs, task_id=task_id)
+            timings.append(time.perf_counter() - started)
+        print(f"# {platform.node()} · {platform.machine()} · Python {platform.python_version()} · {time.strftime('%Y-%m-%d')}")
+        print(f"steps {steps} · runs {len(runs)} · history events {total:,} · envelopes {len(envelopes):,}")
+        print(f"project(): min {min(timings):.3f} s · median {statistics.median(timings):.3f} s "
+              f"· {total / min(timings):,.0f} events/s")
 
 
 if __name__ == "__main__":

@@ -25,7 +25,6 @@ import logging
 import os
 import platform
 import sys
-import tempfile
 import time
 import uuid
 from datetime import timedelta
@@ -35,12 +34,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from noeta.client import starts  # noqa: E402
 from noeta.client.client import AsyncClient  # noqa: E402
-from noeta.client.config import Settings  # noqa: E402
-from noeta.client.embedded import EmbeddedServer  # noqa: E402
-from noeta.client.options import HostConfig, Options  # noqa: E402
+from noeta.client.options import Options  # noqa: E402
 from noeta.protocols.names import WORKFLOW_NAME  # noqa: E402
 from noeta.sdk import TaskAlreadyExistsError  # noqa: E402
 from tests.support.stalling_proxy import StallingProxy  # noqa: E402
+
+from embedded import embedded_server, host_at  # noqa: E402 (bench/, beside this script)
 
 
 class Resends(logging.Handler):
@@ -89,11 +88,10 @@ async def main(args: argparse.Namespace) -> None:
     resends = Resends()
     logging.getLogger("noeta.client.starts").addHandler(resends)
     logging.getLogger("noeta.client.starts").setLevel(logging.INFO)
-    with tempfile.TemporaryDirectory() as tmp:
-        server = EmbeddedServer(Path(tmp) / "temporal", headless=True).start()
-        proxy = StallingProxy(("127.0.0.1", int(server.address.rsplit(":", 1)[1])))
+    with embedded_server() as (address, home):
+        proxy = StallingProxy(("127.0.0.1", int(address.rsplit(":", 1)[1])))
         try:
-            host = HostConfig(settings=Settings(temporal_address=proxy.address, home=Path(tmp)))
+            host = host_at(proxy.address, home)
             client = await AsyncClient.connect(host)
             await client.registered_attributes()  # asked once per client, not part of the burst
             queue = f"burst-{uuid.uuid4().hex[:8]}"
@@ -155,7 +153,6 @@ async def main(args: argparse.Namespace) -> None:
             await client.close()
         finally:
             proxy.close()
-            server.stop()
 
 
 if __name__ == "__main__":

@@ -12,6 +12,11 @@ answer). Scenarios, each one task of CALLS model calls:
   drops the pieces (the same call path, nothing published);
 - ``nobody``: streams on, nobody listens;
 - ``listener``: streams on, a second client reads Client.deltas(task_id) from the start;
+- ``listener-0.5s``: as ``listener``, with NOETA_STREAM_FIRST_BATCH=0.5 (the first batch 0.5 s after
+  the call's first piece, not 1.5 s; the variable, if set, applies to the other scenarios);
+- ``listener-before``: as ``listener``, published as activities did before ``noeta.stream_batch``
+  (the stream's own publish signal, the item base64-encoded; first batch at 0.5 s), the baseline
+  of the compact batches, in the same run;
 - ``continue-as-new``: as ``listener``, with max_history_events low enough that the task continues
   as new every few calls;
 - ``update-poll`` (the alternative not chosen): the reader is the stream's own subscriber
@@ -31,26 +36,29 @@ import asyncio
 import os
 import platform
 import statistics
-import tempfile
 import time
 import uuid
+from datetime import timedelta
 from pathlib import Path
 
+from temporalio.api.common.v1 import Payload
 from temporalio.common import RawValue
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 
+import noeta.activities._streaming as streaming
 from noeta.client.client import AsyncClient
-from noeta.client.config import Settings
-from noeta.client.embedded import EmbeddedServer
-from noeta.client.options import HostConfig, Options
-from noeta.deltas.broker import WORKFLOW_STREAM_VARIABLE
+from noeta.client.options import Options
+from noeta.deltas.broker import FIRST_BATCH_VARIABLE, WORKFLOW_STREAM_VARIABLE
 from noeta.protocols.messages import LLMRequest, LLMResponse, StreamDelta, TextBlock, ToolUseBlock, Usage
 from noeta.deltas.broker import broker_for
-from noeta.deltas.workflow_stream import batch_deltas
-from noeta.protocols.names import SIGNAL_STREAM_LISTEN, WORKFLOW_STREAM_PUBLISH
+from noeta.deltas.workflow_stream import CallPublisher, batch_deltas
+from noeta.protocols.stream_batches import item_json
+from noeta.protocols.names import SIGNAL_STREAM_BATCH, SIGNAL_STREAM_LISTEN, WORKFLOW_STREAM_PUBLISH
 from noeta.protocols.tool import ToolResult
 from noeta.sdk.tools import tool
 from noeta.worker import Registry, build_worker
+
+from embedded import embedded_server, host_at  # bench/, beside this script
 
 
 @tool(name="note", version="1", input_schema={"type": "object"}, description="Take a note.")
@@ -95,6 +103,25 @@ class Streamer:
         return self._response(turn, "".join(texts))
 
 
+class PublisherBefore(CallPublisher):
+    """What the model-call activity sent before ``noeta.stream_batch``: the stream's own publish
+    signal, each item a base64-encoded payload in a JSON list (the workflow still takes it)."""
+
+    def __init__(self, temporal, task_id: str, run_id: str, call_id: str, attempt: int, first_batch: float) -> None:
+        super().__init__(temporal, task_id, run_id, call_id, attempt, first_batch)
+        self._before = WorkflowStreamClient(self._handle, client=temporal, batch_interval=timedelta(days=1))
+        self._topic = self._before.topic(f"{call_id}#{attempt}")
+
+    async def _publish(self) -> None:
+        pieces = self._pieces[self._sent:]
+        if pieces:
+            data = item_json(self._call_id, self._attempt, self._sent, pieces)
+            self._topic.publish(Payload(metadata={"encoding": b"json/plain"}, data=data))
+            self._sent += len(pieces)
+            self.batches += 1
+        await self._before.flush()
+
+
 def call_durations(events: list) -> list[float]:
     """Milliseconds from each model call's start to its completion, within one run's events."""
     by_id = {e.event_id: e for e in events}
@@ -121,6 +148,10 @@ async def scenario(
     name: str, client: AsyncClient, reader: AsyncClient, store, args: argparse.Namespace, record: Path | None
 ) -> dict:
     os.environ[WORKFLOW_STREAM_VARIABLE] = "0" if name == "off" else "1"
+    first_batch = os.environ.get(FIRST_BATCH_VARIABLE)
+    if name in ("listener-0.5s", "listener-before"):  # read by the worker built below
+        os.environ[FIRST_BATCH_VARIABLE] = "0.5"
+    streaming.CallPublisher = PublisherBefore if name == "listener-before" else CallPublisher  # type: ignore[misc]
     provider = Streamer(args.calls, args.pieces, args.piece_chars, args.piece_seconds)
     registry = Registry.of(providers=[provider], tools=[note], content_store=store)
     if name == "off":
@@ -136,7 +167,7 @@ async def scenario(
     async with build_worker(client.temporal, registry, queue):
         task_id = f"streams-{name}-{uuid.uuid4().hex[:6]}"
         stream = None
-        if name in ("listener", "continue-as-new", "redis"):
+        if name in ("listener", "listener-0.5s", "listener-before", "continue-as-new", "redis"):
             stream = await reader.deltas(task_id)  # waits for the task to exist, then listens
 
         async def read() -> None:
@@ -164,12 +195,16 @@ async def scenario(
             reading.cancel()
         elif reading is not None:  # each reader stops once the task has ended and its stream is read
             await asyncio.wait_for(reading, 120)
+    os.environ.pop(FIRST_BATCH_VARIABLE, None)
+    if first_batch is not None:
+        os.environ[FIRST_BATCH_VARIABLE] = first_batch
+    streaming.CallPublisher = CallPublisher  # type: ignore[misc]
     runs = await histories(client, task_id)
     events = [e for run in runs for e in run.events]
     calls = sum(1 for e in events if e.HasField("activity_task_scheduled_event_attributes")
                 and e.activity_task_scheduled_event_attributes.activity_type.name == "noeta.call_model")
     signals = sum(1 for e in events if e.HasField("workflow_execution_signaled_event_attributes")
-                  and e.workflow_execution_signaled_event_attributes.signal_name == WORKFLOW_STREAM_PUBLISH)
+                  and e.workflow_execution_signaled_event_attributes.signal_name in (SIGNAL_STREAM_BATCH, WORKFLOW_STREAM_PUBLISH))
     latencies = sorted(1000 * (at - provider.emitted[d.text]) for d, at in received if d.text in provider.emitted)
     offsets = [d.offset for d, _ in received]
     durations = sorted(d for run in runs for d in call_durations(run.events))
@@ -190,32 +225,30 @@ async def scenario(
 
 
 async def main(args: argparse.Namespace) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        server = EmbeddedServer(Path(tmp) / "temporal", headless=True).start()
-        try:
-            host = HostConfig(settings=Settings(temporal_address=server.address, home=Path(tmp)))
-            client = await AsyncClient.connect(host)
-            reader = await AsyncClient.connect(host)
-            print(f"# {platform.node()} · {platform.machine()} · {os.cpu_count()} cores · Python "
-                  f"{platform.python_version()} · {time.strftime('%Y-%m-%d %H:%M')}")
-            print(f"# {args.calls} model calls per task, {args.pieces} pieces of {args.piece_chars} chars "
-                  f"{args.piece_seconds * 1000:.0f} ms apart ({args.pieces * args.piece_chars} chars a call)")
-            print("| scenario | runs | events / call | history bytes / call | added over off / call | publish signals / call | model call ms p50 | pieces received / streamed | offsets in order | latency p50 / p95 ms |")
-            print("|---|---:|---:|---:|---:|---:|---:|---:|---|---:|")
-            base = None
-            names = ["off", "nobody", "listener", "continue-as-new", "update-poll"] + (["redis"] if args.redis else [])
-            for name in names:
-                r = await scenario(name, client, reader, host.store(), args, args.record)
-                per_call = r["bytes"] / r["calls"]
-                base = per_call if base is None else base
-                latency = "–" if r["p50"] is None else f"{r['p50']:.0f} / {r['p95']:.0f}"
-                print(f"| {name} | {r['runs']} | {r['events'] / r['calls']:.1f} | {per_call:,.0f} | {per_call - base:+,.0f} | "
-                      f"{r['signals'] / r['calls']:.2f} | {r['call_ms']:.0f} | {r['received']} / {r['streamed'] if r['received'] else '–'} | "
-                      f"{r['in_order'] if r['received'] else '–'} | {latency} |", flush=True)
-            await reader.close()
-            await client.close()
-        finally:
-            server.stop()
+    with embedded_server() as (address, home):
+        host = host_at(address, home)
+        client = await AsyncClient.connect(host)
+        reader = await AsyncClient.connect(host)
+        print(f"# {platform.node()} · {platform.machine()} · {os.cpu_count()} cores · Python "
+              f"{platform.python_version()} · {time.strftime('%Y-%m-%d %H:%M')}")
+        print(f"# {args.calls} model calls per task, {args.pieces} pieces of {args.piece_chars} chars "
+              f"{args.piece_seconds * 1000:.0f} ms apart ({args.pieces * args.piece_chars} chars a call)")
+        print("| scenario | runs | events / call | history bytes / call | added over off / call | publish signals / call | model call ms p50 | pieces received / streamed | offsets in order | latency p50 / p95 ms |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---|---:|")
+        base = None
+        names = ["off", "nobody", "listener", "listener-0.5s", "listener-before", "continue-as-new", "update-poll"]
+        names += ["redis"] if args.redis else []
+        names = [n for n in names if n == "off" or not args.scenarios or n in args.scenarios.split(",")]
+        for name in names:
+            r = await scenario(name, client, reader, host.store(), args, args.record)
+            per_call = r["bytes"] / r["calls"]
+            base = per_call if base is None else base
+            latency = "–" if r["p50"] is None else f"{r['p50']:.0f} / {r['p95']:.0f}"
+            print(f"| {name} | {r['runs']} | {r['events'] / r['calls']:.1f} | {per_call:,.0f} | {per_call - base:+,.0f} | "
+                  f"{r['signals'] / r['calls']:.2f} | {r['call_ms']:.0f} | {r['received']} / {r['streamed'] if r['received'] else '–'} | "
+                  f"{r['in_order'] if r['received'] else '–'} | {latency} |", flush=True)
+        await reader.close()
+        await client.close()
 
 
 if __name__ == "__main__":
@@ -226,4 +259,5 @@ if __name__ == "__main__":
     parser.add_argument("--piece-seconds", type=float, default=0.03)
     parser.add_argument("--record", type=Path, default=None)
     parser.add_argument("--redis", default=None, help="redis:// URL: also measure the Redis broker")
+    parser.add_argument("--scenarios", default="", help="comma-separated scenarios to run after off (default: all)")
     asyncio.run(main(parser.parse_args()))

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -24,13 +23,12 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from noeta.client.client import AsyncClient
-from noeta.client.config import Settings
-from noeta.client.embedded import EmbeddedServer
-from noeta.client.options import HostConfig, Options
+from noeta.client.options import Options
 from noeta.sdk.testing import FakeLLMProvider
 from noeta.worker import Registry, build_worker
 
 sys.path.insert(0, str(Path(__file__).parent))
+from embedded import embedded_server, host_at  # noqa: E402
 from history_growth import fetch_page, responder_for  # noqa: E402 (the same tool loop)
 
 
@@ -47,31 +45,27 @@ async def run(client: AsyncClient, registry: Registry, steps: int) -> dict[str, 
 
 
 async def main(steps: int) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        server = EmbeddedServer(Path(tmp) / "temporal", headless=True).start()
-        try:
-            host = HostConfig(settings=Settings(temporal_address=server.address, home=Path(tmp)))
-            client = await AsyncClient.connect(host)
-            registry = Registry.of(tools=[fetch_page], content_store=host.store())
-            off = await run(client, registry, steps)
-            spans = InMemorySpanExporter()
-            provider = TracerProvider()
-            provider.add_span_processor(SimpleSpanProcessor(spans))
-            trace.set_tracer_provider(provider)  # tracing on from here (an SDK provider is installed)
-            traced = await AsyncClient.connect(host)  # decided as a client connects, as temporalio's
-            on = await run(traced, registry, steps)
-            names = sorted({s.name.split(" ")[0] for s in spans.get_finished_spans()})
-            counts = {n: sum(1 for s in spans.get_finished_spans() if s.name.startswith(n + " ")) for n in names}
-            print(f"# {steps} steps · {time.strftime('%Y-%m-%d')}")
-            print("| tracing | history events | history bytes | activities scheduled | spans |")
-            print("|---|---:|---:|---:|---|")
-            print(f"| off (baseline) | {off['events']} | {off['bytes']:,} | {off['activities']} | none |")
-            print(f"| on | {on['events']} | {on['bytes']:,} | {on['activities']} | {', '.join(f'{n} ×{c}' for n, c in counts.items())} |")
-            extra = on["bytes"] - off["bytes"]
-            print(f"\nadded by tracing: {extra:,} B ({extra / max(on['activities'], 1):.0f} B per scheduled activity, "
-                  f"{100 * extra / off['bytes']:.1f} % of the history)")
-        finally:
-            server.stop()
+    with embedded_server() as (address, home):
+        host = host_at(address, home)
+        client = await AsyncClient.connect(host)
+        registry = Registry.of(tools=[fetch_page], content_store=host.store())
+        off = await run(client, registry, steps)
+        spans = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(spans))
+        trace.set_tracer_provider(provider)  # tracing on from here (an SDK provider is installed)
+        traced = await AsyncClient.connect(host)  # decided as a client connects, as temporalio's
+        on = await run(traced, registry, steps)
+        names = sorted({s.name.split(" ")[0] for s in spans.get_finished_spans()})
+        counts = {n: sum(1 for s in spans.get_finished_spans() if s.name.startswith(n + " ")) for n in names}
+        print(f"# {steps} steps · {time.strftime('%Y-%m-%d')}")
+        print("| tracing | history events | history bytes | activities scheduled | spans |")
+        print("|---|---:|---:|---:|---|")
+        print(f"| off (baseline) | {off['events']} | {off['bytes']:,} | {off['activities']} | none |")
+        print(f"| on | {on['events']} | {on['bytes']:,} | {on['activities']} | {', '.join(f'{n} ×{c}' for n, c in counts.items())} |")
+        extra = on["bytes"] - off["bytes"]
+        print(f"\nadded by tracing: {extra:,} B ({extra / max(on['activities'], 1):.0f} B per scheduled activity, "
+              f"{100 * extra / off['bytes']:.1f} % of the history)")
 
 
 if __name__ == "__main__":

@@ -5,9 +5,6 @@ screenshot of every page visited is written under the test's temp dir."""
 
 from __future__ import annotations
 
-import os
-import shutil
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
@@ -18,47 +15,12 @@ from noeta.http import create_app
 from noeta.sdk.testing import FakeLLMProvider
 from noeta.security.http_guard import GuardConfig
 from tests.support.asgi import serving
+from tests.support.console import WAIT_MS, browser, signed_in, start_wire_task  # noqa: F401 (the browser fixture)
 from tests.support.scripts import call, say
 from tests.test_guards import AmountGuard, runs, wire_money
 
 KEY = "browser-key-" + "e5" * 16
 WRONG_KEY = "wrong-key-" + "0" * 16
-CHROMIUM = os.environ.get("NOETA_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
-if os.environ.get("NOETA_REQUIRE_BROWSER") == "1":  # CI: a missing browser is a failure, not a skip
-    import playwright.async_api as playwright_api
-else:
-    playwright_api = pytest.importorskip("playwright.async_api", reason="needs the [browser] extra")
-    if CHROMIUM is None:
-        pytest.skip("needs a system Chromium (e.g. apt-get install chromium)", allow_module_level=True)
-
-#: Generous: the page polls and streams; only a broken console takes this long.
-WAIT_MS = 30_000
-
-
-class Pages:
-    """Screenshots of each page the test visits, written out if the test fails."""
-
-    def __init__(self, page, folder: Path) -> None:
-        self.page, self.folder, self.shots = page, folder, {}
-
-    async def visit(self, name: str, url: str) -> None:
-        await self.page.goto(url)
-        await self.snap(name)
-
-    async def snap(self, name: str) -> None:
-        self.shots[name] = await self.page.screenshot(full_page=True)
-
-    async def write(self) -> list[Path]:
-        try:
-            self.shots["at-failure"] = await self.page.screenshot(full_page=True)
-        except Exception:  # the browser itself may be gone
-            pass
-        paths = []
-        for name, png in self.shots.items():
-            path = self.folder / f"console-{name}.png"
-            path.write_bytes(png)
-            paths.append(path)
-        return paths
 
 
 async def task_list_loaded(page) -> None:
@@ -81,19 +43,8 @@ async def type_the_right_key_after_a_wrong_one(page, base_url: str) -> None:
     await page.fill("#key-input", KEY)
 
 
-@pytest.fixture
-async def browser() -> AsyncIterator[object]:
-    assert CHROMIUM is not None, "NOETA_REQUIRE_BROWSER=1 but no chromium on PATH"
-    async with playwright_api.async_playwright() as p:
-        launched = await p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            yield launched
-        finally:
-            await launched.close()
-
-
 async def test_operator_starts_watches_approves_and_sees_completion(
-    client: AsyncClient, serve, task_queue, browser, tmp_path: Path
+    client: AsyncClient, serve, task_queue, browser, tmp_path: Path  # noqa: F811
 ):
     runs.clear()
     provider = FakeLLMProvider(
@@ -104,28 +55,12 @@ async def test_operator_starts_watches_approves_and_sees_completion(
     )
     app = create_app(client, keepalive_seconds=1.0, guard=GuardConfig(api_keys=(KEY,)))
     async with serving(app) as base_url, serve(tools=[wire_money], providers=[provider], guards=[AmountGuard()]):
-        page = await browser.new_page(viewport={"width": 1280, "height": 900})
-        errors: list[str] = []
-        page.on("pageerror", lambda err: errors.append(str(err)))
-        pages = Pages(page, tmp_path)
-        try:
-            # The API needs the key: the console asks for it.
-            await pages.visit("tasks", base_url + "/")
-            await page.wait_for_selector("#key-dialog[open]", timeout=WAIT_MS)
-            await page.fill("#key-input", KEY)
-            await page.click("#key-save")
-            await page.wait_for_selector("#key-dialog", state="hidden", timeout=WAIT_MS)
+        # The API needs the key: the console asks for it.
+        async with signed_in(browser, base_url + "/", KEY, tmp_path) as pages:
+            page = pages.page
 
             # Start a task from the form.
-            await pages.visit("new-task", base_url + "/#/new")
-            await page.fill("[data-testid=new-goal]", "Pay both invoices")
-            await page.fill("input[name=provider]", "FakeLLMProvider")
-            await page.fill("[data-testid=new-tools]", "wire_money")
-            await page.fill("[data-testid=new-guards]", "amount")
-            await page.fill("[data-testid=new-queue]", task_queue)
-            await page.click("[data-testid=start]")
-            await page.wait_for_url("**/#/tasks/*", timeout=WAIT_MS)
-            task_id = page.url.split("#/tasks/")[1]
+            task_id = await start_wire_task(pages, base_url, "Pay both invoices", task_queue)
 
             # Events arrive live while the task waits for a human.
             await page.wait_for_selector("[data-testid=events] li[data-type=ApprovalRequested]", timeout=WAIT_MS)
@@ -165,11 +100,6 @@ async def test_operator_starts_watches_approves_and_sees_completion(
             await page.wait_for_selector(f"tr[data-task='{task_id}']:has-text('completed')", timeout=WAIT_MS)
             assert "Pay both invoices" in await row.inner_text()
             await pages.snap("task-list")
-            assert errors == []
-        except BaseException:
-            written = await pages.write()
-            print("console screenshots:", *written, sep="\n  ")
-            raise
     assert runs == [{"amount": 2500}]
     result = await client.result(task_id)
     assert result.answer == "Paid 2500; the 9000 wire was refused."
@@ -177,7 +107,7 @@ async def test_operator_starts_watches_approves_and_sees_completion(
     assert decided == {"c1": "ApprovalGranted", "c2": "ApprovalDenied"}
 
 
-async def test_console_uses_the_api_key_it_is_given(client: AsyncClient, browser):
+async def test_console_uses_the_api_key_it_is_given(client: AsyncClient, browser):  # noqa: F811
     app = create_app(client, guard=GuardConfig(api_keys=(KEY,)))
     async with serving(app) as base_url:
         page = await browser.new_page()
@@ -195,7 +125,7 @@ async def test_console_uses_the_api_key_it_is_given(client: AsyncClient, browser
 
 @pytest.mark.parametrize("released", ["while the right key is typed", "after the right key is in"])
 async def test_a_late_refusal_of_the_wrong_key_does_not_undo_the_right_one(
-    client: AsyncClient, browser, released: str
+    client: AsyncClient, browser, released: str  # noqa: F811
 ):
     """A wrong key is refused by every request that carried it (the page sends two at once). The
     test holds one of those refusals and lets it arrive at a chosen moment, so the order is forced
@@ -233,7 +163,7 @@ async def test_a_late_refusal_of_the_wrong_key_does_not_undo_the_right_one(
         assert await page.evaluate("() => sessionStorage.getItem('noeta.apiKey')") == KEY
 
 
-async def test_docs_page_renders_every_operation_of_the_openapi_document(client: AsyncClient, browser):
+async def test_docs_page_renders_every_operation_of_the_openapi_document(client: AsyncClient, browser):  # noqa: F811
     """/docs is the console's own page over FastAPI's /openapi.json: no key, nothing fetched from
     elsewhere (its Content-Security-Policy allows this server only), one section per operation."""
     app = create_app(client, guard=GuardConfig(api_keys=(KEY,)))

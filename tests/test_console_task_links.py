@@ -11,10 +11,11 @@ from noeta.context.content_store import LocalContentStore
 from noeta.http import create_app
 from noeta.security.http_guard import GuardConfig
 from tests.support.asgi import serving
-from tests.test_console_browser import KEY, WAIT_MS, Pages, browser  # noqa: F401 (the browser fixture)
+from tests.support.console import WAIT_MS, browser, signed_in  # noqa: F401 (the browser fixture)
 from tests.test_telemetry import run_with_tool
 
 UI = "http://ui.example:8233"
+KEY = "links-key-" + "c7" * 16
 
 
 async def test_the_console_links_each_task_to_the_temporal_ui_and_shows_end_and_cost(
@@ -28,16 +29,8 @@ async def test_the_console_links_each_task_to_the_temporal_ui_and_shows_end_and_
     try:
         app = create_app(client, guard=GuardConfig(api_keys=(KEY,)))
         async with serving(app) as base_url:
-            page = await browser.new_page(viewport={"width": 1400, "height": 900})
-            errors: list[str] = []
-            page.on("pageerror", lambda err: errors.append(str(err)))
-            pages = Pages(page, tmp_path)
-            try:
-                await pages.visit("tasks", base_url + "/")
-                await page.wait_for_selector("#key-dialog[open]", timeout=WAIT_MS)
-                await page.fill("#key-input", KEY)
-                await page.click("#key-save")
-                await page.wait_for_selector("#key-dialog", state="hidden", timeout=WAIT_MS)
+            async with signed_in(browser, base_url + "/", KEY, tmp_path, width=1400) as pages:
+                page = pages.page
 
                 # The task list: the row's end time, cost and UI link.
                 await pages.visit("task-list", f"{base_url}/#/?search=add&status=completed")
@@ -54,9 +47,5 @@ async def test_the_console_links_each_task_to_the_temporal_ui_and_shows_end_and_
                 assert await page.locator("[data-testid=cost]").inner_text() == "cost $0.0360"
                 assert await page.locator("[data-testid=ui-link]").get_attribute("href") == link
                 await pages.snap("task")
-                assert errors == []
-            except BaseException:
-                print("console screenshots:", *await pages.write(), sep="\n  ")
-                raise
     finally:
         client.ui_url = before

@@ -153,6 +153,11 @@ def test_delta_settings():
     assert not DeltaSettings.from_env({"NOETA_WORKFLOW_STREAM": "0"}).workflow_stream
     with pytest.raises(ConfigurationError, match="NOETA_WORKFLOW_STREAM"):
         DeltaSettings.from_env({"NOETA_WORKFLOW_STREAM": "sometimes"})
+    assert DeltaSettings.from_env({}).first_batch_seconds == 1.5
+    assert DeltaSettings.from_env({"NOETA_STREAM_FIRST_BATCH": "0.5"}).first_batch_seconds == 0.5
+    for bad in ("-1", "soon", "61"):
+        with pytest.raises(ConfigurationError, match="NOETA_STREAM_FIRST_BATCH"):
+            DeltaSettings.from_env({"NOETA_STREAM_FIRST_BATCH": bad})
 
 
 def test_log_settings():
@@ -183,3 +188,17 @@ def test_otel_settings():
     assert not OtelSettings.from_env({"OTEL_TRACES_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": "x"}).traces_exporter_named
     with pytest.raises(ConfigurationError, match="OTEL_METRIC_EXPORT_INTERVAL"):
         OtelSettings.from_env({"OTEL_METRIC_EXPORT_INTERVAL": "soon"})
+
+
+def test_a_codec_server_without_tokens_takes_only_admin_keys(tmp_path):
+    """Decoding shows any tenant's payloads: a tenant's key (read, approve...) may not stand in for
+    the codec server's tokens; the admin keys of noeta serve may (NOETA_API_KEYS are all admin)."""
+    from noeta.security.codec_server import guard_from_env
+
+    tenant_key, admin_key, plain_key = "t" * 32, "a" * 32, "p" * 32
+    keys = tmp_path / "keys"
+    keys.write_text(f"{tenant_key} ana acme read,approve\n{admin_key} ops acme admin\n{plain_key}\n")
+    guard = guard_from_env("127.0.0.1", {"NOETA_API_KEYS": KEY, "NOETA_API_KEYS_FILE": str(keys)})
+    assert sorted(guard.api_keys) == sorted((KEY, admin_key, plain_key))
+    tokens = guard_from_env("127.0.0.1", {"NOETA_CODEC_TOKENS": TOKEN, "NOETA_API_KEYS_FILE": str(keys)})
+    assert tokens.api_keys == (TOKEN,)

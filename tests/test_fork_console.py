@@ -12,10 +12,12 @@ from noeta.sdk.testing import FakeLLMProvider
 from noeta.security.http_guard import GuardConfig
 from tests.support import recorded
 from tests.support.asgi import serving
+from tests.support.console import WAIT_MS, browser, signed_in  # noqa: F401 (the browser fixture)
 from tests.support.recorded import count
 from tests.support.scripts import say
-from tests.test_console_browser import KEY, WAIT_MS, Pages, browser  # noqa: F401  (the browser fixture)
 from tests.test_export_replay import run_counting_task
+
+KEY = "fork-key-" + "d8" * 16
 
 
 async def test_fork_from_here_on_a_model_turn(client: AsyncClient, serve, task_queue, browser, tmp_path: Path):  # noqa: F811
@@ -24,16 +26,8 @@ async def test_fork_from_here_on_a_model_turn(client: AsyncClient, serve, task_q
     other = FakeLLMProvider(responses=[say("forked from the console")])
     app = create_app(client, keepalive_seconds=1.0, guard=GuardConfig(api_keys=(KEY,)))
     async with serving(app) as base_url, serve(tools=[count], providers={"other": other}):
-        page = await browser.new_page(viewport={"width": 1280, "height": 900})
-        errors: list[str] = []
-        page.on("pageerror", lambda err: errors.append(str(err)))
-        pages = Pages(page, tmp_path)
-        try:
-            await pages.visit("source", f"{base_url}/#/tasks/{source}")
-            await page.wait_for_selector("#key-dialog[open]", timeout=WAIT_MS)
-            await page.fill("#key-input", KEY)
-            await page.click("#key-save")
-            await page.wait_for_selector("#key-dialog", state="hidden", timeout=WAIT_MS)
+        async with signed_in(browser, f"{base_url}/#/tasks/{source}", KEY, tmp_path, first="source") as pages:
+            page = pages.page
             # Every model turn offers the action, on its completed call.
             await page.wait_for_selector("[data-testid=events] li[data-type=TaskCompleted]", timeout=WAIT_MS)
             turns = await page.eval_on_selector_all(
@@ -57,11 +51,6 @@ async def test_fork_from_here_on_a_model_turn(client: AsyncClient, serve, task_q
             await link.wait_for(timeout=WAIT_MS)
             assert f"from {source} at turn 3" in await link.inner_text()
             await pages.snap("fork")
-            assert errors == []
-        except BaseException:
-            written = await pages.write()
-            print("console screenshots:", *written, sep="\n  ")
-            raise
     assert (await client.result(fork)).answer == "forked from the console"
     (request,) = other.received_requests
     assert request.system == "Count no further."

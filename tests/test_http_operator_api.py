@@ -19,10 +19,11 @@ from noeta.security.http_guard import GuardConfig
 from noeta.worker import Registry, build_worker
 from tests.support.asgi import serving
 from tests.support.chat_server import FakeChatServer, Pause, chunks_for, completion, openai_for
+from tests.support.inbox import inbox, wire_task
 from tests.support.scripts import call, say
 from tests.support.waiting import eventually
 from tests.test_guards import AmountGuard, runs, wire_money
-from tests.test_http_api import KEEPALIVE, PROVIDER, ended, read_sse, sse, start
+from tests.test_http_api import KEEPALIVE, ended, read_sse, sse, start
 
 KEY = "console-key-" + "d4" * 16
 AUTH = {"authorization": f"Bearer {KEY}"}
@@ -62,13 +63,14 @@ def served_routes(app) -> list[Route]:
 
 async def test_the_openapi_document_lists_every_route_the_app_serves(secured_app, secured: httpx.AsyncClient):
     spec = (await secured.get("/openapi.json")).json()
-    served = {(route.path, method.lower()) for route in served_routes(secured_app) for method in route.methods or ()}
+    # path_format: the path as described, without a parameter's convertor ({task_id:task} -> {task_id})
+    served = {(route.path_format, method.lower()) for route in served_routes(secured_app) for method in route.methods or ()}
     described = {(path, method) for path, operations in spec["paths"].items() for method in operations}
     assert served == described
     assert {"/openapi.json", "/docs", "/", "/console/{name}", "/tasks/{task_id}/events"} <= {p for p, _ in served}
     for route in served_routes(secured_app):  # with the status each answers when all goes well
         for method in route.methods or ():
-            assert str(getattr(route, "status_code", None) or 200) in spec["paths"][route.path][method.lower()]["responses"]
+            assert str(getattr(route, "status_code", None) or 200) in spec["paths"][route.path_format][method.lower()]["responses"]
     # Every schema an operation refers to is in the document.
     schemas = spec["components"]["schemas"]
     refs = {ref.rsplit("/", 1)[1] for ref in _refs(spec["paths"]) | _refs(schemas)}
@@ -119,18 +121,11 @@ async def test_guards_by_name_approvals_inbox_and_goal_in_lists(
     provider = FakeLLMProvider(responses=[call(("c1", "wire_money", {"amount": 2500})), say("paid")])
     word = f"invoice{task_queue[2:]}"
     async with serve(tools=[wire_money], providers=[provider], guards=[AmountGuard()]):
-        body = {"goal": f"Pay {word} now", "task_queue": task_queue,
-                "options": {"provider": PROVIDER, "allowed_tools": ["wire_money"], "guards": ["amount"]}}
-        response = await secured.post("/tasks", json=body, headers=AUTH)
+        response = await secured.post("/tasks", json=wire_task(f"Pay {word} now", task_queue), headers=AUTH)
         assert response.status_code == 201, response.text
         task_id = response.json()["task_id"]
-
-        async def in_inbox() -> list:
-            inbox = (await secured.get("/approvals", headers=AUTH)).json()
-            return [p for p in inbox if p["task_id"] == task_id]
-
-        await eventually(in_inbox)
-        [pending] = await in_inbox()
+        await eventually(lambda: inbox(secured, AUTH, task_id))
+        [pending] = await inbox(secured, AUTH, task_id)
         assert pending["goal"] == f"Pay {word} now"
         assert (pending["request"]["call_id"], pending["request"]["guard"]) == ("c1", "amount")
         assert pending["request"]["action"] == {"call_id": "c1", "tool_name": "wire_money", "arguments": {"amount": 2500},

@@ -14,6 +14,7 @@ from noeta.client.client import AsyncClient
 from noeta.client.messages import ToolResultView
 from noeta.client.options import Options
 from noeta.context.content_store import ContentNotFoundError
+from noeta.errors import ConfigurationError
 from noeta.sdk.testing import FakeLLMProvider
 from noeta.worker import Registry, build_worker
 from tests.support.postgres import DSN, require_postgres
@@ -21,7 +22,9 @@ from tests.support.scripts import call, say
 from tests.support.tools import big_output
 
 psycopg = pytest.importorskip("psycopg")
+from noeta.context.postgres_step_records import PostgresStepRecords  # noqa: E402
 from noeta.context.postgres_store import PostgresContentStore  # noqa: E402
+from noeta.security.key_table import KeyTable  # noqa: E402
 
 
 @pytest.fixture
@@ -112,3 +115,18 @@ def test_retention_calls_name_an_unreachable_database_and_lose_nothing(store: Po
     store.dsn = reachable
     assert store.get(ref) == b"kept body"
     assert set(store.tasks()) == {"task-a"}
+
+
+@pytest.mark.parametrize("name", ["1st_table", "tablé", "keys;drop", "a b", "x" * 64, ""])
+def test_every_postgres_table_name_is_a_plain_identifier_before_any_sql(name: str):
+    """A table name goes into SQL text (identifiers cannot be bound parameters): one that is not a
+    plain ASCII identifier is a ConfigurationError at construction, for every PostgreSQL-backed
+    store alike; a name such as ``1st_table`` passed the former check and failed later as a
+    database syntax error."""
+    require_postgres()
+    with pytest.raises(ConfigurationError, match="invalid table name"):
+        PostgresContentStore(DSN, table=name)
+    with pytest.raises(ConfigurationError, match="invalid table name"):
+        PostgresStepRecords(DSN, name)
+    with pytest.raises(ConfigurationError, match="invalid table name"):
+        KeyTable(DSN, name)

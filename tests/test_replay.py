@@ -70,6 +70,17 @@ def test_workflow_stream_histories_are_recorded():
         assert ("noeta.stream_listen" in path.read_text()) == ("run2" not in path.name)
 
 
+def test_workflow_stream_batch_histories_are_recorded():
+    # The same tasks once a model call's batch became one compact noeta.stream_batch signal (no
+    # command changed, so no patch id): the new handler keeps replaying, across continue-as-new too.
+    shape = ROOT / "workflow-streams-batch"
+    assert {p.stem for p in shape.glob("*.json")} >= {"streamed", "streamed_continue_as_new.run1", "streamed_continue_as_new.run2"}
+    for path in shape.glob("*.json"):
+        text = path.read_text()
+        assert '"noeta.stream_batch"' in text and "__temporal_workflow_stream_publish" not in text
+        assert ('"noeta.stream_listen"' in text) == ("run2" not in path.name)
+
+
 def test_local_tool_histories_are_recorded():
     # The built-in tools that cannot block, called as activities before local-tools and as local
     # activities behind it: both must keep replaying.

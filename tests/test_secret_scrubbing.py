@@ -77,3 +77,22 @@ def test_scrub_rules():
         assert secret not in scrubbed
     assert scrubbed.endswith("42 tokens")
     assert scrub("a plain provider error: model not found") == "a plain provider error: model not found"
+
+
+@pytest.mark.parametrize("json_format", [False, True])
+def test_json_log_lines_are_scrubbed_as_text_lines_are(json_format: bool, monkeypatch: pytest.MonkeyPatch):
+    """A JSON line escapes quotes and backslashes: scrubbing the encoded line missed a configured
+    secret holding them and a quoted ``password="…"``, which the text line redacts."""
+    secret = 'pa"ss\\word-' + CANARY
+    monkeypatch.setenv("NOETA_TEST_DB_PASSWORD", secret)  # configured: a credential-named variable
+    stream = io.StringIO()
+    handler = configure_logging("INFO", json_format=json_format, stream=stream)
+    try:
+        logging.getLogger("tests.scrub").info('connect with password="hunter2hunter2" and key %s', secret)
+    finally:
+        logging.getLogger().removeHandler(handler)
+        logging.getLogger().setLevel(logging.WARNING)
+    [line] = stream.getvalue().splitlines()
+    message = json.loads(line)["message"] if json_format else line
+    assert secret not in message and "hunter2hunter2" not in message
+    assert message.endswith(f'connect with password="{REDACTED}" and key {REDACTED}')

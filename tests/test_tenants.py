@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -16,18 +17,18 @@ from temporalio.client import Client as TemporalClient
 from noeta.client.audit import audit_of
 from noeta.client.client import AsyncClient
 from noeta.client.connection import Connection
-from noeta.client.projection import project
 from noeta.client.options import Options, SubAgent
+from noeta.client.projection import project
 from noeta.errors import ConfigurationError
 from noeta.http import create_app
 from noeta.sdk.testing import FakeLLMProvider
 from noeta.security.api_keys import ALL_ROLES, ApiKey, parse_key_lines
 from noeta.security.http_guard import GuardConfig
 from tests.support.asgi import serving
+from tests.support.inbox import inbox, wire_task
 from tests.support.scripts import call, say
 from tests.support.waiting import eventually
 from tests.test_guards import AmountGuard, runs, wire_money
-from tests.test_http_api import PROVIDER
 from tests.test_projection import events
 
 ALICE = "alice-secret-" + "a1" * 12  # acme: may do everything but admin
@@ -95,8 +96,7 @@ async def test_another_tenants_task_is_missing_and_untouched_and_roles_are_enfor
     provider = FakeLLMProvider(responses=[call(("c1", "wire_money", {"amount": 2500})), say("paid")])
     word = f"acmepay{task_queue[2:]}"
     async with serve(tools=[wire_money], providers=[provider], guards=[AmountGuard()]):
-        body = {"goal": f"Pay {word}", "task_queue": task_queue,
-                "options": {"provider": PROVIDER, "allowed_tools": ["wire_money"], "guards": ["amount"]}}
+        body = wire_task(f"Pay {word}", task_queue)
         assert (await tenants.post("/tasks", json=body, headers=auth(CAROL))).status_code == 403  # read only
         response = await tenants.post("/tasks", json=body, headers=auth(ALICE))
         assert response.status_code == 201, response.text
@@ -105,16 +105,13 @@ async def test_another_tenants_task_is_missing_and_untouched_and_roles_are_enfor
         taken = await tenants.post("/tasks", json={**body, "task_id": task_id}, headers=auth(BOB))
         assert (taken.status_code, taken.json()["error"]) == (409, "TaskAlreadyExistsError")
 
-        async def inbox(secret: str) -> list:
-            return [p for p in (await tenants.get("/approvals", headers=auth(secret))).json() if p["task_id"] == task_id]
-
-        await eventually(lambda: inbox(ALICE))
-        [pending] = await inbox(ALICE)
+        await eventually(lambda: inbox(tenants, auth(ALICE), task_id))
+        [pending] = await inbox(tenants, auth(ALICE), task_id)
         request = pending["request"]
         assert (request["call_id"], request["guard"], request["reason"]) == ("c1", "amount", "wire of 2500 needs a human")
         assert request["action"]["risk_level"] == "high"
         assert request["waiting_since"] < request["deadline"]
-        assert await inbox(BOB) == []
+        assert await inbox(tenants, auth(BOB), task_id) == []
 
         # Everything Bob (another tenant, every role) tries answers as for a task that does not exist.
         missing = "no-such-task-" + task_queue
@@ -277,8 +274,8 @@ async def test_tenants_need_the_tenant_attribute_on_the_cluster(tmp_path):
 
 
 async def test_a_sub_agent_belongs_to_its_root_tasks_tenant(client: AsyncClient, serve, task_queue):
-    """Sub-agents carry no NoetaTenant of their own: their tenant is their root task's, and no other
-    tenant's list (the default one's included) shows them."""
+    """A sub-agent's tenant is its root task's: it carries the root's NoetaTenant, so that tenant's
+    list shows it, and no other tenant's list (the default one's included) does."""
     helper = SubAgent("helper", "Answers a sub-question.", Options())
 
     def responder(request):
@@ -305,7 +302,48 @@ async def test_a_sub_agent_belongs_to_its_root_tasks_tenant(client: AsyncClient,
     await eventually(both_listed)
     default = {t.task_id for t in await client.list_tasks(limit=1000, tenant="default")}
     acme = {t.task_id for t in await client.list_tasks(limit=1000, tenant="acme")}
-    assert task_id in acme and not {task_id, child_id} & default
+    assert {task_id, child_id} <= acme and not {task_id, child_id} & default
+
+
+async def test_a_sub_agents_approval_waits_in_its_tenants_inbox(
+    tenants: httpx.AsyncClient, client: AsyncClient, serve, task_queue
+):
+    """The parent's guards watch its sub-agents: a sub-agent's wire waits for a human, who finds it
+    in the root task's tenant's approvals inbox (the console's), nowhere else, and answers it at
+    the sub-agent's own URL (its id, ``/sub/`` and all, percent-encoded as the console sends it)."""
+    runs.clear()
+    payer = SubAgent("payer", "Pays an invoice.", Options(allowed_tools=[wire_money]))
+
+    def responder(request):
+        done = [b for m in request.messages for b in m.content if getattr(b, "type", "") == "tool_result"]
+        if "/sub/" in request.metadata["task_id"]:
+            return say("wired") if done else call(("w1", "wire_money", {"amount": 2500}))
+        return say("done") if done else call(("p1", "payer", {"goal": "pay invoice 7"}))
+
+    provider = FakeLLMProvider(responder=responder)
+    options = Options(provider=provider, subagents=[payer], guards=[AmountGuard()])
+    async with serve(tools=[wire_money], providers=[provider], guards=[AmountGuard()]):
+        task_id = await client.start("pay through the payer", options, task_queue=task_queue, tenant="acme")
+        child_id = f"{task_id}/sub/p1"
+
+        async def waiting(tenant: str) -> list[str]:
+            return [p.task_id for p in await client.approvals_waiting(1000, tenant=tenant) if p.task_id.startswith(task_id)]
+
+        await eventually(lambda: waiting("acme"))
+        assert await waiting("acme") == [child_id]
+        assert await waiting("default") == []
+        assert [p["task_id"] for p in await inbox(tenants, auth(ALICE), child_id)] == [child_id]
+        child_url = f"/tasks/{quote(child_id, safe='')}"
+        assert (await tenants.get(child_url, headers=auth(BOB))).json()["error"] == "TaskNotFoundError"
+        assert (await tenants.get(child_url, headers=auth(ALICE))).json()["task_id"] == child_id
+        [pending] = (await tenants.get(f"{child_url}/approvals", headers=auth(ALICE))).json()
+        assert pending["call_id"] == "w1"
+        answered = await tenants.post(f"{child_url}/approvals", json={"call_id": "w1"}, headers=auth(ALICE))
+        assert answered.status_code == 202, answered.text
+        assert (await client.result(task_id)).answer == "done"
+    assert runs == [{"amount": 2500}]
+    [granted] = [e.payload for e in await client.events(child_id) if e.type == "ApprovalGranted"]
+    assert (granted.approver, granted.via) == ("alice", "key")
 
 
 async def test_the_inbox_lists_the_longest_waiting_first(tenants: httpx.AsyncClient, client: AsyncClient, serve, task_queue):
@@ -313,12 +351,10 @@ async def test_the_inbox_lists_the_longest_waiting_first(tenants: httpx.AsyncCli
         say("ok") if any(getattr(b, "type", "") == "tool_result" for m in request.messages for b in m.content)
         else call(("c1", "wire_money", {"amount": 2500}))
     ))
-    body = {"goal": "pay", "task_queue": task_queue,
-            "options": {"provider": PROVIDER, "allowed_tools": ["wire_money"], "guards": ["amount"]}}
+    body = wire_task("pay", task_queue)
 
     async def waiting() -> list[str]:
-        inbox = (await tenants.get("/approvals", headers=auth(ALICE))).json()
-        return [p["task_id"] for p in inbox if p["task_id"] in started]
+        return [p["task_id"] for p in await inbox(tenants, auth(ALICE), *started)]
 
     started: list[str] = []
     async with serve(tools=[wire_money], providers=[provider], guards=[AmountGuard()]):

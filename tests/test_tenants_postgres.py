@@ -5,7 +5,9 @@ out while the others stay."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import socket
 import uuid
 
 import httpx
@@ -13,7 +15,9 @@ import pytest
 
 from noeta.client.client import AsyncClient
 from noeta.http import create_app
+from noeta.security import key_table
 from noeta.security.http_guard import GuardConfig, ServerSettings
+from noeta.security.key_table import KeyTable
 from tests.support.asgi import serving
 from tests.support.postgres import DSN, require_postgres
 
@@ -63,3 +67,18 @@ def test_the_table_from_the_environment():
     assert (guard.keys_dsn, guard.keys_table, guard.authenticating) == (DSN, "fleet_keys", True)
     guard.check_bind("0.0.0.0")  # keys configured: any bind
 
+
+
+async def test_a_database_that_never_answers_holds_requests_up_only_until_the_connect_timeout(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+):
+    """Requests wait for the table's read: a database host that takes the connection and never
+    answers (a silent socket here) must end that read at the connect timeout, not hold every
+    request for good; the keys read before stay (none here)."""
+    pytest.importorskip("psycopg")
+    monkeypatch.setattr(key_table, "CONNECT_TIMEOUT_SECONDS", 2)  # libpq's least
+    with socket.create_server(("127.0.0.1", 0)) as silent:  # the kernel accepts; nobody answers
+        keys = KeyTable(f"postgresql://noeta@127.0.0.1:{silent.getsockname()[1]}/test", "silent_keys", refresh_seconds=0)
+        found = await asyncio.wait_for(keys.current(), 120)  # before: waited for an answer forever
+    assert found == ()
+    assert "API keys table silent_keys could not be read" in caplog.text

@@ -17,7 +17,7 @@ from noeta.client.client import AsyncClient
 from noeta.client.options import HostConfig, Options
 from noeta.client.sync import Client
 from noeta.protocols.messages import LLMRequest, LLMResponse, StreamDelta, TextBlock, ToolUseBlock, Usage
-from noeta.protocols.names import QUERY_STREAM_LISTENING, WORKFLOW_STREAM_PUBLISH
+from noeta.protocols.names import QUERY_STREAM_LISTENING, SIGNAL_STREAM_BATCH
 from noeta.protocols.tool import ToolResult
 from noeta.sdk.tools import tool
 from noeta.worker import Registry, build_worker
@@ -33,7 +33,7 @@ def publish_signals(history: list) -> int:
     return sum(
         1 for e in history
         if e.HasField("workflow_execution_signaled_event_attributes")
-        and e.workflow_execution_signaled_event_attributes.signal_name == WORKFLOW_STREAM_PUBLISH
+        and e.workflow_execution_signaled_event_attributes.signal_name == SIGNAL_STREAM_BATCH
     )
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from temporalio import activity
 
 from noeta.deltas.base import DeltaBroker
-from noeta.deltas.workflow_stream import CallPublisher
+from noeta.deltas.workflow_stream import FIRST_BATCH_SECONDS, CallPublisher
 from noeta.protocols.messages import LLMRequest, LLMResponse, StreamDelta, StreamingProvider
 
 logger = logging.getLogger(__name__)
@@ -33,15 +33,19 @@ async def stream_call(
     sink: Callable[[StreamDelta], Any] | None,
     broker: DeltaBroker,
     workflow_stream: bool,
+    first_batch: float = FIRST_BATCH_SECONDS,
 ) -> LLMResponse:
     """``provider.stream(request)``, each piece handed to ``sink``, ``broker`` and (with
-    ``workflow_stream``) the task's workflow stream while a reader listens there."""
+    ``workflow_stream``) the task's workflow stream while a reader listens there, the first batch
+    ``first_batch`` seconds after the first piece."""
     info = activity.info()
     call_id, seq = f"turn-{turn}", itertools.count()
     namespace = info.workflow_namespace or "default"
     publisher = None
     if workflow_stream and info.workflow_id and info.workflow_run_id:
-        publisher = CallPublisher(activity.client(), info.workflow_id, info.workflow_run_id, call_id, info.attempt)
+        publisher = CallPublisher(
+            activity.client(), info.workflow_id, info.workflow_run_id, call_id, info.attempt, first_batch
+        )
         publisher.start()
     wants_deltas = sink is not None or broker.wants_deltas()
 

@@ -10,7 +10,8 @@ the finished-step records, the task-scoped resources, the prices) and the worker
 - :class:`~noeta.activities.model_call.ModelCalls`: ``call_model`` (services);
 - :class:`~noeta.activities.tool_call.ToolCalls`: ``invoke_tool`` (services, MCP servers);
 - :class:`~noeta.activities.checks.Checks`: ``check_guards``, ``validate_output`` (services);
-- :class:`~noeta.activities.compaction.Compactions`: ``compact_context`` (services).
+- :class:`~noeta.activities.compaction.Compactions`: ``compact_context`` (services, the model calls'
+  provider limits).
 
 Activity names come from :mod:`noeta.protocols.names`; the workflow schedules them by name.
 """
@@ -45,7 +46,7 @@ class AgentActivities:
         self.model_calls = ModelCalls(self.services)
         self.tool_calls = ToolCalls(self.services, self.mcp)
         self.checks = Checks(self.services)
-        self.compactions = Compactions(self.services)
+        self.compactions = Compactions(self.services, self.model_calls)
 
     @property
     def pool(self) -> ResourcePool:

@@ -22,8 +22,9 @@ from temporalio import activity
 from noeta.activities._attempts import AttemptLedger, as_details
 from noeta.activities._errors import to_application_error
 from noeta.activities._heartbeat import AttemptTimedOut, attempt_seconds, with_heartbeat
-from noeta.activities._services import WorkerServices, call_maybe_async
+from noeta.activities._services import WorkerServices
 from noeta.activities._store_writes import read_stored
+from noeta.activities.model_call import ModelCalls
 from noeta.context import compaction as plan
 from noeta.errors import ConfigurationError, ProviderError, ProviderNotRegisteredError
 from noeta.protocols.activity_io import CompactContextInput, CompactContextOutput, CompactedContext
@@ -70,9 +71,11 @@ def scaled(estimate_after: int, tokens_before: int, estimate_before: int) -> int
 class Compactions:
     """``compact_context`` and what it needs: the worker's services (store, transcripts, registry)."""
 
-    def __init__(self, services: WorkerServices) -> None:
-        """``services``: the worker's shared services."""
+    def __init__(self, services: WorkerServices, model_calls: ModelCalls) -> None:
+        """``services``: the worker's shared services; ``model_calls``: the worker's model calls,
+        whose provider limits a summarizing call waits in like any other."""
         self.services = services
+        self.model_calls = model_calls
 
     @activity.defn(name=COMPACT_CONTEXT)
     async def compact_context(self, inp: CompactContextInput) -> CompactContextOutput:
@@ -195,7 +198,7 @@ class Compactions:
             metadata={"task_id": inp.task_id, "purpose": "compaction", "step_key": inp.step_key},
         )
         try:
-            work = call_maybe_async(provider.complete, request, pool=self.services.io_pool, label=f"{inp.provider}.complete")
+            work = self.model_calls.complete_limited(inp.provider, provider, request)
             response = await with_heartbeat(work, as_details(ledger.earlier), seconds=attempt_seconds())
         except AttemptTimedOut as exc:
             message = f"the summarizing call got no answer within {exc.seconds:g} s"

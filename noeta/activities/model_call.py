@@ -76,6 +76,7 @@ class ModelCalls:
         deltas = DeltaSettings()
         self.delta_broker = self.registry.delta_broker or deltas.broker()
         self.workflow_stream = deltas.workflow_stream
+        self.first_batch_seconds = deltas.first_batch_seconds
         self._remote_schema_lists: dict[str, dict[str, dict[str, Any]]] = {}  # by content hash
 
     async def aclose(self) -> None:
@@ -141,13 +142,24 @@ class ModelCalls:
 
     async def _limited(self, name: str, provider: Any, request: LLMRequest, inp: CallModelInput) -> Any:
         """The provider call, inside the provider's limit (if it has one) and the pauses it asked for."""
+        async with self._slot(name, request):
+            return await self._complete(provider, request, inp)
+
+    async def complete_limited(self, name: str, provider: Any, request: LLMRequest) -> Any:
+        """A call of provider ``name`` that is not a task's turn (a compaction's summary): inside the
+        same limit and pauses as the task's own calls, never streamed."""
+        async with self._slot(name, request):
+            return await call_maybe_async(provider.complete, request, pool=self.services.io_pool, label=f"{name}.complete")
+
+    def _slot(self, name: str, request: LLMRequest) -> Any:
+        """A place in provider ``name``'s limiter (made on first use), queueing at most a quarter of
+        the call's time."""
         limiter = self.limiters.get(name)
         if limiter is None:
             limit = self.registry.provider_limits.get(name) or self.env_limits.get(name) or ProviderLimit()
             limiter = self.limiters[name] = Limiter(name, limit, self.rate_windows)
         queue = min(MAX_QUEUE_SECONDS, (request.timeout_seconds or MAX_QUEUE_SECONDS * 4) / 4)
-        async with limiter.slot(queue):
-            return await self._complete(provider, request, inp)
+        return limiter.slot(queue)
 
     def _record_response(
         self, inp: CallModelInput, assistant: Message, response: LLMResponse, provider: Any, ledger: AttemptLedger
@@ -260,7 +272,9 @@ class ModelCalls:
             return call_maybe_async(
                 provider.complete, request, pool=self.services.io_pool, label=f"{inp.provider}.complete"
             )
-        return stream_call(provider, request, inp.task_id, inp.turn, sink, broker, self.workflow_stream)
+        return stream_call(
+            provider, request, inp.task_id, inp.turn, sink, broker, self.workflow_stream, self.first_batch_seconds
+        )
 
 
 def reported_model(raw: Any) -> str | None:

@@ -26,7 +26,9 @@ DETAIL_CHARS = 200
 
 @dataclass(frozen=True)
 class AuditEntry:
-    """One thing someone did to the task."""
+    """One thing someone did to a task (``GET /tasks/{id}/audit`` answers these): when, what, who
+    and how they were identified (``via``: ``key`` an API key's name, ``user`` the CLI's user,
+    ``temporal`` a Temporal caller identity)."""
 
     at: datetime | None
     action: Action

@@ -37,7 +37,8 @@ class TaskListing:
         found = [summary_of(wf) async for wf in self.connection.temporal.list_workflows(query, limit=limit)]
         if tenant is None:
             return found
-        # Sub-agents carry no NoetaTenant (they match the default tenant's query): their root's counts.
+        # A sub-agent's tenant is its root's. Sub-agents started before they carried their root's
+        # NoetaTenant have none (they match the default tenant's query): the root's is asked.
         return [s for s in found if SUBTASK_SEPARATOR not in s.task_id or await self._root_tenant(s.task_id) == tenant]
 
     async def _root_tenant(self, task_id: str) -> str | None:

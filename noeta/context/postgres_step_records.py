@@ -10,9 +10,9 @@ from collections.abc import Collection
 from datetime import datetime
 from typing import Any
 
+from noeta.config.postgres import psycopg_driver, table_name
 from noeta.context.step_keys import ref_from_json, ref_json, task_of
 from noeta.protocols.messages import ContentRef
-
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS {table} (key text PRIMARY KEY, ref text NOT NULL);
@@ -27,13 +27,10 @@ class PostgresStepRecords:
     content store."""
 
     def __init__(self, dsn: str, table: str) -> None:
-        """``dsn`` is a PostgreSQL connection string, ``table`` the records' table; ValueError for a
-        table name that is not an identifier."""
-        import psycopg
-
-        if not table.replace("_", "").isalnum():
-            raise ValueError(f"invalid table name {table!r}")
-        self._psycopg, self.dsn, self.table = psycopg, dsn, table
+        """``dsn`` is a PostgreSQL connection string, ``table`` the records' table; ConfigurationError without psycopg or
+        for a table name that is not an identifier."""
+        psycopg = psycopg_driver("step records in PostgreSQL")
+        self._psycopg, self.dsn, self.table = psycopg, dsn, table_name(table)
         self._local = threading.local()
         with psycopg.connect(dsn, autocommit=True) as conn, conn.transaction():
             # Workers starting together would otherwise race on the schema statements.

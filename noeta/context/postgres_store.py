@@ -18,10 +18,10 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+from noeta.config.postgres import psycopg_driver, table_name
 from noeta.context.content_store import Released, content_hash, open_checked
 from noeta.context.ownership import current_owner
 from noeta.context.store_failures import missing_body, store_failure
-from noeta.errors import ConfigurationError
 from noeta.protocols.messages import ContentRef
 
 if TYPE_CHECKING:
@@ -53,13 +53,8 @@ class PostgresContentStore:
         """``dsn`` is a PostgreSQL connection string, ``table`` the bodies' table (its owners' table
         is named after it); ConfigurationError without psycopg or for a table name that is not an
         identifier."""
-        try:
-            import psycopg
-        except ImportError as err:
-            raise ConfigurationError("the PostgreSQL content store needs: pip install 'noeta[postgres]'") from err
-        if not table.replace("_", "").isalnum():
-            raise ConfigurationError(f"invalid table name {table!r}")
-        self._psycopg = psycopg
+        self._psycopg = psycopg_driver("the PostgreSQL content store")
+        table = table_name(table)
         self.dsn, self.table, self.owners, self.cipher = dsn, table, f"{table}_owner", cipher
         self._local = threading.local()
         with self._connect() as conn, conn.transaction():

@@ -14,6 +14,7 @@ from pydantic import Field, field_validator
 from noeta.config.settings import EnvSettings
 from noeta.deltas.base import DeltaBroker, DeltaSink, Subscription, deliver
 from noeta.deltas.redis import RedisBroker
+from noeta.deltas.workflow_stream import FIRST_BATCH_SECONDS
 from noeta.errors import ConfigurationError
 from noeta.protocols.messages import StreamDelta
 
@@ -21,6 +22,8 @@ from noeta.protocols.messages import StreamDelta
 DELTA_BROKER_VARIABLE = "NOETA_DELTA_BROKER"
 #: "0" turns off publishing to the task's workflow stream (Temporal's Workflow Streams; on by default).
 WORKFLOW_STREAM_VARIABLE = "NOETA_WORKFLOW_STREAM"
+#: Seconds from a streamed call's first piece to its first batch on the task's workflow stream.
+FIRST_BATCH_VARIABLE = "NOETA_STREAM_FIRST_BATCH"
 
 
 @dataclasses.dataclass(eq=False)
@@ -101,6 +104,9 @@ class DeltaSettings(EnvSettings):
     workflow_stream: bool = Field(default=True, validation_alias=WORKFLOW_STREAM_VARIABLE)
     """Publish a call's pieces to the task's workflow stream while a reader listens there
     (``NOETA_WORKFLOW_STREAM=0``: never)."""
+    first_batch_seconds: float = Field(default=FIRST_BATCH_SECONDS, ge=0.0, le=60.0, validation_alias=FIRST_BATCH_VARIABLE)
+    """Seconds from a call's first piece to its first batch: sooner shows text sooner, and a call
+    longer than it costs one more batch in history (~470 bytes)."""
 
     @field_validator("url", mode="after")
     @classmethod
@@ -169,6 +175,6 @@ async def subscribe_stream(broker: DeltaBroker, namespace: str, task_id: str) ->
 
 # DeltaBroker, DeltaSink and Subscription are re-exported: callers import them from here.
 __all__ = [
-    "DELTA_BROKER_VARIABLE", "WORKFLOW_STREAM_VARIABLE", "DeltaBroker", "DeltaSettings", "DeltaSink", "DeltaStream", "InProcessBroker", "Subscription",
+    "DELTA_BROKER_VARIABLE", "FIRST_BATCH_VARIABLE", "WORKFLOW_STREAM_VARIABLE", "DeltaBroker", "DeltaSettings", "DeltaSink", "DeltaStream", "InProcessBroker", "Subscription",
     "broker_for", "in_process_broker", "subscribe_stream",
 ]

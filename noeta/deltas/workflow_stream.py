@@ -7,34 +7,37 @@ A model call's pieces are published in batches, one stream item per batch, by
 with its poll query, from an offset. A query adds nothing to history, so readers cost history only
 their listen signals and the batches they cause to be published.
 
-The item's JSON: ``{"c": call_id, "a": attempt, "s": first seq, "p": pieces}``, a piece being its
-text (kind "text") or ``[kind, text]``.
+Each batch is one ``noeta.stream_batch`` signal with a compact JSON argument, and becomes one
+stream item (both forms: :mod:`noeta.protocols.stream_batches`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
-import json
 import logging
+import secrets
 import time
-from collections.abc import AsyncIterator, Iterator
-from datetime import timedelta
+from collections.abc import AsyncIterator
 from typing import Any
 
 from temporalio.api.common.v1 import Payload
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHistoryEventFilterType, WorkflowQueryFailedError
-from temporalio.contrib.workflow_streams import PollInput, PollResult, WorkflowStreamClient
+from temporalio.contrib.workflow_streams import PollInput, PollResult
 from temporalio.service import RPCError
 
 from noeta.protocols.messages import StreamDelta
-from noeta.protocols.names import QUERY_STREAM_LISTENING, SIGNAL_STREAM_LISTEN, WORKFLOW_STREAM_POLL
+from noeta.protocols.names import QUERY_STREAM_LISTENING, SIGNAL_STREAM_BATCH, SIGNAL_STREAM_LISTEN, WORKFLOW_STREAM_POLL
+from noeta.protocols.stream_batches import batch_body, item_pieces
 
 logger = logging.getLogger(__name__)
 
-#: Seconds between two batches of one call: the first waits the least (the first piece reaches a
-#: reader soon), later ones longer, up to the last value (history grows per batch, not per piece).
-BATCH_SECONDS = (0.5, 2.0)
+#: Seconds from a call's first piece to its first batch (a worker's NOETA_STREAM_FIRST_BATCH); later
+#: batches go BATCH_SECONDS apart and the rest when the call ends. Each batch costs ~470 bytes of
+#: history besides its text (its signal and the workflow task it causes), so a call shorter than the
+#: first wait costs one batch; a reader who joins later gets the pieces so far at once.
+FIRST_BATCH_SECONDS = 1.5
+BATCH_SECONDS = 2.0
 #: How often a call nobody listens to asks again whether someone does (a query: no history).
 LISTEN_CHECK_SECONDS = 1.0
 #: Seconds a reader's listen signal lasts; it renews it at half of that. Long, because each renewal
@@ -47,21 +50,12 @@ POLL_SECONDS = 0.2
 IDLE_POLL_SECONDS = 1.0
 #: Longest the end of a call waits for its last batch to be taken (the model call never fails for it).
 FINAL_FLUSH_SECONDS = 10.0
-_JSON = {"encoding": b"json/plain"}
-
-
-def batch_payload(call_id: str, attempt: int, first_seq: int, pieces: list[tuple[str, str]]) -> Payload:
-    """One stream item: the pieces of one call attempt from ``first_seq`` on."""
-    body = {"c": call_id, "a": attempt, "s": first_seq, "p": [t if k == "text" else [k, t] for k, t in pieces]}
-    return Payload(metadata=_JSON, data=json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode())
 
 
 def batch_deltas(task_id: str, payload: Payload, offset: int) -> list[StreamDelta]:
     """The deltas of one stream item at ``offset``; an item this version cannot read gives none."""
     try:
-        body = json.loads(payload.data)
-        call_id, attempt, seq = str(body["c"]), int(body["a"]), int(body["s"])
-        pieces = [("text", p) if isinstance(p, str) else (str(p[0]), str(p[1])) for p in body["p"]]
+        call_id, attempt, seq, pieces = item_pieces(payload.data)
     except (ValueError, KeyError, TypeError, IndexError):
         logger.warning("ignoring an unreadable item at offset %d of task %s's stream", offset, task_id)
         return []
@@ -75,26 +69,37 @@ class CallPublisher:
     """Publishes one model call attempt's pieces to its task's stream while someone listens: a late
     reader gets them all, as the first batch holds every piece since the call started."""
 
-    def __init__(self, temporal: Client, task_id: str, run_id: str, call_id: str, attempt: int) -> None:
-        """Publish to run ``run_id`` of task ``task_id``; ``start()`` begins."""
+    def __init__(
+        self, temporal: Client, task_id: str, run_id: str, call_id: str, attempt: int, first_batch: float = FIRST_BATCH_SECONDS
+    ) -> None:
+        """Publish to run ``run_id`` of task ``task_id``, the first batch ``first_batch`` seconds
+        after the first piece; ``start()`` begins."""
         self._handle = temporal.get_workflow_handle(task_id, run_id=run_id)
-        self._stream = WorkflowStreamClient(self._handle, client=temporal, batch_interval=timedelta(days=1))
-        self._topic = self._stream.topic(f"{call_id}#{attempt}")
+        self._id = secrets.token_hex(4)  # this publisher, for the workflow to drop a batch sent twice
         self._call_id, self._attempt = call_id, attempt
         self._pieces: list[tuple[str, str]] = []
-        self._sent = 0  # pieces already handed to the stream
+        self._sent = 0  # pieces put into a batch
+        self._unsent: list[dict[str, Any]] = []  # batches whose signal has not succeeded yet, in order
         self._listening = False
         self._task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._first_piece = asyncio.Event()
+        self._first_piece_at = 0.0
+        self._first_batch = first_batch
         self.batches = 0
         """Batches published (each one signal in the task's history)."""
 
     def on_piece(self, kind: str, text: str) -> None:
         """Keep one piece (never waits: the provider's stream is not held up)."""
+        if not self._pieces and self._loop is not None:
+            self._first_piece_at = time.monotonic()
+            self._loop.call_soon_threadsafe(self._first_piece.set)  # a provider may stream from a thread
         self._pieces.append((kind, text))
 
     def start(self) -> None:
         """Start watching for a listener and publishing (on the running loop)."""
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="noeta-delta-stream")
+        self._loop = asyncio.get_running_loop()
+        self._task = self._loop.create_task(self._run(), name="noeta-delta-stream")
 
     async def aclose(self, publish_rest: bool = True) -> None:
         """The call ended: publish what is left if someone listens (bounded; not with
@@ -115,12 +120,14 @@ class CallPublisher:
         while not await self._someone_listens():
             await asyncio.sleep(LISTEN_CHECK_SECONDS)
         self._listening = True
-        for wait in _waits():
+        await self._first_piece.wait()
+        await asyncio.sleep(max(0.0, self._first_piece_at + self._first_batch - time.monotonic()))
+        while True:
             try:
                 await self._publish()
             except (RPCError, TimeoutError) as err:  # kept; sent again with the next batch
                 logger.debug("publishing pieces of %s failed: %s", self._call_id, err)
-            await asyncio.sleep(wait)
+            await asyncio.sleep(BATCH_SECONDS)
 
     async def _someone_listens(self) -> bool:
         try:
@@ -133,16 +140,14 @@ class CallPublisher:
     async def _publish(self) -> None:
         pieces = self._pieces[self._sent:]
         if pieces:
-            self._topic.publish(batch_payload(self._call_id, self._attempt, self._sent, pieces))
-            self._sent += len(pieces)
             self.batches += 1
-        await self._stream.flush()  # also sends again a batch whose signal failed before
-
-
-def _waits() -> Iterator[float]:
-    yield from BATCH_SECONDS
-    while True:
-        yield BATCH_SECONDS[-1]
+            self._unsent.append(batch_body(self._id, self.batches, self._call_id, self._attempt, self._sent, pieces))
+            self._sent += len(pieces)
+        # A batch whose signal failed is sent again as it was (it may have landed: the workflow
+        # drops a batch number it has), before any later one.
+        while self._unsent:
+            await self._handle.signal(SIGNAL_STREAM_BATCH, self._unsent[0])
+            del self._unsent[0]
 
 
 async def read_task_stream(
@@ -252,4 +257,4 @@ async def _listen(handle: Any) -> bool:
         return False
 
 
-__all__ = ["BATCH_SECONDS", "CallPublisher", "batch_deltas", "batch_payload", "read_task_stream"]
+__all__ = ["BATCH_SECONDS", "FIRST_BATCH_SECONDS", "CallPublisher", "batch_deltas", "read_task_stream"]

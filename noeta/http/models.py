@@ -185,18 +185,6 @@ class PendingApprovalOut(Response):
         return cls(task_id=item.task_id, goal=item.goal, request=item.request)
 
 
-class AuditEntryOut(Response):
-    """One thing someone did to a task (``GET /tasks/{id}/audit``): when, what, who and how they
-    were identified (``via``: ``key`` an API key's name, ``user`` the CLI's user, ``temporal`` a
-    Temporal caller identity)."""
-    at: datetime | None
-    action: str
-    who: str
-    via: str
-    call_id: str | None = None
-    detail: str | None = None
-
-
 class ViewItemOut(Response):
     """One item of the conversation (``as_messages``), its fields beside its type name."""
 

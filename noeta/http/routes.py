@@ -16,6 +16,7 @@ from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
 from pydantic import BeforeValidator
 from pydantic_core import PydanticUseDefault, to_jsonable_python
 
+from noeta.client.audit import AuditEntry
 from noeta.client.client import AsyncClient
 from noeta.errors import ConfigurationError
 from noeta.http import models
@@ -24,6 +25,7 @@ from noeta.http.errors import error_body
 from noeta.http.openapi import AUTHENTICATED, answers
 from noeta.http.quotas import SpendQuotas
 from noeta.http.sse import EventStream, delta_stream, envelope_stream
+from noeta.http.task_paths import TASK_PATH
 from noeta.http.tenancy import Approver, Injector, Reader, Starter, identity, own_task, started_here
 from noeta.protocols.statuses import TaskStatus
 from noeta.protocols.task import ApprovalRequest, TaskResult
@@ -136,7 +138,7 @@ async def start_task(body: models.StartTask, state: State, key: KeyId, who: Star
 
 
 @api.post(
-    "/tasks/{task_id}/fork", status_code=201, tags=["tasks"],
+    f"{TASK_PATH}/fork", status_code=201, tags=["tasks"],
     summary="Fork a task from one of its model turns, decided anew with other options", responses=answers(401, 404, 409, 413, 422, 429),
 )
 async def fork_task(task_id: TaskId, body: models.ForkTask, state: State, key: KeyId, who: Starter) -> models.TaskRef:
@@ -182,7 +184,7 @@ async def list_tasks(
 
 
 @api.get(
-    "/tasks/{task_id}", tags=["tasks"], summary="A task: status, usage, current details, result or error",
+    TASK_PATH, tags=["tasks"], summary="A task: status, usage, current details, result or error",
     responses=answers(401, 404),
 )
 async def get_task(task_id: TaskId, state: State, who: Reader) -> models.TaskOut:
@@ -209,7 +211,7 @@ async def _current_details(client: AsyncClient, task_id: str) -> str:
 
 
 @api.post(
-    "/tasks/{task_id}/goals", tags=["tasks"], summary="Send the next goal of a keep_open task (waits for its result)",
+    f"{TASK_PATH}/goals", tags=["tasks"], summary="Send the next goal of a keep_open task (waits for its result)",
     responses=answers(401, 404, 409, 413, 422, 429),
 )
 async def send_goal(task_id: TaskId, body: models.Goal, state: State, key: KeyId, who: Starter) -> TaskResult:
@@ -221,7 +223,7 @@ async def send_goal(task_id: TaskId, body: models.Goal, state: State, key: KeyId
 
 
 @api.post(
-    "/tasks/{task_id}/cancel", status_code=202, tags=["tasks"], summary="Cancel a running task",
+    f"{TASK_PATH}/cancel", status_code=202, tags=["tasks"], summary="Cancel a running task",
     responses=answers(401, 404, 409),
 )
 async def cancel_task(task_id: TaskId, state: State, who: Starter) -> models.TaskRef:
@@ -232,7 +234,7 @@ async def cancel_task(task_id: TaskId, state: State, who: Starter) -> models.Tas
 
 
 @api.post(
-    "/tasks/{task_id}/close", status_code=202, tags=["tasks"],
+    f"{TASK_PATH}/close", status_code=202, tags=["tasks"],
     summary="Let a keep_open task end after its queued goals", responses=answers(401, 404, 409),
 )
 async def close_task(task_id: TaskId, state: State, who: Starter) -> models.TaskRef:
@@ -243,7 +245,7 @@ async def close_task(task_id: TaskId, state: State, who: Starter) -> models.Task
 
 
 @api.post(
-    "/tasks/{task_id}/inject", status_code=202, tags=["tasks"], summary="Give the model context at its next step",
+    f"{TASK_PATH}/inject", status_code=202, tags=["tasks"], summary="Give the model context at its next step",
     responses=answers(401, 404, 409, 413, 422),
 )
 async def inject(task_id: TaskId, body: models.Injection, state: State, who: Injector) -> models.TaskRef:
@@ -254,7 +256,7 @@ async def inject(task_id: TaskId, body: models.Injection, state: State, who: Inj
 
 
 @api.get(
-    "/tasks/{task_id}/messages", tags=["tasks"], summary="The conversation (as_messages)",
+    f"{TASK_PATH}/messages", tags=["tasks"], summary="The conversation (as_messages)",
     response_model=list[models.ViewItemOut], responses=answers(401, 404),
 )
 async def messages(task_id: TaskId, state: State, who: Reader) -> list[dict[str, Any]]:
@@ -265,14 +267,14 @@ async def messages(task_id: TaskId, state: State, who: Reader) -> list[dict[str,
 
 
 @api.get(
-    "/tasks/{task_id}/audit", tags=["tasks"], summary="Who started, approved, edited, denied, injected, cancelled",
+    f"{TASK_PATH}/audit", tags=["tasks"], summary="Who started, approved, edited, denied, injected, cancelled",
     responses=answers(401, 404),
 )
-async def audit(task_id: TaskId, state: State, who: Reader) -> list[models.AuditEntryOut]:
+async def audit(task_id: TaskId, state: State, who: Reader) -> list[AuditEntry]:
     """What people did to the task, oldest first, each with the identity that did it (an API
     key's name, the CLI's user, or a Temporal caller identity), read from the task's history."""
     await own_task(state.client, who, task_id)
-    return [models.AuditEntryOut.model_validate(entry) for entry in await state.client.audit(task_id)]
+    return await state.client.audit(task_id)
 
 
 # -- approvals ---------------------------------------------------------------------------------------
@@ -291,7 +293,7 @@ async def all_pending_approvals(state: State, who: Reader, limit: Limit = 100) -
 
 
 @api.get(
-    "/tasks/{task_id}/approvals", tags=["approvals"], summary="Actions of the task waiting for a human",
+    f"{TASK_PATH}/approvals", tags=["approvals"], summary="Actions of the task waiting for a human",
     responses=answers(401, 404),
 )
 async def pending_approvals(task_id: TaskId, state: State, who: Reader) -> list[ApprovalRequest]:
@@ -301,7 +303,7 @@ async def pending_approvals(task_id: TaskId, state: State, who: Reader) -> list[
 
 
 @api.post(
-    "/tasks/{task_id}/approvals", status_code=202, tags=["approvals"], summary="Approve or refuse a waiting action",
+    f"{TASK_PATH}/approvals", status_code=202, tags=["approvals"], summary="Approve or refuse a waiting action",
     responses=answers(401, 404, 409, 413, 422),
 )
 async def approve(task_id: TaskId, body: models.Approval, state: State, who: Approver) -> models.ApprovalAccepted:
@@ -322,7 +324,7 @@ async def approve(task_id: TaskId, body: models.Approval, state: State, who: App
 
 
 @api.get(
-    "/tasks/{task_id}/events", tags=["streams"], response_class=EventStream,
+    f"{TASK_PATH}/events", tags=["streams"], response_class=EventStream,
     summary="The event log as Server-Sent Events (live with follow=true)", responses=answers(401, 404, 422),
 )
 async def events(
@@ -348,7 +350,7 @@ async def events(
 
 
 @api.get(
-    "/tasks/{task_id}/deltas", tags=["streams"], response_class=EventStream,
+    f"{TASK_PATH}/deltas", tags=["streams"], response_class=EventStream,
     summary="Streamed model text (delta events) until the task ends", responses=answers(401, 404),
 )
 async def deltas(

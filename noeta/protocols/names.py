@@ -85,7 +85,12 @@ DELTA_CHANNEL_PREFIX = "noeta:deltas:"
 SIGNAL_STREAM_LISTEN = "noeta.stream_listen"
 #: Query: until when (epoch seconds, workflow time) someone listens to the task's stream.
 QUERY_STREAM_LISTENING = "noeta.stream_listening"
-#: Temporal's Workflow Streams handlers (temporalio.contrib.workflow_streams; its wire names).
+#: Signal carrying one batch of a model call's streamed pieces to the task's workflow stream
+#: (noeta.protocols.stream_batches: compact JSON, the text as is).
+SIGNAL_STREAM_BATCH = "noeta.stream_batch"
+#: Temporal's Workflow Streams handlers (temporalio.contrib.workflow_streams; its wire names). Its
+#: publish signal is what activities sent before SIGNAL_STREAM_BATCH: still handled, for the tasks
+#: that recorded it.
 WORKFLOW_STREAM_PUBLISH = "__temporal_workflow_stream_publish"
 WORKFLOW_STREAM_POLL = "__temporal_workflow_stream_poll"
 

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 from pydantic import Field, field_validator
 
+from noeta.config.postgres import psycopg_driver
 from noeta.config.settings import EnvSettings
 from noeta.errors import ConfigurationError
 
@@ -194,12 +195,8 @@ class PostgresWindows:
 
     def __init__(self, dsn: str) -> None:
         """``dsn``: the PostgreSQL connection string."""
-        try:
-            import psycopg
-        except ImportError as err:
-            raise ConfigurationError("shared rate limits in PostgreSQL need: pip install 'noeta[postgres]'") from err
         self.dsn = dsn
-        self._psycopg: Any = psycopg
+        self._psycopg: Any = psycopg_driver("a shared rate limit in PostgreSQL")
         self._connections: dict[int, tuple[Any, asyncio.Lock]] = {}  # one per event loop
         self._schema_ready = False
 

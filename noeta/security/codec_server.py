@@ -48,13 +48,14 @@ class BodyReader(Protocol):
 
 
 def guard_from_env(bind_host: str, env: Mapping[str, str] | None = None) -> GuardConfig:
-    """Tokens: ``NOETA_CODEC_TOKENS`` (or ``_FILE``), falling back to ``NOETA_API_KEYS``; CORS:
+    """Tokens: ``NOETA_CODEC_TOKENS`` (or ``_FILE``), falling back to ``noeta serve``'s keys with
+    the admin role (a tenant's key must not decode every tenant's payloads); CORS:
     ``NOETA_CODEC_CORS_ORIGINS``; hosts: ``NOETA_CODEC_ALLOWED_HOSTS``."""
     config = CodecServerSettings.from_env(env).guard(bind_host)
     if config.api_keys:
         return config
     return GuardConfig(
-        api_keys=ServerSettings.from_env(env).credentials(),
+        api_keys=ServerSettings.from_env(env).admin_credentials(),
         allowed_hosts=config.allowed_hosts,
         cors_origins=config.cors_origins,
         max_body_bytes=config.max_body_bytes,

@@ -212,6 +212,16 @@ class ServerSettings(GuardSettings):
         """The secrets of ``NOETA_API_KEYS`` and of ``NOETA_API_KEYS_FILE``."""
         return read_keys(",".join(self.api_keys), self.api_keys_file, self.variable("api_keys"))
 
+    def admin_credentials(self) -> tuple[str, ...]:
+        """The secrets of the keys with the admin role: every key of ``NOETA_API_KEYS`` and of the
+        keys file's lines that name no roles, and the file's keys that name ``admin``. A payload
+        decoded is any tenant's, so only these may stand in for the codec server's own tokens."""
+        keys = list(self.api_keys)
+        if self.api_keys_file is not None:
+            what = f"the {self.variable('api_keys_file')} file"
+            keys += [key.secret for key in read_key_file(self.api_keys_file, what) if "admin" in key.roles]
+        return _long_enough(tuple(keys), self.variable("api_keys"))
+
     def guard(self, bind_host: str | None = None, **overrides: Any) -> GuardConfig:
         """The GuardConfig of these settings: ``NOETA_API_KEYS`` (every role, tenant ``default``)
         and the keys file, which the guard reads again whenever it changes (it is read once now,

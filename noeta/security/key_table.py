@@ -9,8 +9,9 @@ secret's SHA-256 stored (the secret itself never is)::
     UPDATE noeta_api_keys SET revoked_at = now() WHERE name = 'alice';   -- revoke
 
 Each server reads the table again at most every ``refresh_seconds`` (a request that finds it
-older waits for the read); a read that fails keeps the keys read before (and logs why), a row
-that does not parse is left out (and logged).
+older waits for the read); a read that fails keeps the keys read before (and logs why), a
+database that does not answer a connection within CONNECT_TIMEOUT_SECONDS counts as failing, a
+row that does not parse is left out (and logged).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import logging
 import time
 from typing import Any
 
+from noeta.config.postgres import psycopg_driver, table_name
 from noeta.errors import ConfigurationError
 from noeta.security.api_keys import ROLES, ApiKey
 
@@ -28,6 +30,9 @@ logger = logging.getLogger(__name__)
 DEFAULT_TABLE = "noeta_api_keys"
 #: How old the keys read from the table may be before a request reads them again.
 DEFAULT_REFRESH_SECONDS = 5.0
+#: How long a read waits for the database to answer a connection: requests wait for the read, so an
+#: unreachable database must cost them this long at most (then the keys read before stay).
+CONNECT_TIMEOUT_SECONDS = 5
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS {table} (
@@ -46,14 +51,8 @@ class KeyTable:
 
     def __init__(self, dsn: str, table: str = DEFAULT_TABLE, refresh_seconds: float = DEFAULT_REFRESH_SECONDS) -> None:
         """ConfigurationError without psycopg or for a table name that is not an identifier."""
-        try:
-            import psycopg
-        except ImportError as err:
-            raise ConfigurationError("API keys in PostgreSQL need: pip install 'noeta[postgres]'") from err
-        if not table.replace("_", "").isalnum():
-            raise ConfigurationError(f"invalid table name {table!r}")
-        self._psycopg = psycopg
-        self._dsn, self.table, self.refresh_seconds = dsn, table, refresh_seconds
+        self._psycopg = psycopg_driver("a table of API keys")
+        self._dsn, self.table, self.refresh_seconds = dsn, table_name(table), refresh_seconds
         self._keys: tuple[ApiKey, ...] = ()
         self._read_at: float | None = None
         self._conn: Any = None
@@ -82,7 +81,9 @@ class KeyTable:
 
     async def _read(self) -> tuple[ApiKey, ...]:
         if self._conn is None or self._conn.closed:
-            self._conn = await self._psycopg.AsyncConnection.connect(self._dsn, autocommit=True)
+            self._conn = await self._psycopg.AsyncConnection.connect(
+                self._dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT_SECONDS
+            )
             async with self._conn.transaction():
                 # Servers starting together would otherwise race on CREATE TABLE IF NOT EXISTS.
                 await self._conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self.table,))

@@ -177,7 +177,15 @@ class JSONFormatter(logging.Formatter):
             entry["error"] = _failure_line(exc)
             if not is_expected_failure(exc):
                 entry["traceback"] = self.formatException(record.exc_info)  # type: ignore[arg-type]
-        return scrub(json.dumps(entry, default=str, ensure_ascii=False))
+        # Each value is scrubbed before it is encoded: in the JSON text a secret's quotes and
+        # backslashes are escaped, and `password="…"` no longer reads as an assignment.
+        return json.dumps({k: _scrubbed(v) for k, v in entry.items()}, ensure_ascii=False)
+
+
+def _scrubbed(value: Any) -> Any:
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    return scrub(value if isinstance(value, str) else str(value))
 
 
 _HANDLER_NAME = "noeta"

@@ -10,7 +10,7 @@ from datetime import timedelta
 from typing import Any, TypeVar
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
+from temporalio.common import RetryPolicy, SearchAttributePair, TypedSearchAttributes
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from noeta.protocols.activity_io import (
@@ -54,6 +54,7 @@ from noeta.protocols.task import (
     subagent_tool,
 )
 from noeta.protocols.tool import ToolSpec
+from noeta.temporal.search_attributes import TENANT
 from noeta.workflows import local_tools, patches
 from noeta.workflows.failures import provider_failure, raise_if_cancelled, typed_task_error
 
@@ -287,8 +288,12 @@ async def run_subtask(child: TaskInput, child_id: str, summary: str) -> TaskResu
     """A sub-agent as a child workflow; raises ChildWorkflowError when it did not complete."""
     # Children started before the built-in-policy workflow type existed were all WORKFLOW_NAME.
     kind = workflow_name_for(child.policy) if patches.patched(PATCH_BUILTIN_POLICY_CHILDREN) else WORKFLOW_NAME
+    # A sub-agent belongs to its root task's tenant: it carries the same NoetaTenant, so that
+    # tenant's task list and approvals inbox show it (a parent without one passes none on).
+    tenant = workflow.info().typed_search_attributes.get(TENANT)
     result: TaskResult = await workflow.execute_child_workflow(
-        kind, child, id=child_id, result_type=TaskResult, static_summary=summary[:200]
+        kind, child, id=child_id, result_type=TaskResult, static_summary=summary[:200],
+        search_attributes=TypedSearchAttributes([SearchAttributePair(TENANT, tenant)]) if tenant else None,
     )
     return result
 
