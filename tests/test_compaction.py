@@ -5,7 +5,6 @@ event, and the whole conversation stays in ``messages()``."""
 
 from __future__ import annotations
 
-
 import dataclasses
 from pathlib import Path
 
@@ -20,7 +19,6 @@ from noeta.protocols.compaction import Compaction
 from noeta.protocols.messages import ContentRef, Message, TextBlock
 from noeta.worker import Registry, build_worker
 from tests.support.windowed import WindowedProvider, chunk, fetch
-
 
 ROOT = Path(__file__).parent / "histories"
 
@@ -268,39 +266,31 @@ async def test_a_worker_killed_during_a_summarizing_call_leaves_one_summary_per_
 ):
     """SIGKILL during the summarizing call: the next attempt, on another worker, makes the call
     again (the first never finished); every folded range ends up summarized exactly once."""
-    import asyncio
     import os
-    import signal
 
-    from tests.support.processes import ROOT as REPO, start_worker
-    from tests.support.waiting import eventually
+    from tests.support.processes import ROOT as REPO
+    from tests.support.processes import killed_and_replaced
 
     log = tmp_path / "summaries.log"
     env = {**os.environ, "TEMPORAL_ADDRESS": settings.temporal_address, "NOETA_HOME": str(data_dir),
            "NOETA_TEST_LOG": str(log), "PYTHONPATH": str(REPO)}
     registry = "tests.support.compaction_registry:registry"
-    first = await asyncio.to_thread(start_worker, {**env, "NOETA_TEST_HANG_SUMMARY": "1"}, task_queue, registry)
-    try:
-        options = Options(provider="windowed", allowed_tools=["fetch"], max_turns=30, context_window_tokens=4000)
-        task_id = await client.start("fetch", options, task_queue=task_queue)
-        await eventually(lambda: log.exists() and "start" in log.read_text(), timeout=120)
-        first.send_signal(signal.SIGKILL)
-        first.wait(10)
-    finally:
-        first.kill()
-    second = await asyncio.to_thread(start_worker, env, task_queue, registry)
-    try:
-        result = await asyncio.wait_for(client.result(task_id), 180)
-    finally:
-        second.terminate()
-        second.wait(10)
+    options = Options(provider="windowed", allowed_tools=["fetch"], max_turns=30, context_window_tokens=4000)
+    replaced = await killed_and_replaced(
+        env, task_queue, registry,
+        start=lambda: client.start("fetch", options, task_queue=task_queue),
+        killed_when=lambda: log.exists() and "start" in log.read_text(),
+        finish=client.result,
+        first_env={**env, "NOETA_TEST_HANG_SUMMARY": "1"}, kill_timeout=120, finish_timeout=180,
+    )
+    task_id, result = replaced.task_id, replaced.result
     assert result.status == "completed"
     lines = log.read_text().splitlines()
     keys = sorted({line.split()[1] for line in lines})
     killed = lines[0].split()[1]
-    assert lines[:2] == [f"start {killed} pid={first.pid}", f"start {killed} pid={second.pid}"]
+    assert lines[:2] == [f"start {killed} pid={replaced.killed_pid}", f"start {killed} pid={replaced.second_pid}"]
     for key in keys:  # one finished summary per folded range; the killed call's range included
-        assert [line for line in lines if line.startswith(f"done {key} ")] == [f"done {key} pid={second.pid}"]
+        assert [line for line in lines if line.startswith(f"done {key} ")] == [f"done {key} pid={replaced.second_pid}"]
     compacted = compactions(await client.events(task_id))
     assert len(compacted) == len(keys) >= 2
     assert compacted[0].attempt == 2

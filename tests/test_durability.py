@@ -3,9 +3,7 @@ result is recorded exactly once."""
 
 from __future__ import annotations
 
-import asyncio
 import os
-import signal
 from pathlib import Path
 
 import pytest
@@ -13,8 +11,7 @@ import pytest
 from noeta.client.client import AsyncClient
 from noeta.client.messages import ToolResultView
 from noeta.client.options import Options
-from tests.support.processes import ROOT, start_worker
-from tests.support.waiting import eventually
+from tests.support.processes import ROOT, killed_and_replaced
 
 REGISTRY = "tests.support.registry:registry"
 
@@ -31,31 +28,24 @@ async def test_sigkilled_worker_is_replaced_and_tool_result_recorded_once(
         "NOETA_TEST_LOG": str(log),
         "PYTHONPATH": str(ROOT),
     }
-    first = await asyncio.to_thread(start_worker, env, task_queue, REGISTRY)
-    try:
-        task_id = await client.start(
+    replaced = await killed_and_replaced(
+        env, task_queue, REGISTRY,
+        start=lambda: client.start(
             "hello", Options(provider="scripted", allowed_tools=["slow_append"]), task_queue=task_queue
-        )
-        await eventually(lambda: log.exists() and "attempt=1" in log.read_text())
-        first.send_signal(signal.SIGKILL)
-        first.wait(10)
-    finally:
-        first.kill()
-    second = await asyncio.to_thread(start_worker, env, task_queue, REGISTRY)
-    try:
-        result = await asyncio.wait_for(client.result(task_id), 60)
-    finally:
-        second.terminate()
-        second.wait(10)
+        ),
+        killed_when=lambda: log.exists() and "attempt=1" in log.read_text(),
+        finish=client.result,
+    )
+    task_id, result = replaced.task_id, replaced.result
 
     assert (result.status, result.answer) == ("completed", "done: appended hello")
     lines = log.read_text().splitlines()
     run_id = (await client.temporal.get_workflow_handle(task_id).describe()).run_id
     key = f"{task_id}/{run_id}/1"  # engine-assigned: the run's first tool call
     assert lines == [
-        f"start {key} attempt=1 pid={first.pid}",
-        f"start {key} attempt=2 pid={second.pid}",
-        f"done {key} attempt=2 pid={second.pid}",
+        f"start {key} attempt=1 pid={replaced.killed_pid}",
+        f"start {key} attempt=2 pid={replaced.second_pid}",
+        f"done {key} attempt=2 pid={replaced.second_pid}",
     ]
     results = [i for i in await client.messages(task_id) if isinstance(i, ToolResultView)]
     assert results == [ToolResultView("c1", "slow_append", True, "appended hello")]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 from pathlib import Path
 
 import pytest
@@ -22,7 +21,7 @@ from noeta.protocols.tool import ToolResult
 from noeta.sdk.testing import FakeLLMProvider
 from noeta.sdk.tools import tool
 from noeta.worker import Registry
-from tests.support.processes import ROOT, start_worker
+from tests.support.processes import ROOT, killed_and_replaced
 from tests.support.scripts import call, say
 from tests.support.waiting import eventually
 
@@ -197,30 +196,23 @@ async def test_a_worker_killed_during_a_local_tool_the_step_completes_on_another
         "PYTHONPATH": str(ROOT),
     }
     registry = "tests.support.registry:local_registry"
-    first = await asyncio.to_thread(start_worker, env, task_queue, registry)
-    try:
-        task_id = await client.start(
+    replaced = await killed_and_replaced(
+        env, task_queue, registry,
+        start=lambda: client.start(
             "hello", Options(provider="scripted", allowed_tools=["local_slow_append"]), task_queue=task_queue
-        )
-        await eventually(lambda: log.exists() and "start" in log.read_text())
-        first.send_signal(signal.SIGKILL)
-        first.wait(10)
-    finally:
-        first.kill()
-    second = await asyncio.to_thread(start_worker, env, task_queue, registry)
-    try:
-        result = await asyncio.wait_for(client.result(task_id), 90)
-    finally:
-        second.terminate()
-        second.wait(10)
+        ),
+        killed_when=lambda: log.exists() and "start" in log.read_text(),
+        finish=client.result, finish_timeout=90,
+    )
+    task_id, result = replaced.task_id, replaced.result
     assert (result.status, result.answer) == ("completed", "done: appended hello")
     run_id = (await client.temporal.get_workflow_handle(task_id).describe()).run_id
     key = f"{task_id}/{run_id}/1"
     # A lost worker is not a failed attempt: the next worker starts the call again at attempt 1.
     assert log.read_text().splitlines() == [
-        f"start {key} attempt=1 pid={first.pid}",
-        f"start {key} attempt=1 pid={second.pid}",
-        f"done {key} attempt=1 pid={second.pid}",
+        f"start {key} attempt=1 pid={replaced.killed_pid}",
+        f"start {key} attempt=1 pid={replaced.second_pid}",
+        f"done {key} attempt=1 pid={replaced.second_pid}",
     ]
     assert await tool_activity_events(client, task_id) == (0, 1)
     [completed] = [e.payload for e in await client.events(task_id) if e.type == "ToolCallCompleted"]
