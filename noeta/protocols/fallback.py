@@ -2,8 +2,9 @@
 failures move it, and what it spent on each provider.
 
 The decision is one function, :func:`falls_back`, read by the workflow that switches
-(noeta.workflows.fallback). Each switch is recorded in the task's memo (a ``ProviderFallbackRecord``
-under PROVIDER_FALLBACK_MEMO_KEY) and projected as a ``ProviderFallback`` event.
+(noeta.workflows.fallback). Each switch is recorded in the task's memo under
+PROVIDER_FALLBACK_MEMO_KEY as the ``ProviderFallback`` event itself (noeta.protocols.events_calls),
+which the projection reads back.
 """
 
 from __future__ import annotations
@@ -56,22 +57,6 @@ class ProviderUsage:
     """Model calls that this provider answered."""
 
 
-@dataclass(frozen=True, slots=True)
-class ProviderFallbackRecord:
-    """One switch of a task to its next provider, recorded in its memo (PROVIDER_FALLBACK_MEMO_KEY)."""
-
-    from_provider: str
-    from_model: str | None
-    to_provider: str
-    to_model: str | None
-    error_type: str
-    """Why: the type of the error the call failed with on ``from_provider``."""
-    error: str
-    """That error's message."""
-    turn: int
-    """The task's model call (counted over all its runs) that moved."""
-
-
 def current_choice(provider: str, model: str | None, fallbacks: list[ProviderChoice], index: int) -> ProviderChoice:
     """The provider and model a task's calls go to: its own (``provider``, ``model``) at ``index`` 0,
     else the ``index``-th of its ``fallbacks`` (a Carry's ``provider_index``)."""
@@ -105,6 +90,6 @@ def add_usage(
 
 
 __all__ = [
-    "FALLBACK_ERROR_TYPES", "FALLBACK_STATUSES", "ProviderChoice", "ProviderFallbackRecord", "ProviderUsage",
+    "FALLBACK_ERROR_TYPES", "FALLBACK_STATUSES", "ProviderChoice", "ProviderUsage",
     "add_usage", "current_choice", "falls_back",
 ]

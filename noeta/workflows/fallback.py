@@ -20,7 +20,8 @@ from temporalio.exceptions import ApplicationError
 from noeta.errors import ContextLengthError
 from noeta.protocols.activity_io import CallModelInput, CallModelOutput
 from noeta.protocols.context_window import context_window
-from noeta.protocols.fallback import ProviderChoice, ProviderFallbackRecord, add_usage, current_choice, falls_back
+from noeta.protocols.events_calls import ProviderFallback as ProviderFallbackEvent
+from noeta.protocols.fallback import ProviderChoice, add_usage, current_choice, falls_back
 from noeta.protocols.names import PATCH_PROVIDER_FALLBACK, PROVIDER_FALLBACK_MEMO_KEY
 from noeta.workflows import patches
 from noeta.workflows.run import RunState
@@ -72,7 +73,7 @@ class ProviderFallback:
             return False
         before, after = self.current(), task.fallback_providers[target - 1]
         workflow.upsert_memo({
-            PROVIDER_FALLBACK_MEMO_KEY: ProviderFallbackRecord(
+            PROVIDER_FALLBACK_MEMO_KEY: ProviderFallbackEvent(
                 before.provider, before.model, after.provider, after.model, err.type or "", err.message, turn
             )
         })

@@ -16,7 +16,6 @@ from noeta.client.projection.transcript import Transcript
 from noeta.errors import AttemptsExhaustedError, BudgetExceededError
 from noeta.protocols import event_log as ev
 from noeta.protocols.budget import Spend
-from noeta.protocols.fallback import ProviderFallbackRecord
 from noeta.protocols.messages import Message
 from noeta.protocols.names import (
     BUDGET_WARNING_MEMO_KEY,
@@ -88,12 +87,9 @@ class Lifecycle:
                     self._transcript.last_message_seq,
                 )
         if PROVIDER_FALLBACK_MEMO_KEY in fields:
-            switch: ProviderFallbackRecord = decode(fields[PROVIDER_FALLBACK_MEMO_KEY], ProviderFallbackRecord)
+            switch: ev.ProviderFallback = decode(fields[PROVIDER_FALLBACK_MEMO_KEY], ev.ProviderFallback)
             self._log.emit(
-                ev.ProviderFallback(
-                    from_provider=switch.from_provider, from_model=switch.from_model, to_provider=switch.to_provider,
-                    to_model=switch.to_model, error_type=switch.error_type, error=switch.error, turn=switch.turn,
-                ),
+                switch,
                 "engine",
                 event,
                 self._transcript.last_message_seq,
