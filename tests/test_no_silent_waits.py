@@ -14,6 +14,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from temporalio.service import RPCError, RPCStatusCode
 
 from noeta.client import pollers
 from noeta.client.client import AsyncClient
@@ -82,6 +83,7 @@ async def test_a_served_queue_gets_no_notice(
 ):
     monkeypatch.setattr(pollers, "FIRST_LOOK_SECONDS", 0.0)
     monkeypatch.setattr(pollers, "LOOK_EVERY_SECONDS", 0.05)
+    monkeypatch.setattr(pollers, "QUEUE_ANSWER_SECONDS", 0.0)  # the worker is seen as soon as it polls
     caplog.set_level(logging.WARNING, logger="noeta.client")
     looks: list[pollers.Look] = []
     real = pollers.look
@@ -163,3 +165,33 @@ def test_noeta_result_says_no_worker_polls_the_queue(temporal_server, client: As
         subprocess.run([str(Path(sys.executable).parent / "temporal"), "workflow", "terminate", "--address",
                         temporal_server.address, "--workflow-id", task_id, "--reason", "test over"],
                        capture_output=True, timeout=30)
+
+
+async def test_waits_on_one_queue_ask_the_server_about_it_once(client: AsyncClient, task_queue: str, monkeypatch):
+    """A thousand waits on one queue must not each ask the server about it every look: one answer
+    serves every wait of the process for QUEUE_ANSWER_SECONDS, and a failed question is not kept."""
+    asked: list[str] = []
+    real = pollers._ask_queue
+
+    async def counted(temporal, queue):
+        asked.append(queue)
+        return await real(temporal, queue)
+
+    monkeypatch.setattr(pollers, "_ask_queue", counted)
+    answers = await asyncio.gather(*(pollers.queue_has_worker(client.temporal, task_queue) for _ in range(200)))
+    assert answers == [False] * 200 and asked == [task_queue]
+    await pollers.queue_has_worker(client.temporal, task_queue)
+    assert asked == [task_queue]
+    other = f"{task_queue}-other"
+    assert await pollers.queue_has_worker(client.temporal, other) is False and asked == [task_queue, other]
+
+    async def failing(temporal, queue):
+        asked.append(queue)
+        raise RPCError("unavailable", RPCStatusCode.UNAVAILABLE, b"")
+
+    monkeypatch.setattr(pollers, "_ask_queue", failing)
+    third = f"{task_queue}-third"
+    for _ in range(2):
+        with pytest.raises(RPCError):
+            await pollers.queue_has_worker(client.temporal, third)
+    assert asked[-2:] == [third, third]

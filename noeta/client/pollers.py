@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -41,8 +42,33 @@ LOOK_EVERY_SECONDS = 30.0
 Say = Callable[[str], None]
 
 
+#: How long one answer about a queue serves every wait of this process on that queue: a thousand
+#: tasks waited on through one client ask the server about their queue once, not a thousand times
+#: every LOOK_EVERY_SECONDS (a worker that comes or goes is noticed this much later).
+QUEUE_ANSWER_SECONDS = 10.0
+_answers: dict[tuple[int, int, str, str], tuple[float, asyncio.Future[bool]]] = {}
+
+
 async def queue_has_worker(temporal: TemporalClient, task_queue: str) -> bool:
-    """Whether a worker polled ``task_queue`` for workflow tasks within POLLER_FRESH_SECONDS."""
+    """Whether a worker polled ``task_queue`` for workflow tasks within POLLER_FRESH_SECONDS (an
+    answer asked for in this event loop within QUEUE_ANSWER_SECONDS serves again; a failed
+    question is not kept)."""
+    now = time.monotonic()
+    key = (id(asyncio.get_running_loop()), id(temporal), temporal.namespace, task_queue)
+    kept = _answers.get(key)
+    if kept is None or now - kept[0] >= QUEUE_ANSWER_SECONDS:
+        for old in [k for k, (at, _) in _answers.items() if now - at >= QUEUE_ANSWER_SECONDS]:
+            del _answers[old]
+        kept = _answers[key] = (now, asyncio.ensure_future(_ask_queue(temporal, task_queue)))
+    try:
+        return await asyncio.shield(kept[1])
+    except Exception:
+        if _answers.get(key) is kept:
+            del _answers[key]
+        raise
+
+
+async def _ask_queue(temporal: TemporalClient, task_queue: str) -> bool:
     answer = await temporal.workflow_service.describe_task_queue(
         DescribeTaskQueueRequest(
             namespace=temporal.namespace,
@@ -134,6 +160,6 @@ async def saying_when_unpolled(temporal: TemporalClient, task_id: str, say: Say 
 
 
 __all__ = [
-    "FIRST_LOOK_SECONDS", "LOOK_EVERY_SECONDS", "POLLER_FRESH_SECONDS", "Look", "look", "no_worker_message", "queue_has_worker",
+    "FIRST_LOOK_SECONDS", "LOOK_EVERY_SECONDS", "POLLER_FRESH_SECONDS", "QUEUE_ANSWER_SECONDS", "Look", "look", "no_worker_message", "queue_has_worker",
     "saying_when_unpolled", "stalled_message", "unpolled_queue", "watch",
 ]
