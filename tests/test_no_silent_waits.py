@@ -195,3 +195,24 @@ async def test_waits_on_one_queue_ask_the_server_about_it_once(client: AsyncClie
         with pytest.raises(RPCError):
             await pollers.queue_has_worker(client.temporal, third)
     assert asked[-2:] == [third, third]
+
+
+async def test_a_kept_answer_counts_only_for_the_loop_that_asked(client: AsyncClient, task_queue: str, monkeypatch):
+    """A synchronous Client's event loops come and go and their ids are reused: an answer kept for
+    a loop that is gone (same id) is asked again, never awaited across loops."""
+    asked: list[str] = []
+
+    async def counted(temporal, queue):
+        asked.append(queue)
+        return False
+
+    monkeypatch.setattr(pollers, "_ask_queue", counted)
+    gone = asyncio.new_event_loop()
+    try:
+        stale = gone.create_future()
+        stale.set_result(True)
+        key = (id(asyncio.get_running_loop()), id(client.temporal), client.temporal.namespace, task_queue)
+        monkeypatch.setitem(pollers._answers, key, (time.monotonic(), stale, client.temporal))
+        assert await pollers.queue_has_worker(client.temporal, task_queue) is False and asked == [task_queue]
+    finally:
+        gone.close()

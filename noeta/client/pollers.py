@@ -46,20 +46,22 @@ Say = Callable[[str], None]
 #: tasks waited on through one client ask the server about their queue once, not a thousand times
 #: every LOOK_EVERY_SECONDS (a worker that comes or goes is noticed this much later).
 QUEUE_ANSWER_SECONDS = 10.0
-_answers: dict[tuple[int, int, str, str], tuple[float, asyncio.Future[bool]]] = {}
+_answers: dict[tuple[int, int, str, str], tuple[float, asyncio.Future[bool], TemporalClient]] = {}
 
 
 async def queue_has_worker(temporal: TemporalClient, task_queue: str) -> bool:
     """Whether a worker polled ``task_queue`` for workflow tasks within POLLER_FRESH_SECONDS (an
     answer asked for in this event loop within QUEUE_ANSWER_SECONDS serves again; a failed
     question is not kept)."""
-    now = time.monotonic()
-    key = (id(asyncio.get_running_loop()), id(temporal), temporal.namespace, task_queue)
+    now, loop = time.monotonic(), asyncio.get_running_loop()
+    key = (id(loop), id(temporal), temporal.namespace, task_queue)
     kept = _answers.get(key)
-    if kept is None or now - kept[0] >= QUEUE_ANSWER_SECONDS:
-        for old in [k for k, (at, _) in _answers.items() if now - at >= QUEUE_ANSWER_SECONDS]:
+    # Ids are reused once their objects are gone (a synchronous Client's loops come and go): an
+    # answer counts only for the very loop and client that asked for it.
+    if kept is None or now - kept[0] >= QUEUE_ANSWER_SECONDS or kept[1].get_loop() is not loop or kept[2] is not temporal:
+        for old in [k for k, (at, *_) in _answers.items() if now - at >= QUEUE_ANSWER_SECONDS]:
             del _answers[old]
-        kept = _answers[key] = (now, asyncio.ensure_future(_ask_queue(temporal, task_queue)))
+        kept = _answers[key] = (now, asyncio.ensure_future(_ask_queue(temporal, task_queue)), temporal)
     try:
         return await asyncio.shield(kept[1])
     except Exception:
