@@ -209,11 +209,14 @@ async def read_task_stream(
             end_check_at = now + 1.0
             status = await _status(run)
             if status is not None and status != WorkflowExecutionStatus.RUNNING:
-                rest = await _poll(run, offset)
-                for item in rest.items if rest is not None else []:
-                    for delta in batch_deltas(task_id, _payload(item.data), item.offset):
-                        yield delta
-                    offset = max(offset, item.offset + 1)
+                while (rest := await _poll(run, offset)) is not None:  # one answer holds at most ~1 MB
+                    for item in rest.items:
+                        for delta in batch_deltas(task_id, _payload(item.data), item.offset):
+                            yield delta
+                        offset = max(offset, item.offset + 1)
+                    offset = max(offset, rest.next_offset)
+                    if not rest.more_ready or not rest.items:
+                        break
                 if status != WorkflowExecutionStatus.CONTINUED_AS_NEW:
                     return
                 run = await _next_run(temporal, run)  # the very next run, even if it too has ended
