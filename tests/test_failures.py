@@ -16,7 +16,6 @@ from noeta.errors import (
     PolicyDecisionError,
     PolicyError,
     ProviderError,
-    TaskCancelledError,
     TaskNotOpenError,
     ToolIdentityMismatchError,
     ToolNotRegisteredError,
@@ -25,6 +24,7 @@ from noeta.errors import (
 from noeta.protocols.tool import ToolResult
 from noeta.sdk.testing import FakeLLMProvider
 from noeta.sdk.tools import tool
+from tests.support.cancellation import cancel_during_a_tool
 from tests.support.policies import NotADecisionPolicy
 from tests.support.scripts import call, say
 from tests.support.tools import add
@@ -121,27 +121,7 @@ async def test_tool_missing_on_worker(client: AsyncClient, serve, task_queue):
 
 
 async def test_cancel_reaches_a_running_tool(client: AsyncClient, serve, task_queue):
-    started, cancelled = asyncio.Event(), asyncio.Event()
-
-    @tool(name="wait", version="1", input_schema={"type": "object"}, heartbeat_seconds=1)
-    async def wait(arguments, ctx):
-        started.set()
-        try:
-            await asyncio.sleep(60)
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
-        return ToolResult(success=True, output="never")
-
-    provider = FakeLLMProvider(responses=[call(("c1", "wait", {}))])
-    async with serve(tools=[wait], providers=[provider]):
-        task_id = await client.start("x", Options(provider=provider, allowed_tools=[wait]), task_queue=task_queue)
-        await asyncio.wait_for(started.wait(), 20)
-        await client.cancel(task_id)
-        with pytest.raises(TaskCancelledError):
-            await client.result(task_id)
-        await asyncio.wait_for(cancelled.wait(), 20)
-    assert (await client.events(task_id))[-1].type == "TaskCancelled"
+    await cancel_during_a_tool(client, serve, task_queue, 60, heartbeat_seconds=1)
 
 
 async def test_send_goal_to_a_single_goal_task_is_refused(client: AsyncClient, serve, task_queue):

@@ -21,6 +21,7 @@ from noeta.protocols.tool import ToolResult
 from noeta.sdk.testing import FakeLLMProvider
 from noeta.sdk.tools import tool
 from noeta.worker import Registry
+from tests.support.cancellation import cancel_during_a_tool
 from tests.support.processes import ROOT, killed_and_replaced
 from tests.support.scripts import call, say
 from tests.support.waiting import eventually
@@ -269,29 +270,7 @@ async def pending_approval(client: AsyncClient, task_id: str) -> bool:
 
 
 async def test_cancelling_the_task_cancels_a_running_local_tool(client: AsyncClient, serve, task_queue):
-    from noeta.errors import TaskCancelledError
-
-    started, cancelled = asyncio.Event(), asyncio.Event()
-
-    @tool(name="pause", version="1", input_schema=SCHEMA, local=True, timeout_seconds=30)
-    async def pause(arguments, ctx):
-        started.set()
-        try:
-            await asyncio.sleep(25)
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
-        return ToolResult(success=True, output="never")
-
-    provider = FakeLLMProvider(responses=[call(("c1", "pause", {}))])
-    async with serve(tools=[pause], providers=[provider]):
-        task_id = await client.start("x", Options(provider=provider, allowed_tools=[pause]), task_queue=task_queue)
-        await asyncio.wait_for(started.wait(), 20)
-        await client.cancel(task_id)
-        with pytest.raises(TaskCancelledError):
-            await client.result(task_id)
-        await asyncio.wait_for(cancelled.wait(), 20)
-    assert (await client.events(task_id))[-1].type == "TaskCancelled"
+    await cancel_during_a_tool(client, serve, task_queue, 25, local=True, timeout_seconds=30)
 
 
 async def test_an_mcp_server_configured_local_is_called_as_a_local_activity(client: AsyncClient, content_store, task_queue):
