@@ -20,12 +20,12 @@ from noeta.client.client import AsyncClient
 from noeta.client.options import Options
 from noeta.deltas.workflow_stream import batch_deltas
 from noeta.protocols.messages import LLMRequest, LLMResponse, StreamDelta, TextBlock, ToolUseBlock, Usage
-from noeta.protocols.names import QUERY_STREAM_LISTENING, SIGNAL_STREAM_BATCH, WORKFLOW_STREAM_POLL
+from noeta.protocols.names import SIGNAL_STREAM_BATCH, WORKFLOW_STREAM_POLL
 from noeta.protocols.stream_batches import batch_body, checked_batch, item_json, item_pieces
 from noeta.protocols.tool import ToolResult
 from noeta.sdk.tools import tool
 from noeta.worker import Registry, build_worker
-from tests.support.waiting import eventually
+from tests.support.waiting import eventually, until_a_reader_listens
 
 CALLS, PIECES, CHARS = 3, 40, 12
 #: Bytes of history a read call of PIECES * CHARS characters may add. Measured: ~1,000 (a batch
@@ -93,12 +93,7 @@ async def run_task(client: AsyncClient, content_store, task_queue: str, read: bo
             await client.start("take notes", Options(provider="bursts", allowed_tools=[note], max_turns=CALLS + 1),
                                task_id=task_id, task_queue=task_queue)
             if read:
-                handle = client.temporal.get_workflow_handle(task_id)
-
-                async def listening() -> bool:
-                    return await handle.query(QUERY_STREAM_LISTENING, result_type=float) > 0
-
-                await eventually(listening, timeout=30)
+                await until_a_reader_listens(client.temporal, task_id)
             streamer.go.set()
             await client.result(task_id)
             if reading is not None:

@@ -17,13 +17,13 @@ from noeta.client.client import AsyncClient
 from noeta.client.options import HostConfig, Options
 from noeta.client.sync import Client
 from noeta.protocols.messages import LLMRequest, LLMResponse, StreamDelta, TextBlock, ToolUseBlock, Usage
-from noeta.protocols.names import QUERY_STREAM_LISTENING, SIGNAL_STREAM_BATCH
+from noeta.protocols.names import SIGNAL_STREAM_BATCH
 from noeta.protocols.tool import ToolResult
 from noeta.sdk.tools import tool
 from noeta.worker import Registry, build_worker
 from tests.support.chat_server import FakeChatServer, Pause, chunks_for, completion, openai_for
 from tests.support.processes import ROOT, start_worker
-from tests.support.waiting import eventually
+from tests.support.waiting import eventually, until_a_reader_listens
 
 ANSWER = "Pieces reach any client through Temporal alone, in order, from any offset."
 PIECES = 12
@@ -139,12 +139,7 @@ async def test_a_reader_gets_every_piece_across_continue_as_new(client: AsyncCli
             stream = await reader.deltas(task_id)  # before the task exists: it waits for it
             reading = asyncio.ensure_future(read_all(stream))
             await client.start("take notes", options, task_id=task_id, task_queue=task_queue)
-            handle = client.temporal.get_workflow_handle(task_id)
-
-            async def listening() -> bool:
-                return await handle.query(QUERY_STREAM_LISTENING, result_type=float) > 0
-
-            await eventually(listening, timeout=30)
+            await until_a_reader_listens(client.temporal, task_id)
             streamer.go.set()
             await client.result(task_id)
             received = await asyncio.wait_for(reading, 60)
