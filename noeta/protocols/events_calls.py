@@ -1,5 +1,6 @@
 """Event-log payloads of the calls a task makes: model calls, tool calls (and the resources they
-use) and sub-agents, with their attempts. Catalogue: :mod:`noeta.protocols.event_log`."""
+use) and sub-agents, with their attempts. Catalogue and public names (its ``__all__``):
+:mod:`noeta.protocols.event_log`."""
 
 from __future__ import annotations
 
@@ -160,19 +161,3 @@ class SubtaskCompleted:
     data: Any = None
     """The child's structured output, when its options have an output schema."""
 
-
-__all__ = [
-    "ProviderCallCompleted",
-    "ProviderCallFailed",
-    "ProviderCallRetried",
-    "ProviderCallStarted",
-    "ProviderFallback",
-    "ResourceCallObserved",
-    "SubtaskCompleted",
-    "SubtaskSpawned",
-    "ToolCallCompleted",
-    "ToolCallFailed",
-    "ToolCallProposed",
-    "ToolCallRetried",
-    "ToolCallStarted",
-]
