@@ -104,20 +104,9 @@ class McpAuthError(McpServerError):
     same credentials would be refused the same way."""
 
     non_retryable = True
+    _detail_defaults = {"alias": "", "url": "", "status": None}
 
     def __init__(self, message: str, alias: str = "", url: str = "", status: int | None = None) -> None:
         """``message`` says what failed and what to do; ``status`` is the server's HTTP status, if any."""
         super().__init__(message)
         self.alias, self.url, self.status = alias, url, status
-
-    def to_details(self) -> dict[str, Any]:
-        return {"message": str(self), "alias": self.alias, "url": self.url, "status": self.status}
-
-    @classmethod
-    def from_details(cls, message: str, details: dict[str, Any]) -> "McpAuthError":
-        return cls(
-            details.get("message", message),
-            alias=details.get("alias", ""),
-            url=details.get("url", ""),
-            status=details.get("status"),
-        )
