@@ -98,9 +98,15 @@ class EnvSettings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        """Keyword arguments, then the variables (no dotenv or secret files: the variables are the
-        interface)."""
-        return init_settings, PlainEnvSource(settings_cls)
+        """Keyword arguments, then :meth:`variable_sources` (no dotenv or secret files: the variables
+        are the interface)."""
+        return init_settings, *cls.variable_sources()
+
+    @classmethod
+    def variable_sources(cls) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Where values not given as keyword arguments come from, first source first: the
+        variables."""
+        return (PlainEnvSource(cls),)
 
     @model_validator(mode="wrap")
     @classmethod
