@@ -54,6 +54,18 @@ SERVER_OUTAGE_WAIT_SECONDS = 600.0
 SERVER_UNREACHABLE = frozenset({RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.UNKNOWN})
 
 
+@dataclasses.dataclass(frozen=True)
+class StartAs:
+    """How a task is started: on which queue (None: the client's, or a fork's source's), for
+    which ``noeta serve`` API key (indexed as NoetaApiKey) and tenant (NoetaTenant), and as which
+    caller identity Temporal records (None: the client's)."""
+
+    task_queue: str | None = None
+    api_key_id: str | None = None
+    tenant: str | None = None
+    identity: str | None = None
+
+
 def task_id_or_new(task_id: str | None) -> str:
     """The caller's task id, checked (ConfigurationError for an empty or odd one), or a new one."""
     return f"task-{uuid.uuid4().hex[:12]}" if task_id is None else check_task_id(task_id)
@@ -89,13 +101,9 @@ class TaskOperations:
         images: Sequence[ImageBlock] = (),
         workspace_dir: str | Path | None = None,
         provider_name: str | None = None,
-        task_queue: str | None = None,
-        api_key_id: str | None = None,
-        tenant: str | None = None,
-        identity: str | None = None,
+        start_as: StartAs = StartAs(),
     ) -> str:
-        """Start a task's workflow and return the task id (``tenant``: indexed as NoetaTenant;
-        ``identity``: the caller identity Temporal records for the start)."""
+        """Start a task's workflow and return the task id."""
         options = options or Options()
         if provider_name is None:
             provider_name = task_provider_name(options.provider)
@@ -109,29 +117,23 @@ class TaskOperations:
             workspace_dir=workspace_dir,
             task_id=task_id,
         )
-        return await self.launch(
-            task_input, task_id, task_queue=task_queue, api_key_id=api_key_id, observers=options.observers,
-            tenant=tenant, identity=identity,
-        )
+        return await self.launch(task_input, task_id, start_as, observers=options.observers)
 
     async def launch(
         self,
         task_input: TaskInput,
         task_id: str,
+        start_as: StartAs,
         *,
-        task_queue: str | None = None,
-        api_key_id: str | None = None,
         observers: Sequence[Observer] = (),
         forked_from: str | None = None,
-        tenant: str | None = None,
-        identity: str | None = None,
     ) -> str:
         """Start the workflow of a built ``task_input`` as ``task_id`` (indexed where the cluster
-        has the search attributes; ``forked_from``: the task a fork was taken from; ``tenant``:
-        the tenant it belongs to; ``identity``: who starts it, as Temporal records it)."""
+        has the search attributes; ``forked_from``: the task a fork was taken from)."""
         goal, provider_name = task_input.goal, task_input.provider
+        api_key_id, tenant = start_as.api_key_id, start_as.tenant
         check_task_id(task_id)
-        task_queue = check_task_queue(task_queue or self.task_queue)
+        task_queue = check_task_queue(start_as.task_queue or self.task_queue)
         connection = self.connection
         registered = await connection.registered_attributes()
         indexed = set(BASE_SEARCH_ATTRIBUTES) <= registered
@@ -144,7 +146,7 @@ class TaskOperations:
                 raise ConfigurationError(f"tasks of tenant {tenant!r} need the {SA_TENANT} search attribute: run `noeta setup`")
             tenant = None
         send = functools.partial(
-            connection.acting_as(identity).start_workflow,
+            connection.acting_as(start_as.identity).start_workflow,
             workflow_name_for(task_input.policy),
             task_input,
             task_queue=task_queue,
@@ -177,12 +179,10 @@ class TaskOperations:
         options: Options | None = None,
         goal: str | None = None,
         task_id: str | None = None,
-        task_queue: str | None = None,
-        api_key_id: str | None = None,
-        tenant: str | None = None,
-        identity: str | None = None,
+        start_as: StartAs = StartAs(),
     ) -> str:
-        """Start a fork of ``source`` at its turn ``at_turn`` (see ``AsyncClient.fork``)."""
+        """Start a fork of ``source`` at its turn ``at_turn`` (see ``AsyncClient.fork``); it runs
+        on the source's queue unless ``start_as`` names one."""
         if not isinstance(at_turn, int) or isinstance(at_turn, bool):
             raise ConfigurationError(f"at_turn must be a turn number (an int from 1), got {at_turn!r}")
         if isinstance(source, LoadedTask):  # an export: its bodies are in this installation's store
@@ -192,11 +192,9 @@ class TaskOperations:
             source_id = source
         task_id = task_id_or_new(task_id)
         task_input = fork_input(record, source_id, at_turn, options, goal, task_id)
-        return await self.launch(
-            task_input, task_id, task_queue=task_queue or source_queue or None, api_key_id=api_key_id,
-            observers=options.observers if options is not None else (), forked_from=source_id,
-            tenant=tenant, identity=identity,
-        )
+        start_as = dataclasses.replace(start_as, task_queue=start_as.task_queue or source_queue or None)
+        observers = options.observers if options is not None else ()
+        return await self.launch(task_input, task_id, start_as, observers=observers, forked_from=source_id)
 
     async def send_goal(
         self, task_id: str, goal: str, images: Sequence[ImageBlock] = (), identity: str | None = None
