@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 
@@ -12,8 +13,8 @@ class NoetaError(Exception):
     Crossing the workflow boundary, an error travels as a Temporal ``ApplicationError`` whose
     ``type`` is the class name and whose single detail is ``to_details()``; ``from_details`` builds
     it back on the other side. An error with attributes besides its message names them in
-    ``_detail_defaults`` and takes them as keywords after the message; one whose fields are of
-    another shape (the dataclass errors) defines both methods itself.
+    ``_detail_defaults`` and takes them as keywords after the message; an error declared as a
+    dataclass derives from :class:`FieldsError` instead.
     """
 
     #: When True, Temporal must not retry an activity that raised this error.
@@ -32,3 +33,22 @@ class NoetaError(Exception):
         """The error rebuilt from an ApplicationError's message and detail."""
         attributes = {name: details.get(name, default) for name, default in cls._detail_defaults.items()}
         return cls(details.get("message", message), **attributes)
+
+
+@dataclasses.dataclass(eq=False, init=False)  # a dataclass to type checkers; Exception's __init__ stays
+class FieldsError(NoetaError):
+    """A Noeta error declared as a dataclass: its details are its fields. Rebuilt, a field the
+    details lack takes its ``_detail_defaults`` value, else its declared default (a ``message``
+    field: the ApplicationError's message)."""
+
+    def to_details(self) -> dict[str, Any]:
+        """Every field, copied (the details never share a list with the error)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_details(cls, message: str, details: dict[str, Any]) -> "NoetaError":
+        """The error rebuilt from an ApplicationError's message and detail."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        fallback = {"message": message} if "message" in names else {}
+        build: Callable[..., NoetaError] = cls
+        return build(**{**fallback, **cls._detail_defaults, **{k: v for k, v in details.items() if k in names}})
