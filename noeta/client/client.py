@@ -42,6 +42,7 @@ from noeta.client.options import Options
 from noeta.client.pollers import no_worker_message, unpolled_queue
 from noeta.client.tasks import SERVER_OUTAGE_WAIT_SECONDS, SERVER_UNREACHABLE, StartAs, TaskOperations
 from noeta.client.visibility import (
+    TaskFilter,
     TaskInfo,
     TaskSummary,
     register_search_attributes,
@@ -308,7 +309,7 @@ class AsyncClient:
         """Tasks on the cluster, newest first. ``status`` filters on NoetaStatus (or, without the search
         attributes, on the execution status); ``search`` matches words of the goal; ``model``,
         ``metadata`` (indexed keys) and ``tenant`` match exactly."""
-        return await self._listing.list_tasks(status, limit, search=search, model=model, metadata=metadata, tenant=tenant)
+        return await self._listing.list_tasks(TaskFilter(status, search, model, metadata, tenant), limit)
 
     def task_url(self, task_id: str) -> str | None:
         """The task's page in the Temporal UI (None when the UI's address is not known)."""
