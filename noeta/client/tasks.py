@@ -74,7 +74,8 @@ def task_id_or_new(task_id: str | None) -> str:
 class TaskOperations:
     """What a client does to tasks, on its connection; the tasks it starts go to ``task_queue``
     unless told otherwise, and ``observation`` follows them for the client's observers.
-    :class:`~noeta.client.client.AsyncClient` documents each operation."""
+    :class:`~noeta.client.client.AsyncClient` documents each operation, and its arguments' defaults
+    are the only ones: this class is handed every argument."""
 
     def __init__(
         self,
@@ -94,16 +95,17 @@ class TaskOperations:
     async def start(
         self,
         goal: str,
-        options: Options | None = None,
+        options: Options | None,
         *,
-        task_id: str | None = None,
-        keep_open: bool = False,
-        images: Sequence[ImageBlock] = (),
-        workspace_dir: str | Path | None = None,
-        provider_name: str | None = None,
-        start_as: StartAs = StartAs(),
+        task_id: str | None,
+        keep_open: bool,
+        images: Sequence[ImageBlock],
+        workspace_dir: str | Path | None,
+        provider_name: str | None,
+        start_as: StartAs,
     ) -> str:
-        """Start a task's workflow and return the task id."""
+        """Start a task's workflow and return the task id (every argument as AsyncClient.start's,
+        whose defaults are the only ones)."""
         options = options or Options()
         if provider_name is None:
             provider_name = task_provider_name(options.provider)
@@ -176,13 +178,14 @@ class TaskOperations:
         source: str | LoadedTask,
         *,
         at_turn: int,
-        options: Options | None = None,
-        goal: str | None = None,
-        task_id: str | None = None,
-        start_as: StartAs = StartAs(),
+        options: Options | None,
+        goal: str | None,
+        task_id: str | None,
+        start_as: StartAs,
     ) -> str:
-        """Start a fork of ``source`` at its turn ``at_turn`` (see ``AsyncClient.fork``); it runs
-        on the source's queue unless ``start_as`` names one."""
+        """Start a fork of ``source`` at its turn ``at_turn`` (every argument as AsyncClient.fork's,
+        whose defaults are the only ones); it runs on the source's queue unless ``start_as`` names
+        one."""
         if not isinstance(at_turn, int) or isinstance(at_turn, bool):
             raise ConfigurationError(f"at_turn must be a turn number (an int from 1), got {at_turn!r}")
         if isinstance(source, LoadedTask):  # an export: its bodies are in this installation's store
@@ -197,7 +200,7 @@ class TaskOperations:
         return await self.launch(task_input, task_id, start_as, observers=observers, forked_from=source_id)
 
     async def send_goal(
-        self, task_id: str, goal: str, images: Sequence[ImageBlock] = (), identity: str | None = None
+        self, task_id: str, goal: str, images: Sequence[ImageBlock], identity: str | None
     ) -> TaskResult:
         """Send a keep-open task its next goal (as an update, from ``identity``) and return that
         goal's result."""
@@ -223,7 +226,7 @@ class TaskOperations:
                         raise real from err
                 raise failure from err
 
-    async def inject(self, task_id: str, text: str, origin: str = "system", identity: str | None = None) -> None:
+    async def inject(self, task_id: str, text: str, origin: str, identity: str | None) -> None:
         """Signal host context to a task for the model's next step (from ``identity``)."""
         if origin not in ("system", "memory"):
             raise ConfigurationError(f"origin must be 'system' or 'memory', got {origin!r}")
@@ -238,19 +241,14 @@ class TaskOperations:
             handle = self.connection.acting_as(identity).get_workflow_handle(task_id)
             await handle.signal(SIGNAL_INJECT, InjectInput(text, origin))  # type: ignore[arg-type]
 
-    async def close_task(self, task_id: str, identity: str | None = None) -> None:
+    async def close_task(self, task_id: str, identity: str | None) -> None:
         """Signal a keep-open task to end after its queued goals (from ``identity``)."""
         async with self.connection.reaching(task_id):
             await self.connection.acting_as(identity).get_workflow_handle(task_id).signal(SIGNAL_CLOSE)
 
     async def approve(
-        self,
-        task_id: str,
-        call_id: str,
-        approved: bool = True,
-        reason: str | None = None,
-        approver: str | None = None,
-        arguments: dict[str, Any] | None = None,
+        self, task_id: str, call_id: str, approved: bool, reason: str | None, approver: str | None,
+        arguments: dict[str, Any] | None,
     ) -> None:
         """Answer (as an update whose caller identity is ``approver``: that is what the task
         records as the approver) an action a guard sent for approval; ``arguments`` approves the
@@ -299,7 +297,7 @@ class TaskOperations:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
 
-    async def cancel(self, task_id: str, identity: str | None = None) -> None:
+    async def cancel(self, task_id: str, identity: str | None) -> None:
         """Request cancellation of a running task's workflow (from ``identity``)."""
         await self.connection.require_running(task_id)
         async with self.connection.reaching(task_id):
