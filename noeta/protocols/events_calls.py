@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from noeta.protocols.messages import Usage
-from noeta.protocols.statuses import CallOutcome
+from noeta.protocols.resources import ResourceCall
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,19 +97,12 @@ class ToolCallRetried:
 
 
 @dataclass(frozen=True, slots=True)
-class ResourceCallObserved:
-    """A call an instrumented resource recorded while a tool ran: operation, duration, outcome and
-    derived fields."""
-    call_id: str
+class ResourceCallObserved(ResourceCall):
+    """A call an instrumented resource recorded while a tool ran (the ResourceCall: operation,
+    duration, outcome and derived fields), and the tool call that made it."""
+    call_id: str = field(kw_only=True)
     """The tool call that made it."""
-    tool_name: str
-    resource: str
-    """The ``name`` given to ``instrument``."""
-    op: str
-    duration_ms: float
-    outcome: CallOutcome
-    error_type: str | None = None
-    fields: dict[str, Any] = field(default_factory=dict)
+    tool_name: str = field(kw_only=True)
 
 
 @dataclass(frozen=True, slots=True)

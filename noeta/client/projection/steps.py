@@ -3,7 +3,7 @@ prepare and release, with their retries."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from temporalio.api.enums.v1 import EventType
@@ -301,11 +301,7 @@ class Steps:
             self._tool_retry(call_id, tool_name, failed, event, cause)
         for used in out.resource_calls:
             self._log.emit(
-                ev.ResourceCallObserved(
-                    call_id=call_id, tool_name=tool_name, resource=used.resource, op=used.op,
-                    duration_ms=used.duration_ms, outcome=used.outcome, error_type=used.error_type,
-                    fields=used.fields,
-                ),
+                ev.ResourceCallObserved(**asdict(used), call_id=call_id, tool_name=tool_name),
                 f"resource:{used.resource}",
                 event,
                 cause,
