@@ -18,7 +18,7 @@ from noeta.context.content_store import LocalContentStore
 from noeta.protocols.compaction import Compaction
 from noeta.protocols.messages import ContentRef, Message, TextBlock
 from noeta.worker import Registry, build_worker
-from tests.support.windowed import WindowedProvider, chunk, fetch
+from tests.support.windowed import SHORT_CHUNK_CHARS, WindowedProvider, chunk, fetch, fetch_short
 
 ROOT = Path(__file__).parent / "histories"
 
@@ -200,7 +200,11 @@ class LocalTurns:
     """The local default model's text writer (SmolLM2 on llama.cpp, through the OpenAI adapter) with
     its real 4,096-token window and its own token counts: every request reaches it whole and is
     answered by it (summaries included). Only the choice of tool is scripted: a 135M-parameter model
-    does not ask for 40 tool calls in a row by itself."""
+    does not ask for 40 tool calls in a row by itself.
+
+    The time is the prompt tokens llama.cpp processes (docs/long-running.md, "Figures"): outputs of
+    512 characters (~80 tokens) fill the window once in 40 turns, and a turn's own text is one
+    token, which nothing reads."""
 
     inner: object
     turns: int = 40
@@ -208,28 +212,37 @@ class LocalTurns:
     model: str = ""
     summaries: int = 0
     largest: int = 0
+    fresh: list[int] = dataclasses.field(default_factory=list)
+    """Prompt tokens llama.cpp processed (not from its cache of the previous request) for each
+    turn that followed a turn: not the first, not the first after a summarizing call."""
+    _follows_turn: bool = False
 
     async def complete(self, request):
         from noeta.protocols.messages import LLMResponse, ToolUseBlock
 
         summarizing = request.metadata.get("purpose") == "compaction"
         if not summarizing:
-            request = dataclasses.replace(request, max_tokens=8)
+            request = dataclasses.replace(request, max_tokens=1)
         response = await self.inner.complete(request)  # ContextLengthError when it does not fit
         self.largest = max(self.largest, response.usage.input)
         turn = int(request.metadata.get("turn", 0))
         if summarizing:
             self.summaries += 1
+            self._follows_turn = False  # one slot: the summarizing call replaced the cached prompt
             return response
+        if self._follows_turn:
+            self.fresh.append(response.usage.uncached)
+        self._follows_turn = True
         if turn <= self.turns:
-            return LLMResponse("tool_use", [*response.content, ToolUseBlock(f"f{turn}", "fetch", {"i": turn})], response.usage)
+            call = ToolUseBlock(f"f{turn}", "fetch_short", {"i": turn})
+            return LLMResponse("tool_use", [*response.content, call], response.usage)
         return LLMResponse("end_turn", response.content, response.usage)
 
 
 @pytest.mark.slow
 @pytest.mark.local_model
 @pytest.mark.xdist_group("local-model")
-@pytest.mark.timeout(1500)  # ~4.5 min alone on 2 cores, more on a loaded machine
+@pytest.mark.timeout(600)  # ~80 s alone on 2 cores, twice that on a loaded machine
 @pytest.mark.skipif(not _local_model_installed(), reason="the [local] extra or SmolLM2's weights are not installed")
 async def test_40_tool_turns_on_the_local_model_with_its_real_window(client: AsyncClient, serve, task_queue):
     import asyncio
@@ -241,11 +254,11 @@ async def test_40_tool_turns_on_the_local_model_with_its_real_window(client: Asy
     inner = OpenAIProvider(base_url=f"{base}/v1", api_key="", model=MODEL_ALIAS, name="local-inner")
     provider = LocalTurns(inner, turns=40, model=MODEL_ALIAS)
     options = Options(
-        provider=provider, allowed_tools=[fetch], max_turns=50, temperature=0,
+        provider=provider, allowed_tools=[fetch_short], max_turns=50, temperature=0,
         compaction=Compaction(summary_max_tokens=96),  # the window is the table's: 4,096 tokens
     )
     try:
-        async with serve(tools=[fetch], providers=[provider]):
+        async with serve(tools=[fetch_short], providers=[provider]):
             task_id = await client.start("fetch the chunks", options, task_queue=task_queue)
             result = await asyncio.wait_for(client.result(task_id), 900)
     finally:
@@ -256,8 +269,12 @@ async def test_40_tool_turns_on_the_local_model_with_its_real_window(client: Asy
     print(f"local model: {len(compacted)} compactions {sorted({c.reason for c in compacted})}, largest prompt {provider.largest}")
     assert compacted and provider.summaries == len(compacted)
     assert provider.largest <= 4096
+    # Each request starts with the one before it (system, tools, transcript): the provider's cache
+    # of that prefix is used and only the newest output (~90 tokens) is processed. A request whose
+    # start changed each turn (a timestamp, another tool order) would be processed whole, ~3,000.
+    assert len(provider.fresh) >= 35 and max(provider.fresh) <= 150, provider.fresh
     items = await client.messages(task_id)
-    assert [i.output for i in items if isinstance(i, ToolResultView)] == [chunk(i) for i in range(1, 41)]
+    assert [i.output for i in items if isinstance(i, ToolResultView)] == [chunk(i, SHORT_CHUNK_CHARS) for i in range(1, 41)]
 
 
 @pytest.mark.slow

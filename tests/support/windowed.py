@@ -1,6 +1,8 @@
 """A scripted provider with a context window: it counts every request it receives and refuses one
 over its window with ContextLengthError, as a real provider does. Each model turn asks for one
 more ``fetch`` call (a tool returning ~2 KB) until ``turns`` calls were made, then answers.
+``fetch_short`` returns the first 512 characters of the same chunks, for a real model that reads
+every output (tests/test_compaction.py's local-model run).
 
 The count is the provider's own (4 characters per token plus 4 tokens per message), not Noeta's
 estimate, and it reports it as the call's usage, as real providers report theirs.
@@ -27,15 +29,16 @@ from noeta.protocols.tool import ToolContext, ToolResult
 from noeta.sdk.tools import tool
 
 CHUNK_CHARS = 2048
+SHORT_CHUNK_CHARS = 512
 
 
 WORDS = ("river", "stone", "ledger", "orbit", "cedar", "signal", "harbor", "copper", "meadow", "lantern", "quartz", "willow")
 
 
-def chunk(i: int) -> str:
-    """The output of ``fetch(i)``: 2 KB of words, different for each i."""
-    words = " ".join(WORDS[(i * 7 + k) % len(WORDS)] for k in range(CHUNK_CHARS // 5))
-    return f"chunk {i}: {words}"[:CHUNK_CHARS]
+def chunk(i: int, chars: int = CHUNK_CHARS) -> str:
+    """The output of ``fetch(i)``: 2 KB of words (``chars`` characters), different for each i."""
+    words = " ".join(WORDS[(i * 7 + k) % len(WORDS)] for k in range(chars // 5))
+    return f"chunk {i}: {words}"[:chars]
 
 
 @tool(
@@ -46,6 +49,16 @@ def chunk(i: int) -> str:
 )
 def fetch(arguments: dict, ctx: ToolContext) -> ToolResult:
     return ToolResult(success=True, output=chunk(int(arguments["i"])))
+
+
+@tool(
+    name="fetch_short",
+    version="1",
+    input_schema={"type": "object", "properties": {"i": {"type": "integer"}}, "required": ["i"]},
+    description="Fetch the first 512 characters of chunk i.",
+)
+def fetch_short(arguments: dict, ctx: ToolContext) -> ToolResult:
+    return ToolResult(success=True, output=chunk(int(arguments["i"]), SHORT_CHUNK_CHARS))
 
 
 def counted_tokens(request: LLMRequest) -> int:
