@@ -16,6 +16,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# Both tests read one mypy run (~45 s cold on 2 busy cores): under xdist they share a worker, which
+# runs the module-scoped fixture once; apart, each worker ran mypy over the whole package again.
+pytestmark = [pytest.mark.xdist_group("typing"), pytest.mark.slow]
+
 CORRECT = '''
 from collections.abc import Coroutine
 from typing import Any, assert_type
