@@ -44,10 +44,30 @@ def pytest_sessionstart(session: pytest.Session) -> None:
             compileall.compile_dir(package, quiet=1)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # The longest tests start first, so that under xdist they overlap with the many short ones
     # instead of finishing alone at the end (a stable sort keeps the file order otherwise).
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    if getattr(config.option, "loadgroup", False):  # an xdist worker under --dist loadgroup
+        _suffix_groups(items)
+
+
+def _suffix_groups(items: list[pytest.Item]) -> None:
+    """Give each test marked ``xdist_group(name)`` the ``@name`` suffix xdist schedules groups by.
+
+    pytest-xdist 3.8 sets it by assigning ``item._nodeid``; pytest 9.2 keeps a node's id in
+    ``item._id``, so that assignment changes nothing and every grouped test was scheduled on its own
+    (both typing tests ran mypy cold, each on its own worker). Where the suffix is missing it is set
+    here, the way xdist writes it."""
+    try:
+        from _pytest.nodeid import NodeId
+    except ImportError:  # an older pytest, where xdist's own assignment works
+        return
+    for item in items:
+        names = {str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in item.iter_markers("xdist_group")}
+        suffix = "@" + "_".join(sorted(names))
+        if names and not item.nodeid.endswith(suffix):
+            item._id = NodeId.parse(item.nodeid + suffix)  # type: ignore[attr-defined]
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -239,9 +239,10 @@ class LocalTurns:
         return LLMResponse("end_turn", response.content, response.usage)
 
 
+# Not in the "local-model" xdist group (it needs no router): there it would add its own 80-130 s
+# to the ~90 s that group's worker spends on tests/test_local_model.py.
 @pytest.mark.slow
 @pytest.mark.local_model
-@pytest.mark.xdist_group("local-model")
 @pytest.mark.timeout(600)  # ~80 s alone on 2 cores, twice that on a loaded machine
 @pytest.mark.skipif(not _local_model_installed(), reason="the [local] extra or SmolLM2's weights are not installed")
 async def test_40_tool_turns_on_the_local_model_with_its_real_window(client: AsyncClient, serve, task_queue):
