@@ -33,7 +33,7 @@ def test_kill_noeta_run_mid_tool_then_noeta_worker_finishes_the_task(tmp_path: P
     workspace.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in CONFIGURED}
     env |= {"NOETA_HOME": str(home), "PYTHONPATH": str(ROOT)}
-    run = subprocess.Popen(noeta("run", "Wait for 10 seconds."), cwd=workspace, env=env,
+    run = subprocess.Popen(noeta("run", "Wait for 5 seconds."), cwd=workspace, env=env,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     worker = None
     try:
@@ -43,10 +43,10 @@ def test_kill_noeta_run_mid_tool_then_noeta_worker_finishes_the_task(tmp_path: P
             seen.append(line.rstrip("\n"))
             if line.startswith("[tool]  wait("):
                 break
-        assert seen[-1] == '[tool]  wait({"seconds": 10.0}) …', seen
+        assert seen[-1] == '[tool]  wait({"seconds": 5.0}) …', seen
         [started] = [line for line in seen if line.startswith("task ")]
         task_id, queue = started.split()[1], started.split("task queue ")[1].rstrip(")")  # a queue of its own
-        assert '[model] → calls wait({"seconds": 10.0})' in "\n".join(seen)
+        assert '[model] → calls wait({"seconds": 5.0})' in "\n".join(seen)
         run.send_signal(signal.SIGKILL)
         run.wait(10)
 
@@ -57,7 +57,7 @@ def test_kill_noeta_run_mid_tool_then_noeta_worker_finishes_the_task(tmp_path: P
         result = subprocess.run(noeta("result", task_id), cwd=tmp_path, env=env, capture_output=True,
                                 text=True, timeout=180)
         assert result.returncode == 0, result.stderr
-        assert "waited 10 seconds" in result.stdout
+        assert "waited 5 seconds" in result.stdout
 
         events = subprocess.run(noeta("events", task_id, "--json"), cwd=tmp_path, env=env,
                                 capture_output=True, text=True, timeout=60)
