@@ -18,13 +18,15 @@ from noeta.errors import ConfigurationError, ToolDefinitionError, ToolRetryableE
 from noeta.mcp.config import parse_server
 from noeta.protocols.local_tools import LOCAL_TOOL_MAX_TIMEOUT_SECONDS
 from noeta.protocols.activity_io import PrepareOutput
-from noeta.protocols.names import INVOKE_TOOL, PREPARED_SHAPE, SHAPE_LOCAL_TOOLS_BY_DATA
+from noeta.protocols.names import INVOKE_TOOL, PATCH_LOCAL_TOOLS, PREPARED_SHAPE, SHAPE_LOCAL_TOOLS_BY_DATA
 from noeta.protocols.tool import ToolResult
 from noeta.sdk.testing import FakeLLMProvider
 from noeta.sdk.tools import tool
 from noeta.worker import Registry
+from noeta.workflows import local_tools, patches
 from tests.support.cancellation import cancel_during_a_tool
 from tests.support.processes import ROOT, killed_and_replaced
+from tests.support.replay import replay
 from tests.support.scripts import call, say
 from tests.support.waiting import eventually
 
@@ -192,6 +194,33 @@ async def test_a_new_task_runs_its_local_tools_by_its_recorded_shape_without_a_p
     prepared = decode_first(markers[0].details["result"], PrepareOutput)
     assert prepared.shape == PREPARED_SHAPE >= SHAPE_LOCAL_TOOLS_BY_DATA
     assert await tool_activity_events(client, task_id) == (0, 2)
+
+
+async def test_a_patch_marker_that_a_worker_of_the_previous_release_recorded_replays(
+    client: AsyncClient, serve, task_queue, monkeypatch: pytest.MonkeyPatch
+):
+    """During a rollout a worker of the release before shapes may run the local calls of a task
+    that a new worker prepared (shape recorded): it asks the patch, and records its marker. New
+    workers must replay that history, not fail it for good once the old workers are gone."""
+
+    def previous_release(task, spec, shape):  # the code before SHAPE_LOCAL_TOOLS_BY_DATA
+        return spec is not None and spec.local and patches.patched(PATCH_LOCAL_TOOLS)
+
+    @tool(name="quick", version="1", input_schema=SCHEMA, local=True)
+    def quick(arguments, ctx):
+        return ToolResult(success=True, output="q")
+
+    provider = FakeLLMProvider(responses=[call(("c1", "quick", {})), call(("c2", "quick", {})), say("done")])
+    with monkeypatch.context() as patched_worker:
+        patched_worker.setattr(local_tools, "runs_locally", previous_release)
+        async with serve(tools=[quick], providers=[provider]):
+            task_id = await client.start("x", Options(provider=provider, allowed_tools=[quick]), task_queue=task_queue)
+            assert (await client.result(task_id)).answer == "done"
+    history = await client.temporal.get_workflow_handle(task_id).fetch_history()
+    markers = [e.marker_recorded_event_attributes for e in history.events if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED]
+    assert [m.marker_name for m in markers].count("core_patch") == 1
+    assert decode_first(markers[0].details["result"], PrepareOutput).shape >= SHAPE_LOCAL_TOOLS_BY_DATA
+    assert await replay(history) is None
 
 
 @pytest.mark.slow
