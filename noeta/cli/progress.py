@@ -7,29 +7,39 @@ end with its start (call ids, start times).
 
 from __future__ import annotations
 
-import json
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from noeta.cli.render import call_text, short
 from noeta.protocols.event_log import EventEnvelope
 from noeta.protocols.messages import ContentRef, ToolResultBlock
-
-WIDTH = 100
-
-
-def _short(text: str, width: int = WIDTH) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def _call(name: str, arguments: dict[str, Any]) -> str:
-    return f"{name}({_short(json.dumps(arguments, ensure_ascii=False), 60)})"
 
 
 def _seconds(start: datetime | None, end: datetime | None) -> str:
     if start is None or end is None:
         return ""
     return f"  ({(end - start).total_seconds():.1f} s)"
+
+
+#: The one line of each event that needs nothing remembered, by type: f(payload, envelope).
+_ONE_LINE: dict[str, Callable[[Any, EventEnvelope], str]] = {
+    "ProviderCallRetried": lambda p, env: f"[model] attempt {p.attempt} failed, retrying: {short(p.error, 80)}",
+    "ProviderFallback": lambda p, env: (
+        f"[model] {p.from_provider} failed ({p.error_type}): moving to {p.to_provider}"
+        + (f" ({p.to_model})" if p.to_model else "")
+    ),
+    "ToolCallRefused": lambda p, env: f"[tool]  {call_text(p.tool_name, p.arguments, 60)} ✗ refused: {short(p.reason, 80)}",
+    "ToolCallRetried": lambda p, env: f"[tool]  {p.tool_name} attempt {p.attempt} failed, retrying: {short(p.error, 80)}",
+    "ApprovalRequested": lambda p, env: (
+        f"[guard] {p.guard} asks a human to approve {p.call_id}: `noeta approve {env.task_id} {p.call_id}`"
+    ),
+    "BudgetWarning": lambda p, env: f"[budget] {p.limit}: {p.used:g} of {p.allowed:g} used",
+    "BudgetExceeded": lambda p, env: f"[budget] {p.limit} reached ({p.used:g} of {p.allowed:g}): the task stops",
+    "TaskStalled": lambda p, env: (
+        f"[worker] cannot run the next step, waiting for one that can: {p.error_type}: {short(p.message, 120)}"
+    ),
+}
 
 
 class Progress:
@@ -47,41 +57,27 @@ class Progress:
         if env.type == "ProviderCallStarted":
             self._model_started = env.timestamp
             return [f"[model] turn {p.turn} · {p.provider} …"]
-        if env.type == "ProviderCallRetried":
-            return [f"[model] attempt {p.attempt} failed, retrying: {_short(p.error, 80)}"]
+        line = _ONE_LINE.get(env.type)
+        if line is not None:
+            return [line(p, env)]
         if env.type == "MessagesAppended" and env.actor.startswith("provider:"):
             took = _seconds(self._model_started, env.timestamp)
             out = []
             for message in p.messages:
-                out += [f"[model] → calls {_call(u.tool_name, u.arguments)}{took}" for u in message.tool_uses]
+                out += [f"[model] → calls {call_text(u.tool_name, u.arguments, 60)}{took}" for u in message.tool_uses]
                 if message.text.strip():
                     out.append(f"[model] → answers{took}")
             return out
         if env.type == "ToolCallStarted":
             self._tool_started[p.call_id] = (p.tool_name, env.timestamp)
-            return [f"[tool]  {_call(p.tool_name, p.arguments)} …"]
-        if env.type == "ToolCallRefused":
-            return [f"[tool]  {_call(p.tool_name, p.arguments)} ✗ refused: {_short(p.reason, 80)}"]
-        if env.type == "ApprovalRequested":
-            return [f"[guard] {p.guard} asks a human to approve {p.call_id}: `noeta approve {env.task_id} {p.call_id}`"]
-        if env.type == "ToolCallRetried":
-            return [f"[tool]  {p.tool_name} attempt {p.attempt} failed, retrying: {_short(p.error, 80)}"]
+            return [f"[tool]  {call_text(p.tool_name, p.arguments, 60)} …"]
         if env.type == "MessagesAppended" and env.actor.startswith("tool:"):
             return [self._result(b, env.timestamp) for m in p.messages for b in m.content if isinstance(b, ToolResultBlock)]
-        if env.type == "ProviderFallback":
-            return [f"[model] {p.from_provider} failed ({p.error_type}): moving to {p.to_provider}"
-                    + (f" ({p.to_model})" if p.to_model else "")]
-        if env.type == "BudgetWarning":
-            return [f"[budget] {p.limit}: {p.used:g} of {p.allowed:g} used"]
-        if env.type == "BudgetExceeded":
-            return [f"[budget] {p.limit} reached ({p.used:g} of {p.allowed:g}): the task stops"]
-        if env.type == "TaskStalled":
-            return [f"[worker] cannot run the next step, waiting for one that can: {p.error_type}: {_short(p.message, 120)}"]
         return []
 
     def _result(self, block: ToolResultBlock, at: datetime | None) -> str:
         name, started = self._tool_started.get(block.call_id, ("tool", None))
         body = block.output if block.success else (block.error or block.output)
-        shown = f"<{body.size} bytes>" if isinstance(body, ContentRef) else _short(body or "", 80)
+        shown = f"<{body.size} bytes>" if isinstance(body, ContentRef) else short(body or "", 80)
         mark = "→" if block.success else "✗ failed:"
         return f"[tool]  {name} {mark} {shown}{_seconds(started, at)}"

@@ -30,6 +30,12 @@ def short(text: str, width: int = 100) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def call_text(tool_name: str, arguments: dict[str, Any], width: int | None = None) -> str:
+    """A tool call as ``name({...arguments})``, its arguments cut to ``width`` characters if given."""
+    shown = json.dumps(arguments, ensure_ascii=False)
+    return f"{tool_name}({shown if width is None else short(shown, width)})"
+
+
 def render(item: ViewItem) -> str:
     """One message of a task's conversation as a line: its author, then its text."""
     if isinstance(item, UserMessage):
@@ -39,7 +45,7 @@ def render(item: ViewItem) -> str:
     if isinstance(item, AssistantMessage):
         return f"assistant │ {item.text}"
     if isinstance(item, ToolUse):
-        return f"tool call │ {item.tool_name}({json.dumps(item.arguments, ensure_ascii=False)}) [{item.call_id}]"
+        return f"tool call │ {call_text(item.tool_name, item.arguments)} [{item.call_id}]"
     if isinstance(item, ToolResultView):
         mark = "ok" if item.success else "FAILED"
         return f"tool {mark:<4} │ {item.tool_name}: {item.output or ''}"
@@ -116,7 +122,7 @@ def action_text(request: ApprovalRequest) -> str:
     subtask's goal, a finish)."""
     action = request.action
     if isinstance(action, ProposedToolCall):
-        return f"{action.tool_name}({json.dumps(action.arguments, ensure_ascii=False)})"
+        return call_text(action.tool_name, action.arguments)
     if isinstance(action, ProposedSpawnSubtask):
         return f"subtask: {short(action.goal, 80)}"
     if isinstance(action, ProposedFinish):

@@ -40,8 +40,9 @@ from noeta.client.messages import ViewItem
 from noeta.client.observation import Observation
 from noeta.client.options import Options
 from noeta.client.pollers import no_worker_message, unpolled_queue
-from noeta.client.tasks import SERVER_OUTAGE_WAIT_SECONDS, SERVER_UNREACHABLE, TaskOperations
+from noeta.client.tasks import SERVER_OUTAGE_WAIT_SECONDS, SERVER_UNREACHABLE, StartAs, TaskOperations
 from noeta.client.visibility import (
+    TaskFilter,
     TaskInfo,
     TaskSummary,
     register_search_attributes,
@@ -207,7 +208,7 @@ class AsyncClient:
         NoetaTenant. ``identity`` (here and below): who acts, as Temporal records it."""
         started = await self._tasks.start(
             goal, options, task_id=task_id, keep_open=keep_open, images=images, workspace_dir=workspace_dir,
-            provider_name=provider_name, task_queue=task_queue, api_key_id=api_key_id, tenant=tenant, identity=identity,
+            provider_name=provider_name, start_as=StartAs(task_queue, api_key_id, tenant, identity),
         )
         self._deltas.follow(started)
         return started
@@ -240,8 +241,8 @@ class AsyncClient:
         if isinstance(source, LoadedTask):
             await asyncio.to_thread(load_bodies, source, self.content_store)
         return await self._tasks.fork(
-            source, at_turn=at_turn, options=options, goal=goal, task_id=task_id, task_queue=task_queue,
-            api_key_id=api_key_id, tenant=tenant, identity=identity,
+            source, at_turn=at_turn, options=options, goal=goal, task_id=task_id,
+            start_as=StartAs(task_queue, api_key_id, tenant, identity),
         )
 
     async def send_goal(self, task_id: str, goal: str, images: Sequence[ImageBlock] = (), *, identity: str | None = None) -> TaskResult:
@@ -308,7 +309,7 @@ class AsyncClient:
         """Tasks on the cluster, newest first. ``status`` filters on NoetaStatus (or, without the search
         attributes, on the execution status); ``search`` matches words of the goal; ``model``,
         ``metadata`` (indexed keys) and ``tenant`` match exactly."""
-        return await self._listing.list_tasks(status, limit, search=search, model=model, metadata=metadata, tenant=tenant)
+        return await self._listing.list_tasks(TaskFilter(status, search, model, metadata, tenant), limit)
 
     def task_url(self, task_id: str) -> str | None:
         """The task's page in the Temporal UI (None when the UI's address is not known)."""

@@ -42,7 +42,7 @@ from typing import Any
 
 from pydantic import Field, field_validator
 from pydantic.fields import FieldInfo
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import PydanticBaseSettingsSource, SettingsConfigDict
 from temporalio.envconfig import ClientConfigProfile, ClientConfigTLS
 
 from noeta.client.visibility import parse_indexed_metadata
@@ -147,17 +147,9 @@ class Settings(EnvSettings):
     """The Temporal UI of the cluster, for task links (the embedded server's UI when unset)."""
 
     @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        """Keyword arguments, then Temporal's profile, then the ``NOETA_*`` variables (no dotenv
-        or secret files: the variables are the interface)."""
-        return init_settings, TemporalProfileSource(settings_cls), NoetaEnvSource(settings_cls)
+    def variable_sources(cls) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Temporal's profile, then the ``NOETA_*`` variables."""
+        return TemporalProfileSource(cls), NoetaEnvSource(cls)
 
     @classmethod
     def variable(cls, field_name: str) -> str:

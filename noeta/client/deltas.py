@@ -15,26 +15,12 @@ from typing import Any
 
 from temporalio.client import Client as TemporalClient
 
-from noeta.deltas.base import DeltaSink, Subscription, deliver
+from noeta.deltas.base import DeltaSink, ReaderSubscription, Subscription, deliver
 from noeta.deltas.broker import DeltaBroker, DeltaStream, InProcessBroker, subscribe_stream
 from noeta.deltas.workflow_stream import read_task_stream
 from noeta.protocols.messages import StreamDelta
 
 logger = logging.getLogger(__name__)
-
-
-class _Reader:
-    """A task running one workflow-stream read; ``close()`` stops it."""
-
-    def __init__(self, task: asyncio.Task[None]) -> None:
-        self.task = task
-
-    async def close(self) -> None:
-        self.task.cancel()
-        try:
-            await self.task
-        except (asyncio.CancelledError, Exception):  # noqa: BLE001 (closing: nothing to report)
-            pass
 
 
 class ClientDeltas:
@@ -48,7 +34,7 @@ class ClientDeltas:
         """True unless a broker (Redis) is configured: clients read the tasks' workflow streams."""
         self._sink: DeltaSink | None = None
         self._subscription: Subscription | None = None
-        self._followed: dict[str, _Reader] = {}
+        self._followed: dict[str, ReaderSubscription] = {}
         self._last_seq: dict[tuple[str, str, int], int] = {}
 
     async def open(self, sink: DeltaSink | None) -> None:
@@ -72,7 +58,7 @@ class ClientDeltas:
             except Exception:  # noqa: BLE001 (one task's stream must not stop the others)
                 logger.exception("reading the delta stream of task %s failed", task_id)
 
-        self._followed[task_id] = _Reader(asyncio.get_running_loop().create_task(read(), name=f"noeta-deltas-{task_id}"))
+        self._followed[task_id] = ReaderSubscription(read(), f"noeta-deltas-{task_id}")
 
     def _deliver(self, delta: StreamDelta) -> Any:
         """The sink gets each piece once, whichever way it came first (workflow stream, broker)."""
@@ -99,7 +85,7 @@ class ClientDeltas:
                 stream._put(None)
 
         stream.ends_with_task = True
-        stream._subscription = _Reader(asyncio.get_running_loop().create_task(read(), name=f"noeta-stream-{task_id}"))
+        stream._subscription = ReaderSubscription(read(), f"noeta-stream-{task_id}")
         return stream
 
     async def close(self) -> None:

@@ -19,7 +19,7 @@ from noeta.client.messages import ViewItem, as_messages
 from noeta.client.stalls import current_stall, stall_text
 from noeta.client.tasks import TaskOperations
 from noeta.client.audit import AuditEntry, audit_of
-from noeta.client.visibility import CLOSED_STATUS, TaskInfo, summary_of
+from noeta.client.visibility import CLOSED_STATUS, TaskFilter, TaskInfo, summary_of
 from noeta.context.content_store import ContentStore
 from noeta.errors import ContentIntegrityError, ContentMissingError, NoetaError, TaskNotFoundError, TaskNotOpenError
 from noeta.protocols.interaction import ApprovalRequest
@@ -103,7 +103,7 @@ class Inspection:
         """The pending approvals of every task the listing shows as awaiting_approval (``tenant``:
         of that tenant), asked of all of them at once, the longest-waiting first; a task that does
         not answer within INBOX_QUERY_SECONDS (its worker is down) is left out until it does."""
-        tasks = await self.listing.list_tasks("awaiting_approval", limit, tenant=tenant)
+        tasks = await self.listing.list_tasks(TaskFilter("awaiting_approval", tenant=tenant), limit)
         answers = await asyncio.gather(*(self._answering(task.task_id) for task in tasks))
         waiting = [
             PendingApproval(task.task_id, task.goal, request)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from urllib.parse import quote
 
 from noeta.client.connection import Connection
-from noeta.client.visibility import TaskSummary, summary_of, task_query
+from noeta.client.visibility import TaskFilter, TaskSummary, summary_of, task_query
 from noeta.errors import TaskNotFoundError
 from noeta.protocols.names import SUBTASK_SEPARATOR
 
@@ -21,20 +21,12 @@ class TaskListing:
         self.ui_url = ui_url
         """The Temporal UI's address, for task links (``task_url``)."""
 
-    async def list_tasks(
-        self,
-        status: str | None = None,
-        limit: int = 50,
-        *,
-        search: str | None = None,
-        model: str | None = None,
-        metadata: dict[str, str] | None = None,
-        tenant: str | None = None,
-    ) -> list[TaskSummary]:
-        """Tasks matching the filters, newest first, through a visibility query built for the
-        search attributes the cluster has; ``tenant``: only that tenant's tasks."""
-        query = task_query(await self.connection.registered_attributes(), status, search, model, metadata, tenant)
+    async def list_tasks(self, wanted: TaskFilter, limit: int = 50) -> list[TaskSummary]:
+        """At most ``limit`` tasks that ``wanted`` keeps, newest first, through a visibility query
+        built for the search attributes the cluster has."""
+        query = task_query(await self.connection.registered_attributes(), wanted)
         found = [summary_of(wf) async for wf in self.connection.temporal.list_workflows(query, limit=limit)]
+        tenant = wanted.tenant
         if tenant is None:
             return found
         # A sub-agent's tenant is its root's. Sub-agents started before they carried their root's

@@ -150,20 +150,10 @@ class Client:
         """The task's history and the stored bodies it refers to, as a JSON-serialisable dict."""
         return self._run(self.aio.export(task_id))
 
-    def fork(
-        self,
-        source: str | LoadedTask,
-        /,
-        *,
-        at_turn: int,
-        options: Options | None = None,
-        goal: str | None = None,
-        task_id: str | None = None,
-        **kwargs: Any,
-    ) -> str:
-        """Start a fork of ``source`` from its model turn ``at_turn``; returns the fork's id (see
-        AsyncClient.fork)."""
-        return self._run(self.aio.fork(source, at_turn=at_turn, options=options, goal=goal, task_id=task_id, **kwargs))
+    def fork(self, source: str | LoadedTask, /, **kwargs: Any) -> str:
+        """Start a fork of ``source`` from its model turn ``at_turn`` (a required keyword); returns
+        the fork's id (the keywords are AsyncClient.fork's)."""
+        return self._run(self.aio.fork(source, **kwargs))
 
     def shutdown(self) -> None:
         """Stop the event-loop thread (``close()`` does, after closing the client). The Temporal

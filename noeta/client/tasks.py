@@ -54,6 +54,18 @@ SERVER_OUTAGE_WAIT_SECONDS = 600.0
 SERVER_UNREACHABLE = frozenset({RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.UNKNOWN})
 
 
+@dataclasses.dataclass(frozen=True)
+class StartAs:
+    """How a task is started: on which queue (None: the client's, or a fork's source's), for
+    which ``noeta serve`` API key (indexed as NoetaApiKey) and tenant (NoetaTenant), and as which
+    caller identity Temporal records (None: the client's)."""
+
+    task_queue: str | None = None
+    api_key_id: str | None = None
+    tenant: str | None = None
+    identity: str | None = None
+
+
 def task_id_or_new(task_id: str | None) -> str:
     """The caller's task id, checked (ConfigurationError for an empty or odd one), or a new one."""
     return f"task-{uuid.uuid4().hex[:12]}" if task_id is None else check_task_id(task_id)
@@ -62,7 +74,8 @@ def task_id_or_new(task_id: str | None) -> str:
 class TaskOperations:
     """What a client does to tasks, on its connection; the tasks it starts go to ``task_queue``
     unless told otherwise, and ``observation`` follows them for the client's observers.
-    :class:`~noeta.client.client.AsyncClient` documents each operation."""
+    :class:`~noeta.client.client.AsyncClient` documents each operation, and its arguments' defaults
+    are the only ones: this class is handed every argument."""
 
     def __init__(
         self,
@@ -82,20 +95,17 @@ class TaskOperations:
     async def start(
         self,
         goal: str,
-        options: Options | None = None,
+        options: Options | None,
         *,
-        task_id: str | None = None,
-        keep_open: bool = False,
-        images: Sequence[ImageBlock] = (),
-        workspace_dir: str | Path | None = None,
-        provider_name: str | None = None,
-        task_queue: str | None = None,
-        api_key_id: str | None = None,
-        tenant: str | None = None,
-        identity: str | None = None,
+        task_id: str | None,
+        keep_open: bool,
+        images: Sequence[ImageBlock],
+        workspace_dir: str | Path | None,
+        provider_name: str | None,
+        start_as: StartAs,
     ) -> str:
-        """Start a task's workflow and return the task id (``tenant``: indexed as NoetaTenant;
-        ``identity``: the caller identity Temporal records for the start)."""
+        """Start a task's workflow and return the task id (every argument as AsyncClient.start's,
+        whose defaults are the only ones)."""
         options = options or Options()
         if provider_name is None:
             provider_name = task_provider_name(options.provider)
@@ -109,29 +119,23 @@ class TaskOperations:
             workspace_dir=workspace_dir,
             task_id=task_id,
         )
-        return await self.launch(
-            task_input, task_id, task_queue=task_queue, api_key_id=api_key_id, observers=options.observers,
-            tenant=tenant, identity=identity,
-        )
+        return await self.launch(task_input, task_id, start_as, observers=options.observers)
 
     async def launch(
         self,
         task_input: TaskInput,
         task_id: str,
+        start_as: StartAs,
         *,
-        task_queue: str | None = None,
-        api_key_id: str | None = None,
         observers: Sequence[Observer] = (),
         forked_from: str | None = None,
-        tenant: str | None = None,
-        identity: str | None = None,
     ) -> str:
         """Start the workflow of a built ``task_input`` as ``task_id`` (indexed where the cluster
-        has the search attributes; ``forked_from``: the task a fork was taken from; ``tenant``:
-        the tenant it belongs to; ``identity``: who starts it, as Temporal records it)."""
+        has the search attributes; ``forked_from``: the task a fork was taken from)."""
         goal, provider_name = task_input.goal, task_input.provider
+        api_key_id, tenant = start_as.api_key_id, start_as.tenant
         check_task_id(task_id)
-        task_queue = check_task_queue(task_queue or self.task_queue)
+        task_queue = check_task_queue(start_as.task_queue or self.task_queue)
         connection = self.connection
         registered = await connection.registered_attributes()
         indexed = set(BASE_SEARCH_ATTRIBUTES) <= registered
@@ -144,7 +148,7 @@ class TaskOperations:
                 raise ConfigurationError(f"tasks of tenant {tenant!r} need the {SA_TENANT} search attribute: run `noeta setup`")
             tenant = None
         send = functools.partial(
-            connection.acting_as(identity).start_workflow,
+            connection.acting_as(start_as.identity).start_workflow,
             workflow_name_for(task_input.policy),
             task_input,
             task_queue=task_queue,
@@ -174,15 +178,14 @@ class TaskOperations:
         source: str | LoadedTask,
         *,
         at_turn: int,
-        options: Options | None = None,
-        goal: str | None = None,
-        task_id: str | None = None,
-        task_queue: str | None = None,
-        api_key_id: str | None = None,
-        tenant: str | None = None,
-        identity: str | None = None,
+        options: Options | None,
+        goal: str | None,
+        task_id: str | None,
+        start_as: StartAs,
     ) -> str:
-        """Start a fork of ``source`` at its turn ``at_turn`` (see ``AsyncClient.fork``)."""
+        """Start a fork of ``source`` at its turn ``at_turn`` (every argument as AsyncClient.fork's,
+        whose defaults are the only ones); it runs on the source's queue unless ``start_as`` names
+        one."""
         if not isinstance(at_turn, int) or isinstance(at_turn, bool):
             raise ConfigurationError(f"at_turn must be a turn number (an int from 1), got {at_turn!r}")
         if isinstance(source, LoadedTask):  # an export: its bodies are in this installation's store
@@ -192,14 +195,12 @@ class TaskOperations:
             source_id = source
         task_id = task_id_or_new(task_id)
         task_input = fork_input(record, source_id, at_turn, options, goal, task_id)
-        return await self.launch(
-            task_input, task_id, task_queue=task_queue or source_queue or None, api_key_id=api_key_id,
-            observers=options.observers if options is not None else (), forked_from=source_id,
-            tenant=tenant, identity=identity,
-        )
+        start_as = dataclasses.replace(start_as, task_queue=start_as.task_queue or source_queue or None)
+        observers = options.observers if options is not None else ()
+        return await self.launch(task_input, task_id, start_as, observers=observers, forked_from=source_id)
 
     async def send_goal(
-        self, task_id: str, goal: str, images: Sequence[ImageBlock] = (), identity: str | None = None
+        self, task_id: str, goal: str, images: Sequence[ImageBlock], identity: str | None
     ) -> TaskResult:
         """Send a keep-open task its next goal (as an update, from ``identity``) and return that
         goal's result."""
@@ -225,7 +226,7 @@ class TaskOperations:
                         raise real from err
                 raise failure from err
 
-    async def inject(self, task_id: str, text: str, origin: str = "system", identity: str | None = None) -> None:
+    async def inject(self, task_id: str, text: str, origin: str, identity: str | None) -> None:
         """Signal host context to a task for the model's next step (from ``identity``)."""
         if origin not in ("system", "memory"):
             raise ConfigurationError(f"origin must be 'system' or 'memory', got {origin!r}")
@@ -240,19 +241,14 @@ class TaskOperations:
             handle = self.connection.acting_as(identity).get_workflow_handle(task_id)
             await handle.signal(SIGNAL_INJECT, InjectInput(text, origin))  # type: ignore[arg-type]
 
-    async def close_task(self, task_id: str, identity: str | None = None) -> None:
+    async def close_task(self, task_id: str, identity: str | None) -> None:
         """Signal a keep-open task to end after its queued goals (from ``identity``)."""
         async with self.connection.reaching(task_id):
             await self.connection.acting_as(identity).get_workflow_handle(task_id).signal(SIGNAL_CLOSE)
 
     async def approve(
-        self,
-        task_id: str,
-        call_id: str,
-        approved: bool = True,
-        reason: str | None = None,
-        approver: str | None = None,
-        arguments: dict[str, Any] | None = None,
+        self, task_id: str, call_id: str, approved: bool, reason: str | None, approver: str | None,
+        arguments: dict[str, Any] | None,
     ) -> None:
         """Answer (as an update whose caller identity is ``approver``: that is what the task
         records as the approver) an action a guard sent for approval; ``arguments`` approves the
@@ -301,7 +297,7 @@ class TaskOperations:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
 
-    async def cancel(self, task_id: str, identity: str | None = None) -> None:
+    async def cancel(self, task_id: str, identity: str | None) -> None:
         """Request cancellation of a running task's workflow (from ``identity``)."""
         await self.connection.require_running(task_id)
         async with self.connection.reaching(task_id):

@@ -194,21 +194,27 @@ def _checked(value: str, what: str) -> str:
     return value
 
 
-def task_query(
-    registered: set[str],
-    status: str | None = None,
-    search: str | None = None,
-    model: str | None = None,
-    metadata: Mapping[str, str] | None = None,
-    tenant: str | None = None,
-) -> str:
-    """The visibility query for ``list_tasks``; every filter value is checked (no quotes).
-    ``tenant``: only that tenant's tasks (the tenant ``default`` also has the tasks without
-    NoetaTenant)."""
+@dataclass(frozen=True)
+class TaskFilter:
+    """Which tasks ``list_tasks`` returns (None: any): of ``status`` (NoetaStatus, or without the
+    search attributes the execution status), whose goal has the words of ``search``, of ``model``,
+    with these indexed ``metadata`` entries, of ``tenant``."""
+
+    status: str | None = None
+    search: str | None = None
+    model: str | None = None
+    metadata: Mapping[str, str] | None = None
+    tenant: str | None = None
+
+
+def task_query(registered: set[str], wanted: TaskFilter = TaskFilter()) -> str:
+    """The visibility query for ``list_tasks``; every filter value is checked (no quotes). The
+    tenant ``default`` also has the tasks without NoetaTenant."""
     query = WORKFLOW_TYPES_QUERY
-    if tenant is not None:
-        query += tenant_filter(registered, tenant)
+    if wanted.tenant is not None:
+        query += tenant_filter(registered, wanted.tenant)
     indexed = set(BASE_SEARCH_ATTRIBUTES) <= registered
+    status = wanted.status
     if status:
         if status not in TASK_STATUSES:
             raise ConfigurationError(f"not a task status: {status!r}; one of {', '.join(TASK_STATUSES)}")
@@ -216,17 +222,17 @@ def task_query(
             query += f" AND {SA_STATUS} = '{status}'"
         else:
             query += f" AND ExecutionStatus = '{_EXECUTION_STATUS[status]}'"
-    if search:
-        text = _checked(search, "search")
+    if wanted.search:
+        text = _checked(wanted.search, "search")
         if SA_GOAL in registered:  # full-text: matches tasks whose goal has these words
             query += f" AND {SA_GOAL} = '{text}'"
         else:
             query += f" AND WorkflowId STARTS_WITH '{text}'"
-    if model:
+    if wanted.model:
         if not indexed:
             raise ConfigurationError("filtering by model needs Noeta's search attributes (noeta setup)")
-        query += f" AND {SA_MODEL} = '{_checked(model, 'model')}'"
-    for key, value in (metadata or {}).items():
+        query += f" AND {SA_MODEL} = '{_checked(wanted.model, 'model')}'"
+    for key, value in (wanted.metadata or {}).items():
         if SA_METADATA not in registered:
             raise ConfigurationError("filtering by metadata needs the NoetaMetadata search attribute (noeta setup)")
         if not _METADATA_KEY.fullmatch(key):

@@ -1,1 +1,1 @@
-"""Low-level configuration shared by several layers: the base of every settings model read from the environment (settings), the worker's thread and cache sizes (tuning), and loading objects named by ``package.module:attribute`` (import_path)."""
+"""Low-level configuration shared by several layers: the base of every settings model read from the environment (settings), the worker's thread and cache sizes (tuning), and loading objects named by ``package.module:attribute`` (import_path), a context variable set for one block (context_values)."""

@@ -9,9 +9,9 @@ each variable's name and default are written once, on its field. A field's varia
 
 from __future__ import annotations
 
-import contextlib
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from contextvars import ContextVar
 from typing import Any, Self
 
@@ -20,21 +20,17 @@ from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 from pydantic_settings.sources.utils import parse_env_vars
 
+from noeta.config.context_values import set_within
 from noeta.errors import ConfigurationError
 
 #: The environment settings are read from; unset: the process's (``EnvSettings.from_env`` sets it).
 _ENVIRON: ContextVar[Mapping[str, str] | None] = ContextVar("noeta_settings_environ", default=None)
 
 
-@contextlib.contextmanager
-def reading(environ: Mapping[str, str] | None) -> Iterator[None]:
+def reading(environ: Mapping[str, str] | None) -> AbstractContextManager[None]:
     """Settings built inside read ``environ`` instead of the process's environment (None: the
     process's)."""
-    token = _ENVIRON.set(environ)
-    try:
-        yield
-    finally:
-        _ENVIRON.reset(token)
+    return set_within(_ENVIRON, environ)
 
 
 def current_environ() -> Mapping[str, str]:
@@ -102,9 +98,15 @@ class EnvSettings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        """Keyword arguments, then the variables (no dotenv or secret files: the variables are the
-        interface)."""
-        return init_settings, PlainEnvSource(settings_cls)
+        """Keyword arguments, then :meth:`variable_sources` (no dotenv or secret files: the variables
+        are the interface)."""
+        return init_settings, *cls.variable_sources()
+
+    @classmethod
+    def variable_sources(cls) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Where values not given as keyword arguments come from, first source first: the
+        variables."""
+        return (PlainEnvSource(cls),)
 
     @model_validator(mode="wrap")
     @classmethod

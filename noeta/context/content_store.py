@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
 
 from noeta.context.atomic_files import write_new
 from noeta.context.ownership import current_owner
@@ -81,7 +81,32 @@ def content_hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-class LocalContentStore:
+class BodyStore:
+    """What the stores that keep bodies themselves share: a body is read as stored, then opened
+    if sealed (with ``cipher``) and checked against its hash. Each store reads in ``_read``."""
+
+    cipher: BodyCipher | None
+    #: The setting client and worker must share to reach one store (named when a body is missing).
+    shared_setting: ClassVar[str]
+
+    def get(self, ref: ContentRef | str) -> bytes:
+        """The body with that reference or hash, opened if sealed and checked against its hash:
+        ContentMissingError (a ContentNotFoundError) when the store has none,
+        ContentIntegrityError when it is not the body stored under that hash, ContentStoreError
+        when the store cannot be read."""
+        digest = ref.hash if isinstance(ref, ContentRef) else ref
+        blob = self._read(digest)
+        if blob is None:
+            raise missing_body(self, digest, self.shared_setting)
+        return open_checked(self, self.cipher, blob, digest)
+
+    def _read(self, digest: str) -> bytes | None:
+        """The stored bytes of ``digest`` (None: the store has none); ContentStoreError when the
+        store cannot be read."""
+        raise NotImplementedError
+
+
+class LocalContentStore(BodyStore):
     """One file per body under ``root/ab/cdef...``; writes are atomic (temp file + rename).
 
     Owners are recorded in ``root/.owners/<task key>.refs``, one ``<hash> <task id as JSON>`` line
@@ -91,6 +116,8 @@ class LocalContentStore:
     With a ``cipher`` the files hold ciphertext (:mod:`noeta.security.sealed_bodies`); the name is
     still the plaintext's hash.
     """
+
+    shared_setting = "NOETA_HOME / NOETA_CONTENT_DIR"
 
     def __init__(self, root: str | os.PathLike[str], cipher: BodyCipher | None = None) -> None:
         """Bodies live under ``root`` (created if missing); with a ``cipher`` they are sealed at
@@ -138,19 +165,13 @@ class LocalContentStore:
             raise store_failure(self, err, f"store a body of {len(data)} bytes") from err
         return ContentRef(hash=digest, size=len(data), media_type=media_type)
 
-    def get(self, ref: ContentRef | str) -> bytes:
-        """The body with that reference or hash, opened if sealed and checked against its hash:
-        ContentMissingError (a ContentNotFoundError) when the directory has none,
-        ContentIntegrityError when it is not the body stored under that hash, ContentStoreError
-        when the directory cannot be read."""
-        digest = ref.hash if isinstance(ref, ContentRef) else ref
+    def _read(self, digest: str) -> bytes | None:
         try:
-            blob = self._path(digest).read_bytes()
+            return self._path(digest).read_bytes()
         except FileNotFoundError:
-            raise missing_body(self, digest, "NOETA_HOME / NOETA_CONTENT_DIR") from None
+            return None
         except OSError as err:
             raise store_failure(self, err, f"read content {digest}") from err
-        return open_checked(self, self.cipher, blob, digest)
 
     # -- retention ------------------------------------------------------------------------------
 

@@ -10,11 +10,12 @@ deleted by retention.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from contextvars import ContextVar
 
 from temporalio import activity
+
+from noeta.config.context_values import set_within
 
 _owner: ContextVar[str | None] = ContextVar("noeta_content_owner", default=None)
 
@@ -29,11 +30,6 @@ def current_owner() -> str | None:
     return None
 
 
-@contextmanager
-def owned_by(task_id: str) -> Iterator[None]:
+def owned_by(task_id: str) -> AbstractContextManager[None]:
     """Bodies stored inside this block belong to ``task_id``."""
-    token = _owner.set(task_id)
-    try:
-        yield
-    finally:
-        _owner.reset(token)
+    return set_within(_owner, task_id)

@@ -19,9 +19,9 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from noeta.config.postgres import psycopg_driver, table_name
-from noeta.context.content_store import Released, content_hash, open_checked
+from noeta.context.content_store import BodyStore, Released, content_hash
 from noeta.context.ownership import current_owner
-from noeta.context.store_failures import missing_body, store_failure
+from noeta.context.store_failures import store_failure
 from noeta.protocols.messages import ContentRef
 
 if TYPE_CHECKING:
@@ -45,9 +45,11 @@ CREATE INDEX IF NOT EXISTS {table}_owner_hash ON {table}_owner (hash);
 """
 
 
-class PostgresContentStore:
+class PostgresContentStore(BodyStore):
     """Thread-safe: one connection per thread (activities may run in worker threads). With a
     ``cipher`` the ``data`` column holds ciphertext; ``hash`` stays the plaintext's."""
+
+    shared_setting = "NOETA_CONTENT_STORE"
 
     def __init__(self, dsn: str, table: str = "noeta_content", cipher: BodyCipher | None = None) -> None:
         """``dsn`` is a PostgreSQL connection string, ``table`` the bodies' table (its owners' table
@@ -125,18 +127,11 @@ class PostgresContentStore:
             )
         return ContentRef(hash=digest, size=len(data), media_type=media_type)
 
-    def get(self, ref: ContentRef | str) -> bytes:
-        """The body with that reference or hash, opened if sealed and checked against its hash:
-        ContentMissingError (a ContentNotFoundError) when the table has none,
-        ContentIntegrityError when it is not the body stored under that hash, ContentStoreError
-        when the database cannot be reached."""
-        digest = ref.hash if isinstance(ref, ContentRef) else ref
+    def _read(self, digest: str) -> bytes | None:
         row = self._execute(
             f"read content {digest}", f"SELECT data FROM {self.table} WHERE hash = %s", (digest,)
         ).fetchone()
-        if row is None:
-            raise missing_body(self, digest, "NOETA_CONTENT_STORE")
-        return open_checked(self, self.cipher, bytes(row[0]), digest)
+        return None if row is None else bytes(row[0])
 
     # -- retention ------------------------------------------------------------------------------
 

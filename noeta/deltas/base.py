@@ -6,10 +6,11 @@ each other's internals, so choosing a broker (``broker_for``) can import them al
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any, Protocol
 
 from noeta.protocols.messages import StreamDelta
@@ -44,6 +45,23 @@ class DeltaBroker(Protocol):
         ...
 
 
+class ReaderSubscription:
+    """A subscription served by one asyncio task that reads the deltas; ``close()`` cancels it and
+    waits for it to end."""
+
+    def __init__(self, reader: Coroutine[Any, Any, None], name: str) -> None:
+        """Start ``reader`` as a task named ``name`` on the running loop."""
+        self._reader = asyncio.get_running_loop().create_task(reader, name=name)
+
+    async def close(self) -> None:
+        """Cancel the reading task and wait for it (what it raised on the way out is not news)."""
+        self._reader.cancel()
+        try:
+            await self._reader
+        except (asyncio.CancelledError, Exception):  # noqa: BLE001 (closing: nothing to report)
+            pass
+
+
 def delta_to_json(delta: StreamDelta) -> bytes:
     """The compact JSON a delta crosses processes as."""
     return json.dumps(dataclasses.asdict(delta), separators=(",", ":")).encode()
@@ -65,4 +83,4 @@ def deliver(sink: DeltaSink, delta: StreamDelta) -> Any:
         return None
 
 
-__all__ = ["DeltaBroker", "DeltaSink", "Subscription", "deliver", "delta_from_json", "delta_to_json"]
+__all__ = ["DeltaBroker", "DeltaSink", "ReaderSubscription", "Subscription", "deliver", "delta_from_json", "delta_to_json"]

@@ -13,7 +13,7 @@ import asyncio
 import logging
 from typing import Any
 
-from noeta.deltas.base import DeltaSink, Subscription, deliver, delta_from_json, delta_to_json
+from noeta.deltas.base import DeltaSink, ReaderSubscription, Subscription, deliver, delta_from_json, delta_to_json
 from noeta.errors import ConfigurationError
 from noeta.protocols.messages import StreamDelta
 from noeta.protocols.names import DELTA_CHANNEL_PREFIX
@@ -45,18 +45,6 @@ def _redis() -> Any:
 
 def _wait(tries: int) -> float:
     return RECONNECT_WAITS[min(tries, len(RECONNECT_WAITS) - 1)]
-
-
-class _RedisSubscription:
-    def __init__(self, reader: asyncio.Task[None]) -> None:
-        self._reader = reader
-
-    async def close(self) -> None:
-        self._reader.cancel()
-        try:
-            await self._reader
-        except (asyncio.CancelledError, Exception):  # noqa: BLE001 (closing: nothing to report)
-            pass
 
 
 class RedisBroker:
@@ -149,9 +137,9 @@ class RedisBroker:
                 await asyncio.sleep(_wait(tries))
                 tries += 1
 
-        reader = asyncio.create_task(read(), name="noeta-delta-reader")
+        subscription = ReaderSubscription(read(), "noeta-delta-reader")
         await subscribed  # the first subscription's failure is the caller's
-        return _RedisSubscription(reader)
+        return subscription
 
     async def _deliver_all(self, pubsub: Any, sink: DeltaSink) -> None:
         async for message in pubsub.listen():

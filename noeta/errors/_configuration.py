@@ -3,7 +3,7 @@ resources and scopes. No model can fix them; most are raised before any token is
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
 from noeta.errors._base import NoetaError
 
@@ -67,17 +67,12 @@ class EncryptionKeyError(ConfigurationError):
     not have (add the old key to ``NOETA_ENCRYPTION_KEYS`` after the active one): ``key_id`` names
     that key when one is known."""
 
+    _detail_defaults = {"key_id": None}
+
     def __init__(self, message: str, key_id: str | None = None) -> None:
         """``message`` says what failed and what to do; ``key_id`` is the key it needs, if known."""
         super().__init__(message)
         self.key_id = key_id
-
-    def to_details(self) -> dict[str, Any]:
-        return {"message": str(self), "key_id": self.key_id}
-
-    @classmethod
-    def from_details(cls, message: str, details: dict[str, Any]) -> "EncryptionKeyError":
-        return cls(details.get("message", message), key_id=details.get("key_id"))
 
 
 class ResourceNotFoundError(NoetaError):
@@ -85,16 +80,11 @@ class ResourceNotFoundError(NoetaError):
     provided by the task, a parent that exposes it, the run or the worker. Raised before the first
     model call when a tool declares it; inside a tool it fails the task (the model cannot fix it)."""
 
+    _detail_defaults = {"key": ""}
+
     def __init__(self, message: str, key: str = "") -> None:
         super().__init__(message)
         self.key = key
-
-    def to_details(self) -> dict[str, Any]:
-        return {"message": str(self), "key": self.key}
-
-    @classmethod
-    def from_details(cls, message: str, details: dict[str, Any]) -> "ResourceNotFoundError":
-        return cls(details.get("message", message), str(details.get("key", "")))
 
 
 class ScopeError(NoetaError):
@@ -102,13 +92,8 @@ class ScopeError(NoetaError):
     that ``expect_scope`` or ``Options.scope_schema`` declares; ``keys`` names the missing or
     invalid keys (dotted paths). Raised before the first model call when the schema is declared."""
 
-    def __init__(self, message: str, keys: list[str] | None = None) -> None:
+    _detail_defaults = {"keys": ()}
+
+    def __init__(self, message: str, keys: Sequence[str] | None = None) -> None:
         super().__init__(message)
         self.keys = list(keys or [])
-
-    def to_details(self) -> dict[str, Any]:
-        return {"message": str(self), "keys": list(self.keys)}
-
-    @classmethod
-    def from_details(cls, message: str, details: dict[str, Any]) -> "ScopeError":
-        return cls(details.get("message", message), list(details.get("keys", [])))

@@ -5,16 +5,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from noeta.errors._base import NoetaError
+from noeta.errors._base import FieldsError
 
 
 @dataclass(eq=False)
-class AttemptsExhaustedError(NoetaError):
+class AttemptsExhaustedError(FieldsError):
     """Every attempt allowed by ``max_retries`` failed.
 
     ``attempts`` is the number of attempts made (``max_retries + 1`` when the budget ran out),
     ``issues`` one message per failed attempt in order.
     """
+
+    _detail_defaults = {"attempts": 0}
 
     attempts: int
     issues: list[str] = field(default_factory=list)
@@ -28,28 +30,10 @@ class AttemptsExhaustedError(NoetaError):
         last = f": {self.issues[-1]}" if self.issues else ""
         super().__init__(f"All attempts exhausted after {self.attempts} attempt(s){last}")
 
-    def to_details(self) -> dict[str, Any]:
-        return {
-            "attempts": self.attempts,
-            "issues": list(self.issues),
-            "last_failure_type": self.last_failure_type,
-            "last_data": self.last_data,
-            "last_raw_text": self.last_raw_text,
-        }
-
-    @classmethod
-    def from_details(cls, message: str, details: dict[str, Any]) -> "AttemptsExhaustedError":
-        return cls(
-            attempts=int(details.get("attempts", 0)),
-            issues=list(details.get("issues", [])),
-            last_failure_type=details.get("last_failure_type", "provider"),
-            last_data=details.get("last_data"),
-            last_raw_text=details.get("last_raw_text"),
-        )
 
 
 @dataclass(eq=False)
-class BudgetExceededError(NoetaError):
+class BudgetExceededError(FieldsError):
     """A task reached one of its ``UsageLimits`` and stopped before the call that would pass it.
 
     ``limit`` names the limit (``max_cost_usd``, ``max_tool_calls_per_tool[search]``...),
@@ -57,6 +41,8 @@ class BudgetExceededError(NoetaError):
     task's totals then (``usage``: tokens and cost, ``counts``: model and tool calls), sub-agents
     included.
     """
+
+    _detail_defaults = {"limit": "?", "allowed": 0.0, "used": 0.0}
 
     limit: str
     allowed: float
@@ -67,24 +53,6 @@ class BudgetExceededError(NoetaError):
     def __post_init__(self) -> None:
         super().__init__(self.message or f"budget exceeded: {self.limit} is {self.allowed:g}, {self.used:g} used")
 
-    def to_details(self) -> dict[str, Any]:
-        return {
-            "limit": self.limit,
-            "allowed": self.allowed,
-            "used": self.used,
-            "spend": self.spend,
-            "message": self.message,
-        }
-
-    @classmethod
-    def from_details(cls, message: str, details: dict[str, Any]) -> "BudgetExceededError":
-        return cls(
-            limit=str(details.get("limit", "?")),
-            allowed=float(details.get("allowed", 0)),
-            used=float(details.get("used", 0)),
-            spend=dict(details.get("spend") or {}),
-            message=details.get("message") or message,
-        )
 
     @property
     def cost_usd(self) -> float:
@@ -93,9 +61,11 @@ class BudgetExceededError(NoetaError):
 
 
 @dataclass(eq=False)
-class QuotaExceededError(NoetaError):
+class QuotaExceededError(FieldsError):
     """An API key of ``noeta serve`` has spent its daily quota; the request was refused and
     nothing was started (HTTP 429). The quota renews at midnight UTC."""
+
+    _detail_defaults = {"quota": "daily_usd", "key_id": "?", "allowed_usd": 0.0, "spent_usd": 0.0, "day": ""}
 
     quota: str
     """Which quota: ``daily_usd``."""
@@ -112,21 +82,3 @@ class QuotaExceededError(NoetaError):
             f"quota on {self.day} (UTC); requests that start or continue tasks are refused until the next day"
         )
 
-    def to_details(self) -> dict[str, Any]:
-        return {
-            "quota": self.quota,
-            "key_id": self.key_id,
-            "allowed_usd": self.allowed_usd,
-            "spent_usd": self.spent_usd,
-            "day": self.day,
-        }
-
-    @classmethod
-    def from_details(cls, message: str, details: dict[str, Any]) -> "QuotaExceededError":
-        return cls(
-            quota=str(details.get("quota", "daily_usd")),
-            key_id=str(details.get("key_id", "?")),
-            allowed_usd=float(details.get("allowed_usd", 0)),
-            spent_usd=float(details.get("spent_usd", 0)),
-            day=str(details.get("day", "")),
-        )

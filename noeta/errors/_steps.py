@@ -4,18 +4,19 @@ whether the worker retries it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from noeta.errors._base import NoetaError
+from noeta.errors._base import FieldsError, NoetaError
 
 
 @dataclass(eq=False)
-class ProviderError(NoetaError):
+class ProviderError(FieldsError):
     """An LLM provider answered with an error or could not be reached.
 
     ``retryable`` follows the classification in :mod:`noeta.providers.errors`: 408, 409, 429 and 5xx,
     connection errors and timeouts are retried; 400, 401, 403, 404 and 422 are not.
     """
+
+    _detail_defaults = {"provider": "?"}
 
     provider: str
     message: str
@@ -28,24 +29,6 @@ class ProviderError(NoetaError):
         status = f" (HTTP {self.status})" if self.status is not None else ""
         super().__init__(f"provider {self.provider!r}{status}: {self.message}")
 
-    def to_details(self) -> dict[str, Any]:
-        return {
-            "provider": self.provider,
-            "message": self.message,
-            "status": self.status,
-            "retryable": self.retryable,
-            "retry_after": self.retry_after,
-        }
-
-    @classmethod
-    def from_details(cls, message: str, details: dict[str, Any]) -> "ProviderError":
-        return cls(
-            provider=details.get("provider", "?"),
-            message=details.get("message", message),
-            status=details.get("status"),
-            retryable=bool(details.get("retryable", False)),
-            retry_after=details.get("retry_after"),
-        )
 
 
 class ContextLengthError(ProviderError):
@@ -104,20 +87,9 @@ class McpAuthError(McpServerError):
     same credentials would be refused the same way."""
 
     non_retryable = True
+    _detail_defaults = {"alias": "", "url": "", "status": None}
 
     def __init__(self, message: str, alias: str = "", url: str = "", status: int | None = None) -> None:
         """``message`` says what failed and what to do; ``status`` is the server's HTTP status, if any."""
         super().__init__(message)
         self.alias, self.url, self.status = alias, url, status
-
-    def to_details(self) -> dict[str, Any]:
-        return {"message": str(self), "alias": self.alias, "url": self.url, "status": self.status}
-
-    @classmethod
-    def from_details(cls, message: str, details: dict[str, Any]) -> "McpAuthError":
-        return cls(
-            details.get("message", message),
-            alias=details.get("alias", ""),
-            url=details.get("url", ""),
-            status=details.get("status"),
-        )

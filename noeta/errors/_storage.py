@@ -3,7 +3,7 @@ returned is missing or is not the one stored under its hash."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from noeta.errors._base import NoetaError
 
@@ -21,24 +21,20 @@ class ContentStoreError(NoetaError):
     the permissions, then start the task again."""
 
     non_retryable = False
+    _detail_defaults = {"store": "", "cause": "other"}
 
     def __init__(self, message: str, store: str = "", cause: StoreFailureCause = "other") -> None:
         """``message`` says what failed and what to do."""
         super().__init__(message)
         self.store, self.cause = store, cause
 
-    def to_details(self) -> dict[str, Any]:
-        return {"message": str(self), "store": self.store, "cause": self.cause}
-
-    @classmethod
-    def from_details(cls, message: str, details: dict[str, Any]) -> "ContentStoreError":
-        return cls(details.get("message", message), store=details.get("store", ""), cause=details.get("cause", "other"))
-
 
 class _BodyError(NoetaError):
     """A stored body that cannot be served as it was stored: names its ``digest`` (the sha256 it
     is stored under), the ``task_id`` reading it (when known) and the ``store``. Not retried:
     reading the same store again gives the same answer."""
+
+    _detail_defaults = {"digest": "", "task_id": None, "store": ""}
 
     def __init__(self, message: str, digest: str = "", task_id: str | None = None, store: str = "") -> None:
         """``message`` says what failed and what to do."""
@@ -48,18 +44,6 @@ class _BodyError(NoetaError):
     def __str__(self) -> str:
         """The message (not a KeyError's quoted repr)."""
         return str(self.args[0]) if self.args else ""
-
-    def to_details(self) -> dict[str, Any]:
-        return {"message": str(self), "digest": self.digest, "task_id": self.task_id, "store": self.store}
-
-    @classmethod
-    def from_details(cls, message: str, details: dict[str, Any]) -> "_BodyError":
-        return cls(
-            details.get("message", message),
-            digest=details.get("digest", ""),
-            task_id=details.get("task_id"),
-            store=details.get("store", ""),
-        )
 
 
 class ContentIntegrityError(_BodyError):

@@ -20,20 +20,13 @@ class TaskAlreadyExistsError(NoetaError):
     input: a start of the same id with the same input returns that task instead (so a retried
     start never makes a second task). Pick another id, or read the existing task."""
 
+    _detail_defaults = {"task_id": ""}
+
     def __init__(self, message: str, task_id: str = "") -> None:
         """``task_id``: the id that is taken."""
         super().__init__(message)
         self.task_id = task_id
         """The id of the existing task."""
-
-    def to_details(self) -> dict[str, Any]:
-        """The message and the id that is taken."""
-        return {"message": str(self), "task_id": self.task_id}
-
-    @classmethod
-    def from_details(cls, message: str, details: dict[str, Any]) -> "TaskAlreadyExistsError":
-        """The error rebuilt from its details."""
-        return cls(details.get("message", message), details.get("task_id", ""))
 
 
 class TaskNotOpenError(NoetaError):

@@ -1,5 +1,6 @@
 """Event-log payloads of the calls a task makes: model calls, tool calls (and the resources they
-use) and sub-agents, with their attempts. Catalogue: :mod:`noeta.protocols.event_log`."""
+use) and sub-agents, with their attempts. Catalogue and public names (its ``__all__``):
+:mod:`noeta.protocols.event_log`."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from noeta.protocols.messages import Usage
-from noeta.protocols.statuses import CallOutcome
+from noeta.protocols.resources import ResourceCall
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,19 +97,12 @@ class ToolCallRetried:
 
 
 @dataclass(frozen=True, slots=True)
-class ResourceCallObserved:
-    """A call an instrumented resource recorded while a tool ran: operation, duration, outcome and
-    derived fields."""
-    call_id: str
+class ResourceCallObserved(ResourceCall):
+    """A call an instrumented resource recorded while a tool ran (the ResourceCall: operation,
+    duration, outcome and derived fields), and the tool call that made it."""
+    call_id: str = field(kw_only=True)
     """The tool call that made it."""
-    tool_name: str
-    resource: str
-    """The ``name`` given to ``instrument``."""
-    op: str
-    duration_ms: float
-    outcome: CallOutcome
-    error_type: str | None = None
-    fields: dict[str, Any] = field(default_factory=dict)
+    tool_name: str = field(kw_only=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,19 +154,3 @@ class SubtaskCompleted:
     data: Any = None
     """The child's structured output, when its options have an output schema."""
 
-
-__all__ = [
-    "ProviderCallCompleted",
-    "ProviderCallFailed",
-    "ProviderCallRetried",
-    "ProviderCallStarted",
-    "ProviderFallback",
-    "ResourceCallObserved",
-    "SubtaskCompleted",
-    "SubtaskSpawned",
-    "ToolCallCompleted",
-    "ToolCallFailed",
-    "ToolCallProposed",
-    "ToolCallRetried",
-    "ToolCallStarted",
-]

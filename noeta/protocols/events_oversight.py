@@ -1,5 +1,6 @@
 """Event-log payloads of what checks and limits a task: guards' verdicts, human approvals, refused
-calls, rejected answers, attempts and budgets. Catalogue: :mod:`noeta.protocols.event_log`."""
+calls, rejected answers, attempts and budgets. Catalogue and public names (its ``__all__``):
+:mod:`noeta.protocols.event_log`."""
 
 from __future__ import annotations
 
@@ -111,15 +112,3 @@ class BudgetExceeded:
     model_calls: int = 0
     tool_calls: int = 0
 
-
-__all__ = [
-    "ApprovalDenied",
-    "ApprovalGranted",
-    "ApprovalRequested",
-    "AttemptsExhausted",
-    "BudgetExceeded",
-    "BudgetWarning",
-    "GuardVerdict",
-    "ToolCallRefused",
-    "ValidationFailed",
-]

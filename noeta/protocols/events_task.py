@@ -1,5 +1,6 @@
-"""Event-log payloads of a task's life: its start (input, scope, context plan, resources), its
-goals and transcript, and how each goal and the task end. Catalogue: :mod:`noeta.protocols.event_log`."""
+"""Event-log payloads of a task's life: its start (input, scope, context plan, resources), its goals
+and transcript, and how each goal and the task end. Catalogue and public names (its ``__all__``):
+:mod:`noeta.protocols.event_log`."""
 
 from __future__ import annotations
 
@@ -164,22 +165,3 @@ class ResourcesReleased:
     released: list[str]
     errors: list[str] = field(default_factory=list)
 
-
-__all__ = [
-    "ContextChannel",
-    "ContextPlanComposed",
-    "GoalReceived",
-    "MessagesAppended",
-    "ResourcesEquipped",
-    "ResourcesReleased",
-    "ScopeEquipped",
-    "TaskCancelled",
-    "TaskCompleted",
-    "TaskContinuedAsNew",
-    "TaskCreated",
-    "TaskFailed",
-    "TaskForked",
-    "TaskStalled",
-    "WORKFLOW_TERMINATED",
-    "WORKFLOW_TIMED_OUT",
-]

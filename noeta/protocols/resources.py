@@ -99,6 +99,7 @@ class ResourceCall:
     """One observed call of an ``instrument``-ed client (recorded with the tool call's result)."""
 
     resource: str
+    """The ``name`` given to ``instrument``."""
     op: str
     duration_ms: float
     outcome: CallOutcome

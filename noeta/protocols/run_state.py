@@ -4,10 +4,10 @@ calls, budget warnings)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from noeta.protocols.activity_io import CompactedContext
 from noeta.protocols.budget import CallCounts
+from noeta.protocols.events_oversight import BudgetWarning, ToolCallRefused
 from noeta.protocols.fallback import ProviderUsage
 from noeta.protocols.interaction import GoalInput, InjectInput, TaskResult
 from noeta.protocols.messages import ContentRef, Message, Usage
@@ -83,22 +83,9 @@ class Carry:
     """The shape prepare_task recorded for the task (noeta.protocols.names, SHAPE_*)."""
 
 
-@dataclass(frozen=True, slots=True)
-class ToolRefusal:
-    """A tool call the workflow refused without running it (recorded in the memo under
-    REFUSED_MEMO_KEY): a guard denied it, a human refused it or let it time out, or no such tool."""
-
-    call_id: str
-    tool_name: str
-    arguments: dict[str, Any]
-    reason: str
-    """Exactly what the model is told (the failed tool result's text)."""
-
-
-@dataclass(frozen=True, slots=True)
-class BudgetWarningRecord:
-    """A limit reached its warning fraction (recorded once per limit, projected as BudgetWarning)."""
-
-    limit: str
-    allowed: float
-    used: float
+# A run's memo records of refused calls and budget warnings are the events they are projected as
+# (so is its record of a provider fallback, noeta.protocols.fallback): the same fields, one class.
+ToolRefusal = ToolCallRefused
+"""A tool call the workflow refused without running it, recorded in the memo under REFUSED_MEMO_KEY."""
+BudgetWarningRecord = BudgetWarning
+"""A limit that reached its warning fraction, recorded once per limit under BUDGET_WARNING_MEMO_KEY."""

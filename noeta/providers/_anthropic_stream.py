@@ -33,15 +33,13 @@ class EventAssembler:
         }
         self.blocks: dict[int, dict[str, Any]] = {}
         self.partial_json: dict[int, str] = {}
-        self.stopped = False
-
-    @property
-    def ended(self) -> bool:
-        return self.stopped
+        self.ended = False
+        """``message_stop`` arrived: the stream is over, and the answer whole."""
 
     @property
     def complete(self) -> bool:
-        return self.stopped
+        """Whole once ``message_stop`` arrived (see :class:`StreamAssembler`)."""
+        return self.ended
 
     def feed(self, event: ServerSentEvent) -> list[tuple[str, str]]:
         data = self.provider.event_json(event)
@@ -78,7 +76,7 @@ class EventAssembler:
                     self.message[key] = delta[key]
             self._usage(data.get("usage"))
         elif kind == "message_stop":
-            self.stopped = True
+            self.ended = True
         # "ping" and unknown events carry nothing to fold.
         return []
 

@@ -35,19 +35,17 @@ class ChunkAssembler:
         self.calls: dict[int, dict[str, Any]] = {}  # by the chunk's tool_calls[].index
         self.finish_reason: str | None = None
         self.usage: dict[str, Any] | None = None
-        self.done = False
-
-    @property
-    def ended(self) -> bool:
-        return self.done
+        self.ended = False
+        """``[DONE]`` arrived: the stream is over."""
 
     @property
     def complete(self) -> bool:
-        return self.done or self.finish_reason is not None
+        """Whole once ``[DONE]`` or a finish reason arrived (see :class:`StreamAssembler`)."""
+        return self.ended or self.finish_reason is not None
 
     def feed(self, event: ServerSentEvent) -> list[tuple[str, str]]:
         if event.data == DONE:
-            self.done = True
+            self.ended = True
             return []
         chunk = self.provider.event_json(event)
         if not isinstance(chunk, dict):

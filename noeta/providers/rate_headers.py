@@ -18,11 +18,13 @@ limiter is shared (noeta.providers.rate_windows).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime, timezone
+
+from noeta.config.context_values import set_within
 
 #: (remaining, reset) header pairs, each ``reset`` a duration, an RFC 3339 time or seconds.
 _PAIRS: tuple[tuple[str, str], ...] = (
@@ -96,14 +98,9 @@ class RateSignal:
 _current: ContextVar[RateSignal | None] = ContextVar("noeta_rate_signal", default=None)
 
 
-@contextmanager
-def watching(signal: RateSignal) -> Iterator[RateSignal]:
+def watching(signal: RateSignal) -> AbstractContextManager[None]:
     """Collect into ``signal`` what the answers of calls made inside this block say."""
-    token = _current.set(signal)
-    try:
-        yield signal
-    finally:
-        _current.reset(token)
+    return set_within(_current, signal)
 
 
 def observe(headers: Mapping[str, str]) -> None:

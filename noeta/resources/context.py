@@ -8,11 +8,11 @@ provides resources to the code it wraps and to the tasks that ``query()`` runs i
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import inspect
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -20,6 +20,7 @@ from typing import Any, Literal, TypeVar, overload
 
 from pydantic import BaseModel
 
+from noeta.config.context_values import set_within
 from noeta.errors import ConfigurationError, ResourceNotFoundError, ScopeError
 from noeta.protocols.resources import MAX_RECORDED_RESOURCE_CALLS, ResourceCall
 from noeta.protocols.scope import validate_scope
@@ -66,14 +67,9 @@ _active: ContextVar[ActiveRun | None] = ContextVar("noeta_active_run", default=N
 _ambient: ContextVar[Mapping[str, Any]] = ContextVar("noeta_run_with_resources", default=_EMPTY)
 
 
-@contextlib.contextmanager
-def activated(run: ActiveRun) -> Iterator[ActiveRun]:
+def activated(run: ActiveRun) -> AbstractContextManager[None]:
     """Make ``run`` the current one for the code inside (and threads that copy this context)."""
-    token = _active.set(run)
-    try:
-        yield run
-    finally:
-        _active.reset(token)
+    return set_within(_active, run)
 
 
 def active_run() -> ActiveRun | None:

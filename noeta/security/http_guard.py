@@ -75,6 +75,12 @@ def _long_enough(keys: tuple[str, ...], what: str) -> tuple[str, ...]:
     return keys
 
 
+def _secrets(cls: type[EnvSettings], raw: Any, info: ValidationInfo) -> Any:
+    # The validator of a field of secrets (API keys, codec tokens): a comma-separated list.
+    secrets = csv(raw)
+    return _long_enough(secrets, cls.variable(info.field_name or "")) if isinstance(secrets, tuple) else secrets
+
+
 def host_of(value: str) -> str:
     """``Host`` header value without its port, lower-case (``[::1]:80`` -> ``::1``)."""
     value = value.strip().lower()
@@ -202,11 +208,7 @@ class ServerSettings(GuardSettings):
     api_keys_table: str = DEFAULT_TABLE
     """``NOETA_API_KEYS_TABLE``: that table."""
 
-    @field_validator("api_keys", mode="before")
-    @classmethod
-    def _keys(cls, raw: Any, info: ValidationInfo) -> Any:
-        keys = csv(raw)
-        return _long_enough(keys, cls.variable(info.field_name or "")) if isinstance(keys, tuple) else keys
+    _keys = field_validator("api_keys", mode="before")(_secrets)
 
     def credentials(self) -> tuple[str, ...]:
         """The secrets of ``NOETA_API_KEYS`` and of ``NOETA_API_KEYS_FILE``."""
@@ -246,11 +248,7 @@ class CodecServerSettings(GuardSettings):
     tokens_file: Path | None = None
     """More tokens, one per line (``#`` comments); read each time the guard is built."""
 
-    @field_validator("tokens", mode="before")
-    @classmethod
-    def _tokens(cls, raw: Any, info: ValidationInfo) -> Any:
-        tokens = csv(raw)
-        return _long_enough(tokens, cls.variable(info.field_name or "")) if isinstance(tokens, tuple) else tokens
+    _tokens = field_validator("tokens", mode="before")(_secrets)
 
     def credentials(self) -> tuple[str, ...]:
         """``NOETA_CODEC_TOKENS`` and the tokens of ``NOETA_CODEC_TOKENS_FILE``."""

@@ -16,18 +16,19 @@ Every line is passed through :func:`noeta.security.scrub.scrub` before it is wri
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import json
 import logging
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from types import MappingProxyType
 from typing import Any, TextIO
 
 from temporalio.exceptions import ApplicationError, CancelledError
 
+from noeta.config.context_values import set_within
 from noeta.errors import (
     AttemptsExhaustedError,
     ContextLengthError,
@@ -57,24 +58,14 @@ EXPECTED_ERROR_TYPES = frozenset(
 )
 
 
-@contextlib.contextmanager
-def log_context(**fields: Any) -> Iterator[None]:
+def log_context(**fields: Any) -> AbstractContextManager[None]:
     """Add ``fields`` (task_id, call_id, attempt...) to every log line inside the block."""
-    token = _context.set({**_context.get(), **{k: v for k, v in fields.items() if v is not None}})
-    try:
-        yield
-    finally:
-        _context.reset(token)
+    return set_within(_context, {**_context.get(), **{k: v for k, v in fields.items() if v is not None}})
 
 
-@contextlib.contextmanager
-def caller_trace(trace_id: str) -> Iterator[None]:
+def caller_trace(trace_id: str) -> AbstractContextManager[None]:
     """Lines written inside the block carry ``trace_id`` (when no span of this process is current)."""
-    token = _caller_trace.set(trace_id)
-    try:
-        yield
-    finally:
-        _caller_trace.reset(token)
+    return set_within(_caller_trace, trace_id)
 
 
 def current_context() -> dict[str, Any]:

@@ -21,6 +21,7 @@ import temporalio.client
 import temporalio.worker
 from temporalio.api.common.v1 import Payload
 
+from noeta.config.context_values import set_within
 from noeta.protocols.names import HEADER_TEMPORAL_TRACER, HEADER_TRACE
 from noeta.protocols.trace_context import SpanRef, parse_traceparent, span_from_bytes
 from noeta.telemetry.logs import caller_trace
@@ -37,12 +38,8 @@ def caller_traceparent(value: str | None) -> Iterator[None]:
     if ref is None:
         yield
         return
-    token = _caller.set(value)
-    try:
-        with caller_trace(ref.trace_id):
-            yield
-    finally:
-        _caller.reset(token)
+    with set_within(_caller, value), caller_trace(ref.trace_id):
+        yield
 
 
 def current_traceparent() -> str | None:

@@ -80,12 +80,7 @@ class Lifecycle:
         if BUDGET_WARNING_MEMO_KEY in fields:
             warnings: list[BudgetWarningRecord] = decode(fields[BUDGET_WARNING_MEMO_KEY], list[BudgetWarningRecord])
             for warning in warnings:
-                self._log.emit(
-                    ev.BudgetWarning(limit=warning.limit, allowed=warning.allowed, used=warning.used),
-                    "engine",
-                    event,
-                    self._transcript.last_message_seq,
-                )
+                self._log.emit(warning, "engine", event, self._transcript.last_message_seq)
         if PROVIDER_FALLBACK_MEMO_KEY in fields:
             switch: ev.ProviderFallback = decode(fields[PROVIDER_FALLBACK_MEMO_KEY], ev.ProviderFallback)
             self._log.emit(
@@ -113,14 +108,7 @@ class Lifecycle:
     def _refused(self, refusal: ToolRefusal, event: HistoryEvent) -> None:
         """A call the workflow refused without running it (PATCH_REFUSALS_RECORDED)."""
         self._rounds.join(refusal.call_id, event.workflow_properties_modified_event_attributes.workflow_task_completed_event_id)
-        seq = self._log.emit(
-            ev.ToolCallRefused(
-                call_id=refusal.call_id, tool_name=refusal.tool_name, arguments=refusal.arguments, reason=refusal.reason
-            ),
-            "engine",
-            event,
-            self._transcript.cause_of(refusal.call_id),
-        )
+        seq = self._log.emit(refusal, "engine", event, self._transcript.cause_of(refusal.call_id))
         self._rounds.result(refused_result(refusal), "engine", event, seq)
 
     def closed(self, event: HistoryEvent) -> None:

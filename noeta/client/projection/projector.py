@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from temporalio.api.enums.v1 import EventType
@@ -56,6 +56,25 @@ class Projector:
         self._subtasks = Subtasks(self._log, transcript)
         self._steps = Steps(self._log, transcript, rounds, self._goals, self._approvals)
         self._lifecycle = Lifecycle(self._log, transcript, rounds, self._goals)
+        E = EventType
+        #: The part that reads each type of history event; any other type may end the run (lifecycle).
+        self._routes: dict[EventType.ValueType, Callable[[HistoryEvent], None]] = {
+            E.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED: self._started,
+            E.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED: self._steps.scheduled,
+            E.EVENT_TYPE_ACTIVITY_TASK_STARTED: self._steps.attempt_started,
+            E.EVENT_TYPE_ACTIVITY_TASK_COMPLETED: self._steps.completed,
+            E.EVENT_TYPE_ACTIVITY_TASK_FAILED: self._steps.failed,
+            E.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT: self._steps.failed,
+            E.EVENT_TYPE_MARKER_RECORDED: self._steps.local_activity,
+            E.EVENT_TYPE_TIMER_STARTED: self._approvals.timer_started,
+            E.EVENT_TYPE_TIMER_FIRED: self._approvals.timer_fired,
+            E.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED: self._update_accepted,
+            E.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED: self._lifecycle.memo,
+            E.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED: self._subtasks.initiated,
+            E.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED: self._subtasks.completed,
+            **dict.fromkeys(_CHILD_ENDED, self._subtasks.ended),
+            E.EVENT_TYPE_WORKFLOW_TASK_FAILED: self._workflow_task_failed,
+        }
 
     @property
     def envelopes(self) -> list[ev.EventEnvelope]:
@@ -83,44 +102,15 @@ class Projector:
         return self._log.envelopes[before:]
 
     def _route(self, event: HistoryEvent) -> None:
-        t = event.event_type
-        E = EventType
-        if t == E.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
-            self._steps.run_started(self._lifecycle.started(event))
-        elif t == E.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-            self._steps.scheduled(event)
-        elif t == E.EVENT_TYPE_ACTIVITY_TASK_STARTED:
-            self._steps.attempt_started(event)
-        elif t == E.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
-            self._steps.completed(event)
-        elif t == E.EVENT_TYPE_ACTIVITY_TASK_FAILED:
-            failed = event.activity_task_failed_event_attributes
-            self._steps.failed(event, failed.failure, failed.scheduled_event_id)
-        elif t == E.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT:
-            timed_out = event.activity_task_timed_out_event_attributes
-            self._steps.failed(event, timed_out.failure, timed_out.scheduled_event_id)
-        elif t == E.EVENT_TYPE_MARKER_RECORDED:
-            self._steps.local_activity(event)
-        elif t == E.EVENT_TYPE_TIMER_STARTED:
-            self._approvals.timer_started(event)
-        elif t == E.EVENT_TYPE_TIMER_FIRED:
-            self._approvals.timer_fired(event)
-        elif t == E.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
-            self._update_accepted(event)
-        elif t == E.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED:
-            self._lifecycle.memo(event)
-        elif t == E.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED:
-            self._subtasks.initiated(event)
-        elif t == E.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED:
-            self._subtasks.completed(event)
-        elif t in _CHILD_ENDED:
-            self._subtasks.ended(event)
-        elif t == E.EVENT_TYPE_WORKFLOW_TASK_FAILED:
-            stall = stall_of(event)
-            if stall is not None:
-                self._log.emit(stall, "engine", event, None)
-        else:
-            self._lifecycle.closed(event)
+        self._routes.get(event.event_type, self._lifecycle.closed)(event)
+
+    def _started(self, event: HistoryEvent) -> None:
+        self._steps.run_started(self._lifecycle.started(event))
+
+    def _workflow_task_failed(self, event: HistoryEvent) -> None:
+        stall = stall_of(event)
+        if stall is not None:
+            self._log.emit(stall, "engine", event, None)
 
     def _update_accepted(self, event: HistoryEvent) -> None:
         accepted = event.workflow_execution_update_accepted_event_attributes.accepted_request

@@ -3,9 +3,10 @@ prepare and release, with their retries."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
+from temporalio.api.enums.v1 import EventType
 from temporalio.api.failure.v1 import Failure
 from temporalio.api.history.v1 import HistoryEvent
 
@@ -192,8 +193,11 @@ class Steps:
             if out.context is not None:  # nothing folded: nothing changed for the model
                 self._log.emit(context_compacted(sched.input, out), "engine", event, sched.seq)
 
-    def failed(self, event: HistoryEvent, failure: Failure, scheduled_id: int) -> None:
+    def failed(self, event: HistoryEvent) -> None:
         """An activity failed for good (its last attempt failed, or it timed out)."""
+        timed_out = event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT
+        ended = event.activity_task_timed_out_event_attributes if timed_out else event.activity_task_failed_event_attributes
+        failure, scheduled_id = ended.failure, ended.scheduled_event_id
         sched = self._scheduled.get(scheduled_id)
         if sched is None:
             return
@@ -297,11 +301,7 @@ class Steps:
             self._tool_retry(call_id, tool_name, failed, event, cause)
         for used in out.resource_calls:
             self._log.emit(
-                ev.ResourceCallObserved(
-                    call_id=call_id, tool_name=tool_name, resource=used.resource, op=used.op,
-                    duration_ms=used.duration_ms, outcome=used.outcome, error_type=used.error_type,
-                    fields=used.fields,
-                ),
+                ev.ResourceCallObserved(**asdict(used), call_id=call_id, tool_name=tool_name),
                 f"resource:{used.resource}",
                 event,
                 cause,

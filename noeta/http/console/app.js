@@ -337,22 +337,19 @@ function taskView(taskId) {
   const live = h("div", { class: "live", "data-testid": "live-text", hidden: true });
   const goalInput = h("input", { placeholder: "the next goal", "data-testid": "next-goal" });
   const injectInput = h("input", { placeholder: "context for the next step" });
-  const actions = h("div", { class: "actions task-actions" },
+  // A one-line form that posts its text to the task's `action` as `{ [field]: text }`, then runs `after`.
+  const textForm = (input, action, field, button, after = () => {}) =>
     h("form", { class: "inline-form", onsubmit: async (e) => {
       e.preventDefault();
-      const goal = goalInput.value.trim();
-      if (!goal) return;
-      goalInput.value = "";
-      try { await post(`/tasks/${encodeURIComponent(taskId)}/goals`, { goal }); } catch (err) { showError(err); }
-      refresh();
-    } }, goalInput, h("button", { type: "submit", "data-testid": "send-goal", text: "Send goal" })),
-    h("form", { class: "inline-form", onsubmit: async (e) => {
-      e.preventDefault();
-      const text = injectInput.value.trim();
+      const text = input.value.trim();
       if (!text) return;
-      injectInput.value = "";
-      try { await post(`/tasks/${encodeURIComponent(taskId)}/inject`, { text }); } catch (err) { showError(err); }
-    } }, injectInput, h("button", { type: "submit", class: "quiet", text: "Inject" })),
+      input.value = "";
+      try { await post(`/tasks/${encodeURIComponent(taskId)}/${action}`, { [field]: text }); } catch (err) { showError(err); }
+      after();
+    } }, input, button);
+  const actions = h("div", { class: "actions task-actions" },
+    textForm(goalInput, "goals", "goal", h("button", { type: "submit", "data-testid": "send-goal", text: "Send goal" }), refresh),
+    textForm(injectInput, "inject", "text", h("button", { type: "submit", class: "quiet", text: "Inject" })),
     h("button", { type: "button", class: "quiet", "data-testid": "close", onclick: async () => {
       try { await post(`/tasks/${encodeURIComponent(taskId)}/close`); refresh(); } catch (err) { showError(err); }
     }, text: "Close" }),
