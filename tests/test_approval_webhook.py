@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-from http.server import ThreadingHTTPServer
 
 import pytest
 
@@ -16,7 +15,7 @@ from noeta.client.client import AsyncClient
 from noeta.client.options import Options
 from noeta.errors import ConfigurationError
 from noeta.sdk.testing import FakeLLMProvider
-from tests.support.http_handler import QuietHandler, running
+from tests.support.http_handler import LocalHTTPServer, QuietHandler, running
 from tests.support.scripts import call, say
 from tests.support.waiting import eventually
 from tests.test_guards import AmountGuard, runs, wire_money
@@ -37,7 +36,7 @@ class Receiver:
                 receiver.requests.append(({k.lower(): v for k, v in self.headers.items()}, body))
                 self.send_json(503 if len(receiver.requests) == 1 else 204, b"")
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = LocalHTTPServer(Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/hooks/approvals"
 
 

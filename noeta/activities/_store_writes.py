@@ -98,7 +98,9 @@ async def report_outage(ledger: AttemptLedger, err: ContentStoreError, what: str
         if info.workflow_id is None:  # an activity run on its own: no task to tell
             return
         handle = activity.client().get_workflow_handle(info.workflow_id, run_id=info.workflow_run_id)
-        await asyncio.wait_for(handle.signal(SIGNAL_STORE_OUTAGE, text), REPORT_TIMEOUT_SECONDS)
+        # asyncio.timeout honours the attempt's cancellation; wait_for on Python 3.11 may drop it.
+        async with asyncio.timeout(REPORT_TIMEOUT_SECONDS):
+            await handle.signal(SIGNAL_STORE_OUTAGE, text)
     except Exception as exc:  # noqa: BLE001 (the report is a courtesy; the retry is what matters)
         logger.debug("could not report the store outage to the task: %s", exc)
 

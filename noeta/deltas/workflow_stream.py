@@ -50,6 +50,8 @@ POLL_SECONDS = 0.2
 IDLE_POLL_SECONDS = 1.0
 #: Longest the end of a call waits for its last batch to be taken (the model call never fails for it).
 FINAL_FLUSH_SECONDS = 10.0
+#: How long one question "does someone listen?" may take (a query through the task's worker).
+LISTEN_QUERY_SECONDS = 5.0
 
 
 def batch_deltas(task_id: str, payload: Payload, offset: int) -> list[StreamDelta]:
@@ -126,8 +128,9 @@ class CallPublisher:
         # run takes no signal and a reader that came during the call would get nothing.
         if self._listening or await self._someone_listens():
             try:
-                await asyncio.wait_for(self._publish(), FINAL_FLUSH_SECONDS)
-            except (asyncio.TimeoutError, RPCError, TimeoutError) as err:
+                async with asyncio.timeout(FINAL_FLUSH_SECONDS):
+                    await self._publish()
+            except (RPCError, TimeoutError) as err:
                 logger.warning("the last pieces of %s could not be published: %s", self._call_id, err)
 
     async def _run(self) -> None:
@@ -148,7 +151,11 @@ class CallPublisher:
 
     async def _someone_listens(self) -> bool:
         try:
-            until = await asyncio.wait_for(self._handle.query(QUERY_STREAM_LISTENING, result_type=float), 5)
+            # asyncio.timeout, not wait_for: on Python 3.11 an answer that arrives together with a
+            # cancellation (the call ending: aclose) made wait_for return it and drop the
+            # cancellation, and the model call waited for this loop until its attempt timed out.
+            async with asyncio.timeout(LISTEN_QUERY_SECONDS):
+                until = await self._handle.query(QUERY_STREAM_LISTENING, result_type=float)
         except (RPCError, Exception) as err:  # noqa: BLE001 (an older workflow has no such query)
             logger.debug("cannot ask whether someone listens to %s: %s", self._handle.id, err)
             return False

@@ -19,10 +19,9 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import ThreadingHTTPServer
 from typing import Any
 
-from tests.support.http_handler import QuietHandler, running
+from tests.support.http_handler import LocalHTTPServer, QuietHandler, running
 
 CREATED = 1_700_000_000
 MODEL = "gpt-test"
@@ -108,7 +107,7 @@ class ScriptedServer:
                 self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
                 self.wfile.flush()
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = LocalHTTPServer(Handler)
         self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}{self.url_suffix}"
 
     def reply(self, body: Any = None, status: int = 200, *, done: bool = True, **headers: str) -> None:

@@ -32,11 +32,10 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import ThreadingHTTPServer
 from typing import Any
 
 from tests.support.chat_server import completion
-from tests.support.http_handler import QuietHandler, running
+from tests.support.http_handler import LocalHTTPServer, QuietHandler, running
 
 Fault = Any  # a str or ("slow", seconds)
 
@@ -112,8 +111,7 @@ class FaultServer:
                     outer._log(200, name)
                     self.send_json(200, outer.answer(body), rate)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
+        self.httpd = LocalHTTPServer(Handler)
         self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
 
     def _next(self, body: dict[str, Any]) -> tuple[Fault, float, dict[str, str]]:

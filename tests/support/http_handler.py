@@ -11,8 +11,23 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+
+class LocalHTTPServer(ThreadingHTTPServer):
+    """A threaded server on 127.0.0.1 (a free port) whose accept queue holds a burst of clients.
+
+    socketserver's default queue is 5 connections: beyond it the kernel drops the handshake's last
+    packet while the client believes it is connected, and a request of a burst (100 tasks calling
+    at once, with the serving thread slowed by the test process's other threads) could wait a
+    minute or more for an answer that never came."""
+
+    request_queue_size = 1024
+    daemon_threads = True
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        super().__init__(("127.0.0.1", 0), handler)
 
 
 class QuietHandler(BaseHTTPRequestHandler):

@@ -8,7 +8,6 @@ import contextlib
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from http.server import ThreadingHTTPServer
 from typing import Any
 
 from opentelemetry import trace
@@ -17,7 +16,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanProcessor
 
-from tests.support.http_handler import QuietHandler, running
+from tests.support.http_handler import LocalHTTPServer, QuietHandler, running
 
 
 @dataclass(frozen=True)
@@ -57,7 +56,7 @@ class OTLPReceiver:
                 receiver._keep(ExportTraceServiceRequest.FromString(body))
                 self.send_json(200, ExportTraceServiceResponse().SerializeToString(), {"content-type": "application/x-protobuf"})
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = LocalHTTPServer(Handler)
         self.endpoint = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1/traces"
 
     def _keep(self, request: ExportTraceServiceRequest) -> None:
