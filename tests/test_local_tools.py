@@ -11,18 +11,22 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 
 from noeta.builtins.tools import BUILTIN_TOOLS
+from noeta.client.projection.payloads import decode_first
 from noeta.client.client import AsyncClient
 from noeta.client.options import Options
 from noeta.errors import ConfigurationError, ToolDefinitionError, ToolRetryableError
 from noeta.mcp.config import parse_server
 from noeta.protocols.local_tools import LOCAL_TOOL_MAX_TIMEOUT_SECONDS
-from noeta.protocols.names import INVOKE_TOOL, PATCH_LOCAL_TOOLS
+from noeta.protocols.activity_io import PrepareOutput
+from noeta.protocols.names import INVOKE_TOOL, PATCH_LOCAL_TOOLS, PREPARED_SHAPE, SHAPE_LOCAL_TOOLS_BY_DATA
 from noeta.protocols.tool import ToolResult
 from noeta.sdk.testing import FakeLLMProvider
 from noeta.sdk.tools import tool
 from noeta.worker import Registry
+from noeta.workflows import local_tools, patches
 from tests.support.cancellation import cancel_during_a_tool
 from tests.support.processes import ROOT, killed_and_replaced
+from tests.support.replay import replay
 from tests.support.scripts import call, say
 from tests.support.waiting import eventually
 
@@ -164,7 +168,13 @@ async def test_parallel_local_and_ordinary_calls_form_one_round_in_call_order(cl
     assert {e.payload.call_id: e.payload.local for e in envs if e.type == "ToolCallCompleted"} == {"a": True, "b": False, "c": True}
 
 
-async def test_a_local_tool_is_asked_behind_its_patch_once(client: AsyncClient, serve, task_queue):
+async def test_a_new_task_runs_its_local_tools_by_its_recorded_shape_without_a_patch(
+    client: AsyncClient, serve, task_queue
+):
+    """The tool's recorded ``local`` flag decides: no patch marker and no TemporalChangeVersion
+    upsert (tasks prepared before SHAPE_LOCAL_TOOLS_BY_DATA still ask PATCH_LOCAL_TOOLS: their
+    recorded histories replay in tests/test_replay.py)."""
+
     @tool(name="quick", version="1", input_schema=SCHEMA, local=True)
     def quick(arguments, ctx):
         return ToolResult(success=True, output="q")
@@ -174,14 +184,43 @@ async def test_a_local_tool_is_asked_behind_its_patch_once(client: AsyncClient, 
         task_id = await client.start("x", Options(provider=provider, allowed_tools=[quick]), task_queue=task_queue)
         await client.result(task_id)
     history = await client.temporal.get_workflow_handle(task_id).fetch_history()
-    patches = [
-        e for e in history.events
-        if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
-        and e.marker_recorded_event_attributes.marker_name == "core_patch"
-        and PATCH_LOCAL_TOOLS.encode() in e.marker_recorded_event_attributes.SerializeToString()
+    markers = [e.marker_recorded_event_attributes for e in history.events if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED]
+    assert [m.marker_name for m in markers if m.marker_name != "core_local_activity"] == []
+    upserts = [
+        e.upsert_workflow_search_attributes_event_attributes.search_attributes.indexed_fields
+        for e in history.events if e.event_type == EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES
     ]
-    assert len(patches) == 1
+    assert not any("TemporalChangeVersion" in fields for fields in upserts)
+    prepared = decode_first(markers[0].details["result"], PrepareOutput)
+    assert prepared.shape == PREPARED_SHAPE >= SHAPE_LOCAL_TOOLS_BY_DATA
     assert await tool_activity_events(client, task_id) == (0, 2)
+
+
+async def test_a_patch_marker_that_a_worker_of_the_previous_release_recorded_replays(
+    client: AsyncClient, serve, task_queue, monkeypatch: pytest.MonkeyPatch
+):
+    """During a rollout a worker of the release before shapes may run the local calls of a task
+    that a new worker prepared (shape recorded): it asks the patch, and records its marker. New
+    workers must replay that history, not fail it for good once the old workers are gone."""
+
+    def previous_release(task, spec, shape):  # the code before SHAPE_LOCAL_TOOLS_BY_DATA
+        return spec is not None and spec.local and patches.patched(PATCH_LOCAL_TOOLS)
+
+    @tool(name="quick", version="1", input_schema=SCHEMA, local=True)
+    def quick(arguments, ctx):
+        return ToolResult(success=True, output="q")
+
+    provider = FakeLLMProvider(responses=[call(("c1", "quick", {})), call(("c2", "quick", {})), say("done")])
+    with monkeypatch.context() as patched_worker:
+        patched_worker.setattr(local_tools, "runs_locally", previous_release)
+        async with serve(tools=[quick], providers=[provider]):
+            task_id = await client.start("x", Options(provider=provider, allowed_tools=[quick]), task_queue=task_queue)
+            assert (await client.result(task_id)).answer == "done"
+    history = await client.temporal.get_workflow_handle(task_id).fetch_history()
+    markers = [e.marker_recorded_event_attributes for e in history.events if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED]
+    assert [m.marker_name for m in markers].count("core_patch") == 1
+    assert decode_first(markers[0].details["result"], PrepareOutput).shape >= SHAPE_LOCAL_TOOLS_BY_DATA
+    assert await replay(history) is None
 
 
 @pytest.mark.slow
@@ -233,7 +272,7 @@ async def test_a_five_step_task_with_a_local_tool_costs_these_events(client: Asy
     history = await client.temporal.get_workflow_handle(task_id).fetch_history()
     kinds = [EventType.Name(e.event_type) for e in history.events]
     workflow_tasks = kinds.count("EVENT_TYPE_WORKFLOW_TASK_COMPLETED")
-    assert (len(kinds), workflow_tasks) == (51, 7), kinds
+    assert (len(kinds), workflow_tasks) == (48, 7), kinds
 
 
 

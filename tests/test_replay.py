@@ -82,13 +82,25 @@ def test_workflow_stream_batch_histories_are_recorded():
 
 
 def test_local_tool_histories_are_recorded():
-    # The built-in tools that cannot block, called as activities before local-tools and as local
-    # activities behind it: both must keep replaying.
+    # The built-in tools that cannot block, called as activities before local-tools, as local
+    # activities behind its patch, then decided by the task's recorded shape without the patch:
+    # all three must keep replaying (the second only while the code still asks the patch there).
     assert (ROOT / PATCH_REFUSALS_RECORDED / "builtin_tools.json").exists()
     assert (ROOT / PATCH_LOCAL_TOOLS / "builtin_tools.json").exists()
     before = (ROOT / PATCH_REFUSALS_RECORDED / "builtin_tools.json").read_text()
     after = (ROOT / PATCH_LOCAL_TOOLS / "builtin_tools.json").read_text()
+    by_shape = (ROOT / "local-tools-by-shape" / "builtin_tools.json").read_text()
     assert before.count('"name": "noeta.invoke_tool"') == 3 and after.count('"name": "noeta.invoke_tool"') == 0
+    assert '"core_patch"' in after and '"core_patch"' not in by_shape and by_shape.count('"name": "noeta.invoke_tool"') == 0
+
+
+def test_result_in_completion_histories_are_recorded():
+    # Tasks of SHAPE_RESULT_IN_COMPLETION: their only goal's result is in the completion event, not
+    # also in a memo (keep-open tasks, unchanged, are covered above).
+    for name in ("tool_loop", "builtin_tools"):
+        history = (ROOT / "result-in-completion" / f"{name}.json").read_text()
+        assert '"noeta.result"' not in history and '"core_patch"' not in history
+        assert '"noeta.result"' in (ROOT / "local-tools-by-shape" / "builtin_tools.json").read_text()
 
 
 def test_edited_approval_histories_are_recorded():

@@ -14,6 +14,7 @@ import uuid
 from pathlib import Path
 
 from noeta.client.client import AsyncClient
+from noeta.client.deltas import read_resuming
 from noeta.client.options import HostConfig, Options
 from noeta.client.sync import Client
 from noeta.protocols.messages import LLMRequest, LLMResponse, StreamDelta, TextBlock, ToolUseBlock, Usage
@@ -206,3 +207,52 @@ async def test_a_retried_call_streams_both_attempts_marked(client: AsyncClient, 
     assert [d.text for d in by_attempt[2]] == pieces and [d.seq for d in by_attempt[2]] == list(range(len(pieces)))
     assert by_attempt[1] and ANSWER.startswith("".join(d.text for d in by_attempt[1]))
     assert received == by_attempt[1] + by_attempt[2]  # the cut attempt's pieces, then the new one's
+
+
+async def test_a_failed_read_goes_on_after_the_last_piece_taken(client: AsyncClient, content_store, task_queue: str):
+    """A read that fails (here: the taker refuses a piece of the last call) starts again after the
+    last piece taken, within the batch that holds it, and reads to the task's end: every piece
+    arrives once, in order, the refused one when it is read again."""
+    streamer = Streamer()
+    streamer.go.set()
+    registry = Registry.of(providers=[streamer], tools=[note], content_store=content_store)
+    task_id = f"wfstream-resume-{uuid.uuid4().hex[:8]}"
+    taken: list[str] = []
+    refused: list[str] = []
+
+    def take(delta: StreamDelta) -> None:
+        if delta.text == "[5.3]" and not refused:
+            refused.append(delta.text)
+            raise ConnectionError("the reader's connection dropped")
+        taken.append(delta.text)
+
+    options = Options(provider="streamer", allowed_tools=[note], max_turns=10)
+    async with build_worker(client.temporal, registry, task_queue):
+        await client.start("take notes", options, task_id=task_id, task_queue=task_queue)
+        read = await asyncio.wait_for(read_resuming(client.temporal, task_id, None, take), 60)
+    assert read and refused == ["[5.3]"]
+    # The refused piece was not taken, so the read began again at it.
+    assert taken == [f"[{t}.{i}]" for t in range(Streamer.CALLS) for i in range(6)]
+
+
+async def test_a_long_lived_client_keeps_nothing_of_a_task_once_its_stream_is_read(
+    host: HostConfig, content_store, task_queue: str
+):
+    """The followed task's reader and its pieces' bookkeeping go when the task's stream has been
+    read to its end; following the ended task again delivers nothing twice."""
+    streamer = Streamer()
+    streamer.go.set()
+    registry = Registry.of(providers=[streamer], tools=[note], content_store=content_store)
+    received: list[StreamDelta] = []
+    options = Options(provider="streamer", allowed_tools=[note], max_turns=10)
+    async with await AsyncClient.connect(dataclasses.replace(host, delta_sink=received.append)) as client:
+        async with build_worker(client.temporal, registry, task_queue):
+            task_id = await client.start("take notes", options, task_queue=task_queue)
+            await client.result(task_id)
+            deltas = client._deltas
+            await eventually(lambda: task_id not in deltas._followed, timeout=30)
+            assert task_id not in deltas._last_seq
+            count = len(received)
+            deltas.follow(task_id)
+            await asyncio.sleep(1)
+    assert count == Streamer.CALLS * 6 == len(received)

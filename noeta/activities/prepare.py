@@ -38,7 +38,7 @@ from noeta.protocols.activity_io import (
     ReleaseOutput,
 )
 from noeta.protocols.messages import Message
-from noeta.protocols.names import LOAD_TRANSCRIPT, PREPARE_TASK, RELEASE_RESOURCES
+from noeta.protocols.names import LOAD_TRANSCRIPT, PREPARE_TASK, PREPARED_SHAPE, RELEASE_RESOURCES
 from noeta.protocols.resources import RunEnv
 from noeta.protocols.validation import OutputSchema
 from noeta.resources.prepare import check_scope_schema, owned_resources
@@ -122,6 +122,7 @@ class Preparation:
             mcp_tools_ref=mcp_tools_ref,
             resources=owned,
             agents_ref=agents_ref,
+            shape=PREPARED_SHAPE,
         )
 
     def _check_priced(self, provider_name: str, model: str | None) -> None:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from temporalio.client import Client as TemporalClient
@@ -21,6 +23,13 @@ from noeta.deltas.workflow_stream import read_task_stream
 from noeta.protocols.messages import StreamDelta
 
 logger = logging.getLogger(__name__)
+
+#: Failures in a row after which a client stops reading a task's stream (over 3 minutes of them).
+READ_FAILURES_BEFORE_GIVING_UP = 12
+READ_RETRY_MAX_SECONDS = 30.0
+#: Tasks a client remembers pieces of (and ended tasks it remembers having read, so that following
+#: one again delivers nothing twice).
+READ_TASKS_KEPT = 10_000
 
 
 class ClientDeltas:
@@ -35,7 +44,11 @@ class ClientDeltas:
         self._sink: DeltaSink | None = None
         self._subscription: Subscription | None = None
         self._followed: dict[str, ReaderSubscription] = {}
-        self._last_seq: dict[tuple[str, str, int], int] = {}
+        # The last piece handed to the sink, by task, then by (call id, attempt). A followed task's
+        # entry goes once its stream has been read to the end; at most READ_TASKS_KEPT are kept
+        # (a long-lived client sees pieces of tasks it does not follow through its broker too).
+        self._last_seq: OrderedDict[str, dict[tuple[str, int], int]] = OrderedDict()
+        self._read: OrderedDict[str, None] = OrderedDict()  # tasks whose streams were read to the end
 
     async def open(self, sink: DeltaSink | None) -> None:
         """Hand deltas to ``sink``: from the broker (every task's of the namespace: a Redis broker's,
@@ -46,26 +59,33 @@ class ClientDeltas:
 
     def follow(self, task_id: str) -> None:
         """Read ``task_id``'s workflow stream for the sink (once per task, until it ends)."""
-        if self._sink is None or not self.from_workflow_streams or task_id in self._followed:
+        if self._sink is None or not self.from_workflow_streams or task_id in self._followed or task_id in self._read:
             return
 
         async def read() -> None:
             try:
-                async for delta in read_task_stream(self.temporal, task_id):
-                    result = self._deliver(delta)
-                    if asyncio.iscoroutine(result):
-                        await result
-            except Exception:  # noqa: BLE001 (one task's stream must not stop the others)
-                logger.exception("reading the delta stream of task %s failed", task_id)
+                if await read_resuming(self.temporal, task_id, None, self._deliver):
+                    self._read[task_id] = None  # never read again (its pieces would reach the sink twice)
+                    while len(self._read) > READ_TASKS_KEPT:
+                        self._read.popitem(last=False)
+            finally:  # ended, given up, or the client closes: nothing else of it is kept
+                self._followed.pop(task_id, None)
+                self._last_seq.pop(task_id, None)
 
         self._followed[task_id] = ReaderSubscription(read(), f"noeta-deltas-{task_id}")
 
     def _deliver(self, delta: StreamDelta) -> Any:
         """The sink gets each piece once, whichever way it came first (workflow stream, broker)."""
-        key = (delta.task_id, delta.call_id, delta.attempt)
-        if delta.seq <= self._last_seq.get(key, -1) or self._sink is None:
+        if self._sink is None:
             return None
-        self._last_seq[key] = delta.seq
+        seen = self._last_seq.pop(delta.task_id, None) or {}
+        self._last_seq[delta.task_id] = seen  # the most recent last: the oldest go first
+        while len(self._last_seq) > READ_TASKS_KEPT:
+            self._last_seq.popitem(last=False)
+        key = (delta.call_id, delta.attempt)
+        if delta.seq <= seen.get(key, -1):
+            return None
+        seen[key] = delta.seq
         return deliver(self._sink, delta)
 
     async def stream(self, task_id: str, after: int | None = None) -> DeltaStream:
@@ -77,10 +97,7 @@ class ClientDeltas:
 
         async def read() -> None:
             try:
-                async for delta in read_task_stream(self.temporal, task_id, after):
-                    stream._put(delta)
-            except Exception:  # noqa: BLE001 (the stream ends; the reader's caller sees it end)
-                logger.exception("reading the delta stream of task %s failed", task_id)
+                await read_resuming(self.temporal, task_id, after, stream._put)
             finally:
                 stream._put(None)
 
@@ -98,4 +115,43 @@ class ClientDeltas:
             await reader.close()
 
 
-__all__ = ["ClientDeltas"]
+async def read_resuming(
+    temporal: TemporalClient,
+    task_id: str,
+    after: int | None,
+    take: Callable[[StreamDelta], Any],
+    give_up_after: int = READ_FAILURES_BEFORE_GIVING_UP,
+) -> bool:
+    """Hand every delta of ``task_id``'s stream after offset ``after`` to ``take`` (awaited when it
+    returns a coroutine) until the task has ended. A read that fails (the cluster unreachable for a
+    while, a piece ``take`` refused) starts again after the last piece taken, at once and then after
+    pauses that double up to READ_RETRY_MAX_SECONDS (pieces of calls that ended meanwhile may be gone:
+    a stream keeps the current call's and the one before); ``give_up_after`` failures in a row end
+    it (logged).
+    True once the stream was read to its end, False if the reader gave up."""
+    failures = 0
+    last: StreamDelta | None = None  # the last piece taken
+    while True:
+        # The pieces of one batch share its offset: a read begun again re-reads the batch of the
+        # last piece taken and skips what was taken of it.
+        start = after if last is None or last.offset is None else last.offset - 1
+        try:
+            async for delta in read_task_stream(temporal, task_id, start):
+                if last is not None and delta.offset == last.offset and delta.seq <= last.seq:
+                    continue
+                result = take(delta)
+                if asyncio.iscoroutine(result):
+                    await result
+                last, failures = delta, 0
+            return True  # the task ended and its stream was read to the end
+        except Exception:  # noqa: BLE001 (one task's stream must not stop the others)
+            failures += 1
+            if failures >= give_up_after:
+                logger.exception("gave up reading the delta stream of task %s after %d failures", task_id, failures)
+                return False
+            logger.warning("reading the delta stream of task %s failed; reading on", task_id, exc_info=True)
+            # At once the first time: a stream keeps a call's pieces only until the next call but one.
+            await asyncio.sleep(0 if failures == 1 else min(READ_RETRY_MAX_SECONDS, 0.5 * 2**failures))
+
+
+__all__ = ["ClientDeltas", "read_resuming"]

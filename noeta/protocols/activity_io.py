@@ -63,6 +63,9 @@ class PrepareOutput:
     resources: list[EquippedResource] = field(default_factory=list)
     """Task-scoped resources created for the task (its tools need them or its Options equip them)."""
     agents_ref: ContentRef | None = None
+    shape: int = 0
+    """The workflow shape of the worker that prepared the task (PREPARED_SHAPE,
+    noeta.protocols.names); 0 in histories recorded before shapes existed."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -168,7 +168,25 @@ PATCH_REFUSALS_RECORDED = "refusals-recorded"
 PATCH_LOCAL_TOOLS = "local-tools"
 """A call of a tool declared ``local=True`` (calculator, word_count and current_time among them)
 runs as an invoke_tool local activity (a marker) instead of an activity. Asked at a task's first
-local tool call, so tasks without local tools pay nothing."""
+local tool call, and only by tasks prepared before SHAPE_LOCAL_TOOLS_BY_DATA."""
+#: A task's shape: recorded by prepare_task (PrepareOutput.shape, carried across continue-as-new)
+#: from the code of the worker that prepares it. A change of command sequence that only tasks
+#: prepared after it may take is gated on this recorded number instead of a patch id: a patch
+#: costs every task that asks it a marker and a TemporalChangeVersion upsert (two events and a
+#: visibility write), the shape nothing. A history recorded before a shape has a lower number,
+#: so it replays along the old path. Raise PREPARED_SHAPE with each such change; never lower it.
+SHAPE_LOCAL_TOOLS_BY_DATA = 1
+"""Local tool calls no longer ask PATCH_LOCAL_TOOLS: a tool's ``local`` flag is itself recorded
+data (prepare's ToolSpecs, the task's MCP servers) that no history from before local tools holds.
+Tasks of a lower shape still ask it: Temporal fails the replay of a history that holds a patch
+marker which the code no longer asks (tests/histories/local-tools)."""
+SHAPE_RESULT_IN_COMPLETION = 2
+"""The result of a task's only goal is not recorded in the memo (RESULT_MEMO_KEY) as well: the
+workflow's completion event carries the same TaskResult, and the event log reads it there (one
+history event less per task). Keep-open tasks, whose goals each end with a memo, and tasks that
+release resources after their result (a cancel could end them before they complete) keep it."""
+PREPARED_SHAPE = SHAPE_RESULT_IN_COMPLETION
+"""The shape prepare_task records for a new task: the highest SHAPE_* constant."""
 #: A sub-agent on the built-in policy runs as BUILTIN_POLICY_WORKFLOW_NAME (before: WORKFLOW_NAME).
 PATCH_BUILTIN_POLICY_CHILDREN = "builtin-policy-children"
 """A tool call that a guard denied, a human refused (or let time out) or that names an unknown tool

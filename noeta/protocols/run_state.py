@@ -79,6 +79,8 @@ class Carry:
     fallback happened; carried so a continued run stays on it)."""
     usage_by_provider: list[ProviderUsage] = field(default_factory=list)
     """The task's own model calls by provider and model; kept only by tasks with fallback providers."""
+    shape: int = 0
+    """The shape prepare_task recorded for the task (noeta.protocols.names, SHAPE_*)."""
 
 
 # A run's memo records of refused calls and budget warnings are the events they are projected as

@@ -218,7 +218,8 @@ class StepRunner:
         )
         memories: list[str] = []
         try:
-            out = await steps.invoke_tool(self._run.task, inp, spec, approved_by=self._gate.approved_by.pop(call.call_id, None))
+            approved_by = self._gate.approved_by.pop(call.call_id, None)
+            out = await steps.invoke_tool(self._run.task, inp, spec, self._run.state.shape, approved_by=approved_by)
             result, memories = out.result, out.memories
         except ActivityError as err:
             raise_if_cancelled(err)

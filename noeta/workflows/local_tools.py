@@ -13,21 +13,32 @@ from temporalio.exceptions import ActivityError, FailureError
 
 from noeta.protocols.activity_io import InvokeToolInput, InvokeToolOutput
 from noeta.protocols.local_tools import local_attempt_seconds
-from noeta.protocols.names import INVOKE_TOOL, PATCH_LOCAL_TOOLS
+from noeta.protocols.names import INVOKE_TOOL, PATCH_LOCAL_TOOLS, SHAPE_LOCAL_TOOLS_BY_DATA
 from noeta.protocols.task import TaskInput
 from noeta.protocols.tool import ToolSpec
 from noeta.workflows import patches
 
 
-def runs_locally(task: TaskInput, spec: ToolSpec | None) -> bool:
+def runs_locally(task: TaskInput, spec: ToolSpec | None, shape: int) -> bool:
     """Whether this call of ``spec`` runs as a local activity: the tool (or its MCP server) says
-    so, and the task is past PATCH_LOCAL_TOOLS (tasks recorded before it ran every tool as an
-    activity; the patch is asked only here, so tasks without local tools never record it)."""
+    so. Both flags are recorded data, not the worker's registry: ``spec`` is prepare_task's
+    recorded result (or a continued run's carry, its input), the server is in the task's input,
+    and no history from before local tools holds either. So only tasks prepared before
+    SHAPE_LOCAL_TOOLS_BY_DATA (``shape``: the task's recorded shape) ask PATCH_LOCAL_TOOLS, which
+    their histories hold: Temporal refuses to replay a patch marker that the code does not ask.
+
+    A newer task asks it only while replaying: its history holds the marker only if a worker of
+    the previous release ran its local calls during a rollout, and then asking matches it;
+    without a marker, asking during replay records nothing (the value is not used)."""
     if spec is None:
         return False
     server = task.mcp_servers.get(spec.mcp_server) if spec.mcp_server is not None else None
     wanted = spec.local or (server is not None and server.local)
-    return wanted and patches.patched(PATCH_LOCAL_TOOLS)
+    if wanted and shape < SHAPE_LOCAL_TOOLS_BY_DATA:
+        return patches.patched(PATCH_LOCAL_TOOLS)
+    if wanted and workflow.unsafe.is_replaying():
+        patches.patched(PATCH_LOCAL_TOOLS)
+    return wanted
 
 
 def local_activity_id(inp: InvokeToolInput) -> str:

@@ -62,6 +62,7 @@ class RunState:
         state.system_ref, state.output_schema_ref = plan.system_ref, plan.output_schema_ref
         state.volatile_ref, state.mcp_tools_ref = plan.volatile_ref, plan.mcp_tools_ref
         state.owned_resources, state.agents_ref = list(plan.resources), plan.agents_ref
+        state.shape = plan.shape
         self.tools = {spec.name: spec for spec in plan.tools}
 
     def env(self) -> RunEnv | None:

@@ -233,14 +233,14 @@ async def call_model(task: TaskInput, request: CallModelInput) -> CallModelOutpu
 
 
 async def invoke_tool(
-    task: TaskInput, inp: InvokeToolInput, spec: ToolSpec | None, approved_by: str | None = None
+    task: TaskInput, inp: InvokeToolInput, spec: ToolSpec | None, shape: int, approved_by: str | None = None
 ) -> InvokeToolOutput:
     """Run one tool call with the tool's own timeout, heartbeat and retries, else the task's
     (``tool_activity``, or ``mcp_activity`` for a remote MCP server's tool), as a local activity
     for a local tool (noeta.workflows.local_tools); raises ActivityError when the call failed for
-    good, so the caller decides what the model sees. ``approved_by``: the human who approved the
-    call, named in its summary (a summary is not part of the command's identity: histories replay
-    the same)."""
+    good, so the caller decides what the model sees. ``shape``: the task's recorded shape
+    (noeta.protocols.names). ``approved_by``: the human who approved the call, named in its
+    summary (a summary is not part of the command's identity: histories replay the same)."""
     options = task.mcp_activity if inp.mcp is not None else task.tool_activity
     retries = spec.max_retries if spec and spec.max_retries is not None else tool_retries(task)
     own_timeout = spec.start_to_close_seconds if spec else None
@@ -251,7 +251,7 @@ async def invoke_tool(
         summary = f"approved by {approved_by}: {summary}"
     # The worker counts attempts (noeta.activities._attempts) and marks final errors.
     retry = retry_policy(options, retries, TASK_FATAL_TOOL_ERRORS, ledger=True)
-    if spec is not None and local_tools.runs_locally(task, spec):
+    if spec is not None and local_tools.runs_locally(task, spec, shape):
         return await local_tools.invoke_local(inp, spec, summary, retry)
     return await execute(
         INVOKE_TOOL, inp, InvokeToolOutput, summary, options,
