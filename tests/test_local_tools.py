@@ -272,7 +272,7 @@ async def test_a_five_step_task_with_a_local_tool_costs_these_events(client: Asy
     history = await client.temporal.get_workflow_handle(task_id).fetch_history()
     kinds = [EventType.Name(e.event_type) for e in history.events]
     workflow_tasks = kinds.count("EVENT_TYPE_WORKFLOW_TASK_COMPLETED")
-    assert (len(kinds), workflow_tasks) == (48, 7), kinds
+    assert (len(kinds), workflow_tasks) == (49, 7), kinds
 
 
 

@@ -84,19 +84,6 @@ def test_tool_loop_projection(tmp_path: Path):
     assert items[-1] == Result("the sum is 5", "completed")
 
 
-def test_the_result_of_a_task_recorded_only_in_its_completion_projects_as_from_the_memo():
-    # SHAPE_RESULT_IN_COMPLETION: the only goal's result is no longer in a memo; the event log
-    # reads it from the completion event, with the same payload, as the task's last envelope.
-    before = project(events("tool_loop"), task_id="t")
-    path = Path(__file__).parent / "histories" / "result-in-completion" / "tool_loop.json"
-    history = WorkflowHistory.from_json("tool_loop", path.read_text()).events
-    assert "noeta.result" not in path.read_text()
-    after = project(history, task_id="t")
-    assert [e.type for e in after].count("TaskCompleted") == 1 and after[-1].type == "TaskCompleted"
-    assert envelope_to_dict(after[-1])["payload"] == envelope_to_dict(before[-1])["payload"]
-    assert after[-1].payload.answer == "the sum is 5" and after[-1].payload.status == "completed"
-
-
 def test_as_messages_of_the_multi_turn_history(tmp_path: Path):
     items = as_messages(project(events("multi_turn")), LocalContentStore(tmp_path))
     assert items == [

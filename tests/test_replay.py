@@ -94,15 +94,6 @@ def test_local_tool_histories_are_recorded():
     assert '"core_patch"' in after and '"core_patch"' not in by_shape and by_shape.count('"name": "noeta.invoke_tool"') == 0
 
 
-def test_result_in_completion_histories_are_recorded():
-    # Tasks of SHAPE_RESULT_IN_COMPLETION: their only goal's result is in the completion event, not
-    # also in a memo (keep-open tasks, unchanged, are covered above).
-    for name in ("tool_loop", "builtin_tools"):
-        history = (ROOT / "result-in-completion" / f"{name}.json").read_text()
-        assert '"noeta.result"' not in history and '"core_patch"' not in history
-        assert '"noeta.result"' in (ROOT / "local-tools-by-shape" / "builtin_tools.json").read_text()
-
-
 def test_edited_approval_histories_are_recorded():
     # Approvals that replace a call's arguments: the guards' second look is behind edited-approvals,
     # asked only by a task that receives such an approval.

@@ -180,12 +180,7 @@ SHAPE_LOCAL_TOOLS_BY_DATA = 1
 data (prepare's ToolSpecs, the task's MCP servers) that no history from before local tools holds.
 Tasks of a lower shape still ask it: Temporal fails the replay of a history that holds a patch
 marker which the code no longer asks (tests/histories/local-tools)."""
-SHAPE_RESULT_IN_COMPLETION = 2
-"""The result of a task's only goal is not recorded in the memo (RESULT_MEMO_KEY) as well: the
-workflow's completion event carries the same TaskResult, and the event log reads it there (one
-history event less per task). Keep-open tasks, whose goals each end with a memo, and tasks that
-release resources after their result (a cancel could end them before they complete) keep it."""
-PREPARED_SHAPE = SHAPE_RESULT_IN_COMPLETION
+PREPARED_SHAPE = SHAPE_LOCAL_TOOLS_BY_DATA
 """The shape prepare_task records for a new task: the highest SHAPE_* constant."""
 #: A sub-agent on the built-in policy runs as BUILTIN_POLICY_WORKFLOW_NAME (before: WORKFLOW_NAME).
 PATCH_BUILTIN_POLICY_CHILDREN = "builtin-policy-children"

@@ -11,7 +11,7 @@ from temporalio.exceptions import ApplicationError
 from noeta.errors import PolicyDecisionError
 from noeta.protocols.appends import goal_message
 from noeta.protocols.decisions import CallModel, CallTools, Finish, SpawnSubtask
-from noeta.protocols.names import INJECTED_MEMO_KEY, RESULT_MEMO_KEY, SHAPE_RESULT_IN_COMPLETION
+from noeta.protocols.names import INJECTED_MEMO_KEY, RESULT_MEMO_KEY
 from noeta.protocols.policy import Policy
 from noeta.protocols.statuses import GoalStatus
 from noeta.protocols.step_context import StepContext
@@ -143,12 +143,7 @@ class GoalLoop:
             counts=state.counts,
             usage_by_provider=list(state.usage_by_provider),
         )
-        # Recorded in history (and shown in the UI's memo) so every goal's outcome is projectable;
-        # the only goal of a task completes the workflow with this result in the same workflow
-        # task, and the event log reads it there (SHAPE_RESULT_IN_COMPLETION).
-        task = self._run.task
-        completes_now = not task.keep_open and not state.owned_resources
-        if not (completes_now and state.shape >= SHAPE_RESULT_IN_COMPLETION):
-            workflow.upsert_memo({RESULT_MEMO_KEY: result})
+        # Recorded in history (and shown in the UI's memo) so every goal's outcome is projectable.
+        workflow.upsert_memo({RESULT_MEMO_KEY: result})
         self._status.show(details.finished(result.status, answer))
         return result

@@ -35,11 +35,6 @@ class Goals:
         if not self._running:
             self._begin_next(event)
 
-    @property
-    def running(self) -> bool:
-        """Whether a goal runs whose result has not been recorded yet."""
-        return self._running
-
     def ended(self, event: HistoryEvent) -> None:
         """The running goal's result was recorded: the next waiting goal, if any, begins."""
         self._running = False

@@ -90,20 +90,16 @@ class Lifecycle:
                 self._transcript.last_message_seq,
             )
         if RESULT_MEMO_KEY in fields:
-            self._goal_ended(decode(fields[RESULT_MEMO_KEY], TaskResult), event)
-
-    def _goal_ended(self, result: TaskResult, event: HistoryEvent) -> None:
-        """The running goal's result: from the memo, or from the completion of a task whose only
-        goal it was (SHAPE_RESULT_IN_COMPLETION)."""
-        self._log.emit(
-            ev.TaskCompleted(
-                answer=result.answer, status=result.status, usage=result.usage, turns=result.turns, data=result.data
-            ),
-            "engine",
-            event,
-            self._transcript.last_message_seq,
-        )
-        self._goals.ended(event)
+            result: TaskResult = decode(fields[RESULT_MEMO_KEY], TaskResult)
+            self._log.emit(
+                ev.TaskCompleted(
+                    answer=result.answer, status=result.status, usage=result.usage, turns=result.turns, data=result.data
+                ),
+                "engine",
+                event,
+                self._transcript.last_message_seq,
+            )
+            self._goals.ended(event)
 
     def _refused(self, refusal: ToolRefusal, event: HistoryEvent) -> None:
         """A call the workflow refused without running it (PATCH_REFUSALS_RECORDED)."""
@@ -112,13 +108,10 @@ class Lifecycle:
         self._rounds.result(refused_result(refusal), "engine", event, seq)
 
     def closed(self, event: HistoryEvent) -> None:
-        """The run ended: completed (its result, unless the memo told it already), failed, timed
-        out, terminated, cancelled or continued as new."""
+        """The run ended: failed, timed out, terminated, cancelled or continued as new (a run that
+        completed told its result through the memo already)."""
         t = event.event_type
-        if t == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
-            if self._goals.running:
-                self._goal_ended(decode_first(event.workflow_execution_completed_event_attributes.result, TaskResult), event)
-        elif t == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED:
+        if t == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED:
             failure = event.workflow_execution_failed_event_attributes.failure
             message, error_type = failure_text(failure)
             if error_type == AttemptsExhaustedError.__name__:
