@@ -181,3 +181,23 @@ async def test_a_redis_restart_mid_stream_loses_no_piece_streamed_after_it(
         server.wait(15)
     deltas = of_task(received, task_id)
     assert [d.text for d in deltas] == pieces and [d.seq for d in deltas] == list(range(len(pieces)))
+
+
+async def test_an_async_sink_that_raises_is_logged_and_the_next_pieces_still_reach_it(caplog):
+    """As for a sync sink: one piece the consumer fails on does not stop the pieces after it."""
+    from noeta.deltas.broker import InProcessBroker
+
+    got: list[int] = []
+
+    async def sink(delta: StreamDelta) -> None:
+        if delta.seq == 1:
+            raise RuntimeError("the consumer's socket closed")
+        got.append(delta.seq)
+
+    broker = InProcessBroker()
+    subscription = await broker.subscribe("default", sink)
+    for seq in range(3):
+        broker.publish("default", StreamDelta(task_id="t", call_id="c", attempt=1, text=f"{seq}", seq=seq))
+    await eventually(lambda: got == [0, 2], timeout=5)
+    await subscription.close()
+    assert "delta sink failed" in caplog.text and "socket closed" in caplog.text

@@ -68,9 +68,11 @@ class ClientDeltas:
                     self._read[task_id] = None  # never read again (its pieces would reach the sink twice)
                     while len(self._read) > READ_TASKS_KEPT:
                         self._read.popitem(last=False)
-            finally:  # ended, given up, or the client closes: nothing else of it is kept
+                    self._last_seq.pop(task_id, None)
+                # (given up: what the sink got stays known, so following the task again later
+                # hands it only the pieces it has not had)
+            finally:
                 self._followed.pop(task_id, None)
-                self._last_seq.pop(task_id, None)
 
         self._followed[task_id] = ReaderSubscription(read(), f"noeta-deltas-{task_id}")
 

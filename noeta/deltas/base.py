@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import inspect
 import json
 import logging
 from collections.abc import Callable, Coroutine
@@ -75,12 +76,21 @@ def delta_from_json(data: bytes | str) -> StreamDelta:
 
 
 def deliver(sink: DeltaSink, delta: StreamDelta) -> Any:
-    """``sink(delta)``; a sink that raises is logged, so one broken consumer does not stop the others."""
+    """``sink(delta)``; a sink that raises is logged, so one broken consumer does not stop the others
+    (an async sink's coroutine is returned wrapped, to be awaited: it logs what the sink raises)."""
     try:
-        return sink(delta)
+        result = sink(delta)
     except Exception:
         logger.exception("delta sink failed")
         return None
+    return _logged(result) if inspect.iscoroutine(result) else result
+
+
+async def _logged(delivery: Coroutine[Any, Any, Any]) -> None:
+    try:
+        await delivery
+    except Exception:
+        logger.exception("delta sink failed")
 
 
 __all__ = ["DeltaBroker", "DeltaSink", "ReaderSubscription", "Subscription", "deliver", "delta_from_json", "delta_to_json"]
