@@ -13,7 +13,7 @@ import asyncio
 import logging
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from temporalio.client import Client as TemporalClient
 
@@ -23,6 +23,7 @@ from noeta.deltas.workflow_stream import read_task_stream
 from noeta.protocols.messages import StreamDelta
 
 logger = logging.getLogger(__name__)
+V = TypeVar("V")
 
 #: Failures in a row after which a client stops reading a task's stream (over 3 minutes of them).
 READ_FAILURES_BEFORE_GIVING_UP = 12
@@ -65,9 +66,7 @@ class ClientDeltas:
         async def read() -> None:
             try:
                 if await read_resuming(self.temporal, task_id, None, self._deliver):
-                    self._read[task_id] = None  # never read again (its pieces would reach the sink twice)
-                    while len(self._read) > READ_TASKS_KEPT:
-                        self._read.popitem(last=False)
+                    _remember(self._read, task_id, None)  # never read again (its pieces would reach the sink twice)
                     self._last_seq.pop(task_id, None)
                 # (given up: what the sink got stays known, so following the task again later
                 # hands it only the pieces it has not had)
@@ -80,10 +79,10 @@ class ClientDeltas:
         """The sink gets each piece once, whichever way it came first (workflow stream, broker)."""
         if self._sink is None:
             return None
-        seen = self._last_seq.pop(delta.task_id, None) or {}
-        self._last_seq[delta.task_id] = seen  # the most recent last: the oldest go first
-        while len(self._last_seq) > READ_TASKS_KEPT:
-            self._last_seq.popitem(last=False)
+        seen = self._last_seq.get(delta.task_id)
+        if seen is None:
+            seen = {}
+        _remember(self._last_seq, delta.task_id, seen)
         key = (delta.call_id, delta.attempt)
         if delta.seq <= seen.get(key, -1):
             return None
@@ -115,6 +114,15 @@ class ClientDeltas:
         readers, self._followed = list(self._followed.values()), {}
         for reader in readers:
             await reader.close()
+
+
+def _remember(table: OrderedDict[str, V], key: str, value: V) -> None:
+    """Keep ``key`` as the most recently used entry of ``table``, which holds at most READ_TASKS_KEPT
+    (the least recently used go first)."""
+    table[key] = value
+    table.move_to_end(key)
+    while len(table) > READ_TASKS_KEPT:
+        table.popitem(last=False)
 
 
 async def read_resuming(
