@@ -3,7 +3,8 @@ queries behind ``list_tasks`` (CLI ``noeta tasks``, ``GET /tasks``, the console)
 and description of a task as seen from outside.
 
 Search-attribute names live in :mod:`noeta.protocols.names`, typed keys in
-:mod:`noeta.temporal.search_attributes`.
+:mod:`noeta.temporal.search_attributes`; this module names each attribute by its typed key (``.name``
+in queries), so the attribute a task is checked for is the one it is given.
 """
 
 from __future__ import annotations
@@ -27,12 +28,6 @@ from noeta.protocols.names import (
     BASE_SEARCH_ATTRIBUTES,
     DEFAULT_TENANT,
     GOAL_ATTRIBUTE_CHARS,
-    SA_FORKED_FROM,
-    SA_GOAL,
-    SA_METADATA,
-    SA_MODEL,
-    SA_STATUS,
-    SA_TENANT,
     SEARCH_ATTRIBUTES,
     WORKFLOW_TYPES_QUERY,
 )
@@ -123,14 +118,14 @@ def initial_search_attributes(
         pairs.append(SearchAttributePair(keys.MODEL, model))
     if api_key_id:
         pairs.append(SearchAttributePair(keys.API_KEY, api_key_id))
-    if tenant and SA_TENANT in registered:
+    if tenant and keys.TENANT.name in registered:
         pairs.append(SearchAttributePair(keys.TENANT, tenant))
-    if forked_from and SA_FORKED_FROM in registered:
+    if forked_from and keys.FORKED_FROM.name in registered:
         pairs.append(SearchAttributePair(keys.FORKED_FROM, forked_from))
-    if goal is not None and SA_GOAL in registered:
+    if goal is not None and keys.GOAL.name in registered:
         pairs.append(SearchAttributePair(keys.GOAL, goal[:GOAL_ATTRIBUTE_CHARS]))
     entries = metadata_entries(metadata, indexed_metadata)
-    if entries and SA_METADATA in registered:
+    if entries and keys.METADATA.name in registered:
         pairs.append(SearchAttributePair(keys.METADATA, entries))
     return TypedSearchAttributes(pairs)
 
@@ -219,38 +214,38 @@ def task_query(registered: set[str], wanted: TaskFilter = TaskFilter()) -> str:
         if status not in TASK_STATUSES:
             raise ConfigurationError(f"not a task status: {status!r}; one of {', '.join(TASK_STATUSES)}")
         if indexed:
-            query += f" AND {SA_STATUS} = '{status}'"
+            query += f" AND {keys.STATUS.name} = '{status}'"
         else:
             query += f" AND ExecutionStatus = '{_EXECUTION_STATUS[status]}'"
     if wanted.search:
         text = _checked(wanted.search, "search")
-        if SA_GOAL in registered:  # full-text: matches tasks whose goal has these words
-            query += f" AND {SA_GOAL} = '{text}'"
+        if keys.GOAL.name in registered:  # full-text: matches tasks whose goal has these words
+            query += f" AND {keys.GOAL.name} = '{text}'"
         else:
             query += f" AND WorkflowId STARTS_WITH '{text}'"
     if wanted.model:
         if not indexed:
             raise ConfigurationError("filtering by model needs Noeta's search attributes (noeta setup)")
-        query += f" AND {SA_MODEL} = '{_checked(wanted.model, 'model')}'"
+        query += f" AND {keys.MODEL.name} = '{_checked(wanted.model, 'model')}'"
     for key, value in (wanted.metadata or {}).items():
-        if SA_METADATA not in registered:
+        if keys.METADATA.name not in registered:
             raise ConfigurationError("filtering by metadata needs the NoetaMetadata search attribute (noeta setup)")
         if not _METADATA_KEY.fullmatch(key):
             raise ConfigurationError(f"not a metadata key: {key!r}")
-        query += f" AND {SA_METADATA} = '{_checked(f'{key}={value}', 'metadata filter')}'"
+        query += f" AND {keys.METADATA.name} = '{_checked(f'{key}={value}', 'metadata filter')}'"
     return query
 
 
 def tenant_filter(registered: set[str], tenant: str) -> str:
     """The visibility-query clause (`` AND ...``) that keeps only ``tenant``'s tasks."""
     value = _checked(tenant, "tenant")
-    if SA_TENANT not in registered:
+    if keys.TENANT.name not in registered:
         if tenant == DEFAULT_TENANT:
             return ""  # a cluster without tenants: every task is the default tenant's
-        raise ConfigurationError(f"tenants need the {SA_TENANT} search attribute on the cluster (noeta setup)")
+        raise ConfigurationError(f"tenants need the {keys.TENANT.name} search attribute on the cluster (noeta setup)")
     if tenant == DEFAULT_TENANT:
-        return f" AND ({SA_TENANT} = '{value}' OR {SA_TENANT} IS NULL)"
-    return f" AND {SA_TENANT} = '{value}'"
+        return f" AND ({keys.TENANT.name} = '{value}' OR {keys.TENANT.name} IS NULL)"
+    return f" AND {keys.TENANT.name} = '{value}'"
 
 
 def tenant_of(attrs: TypedSearchAttributes) -> str:
