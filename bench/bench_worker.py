@@ -31,7 +31,7 @@ async def noeta_worker(args: argparse.Namespace, worker_kwargs: dict[str, Any]) 
     settings = Settings(temporal_address=args.address, home=Path(args.home), task_queue=args.queue)
     temporal, _ = await connect_temporal(settings)
     registry = Registry.of(
-        tools=[bench_output_local if args.system == "noeta-local" else bench_output], providers=[ScriptedProvider()],
+        tools=[bench_output_local if args.system.startswith("noeta-local") else bench_output], providers=[ScriptedProvider()],
         content_store=settings.content_store(),
     )
     return build_worker(temporal, registry, args.queue, **worker_kwargs)
@@ -70,6 +70,7 @@ async def serve(args: argparse.Namespace) -> None:
         "noeta": noeta_worker,
         "noeta-sandboxed": noeta_worker,  # the same worker; its tasks carry a policy of their own
         "noeta-local": noeta_worker,  # its tool declared local=True
+        "noeta-local-model": noeta_worker,  # the same worker: the task asks for local model calls
         "baseline": baseline_worker,
         "baseline-unsandboxed": baseline_unsandboxed_worker,
         "baseline-reads-results": baseline_worker,  # the same worker; its tasks give the model tool results
@@ -100,7 +101,7 @@ def poller_behavior(value: str) -> Any:
 def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("system", choices=["noeta", "noeta-sandboxed", "noeta-local", "baseline", "baseline-unsandboxed", "baseline-reads-results"])
+    parser.add_argument("system", choices=["noeta", "noeta-sandboxed", "noeta-local", "noeta-local-model", "baseline", "baseline-unsandboxed", "baseline-reads-results"])
     parser.add_argument("--address", required=True)
     parser.add_argument("--queue", required=True)
     parser.add_argument("--home", required=True, help="Noeta's data directory (its content store)")

@@ -12,7 +12,8 @@ driver starts all N tasks at once and waits for every result.
 
 Noeta: ``build_worker`` with a scripted provider (a tool call while the transcript holds fewer than
 K tool results, then an answer) and one tool; "noeta-local" the same tool declared ``local=True``
-(a local activity). Floor: bench/baseline_loop.py, a hand-written
+(a local activity); "noeta-local-model" that and every model call a local activity too
+(``Options(model_local_activity=True)``). Floor: bench/baseline_loop.py, a hand-written
 workflow with a "model" and a "tool" activity per step, same output bytes, pydantic converter; its
 model counts steps and never sees a tool result. With --with-floor-reading-results also that loop
 with each tool output passed on to the next model call ("baseline-reads-results"), the least an
@@ -90,8 +91,9 @@ from tests.support.server_metrics import scrape as scrape_server
 
 T = TypeVar("T")
 
-#: The floor, Noeta with an ordinary tool, and Noeta with the same tool declared local=True.
-SYSTEMS = ("baseline", "noeta", "noeta-local")
+#: The floor, Noeta with an ordinary tool, Noeta with the same tool declared local=True, and that
+#: with its model calls as local activities too.
+SYSTEMS = ("baseline", "noeta", "noeta-local", "noeta-local-model")
 #: Measured on request (--with-sandbox-variants), to tell the workflow sandbox's share apart: the
 #: floor outside the sandbox, and Noeta tasks with a policy of their own (AgentWorkflow, sandboxed).
 SANDBOX_VARIANTS = ("baseline-unsandboxed", "noeta-sandboxed")
@@ -302,8 +304,9 @@ async def noeta_system(address: str, home: Path, args: argparse.Namespace, name:
 
     async def start(task_id: str, steps: int, output_bytes: int, queue: str) -> None:
         options = Options(
-            provider=PROVIDER_NAME, allowed_tools=[bench_output_local if name == "noeta-local" else bench_output],
-            max_turns=steps + 1,
+            provider=PROVIDER_NAME,
+            allowed_tools=[bench_output_local if name.startswith("noeta-local") else bench_output],
+            max_turns=steps + 1, model_local_activity=name == "noeta-local-model",
             policy=OwnPolicy() if name == "noeta-sandboxed" else None, **chosen,
         )
         await client.start(goal_for(steps, output_bytes), options, task_id=task_id, task_queue=queue)
@@ -702,6 +705,7 @@ def ratios(results: list[Figures], runs: dict[tuple[str, int, int], list[Figures
     # Noeta against the floor; with the variants measured, each also against its like.
     pairs = [("noeta / floor", "noeta", "baseline"),
              ("noeta with a local tool / floor", "noeta-local", "baseline"),
+             ("noeta with a local tool and local model calls / floor", "noeta-local-model", "baseline"),
              ("noeta / floor without sandbox", "noeta", "baseline-unsandboxed"),
              ("noeta with own policy / floor", "noeta-sandboxed", "baseline"),
              ("noeta / floor whose model reads tool results", "noeta", READS_RESULTS_FLOOR)]

@@ -94,6 +94,14 @@ def test_local_tool_histories_are_recorded():
     assert '"core_patch"' in after and '"core_patch"' not in by_shape and by_shape.count('"name": "noeta.invoke_tool"') == 0
 
 
+def test_local_model_call_histories_are_recorded():
+    # Model calls as local activities (model_local_activity, recorded in the task's input: no patch):
+    # no call_model activity, one marker per call, the retried call's included.
+    history = (ROOT / "local-model-calls" / "local_model_calls.json").read_text()
+    assert '"name": "noeta.call_model"' not in history and history.count('"core_local_activity"') == 5
+    assert '"core_patch"' not in history
+
+
 def test_edited_approval_histories_are_recorded():
     # Approvals that replace a call's arguments: the guards' second look is behind edited-approvals,
     # asked only by a task that receives such an approval.

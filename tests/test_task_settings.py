@@ -32,7 +32,7 @@ CHANGED: dict[str, Any] = {
     "metadata": {"team": "a"}, "approval_timeout_seconds": 60.0, "max_history_events": 500,
     "limits": UsageLimits(max_tool_calls=3), "index_interval_seconds": None, "rate_limit_wait_seconds": 5.0,
     "store_outage_wait_seconds": 30.0, "max_tool_output_tokens": 2048,
-    "model_activity": ActivityOptions(start_to_close_seconds=9.0),
+    "model_activity": ActivityOptions(start_to_close_seconds=9.0), "model_local_activity": True,
     "tool_activity": ActivityOptions(heartbeat_seconds=3.0),
     "mcp_activity": ActivityOptions(retry_max_seconds=5.0),
     "guard_activity": ActivityOptions(start_to_close_seconds=20.0),

@@ -267,13 +267,16 @@ class ModelCalls:
         stream, this worker's sink, the delta broker: noeta.activities._streaming); else a plain
         completion."""
         sink, broker = self.registry.delta_sink, self.delta_broker
-        if not streams(provider, sink, broker, self.workflow_stream):
+        # A local call (model_local_activity) holds the workflow task the stream's readers query
+        # through: its pieces go to the sink and the broker only (noeta.protocols.local_model_calls).
+        workflow_stream = self.workflow_stream and not activity.info().is_local
+        if not streams(provider, sink, broker, workflow_stream):
             # Synchronous providers share the I/O pool: a hung tool must not hold up model calls.
             return call_maybe_async(
                 provider.complete, request, pool=self.services.io_pool, label=f"{inp.provider}.complete"
             )
         return stream_call(
-            provider, request, inp.task_id, inp.turn, sink, broker, self.workflow_stream, self.first_batch_seconds,
+            provider, request, inp.task_id, inp.turn, sink, broker, workflow_stream, self.first_batch_seconds,
             inp.listened_until,
         )
 

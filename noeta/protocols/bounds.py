@@ -16,6 +16,7 @@ from typing import Any
 from noeta.protocols.activity_options import ACTIVITY_KINDS, ActivityOptions
 from noeta.protocols.tool_output_cap import MIN_TOOL_OUTPUT_TOKENS
 from noeta.protocols.compaction import Compaction
+from noeta.protocols.local_model_calls import local_model_problem
 
 DAY = 86400.0
 
@@ -124,6 +125,9 @@ def settings_problem(settings: Any) -> str | None:
             problem = activity_options_problem(kind, getattr(settings, kind))
             if problem is not None:
                 return problem
+    local = local_model_problem(settings)
+    if local is not None:
+        return local
     compaction = getattr(settings, "compaction", None)
     if compaction is not None:
         if not isinstance(compaction, Compaction):

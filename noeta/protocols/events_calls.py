@@ -19,6 +19,9 @@ class ProviderCallStarted:
     model: str | None
     turn: int
     messages_appended: int
+    local: bool = False
+    """The call runs as a local activity (``model_local_activity``): it started and ended within one
+    marker."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +44,8 @@ class ProviderCallCompleted:
     stop_reason: str
     usage: Usage
     attempt: int
+    local: bool = False
+    """The call ran as a local activity (``model_local_activity``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +55,8 @@ class ProviderCallFailed:
     error: str
     error_type: str | None
     attempt: int
+    local: bool = False
+    """The call ran as a local activity (``model_local_activity``)."""
 
 
 @dataclass(frozen=True, slots=True)

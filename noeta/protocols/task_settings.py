@@ -104,6 +104,12 @@ class TaskSettings:
     model_activity: ActivityOptions = field(default_factory=ActivityOptions)
     """Timeouts, heartbeat and retry backoff of model calls; start-to-close defaults to 300 s. Each
     kind's defaults: noeta.protocols.activity_options, docs/retries.md."""
+    model_local_activity: bool = False
+    """Run each model call as a Temporal local activity, on the worker that runs the task's workflow:
+    one history event per call instead of three and no round trip through the server's activity
+    queue. For fast models only: an attempt is bounded (30 s unless ``model_activity`` sets a
+    start-to-close timeout, at most 120 s), cannot heartbeat, and a lost worker is noticed after the
+    workflow task's 10 s timeout (noeta.protocols.local_model_calls, docs/runtime.md)."""
     tool_activity: ActivityOptions = field(default_factory=ActivityOptions)
     """The same for tool calls; start-to-close defaults to ``tool_timeout_seconds``. A tool's own
     ``@tool(timeout_seconds=, heartbeat_seconds=)`` wins for that tool."""

@@ -5,11 +5,8 @@ attempt ledger (noeta.activities._attempts) as for any tool."""
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, FailureError
 
 from noeta.protocols.activity_io import InvokeToolInput, InvokeToolOutput
 from noeta.protocols.local_tools import local_attempt_seconds
@@ -17,6 +14,7 @@ from noeta.protocols.names import INVOKE_TOOL, PATCH_LOCAL_TOOLS, SHAPE_LOCAL_TO
 from noeta.protocols.task import TaskInput
 from noeta.protocols.tool import ToolSpec
 from noeta.workflows import patches
+from noeta.workflows.local_calls import execute_local_call
 
 
 def runs_locally(task: TaskInput, spec: ToolSpec | None, shape: int) -> bool:
@@ -50,22 +48,7 @@ def local_activity_id(inp: InvokeToolInput) -> str:
 async def invoke_local(inp: InvokeToolInput, spec: ToolSpec, summary: str, retry: RetryPolicy) -> InvokeToolOutput:
     """Run ``inp`` as a local activity with the tool's bounded timeout and ``retry``; a call that
     failed for good raises ActivityError, as an ordinary tool call's does."""
-    activity_id = local_activity_id(inp)
-    try:
-        out: InvokeToolOutput = await workflow.execute_local_activity(
-            INVOKE_TOOL,
-            inp,
-            result_type=InvokeToolOutput,
-            start_to_close_timeout=timedelta(seconds=local_attempt_seconds(spec.start_to_close_seconds)),
-            retry_policy=retry,
-            activity_id=activity_id,
-            summary=summary,
-        )
-    except ActivityError:
-        raise
-    except FailureError as err:  # a local activity's failure reaches the workflow unwrapped
-        raise ActivityError(
-            "local activity failed", scheduled_event_id=0, started_event_id=0, identity="",
-            activity_type=INVOKE_TOOL, activity_id=activity_id, retry_state=None,
-        ) from err
-    return out
+    return await execute_local_call(
+        INVOKE_TOOL, inp, InvokeToolOutput, local_attempt_seconds(spec.start_to_close_seconds), retry,
+        local_activity_id(inp), summary,
+    )

@@ -44,6 +44,7 @@ from noeta.protocols.names import (
     WORKFLOW_NAME,
     workflow_name_for,
 )
+from noeta.protocols.local_model_calls import ModelCallStart, local_model_attempt_seconds, model_call_activity_id
 from noeta.protocols.scope import merge_scopes
 from noeta.protocols.task import (
     TASK_FATAL_TOOL_ERRORS,
@@ -56,6 +57,7 @@ from noeta.protocols.task import (
 from noeta.protocols.tool import ToolSpec
 from noeta.temporal.search_attributes import TENANT
 from noeta.workflows import local_tools, patches
+from noeta.workflows.local_calls import execute_local_call
 from noeta.workflows.failures import provider_failure, raise_if_cancelled, typed_task_error
 
 T = TypeVar("T")
@@ -218,14 +220,23 @@ async def call_model(task: TaskInput, request: CallModelInput) -> CallModelOutpu
     options, retries = task.model_activity, provider_retries(task)
     request = dataclasses.replace(request, budget=attempt_budget(task, options, retries))
     summary = f"{request.provider} {request.model or ''} · turn {request.turn}".replace("  ", " ")
+    # The worker counts attempts (noeta.activities._attempts) and marks final errors.
+    retry = retry_policy(options, retries, ledger=True)
     try:
-        out = await execute(
-            CALL_MODEL, request, CallModelOutput, summary, options,
-            start_to_close=options.start_to_close_seconds or task.model_timeout_seconds,
-            # The worker counts attempts (noeta.activities._attempts) and marks final errors.
-            retry=retry_policy(options, retries, ledger=True),
-            heartbeat=options.heartbeat_seconds,
-        )
+        if task.model_local_activity:  # recorded data: a task's calls are all local or none
+            out = await execute_local_call(
+                CALL_MODEL, request, CallModelOutput, local_model_attempt_seconds(options.start_to_close_seconds),
+                retry, model_call_activity_id(
+                    ModelCallStart(request.turn, request.provider, request.model, len(request.append))
+                ), summary, options.schedule_to_close_seconds,
+            )
+        else:
+            out = await execute(
+                CALL_MODEL, request, CallModelOutput, summary, options,
+                start_to_close=options.start_to_close_seconds or task.model_timeout_seconds,
+                retry=retry,
+                heartbeat=options.heartbeat_seconds,
+            )
     except ActivityError as err:
         raise_if_cancelled(err)
         raise provider_failure(err, provider_retries(task)) from err

@@ -62,6 +62,19 @@ def _fail_once(request):
     return say("second attempt worked")
 
 
+_busy_once: list[bool] = []
+
+
+def _busy_then_compute(request):
+    """Busy once (a retried model call), then a round of two tools, then the answer."""
+    if not _busy_once:
+        _busy_once.append(True)
+        raise ProviderError(provider="fake", message="busy", status=503, retryable=True)
+    if len(request.messages) == 1:
+        return call(("c1", "calculator", {"expression": "6 * 7"}), ("c2", "word_count", {"text": "a b c"}))
+    return say("42, and 3 words")
+
+
 def _count_to_four(request):
     done = sum(1 for m in request.messages for b in m.content if getattr(b, "type", "") == "tool_result")
     return call((f"c{done}", "add", {"a": done, "b": 1})) if done < 4 else say(f"counted to {done}")
@@ -261,6 +274,12 @@ SCENARIOS = {
             ]
         ),
         dict(goal="compute", options=Options(allowed_tools=[calculator, word_count, current_time])),
+    ),
+    # Every model call a local activity (model_local_activity), the first one retried once, the
+    # built-in local tools in between: the whole task is markers in one workflow task.
+    "local_model_calls": (
+        FakeLLMProvider(responder=_busy_then_compute),
+        dict(goal="compute", options=Options(allowed_tools=[calculator, word_count], model_local_activity=True)),
     ),
     # A provider that goes down after its first answer: the task moves to its fallback provider
     # (one memo, PATCH_PROVIDER_FALLBACK) and stays there across continue-as-new.

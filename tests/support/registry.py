@@ -96,3 +96,21 @@ hang_registry = Registry.of(
     tools=[hang_forever],
     providers={"hanging": FakeLLMProvider(responder=lambda r: call(("h", "hang_forever", {})))},
 )
+
+
+def _slow_local_answer(request: LLMRequest) -> LLMResponse:
+    """Logs the call's start to $NOETA_TEST_LOG, then answers after 3 s (a model call long enough
+    to kill its worker in)."""
+    import time
+
+    log = Path(os.environ["NOETA_TEST_LOG"])
+    with log.open("a") as out:
+        out.write(f"start pid={os.getpid()}\n")
+    time.sleep(3)
+    with log.open("a") as out:
+        out.write(f"done pid={os.getpid()}\n")
+    return say(f"answered {request.messages[0].text}")
+
+
+#: A provider whose calls the test runs as local activities (``model_local_activity``).
+slow_model_registry = Registry.of(providers={"scripted": FakeLLMProvider(responder=_slow_local_answer)})

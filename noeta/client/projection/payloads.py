@@ -10,6 +10,7 @@ from temporalio.api.common.v1 import Payload, Payloads
 from temporalio.api.failure.v1 import Failure
 from temporalio.api.history.v1 import HistoryEvent
 
+from noeta.protocols.attempts import AttemptFailure
 from noeta.protocols.step_failures import failure_reason
 from noeta.security.codec import refuse_sealed
 
@@ -45,6 +46,12 @@ def failure_details(failure: Failure) -> dict[str, Any]:
     payloads = node.application_failure_info.details.payloads if node.HasField("application_failure_info") else []
     value = json.loads(payloads[0].data) if payloads else None
     return value if isinstance(value, dict) else {}
+
+
+def earlier_attempts(failure: Failure) -> list[AttemptFailure]:
+    """The attempts of a call that failed for good before its last one (the worker's attempt
+    ledger lists them all in the failure's details, the last one included)."""
+    return [AttemptFailure(**f) for f in failure_details(failure).get("attempt_failures", [])][:-1]
 
 
 def innermost_message(failure: Failure) -> str:

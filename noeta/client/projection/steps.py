@@ -14,9 +14,10 @@ from noeta.client.projection.approvals import Approvals
 from noeta.client.projection.goals import Goals
 from noeta.client.projection.local_tools import local_tool_call, marker_data
 from noeta.client.projection.log import EnvelopeLog
+from noeta.client.projection.model_calls import ModelCalls
 from noeta.client.projection.payloads import (
     decode_first,
-    failure_details,
+    earlier_attempts,
     failure_text,
     innermost_message,
     own_error_type,
@@ -39,7 +40,7 @@ from noeta.protocols.activity_io import (
 )
 from noeta.protocols.appends import goal_message, tool_result_block
 from noeta.protocols.hooks import GuardDecision, ProposedToolCall, combine
-from noeta.protocols.messages import Message
+from noeta.protocols.local_model_calls import ModelCallStart
 from noeta.protocols.names import (
     CALL_MODEL,
     CHECK_GUARDS,
@@ -94,6 +95,7 @@ class Steps:
         self._rounds = rounds
         self._goals = goals
         self._approvals = approvals
+        self._models = ModelCalls(log, transcript)
         self._task: TaskInput | None = None
         self._scheduled: dict[int, _Scheduled] = {}  # by the id of the event that scheduled it
         self._attempt: dict[int, int] = {}  # scheduled event id -> the attempt that started last
@@ -121,14 +123,8 @@ class Steps:
         if name == CALL_MODEL:
             model_call: CallModelInput = decode_first(attrs.input, CallModelInput)
             inp = model_call
-            seq = self._log.emit(
-                ev.ProviderCallStarted(
-                    provider=model_call.provider, model=model_call.model, turn=model_call.turn,
-                    messages_appended=len(model_call.append),
-                ),
-                "engine",
-                event,
-                self._transcript.last_message_seq,
+            seq = self._models.started(
+                ModelCallStart(model_call.turn, model_call.provider, model_call.model, len(model_call.append)), event
             )
         elif name == INVOKE_TOOL:
             tool_call: InvokeToolInput = decode_first(attrs.input, InvokeToolInput)
@@ -156,9 +152,11 @@ class Steps:
         if attrs.marker_name != LOCAL_ACTIVITY_MARKER or "data" not in attrs.details:
             return
         data = marker_data(attrs)
-        if "result" not in attrs.details and data.get("activity_type") != INVOKE_TOOL:
+        if "result" not in attrs.details and data.get("activity_type") not in (INVOKE_TOOL, CALL_MODEL):
             return
-        if data.get("activity_type") == PREPARE_TASK:
+        if data.get("activity_type") == CALL_MODEL:
+            self._models.local_call(attrs, data, event)
+        elif data.get("activity_type") == PREPARE_TASK:
             self._prepared(decode_first(attrs.details["result"], PrepareOutput), event)
         elif data.get("activity_type") == INVOKE_TOOL:
             local_tool_call(self, self._transcript, self._rounds, attrs, data, event)
@@ -180,7 +178,7 @@ class Steps:
         if sched.activity == PREPARE_TASK:
             self._prepared(decode_first(attrs.result, PrepareOutput), event)
         elif sched.activity == CALL_MODEL:
-            self._model_answered(decode_first(attrs.result, CallModelOutput), sched, event)
+            self._models.answered(decode_first(attrs.result, CallModelOutput), sched.input.provider, event, sched.seq)
         elif sched.activity == INVOKE_TOOL:
             inp = sched.input
             self.tool_returned(inp.call_id, inp.tool_name, decode_first(attrs.result, InvokeToolOutput), event, sched.seq)
@@ -201,19 +199,9 @@ class Steps:
         sched = self._scheduled.get(scheduled_id)
         if sched is None:
             return
-        message, error_type = failure_text(failure)
         attempt = self._attempt.get(scheduled_id, 1)
-        earlier = [AttemptFailure(**f) for f in failure_details(failure).get("attempt_failures", [])][:-1]
         if sched.activity == CALL_MODEL:
-            provider = sched.input.provider  # the task's, or a fallback provider's
-            for failed in earlier:
-                self._provider_retry(provider, failed, event, sched.seq)
-            self._log.emit(
-                ev.ProviderCallFailed(provider=provider, error=message, error_type=error_type, attempt=attempt),
-                f"provider:{provider}",
-                event,
-                sched.seq,
-            )
+            self._models.failed(sched.input.provider, failure, attempt, event, sched.seq)
         elif sched.activity == INVOKE_TOOL:
             inp: InvokeToolInput = sched.input
             self.tool_failed(inp.call_id, inp.tool_name, failure, attempt, event, sched.seq)
@@ -225,7 +213,7 @@ class Steps:
         """A tool call failed for good: its earlier attempts, the failure, and what the model is told."""
         message, error_type = failure_text(failure)
         actor = f"tool:{tool_name}"
-        for failed in [AttemptFailure(**f) for f in failure_details(failure).get("attempt_failures", [])][:-1]:
+        for failed in earlier_attempts(failure):
             self._tool_retry(call_id, tool_name, failed, event, cause)
         seq = self._log.emit(
             ev.ToolCallFailed(
@@ -274,21 +262,6 @@ class Steps:
             return
         for message in task.fork.append:  # a fork starts from its source's record, not its goal
             self._transcript.append([message], "human" if message.origin == "human" else "engine", event, seq)
-
-    def _model_answered(self, out: CallModelOutput, sched: _Scheduled, event: HistoryEvent) -> None:
-        provider = sched.input.provider  # the task's, or a fallback provider's
-        actor = f"provider:{provider}"
-        for failed in out.retried:
-            self._provider_retry(provider, failed, event, sched.seq)
-        seq = self._log.emit(
-            ev.ProviderCallCompleted(
-                provider=provider, stop_reason=out.response.stop_reason, usage=out.response.usage, attempt=out.attempt
-            ),
-            actor,
-            event,
-            sched.seq,
-        )
-        self._transcript.append([Message(role="assistant", content=out.response.content)], actor, event, seq)
 
     def tool_returned(
         self, call_id: str, tool_name: str, out: InvokeToolOutput, event: HistoryEvent, cause: int,
@@ -357,20 +330,6 @@ class Steps:
             elif call_id.startswith("finish:"):
                 denied = finish_denied_feedback(denied_by_guard(deciding.guard, deciding.reason))
                 self._transcript.feedback(denied, event, self._log.last_seq)
-
-    def _provider_retry(self, provider: str, failed: AttemptFailure, event: HistoryEvent, cause: int) -> None:
-        self._log.emit(
-            ev.ProviderCallRetried(
-                provider=provider,
-                attempt=failed.attempt,
-                error=failed.error,
-                error_type=failed.error_type,
-                retry_after=failed.retry_after,
-            ),
-            f"provider:{provider}",
-            event,
-            cause,
-        )
 
     def _tool_retry(self, call_id: str, tool_name: str, failed: AttemptFailure, event: HistoryEvent, cause: int) -> None:
         self._log.emit(

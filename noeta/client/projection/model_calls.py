@@ -1,0 +1,104 @@
+"""Model calls in history, as envelopes: an activity's scheduled and closing events, or (with
+``model_local_activity``) one local-activity marker whose activity id names the call
+(noeta.protocols.local_model_calls)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio.api.failure.v1 import Failure
+from temporalio.api.history.v1 import HistoryEvent, MarkerRecordedEventAttributes
+
+from noeta.client.projection.log import EnvelopeLog
+from noeta.client.projection.payloads import decode_first, earlier_attempts, failure_text
+from noeta.client.projection.transcript import Transcript
+from noeta.protocols import event_log as ev
+from noeta.protocols.activity_io import CallModelOutput
+from noeta.protocols.attempts import AttemptFailure
+from noeta.protocols.local_model_calls import ModelCallStart, model_call_start
+from noeta.protocols.messages import Message
+
+
+class ModelCalls:
+    """Records a run's model calls (their start, retries and outcome) and their answers into the
+    transcript."""
+
+    def __init__(self, log: EnvelopeLog, transcript: Transcript) -> None:
+        """Records into ``log``; answers join ``transcript``."""
+        self._log = log
+        self._transcript = transcript
+
+    def started(self, call: ModelCallStart, event: HistoryEvent, *, local: bool = False) -> int:
+        """A model call began (``local``: as a local activity, whose marker also ends it)."""
+        return self._log.emit(
+            ev.ProviderCallStarted(
+                provider=call.provider, model=call.model, turn=call.turn, messages_appended=call.messages_appended,
+                local=local,
+            ),
+            "engine",
+            event,
+            self._transcript.last_message_seq,
+        )
+
+    def local_call(self, attrs: MarkerRecordedEventAttributes, data: dict[str, Any], event: HistoryEvent) -> None:
+        """A model call's local-activity marker (``model_local_activity``): ProviderCallStarted, then
+        its retries and ProviderCallCompleted (or ProviderCallFailed), both with ``local`` set."""
+        call = model_call_start(str(data.get("activity_id", "")))
+        if call is None:
+            return
+        seq = self.started(call, event, local=True)
+        if "result" in attrs.details:
+            self.answered(decode_first(attrs.details["result"], CallModelOutput), call.provider, event, seq, local=True)
+        elif attrs.HasField("failure"):
+            self.failed(call.provider, attrs.failure, int(data.get("attempt") or 1), event, seq, local=True)
+
+    def answered(
+        self, out: CallModelOutput, provider: str, event: HistoryEvent, cause: int, *, local: bool = False
+    ) -> None:
+        """A model call answered (on ``provider``: the task's, or a fallback provider's): its
+        retries, its completion and the answer in the transcript."""
+        actor = f"provider:{provider}"
+        for failed in out.retried:
+            self._retried(provider, failed, event, cause)
+        seq = self._log.emit(
+            ev.ProviderCallCompleted(
+                provider=provider, stop_reason=out.response.stop_reason, usage=out.response.usage, attempt=out.attempt,
+                local=local,
+            ),
+            actor,
+            event,
+            cause,
+        )
+        self._transcript.append([Message(role="assistant", content=out.response.content)], actor, event, seq)
+
+    def failed(
+        self, provider: str, failure: Failure, attempt: int, event: HistoryEvent, cause: int, *, local: bool = False
+    ) -> None:
+        """A model call failed for good: its earlier attempts, then the failure."""
+        message, error_type = failure_text(failure)
+        for failed in earlier_attempts(failure):
+            self._retried(provider, failed, event, cause)
+        self._log.emit(
+            ev.ProviderCallFailed(provider=provider, error=message, error_type=error_type, attempt=attempt, local=local),
+            f"provider:{provider}",
+            event,
+            cause,
+        )
+
+    def _retried(self, provider: str, failed: AttemptFailure, event: HistoryEvent, cause: int) -> None:
+        """An attempt of a model call failed and the call was retried."""
+        self._log.emit(
+            ev.ProviderCallRetried(
+                provider=provider,
+                attempt=failed.attempt,
+                error=failed.error,
+                error_type=failed.error_type,
+                retry_after=failed.retry_after,
+            ),
+            f"provider:{provider}",
+            event,
+            cause,
+        )
+
+
+__all__ = ["ModelCalls"]
