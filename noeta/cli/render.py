@@ -20,8 +20,7 @@ from noeta.client.messages import (
 )
 from noeta.client.visibility import TaskSummary
 from noeta.protocols.event_log import EventEnvelope
-from noeta.protocols.hooks import ProposedFinish, ProposedSpawnSubtask, ProposedToolCall
-from noeta.protocols.task import ApprovalRequest
+from noeta.workflows.details import action_text
 
 
 def short(text: str, width: int = 100) -> str:
@@ -117,19 +116,6 @@ def task_line(t: TaskSummary) -> str:
     )
 
 
-def action_text(request: ApprovalRequest) -> str:
-    """What an action waiting for approval would do, in a few words (a tool call with its arguments, a
-    subtask's goal, a finish)."""
-    action = request.action
-    if isinstance(action, ProposedToolCall):
-        return call_text(action.tool_name, action.arguments)
-    if isinstance(action, ProposedSpawnSubtask):
-        return f"subtask: {short(action.goal, 80)}"
-    if isinstance(action, ProposedFinish):
-        return f"finish: {short(action.answer, 80)}"
-    return request.call_id
-
-
 def approval_text(p: Any) -> str:
     """An answered approval: the call, who answered (and how identified), after how long, why, and
     the arguments an approver put in place of the proposed ones."""
@@ -155,4 +141,4 @@ def approval_line(item: PendingApproval) -> str:
     """
     request = item.request
     why = f" — {request.reason}" if request.reason else ""
-    return f"{item.task_id}  {request.call_id}  {action_text(request)}  [guard {request.guard}{why}]"
+    return f"{item.task_id}  {request.call_id}  {action_text(request, call_text)}  [guard {request.guard}{why}]"

@@ -8,7 +8,7 @@ task moves, at no cost, and replay never depends on it. Markdown, a few short li
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from temporalio import workflow
@@ -35,12 +35,12 @@ def call_text(tool_name: str, arguments: dict[str, Any]) -> str:
     return f"{tool_name}({excerpt(', '.join(parts))})"
 
 
-def action_text(request: ApprovalRequest) -> str:
-    """What an action waiting for approval would do: the tool call, the subtask's goal or the
-    answer."""
+def action_text(request: ApprovalRequest, tool_call: Callable[[str, dict[str, Any]], str] = call_text) -> str:
+    """What an action waiting for approval would do: the tool call (as ``tool_call`` writes it:
+    here its arguments cut short, the CLI shows them whole), the subtask's goal or the answer."""
     action = request.action
     if isinstance(action, ProposedToolCall):
-        return call_text(action.tool_name, action.arguments)
+        return tool_call(action.tool_name, action.arguments)
     if isinstance(action, ProposedSpawnSubtask):
         return f"subtask “{excerpt(action.goal)}”"
     if isinstance(action, ProposedFinish):
