@@ -203,3 +203,35 @@ async def test_local_model_calls_stream_to_the_workers_sink_not_the_workflow_str
     assert await model_call_events(client, task_id) == (0, Streamer.CALLS)
     history = await client.temporal.get_workflow_handle(task_id).fetch_history()
     assert not [e for e in history.events if e.workflow_execution_signaled_event_attributes.signal_name == SIGNAL_STREAM_BATCH]
+
+
+async def test_cancelling_the_task_cancels_a_running_local_model_call(client: AsyncClient, serve, task_queue):
+    """The cancellation reaches the workflow when its workflow task next reports (a local call holds
+    it), and the call sees it: the task ends TaskCancelled."""
+    import asyncio
+
+    from noeta.errors import TaskCancelledError
+
+    started, cancelled = asyncio.Event(), asyncio.Event()
+
+    class Sleepy:
+        name = "sleepy"
+
+        async def complete(self, request):
+            started.set()
+            try:
+                await asyncio.sleep(25)
+            except asyncio.CancelledError:
+                cancelled.set()
+                raise
+            return say("never")
+
+    async with serve(providers=[Sleepy()]):
+        options = Options(provider="sleepy", model_local_activity=True)
+        task_id = await client.start("x", options, task_queue=task_queue)
+        await asyncio.wait_for(started.wait(), 20)
+        await client.cancel(task_id)
+        with pytest.raises(TaskCancelledError):
+            await client.result(task_id)
+        await asyncio.wait_for(cancelled.wait(), 20)
+    assert (await client.events(task_id))[-1].type == "TaskCancelled"
