@@ -71,9 +71,10 @@ async def test_a_five_step_task_with_local_calls_costs_these_events(client: Asyn
     kinds = [EventType.Name(e.event_type) for e in history.events]
     workflow_tasks = kinds.count("EVENT_TYPE_WORKFLOW_TASK_COMPLETED")
     # Start and its workflow task (4), one marker each for prepare, 6 model and 5 tool calls (12),
-    # the final search-attribute upsert and result memo (2), completion (1): the calls ran as the
-    # first workflow task went, none of them reached the server on its own.
-    assert (len(kinds), workflow_tasks) == (19, 1), kinds
+    # the local-model-calls patch's marker and TemporalChangeVersion upsert (2), the final
+    # search-attribute upsert and result memo (2), completion (1): the calls ran as the first
+    # workflow task went, none of them reached the server on its own.
+    assert (len(kinds), workflow_tasks) == (21, 1), kinds
     envs = await client.events(task_id)
     started = [e.payload for e in envs if e.type == "ProviderCallStarted"]
     name = started[0].provider  # the name the provider object was registered under

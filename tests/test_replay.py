@@ -16,6 +16,7 @@ from noeta.protocols.names import (
     PATCH_BUILTIN_POLICY_CHILDREN,
     PATCH_EDITED_APPROVALS,
     PATCH_LEAN_STEPS,
+    PATCH_LOCAL_MODEL_CALLS,
     PATCH_LOCAL_TOOLS,
     PATCH_REFUSALS_RECORDED,
 )
@@ -95,11 +96,18 @@ def test_local_tool_histories_are_recorded():
 
 
 def test_local_model_call_histories_are_recorded():
-    # Model calls as local activities (model_local_activity, recorded in the task's input: no patch):
-    # no call_model activity, one marker per call, the retried call's included.
-    history = (ROOT / "local-model-calls" / "local_model_calls.json").read_text()
+    # Model calls as local activities (model_local_activity): no call_model activity, one marker per
+    # call (the retried one's included), behind PATCH_LOCAL_MODEL_CALLS; and the same flag on a task
+    # that a worker of the previous release ran (it ignores the field: ordinary call_model
+    # activities, no marker), which today's code must replay along the ordinary path.
+    shape = ROOT / PATCH_LOCAL_MODEL_CALLS
+    history = (shape / "local_model_calls.json").read_text()
     assert '"name": "noeta.call_model"' not in history and history.count('"core_local_activity"') == 5
-    assert '"core_patch"' not in history
+    assert history.count('"core_patch"') == 1
+    older = json.loads((shape / "flag_on_previous_release.json").read_text())
+    task_input = base64.b64decode(older["events"][0]["workflowExecutionStartedEventAttributes"]["input"]["payloads"][0]["data"])
+    assert b'"model_local_activity":true' in task_input
+    assert json.dumps(older).count('"name": "noeta.call_model"') == 2 and '"core_patch"' not in json.dumps(older)
 
 
 def test_edited_approval_histories_are_recorded():

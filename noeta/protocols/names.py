@@ -195,6 +195,13 @@ PATCH_COMPACTION = "compaction"
 """The task's context is compacted (a compact_context activity) before a model call that would pass
 its window's threshold, or after a call refused as too long. Asked only when a compaction is about
 to be scheduled, so a task that never reaches the threshold pays nothing."""
+PATCH_LOCAL_MODEL_CALLS = "local-model-calls"
+"""A task with ``model_local_activity`` runs its model calls as local activities. The flag alone
+(recorded in the task's input) cannot gate it: a worker of an earlier release ignores the field and
+schedules ordinary call_model activities, also for a task a newer worker prepared whose first call
+was still running when that worker was lost; a newer worker replaying such a history must take the
+same path. Asked at each such task's first model call (memoized for the run); a history without the
+marker replays along the ordinary path."""
 PATCH_PROVIDER_FALLBACK = "provider-fallback"
 """A model call that failed on the task's current provider in a way another provider may not share
 (noeta.protocols.fallback.falls_back) is made again on the next of ``Options.fallback_providers``,

@@ -37,6 +37,7 @@ from noeta.protocols.names import (
     LOAD_TRANSCRIPT,
     PATCH_BUILTIN_POLICY_CHILDREN,
     PATCH_LEAN_STEPS,
+    PATCH_LOCAL_MODEL_CALLS,
     PATCH_TASK_RESOURCES,
     PREPARE_TASK,
     RELEASE_RESOURCES,
@@ -223,7 +224,8 @@ async def call_model(task: TaskInput, request: CallModelInput) -> CallModelOutpu
     # The worker counts attempts (noeta.activities._attempts) and marks final errors.
     retry = retry_policy(options, retries, ledger=True)
     try:
-        if task.model_local_activity:  # recorded data: a task's calls are all local or none
+        # The flag is in the task's input, but a worker of an earlier release ignores it (see the patch).
+        if task.model_local_activity and patches.patched(PATCH_LOCAL_MODEL_CALLS):
             out = await execute_local_call(
                 CALL_MODEL, request, CallModelOutput, local_model_attempt_seconds(options.start_to_close_seconds),
                 retry, model_call_activity_id(
