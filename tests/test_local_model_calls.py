@@ -46,6 +46,8 @@ def test_a_local_model_calls_timeout_above_the_limit_is_refused():
     with pytest.raises(ConfigurationError, match="at most 120 s with model_local_activity"):
         Options(model_local_activity=True, model_activity=too_long)
     Options(model_activity=too_long)  # an ordinary model call may take that long
+    with pytest.raises(ConfigurationError, match="does not read the deprecated"):
+        Options(model_local_activity=True, model_timeout_seconds=20)
     Options(model_local_activity=True, model_activity=ActivityOptions(start_to_close_seconds=LOCAL_MODEL_MAX_TIMEOUT_SECONDS))
 
 
@@ -236,3 +238,27 @@ async def test_cancelling_the_task_cancels_a_running_local_model_call(client: As
             await client.result(task_id)
         await asyncio.wait_for(cancelled.wait(), 20)
     assert (await client.events(task_id))[-1].type == "TaskCancelled"
+
+
+def test_a_retry_after_a_long_backoff_is_projected_as_a_retry_not_a_failure():
+    """Past temporalio's local retry threshold (60 s) a failed attempt is recorded in a marker with
+    its backoff, a timer waits and the next attempt runs in a later workflow task (recorded: a 429
+    asking for 62 s). The event log shows one call, retried once, not a failed call and a second one."""
+    import json
+
+    from temporalio.client import WorkflowHistory
+
+    from noeta.client.projection.projector import project
+
+    path = ROOT / "tests" / "histories" / "local-model-calls" / "local_model_backoff.json"
+    history = WorkflowHistory.from_json("history-local_model_backoff", path.read_text())
+    kinds = [e.event_type for e in history.events]
+    assert kinds.count(EventType.EVENT_TYPE_TIMER_FIRED) == 1  # the history holds the backoff marker
+    envs = project(history.events, "history-local_model_backoff")
+    calls = [e.type for e in envs if e.type.startswith("ProviderCall")]
+    assert calls == ["ProviderCallStarted", "ProviderCallRetried", "ProviderCallCompleted"]
+    [retried] = [e.payload for e in envs if e.type == "ProviderCallRetried"]
+    assert (retried.attempt, retried.retry_after) == (1, 62)
+    [completed] = [e.payload for e in envs if e.type == "ProviderCallCompleted"]
+    assert (completed.attempt, completed.local) == (2, True)
+    assert json.loads(json.dumps([e.type for e in envs]))[-1] == "TaskCompleted"

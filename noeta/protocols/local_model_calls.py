@@ -18,6 +18,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from noeta.protocols.task_settings import MODEL_TIMEOUT_SECONDS
+
 #: A local model call's attempt timeout when the task sets none.
 LOCAL_MODEL_TIMEOUT_SECONDS = 30.0
 #: The longest attempt a local model call may have: slower models belong in an ordinary activity.
@@ -27,7 +29,7 @@ LOCAL_MODEL_MAX_TIMEOUT_SECONDS = 120.0
 def local_model_attempt_seconds(start_to_close_seconds: float | None) -> float:
     """A local model call's attempt timeout: the task's ``model_activity.start_to_close_seconds``,
     else LOCAL_MODEL_TIMEOUT_SECONDS (the deprecated ``model_timeout_seconds`` is not read: its
-    default, 300 s, is over the limit)."""
+    default, 300 s, is over the limit, and another value is refused by local_model_problem)."""
     return start_to_close_seconds if start_to_close_seconds is not None else LOCAL_MODEL_TIMEOUT_SECONDS
 
 
@@ -37,6 +39,12 @@ def local_model_problem(settings: Any) -> str | None:
     if not getattr(settings, "model_local_activity", False):
         return None
     seconds = settings.model_activity.start_to_close_seconds
+    if seconds is None and settings.model_timeout_seconds != MODEL_TIMEOUT_SECONDS:
+        # Never read for a local call: refused rather than silently replaced by the local default.
+        return (
+            "model_local_activity does not read the deprecated model_timeout_seconds: set "
+            "model_activity=ActivityOptions(start_to_close_seconds=...) instead"
+        )
     if seconds is not None and seconds > LOCAL_MODEL_MAX_TIMEOUT_SECONDS:
         return (
             f"model_activity.start_to_close_seconds must be at most {LOCAL_MODEL_MAX_TIMEOUT_SECONDS:g} s "

@@ -75,6 +75,17 @@ def _busy_then_compute(request):
     return say("42, and 3 words")
 
 
+_limited_once: list[bool] = []
+
+
+def _rate_limited_once(request):
+    """A 429 asking for a 62 s pause, then the answer."""
+    if not _limited_once:
+        _limited_once.append(True)
+        raise ProviderError(provider="fake", message="slow down", status=429, retryable=True, retry_after=62)
+    return say("waited")
+
+
 def _count_to_four(request):
     done = sum(1 for m in request.messages for b in m.content if getattr(b, "type", "") == "tool_result")
     return call((f"c{done}", "add", {"a": done, "b": 1})) if done < 4 else say(f"counted to {done}")
@@ -280,6 +291,13 @@ SCENARIOS = {
     "local_model_calls": (
         FakeLLMProvider(responder=_busy_then_compute),
         dict(goal="compute", options=Options(allowed_tools=[calculator, word_count], model_local_activity=True)),
+    ),
+    # A local model call whose provider asked for a 62 s pause: past temporalio's local retry
+    # threshold (60 s) the worker records the failed attempt in a marker with its backoff, waits on a
+    # timer and runs the next attempt in a later workflow task.
+    "local_model_backoff": (
+        FakeLLMProvider(responder=_rate_limited_once),
+        dict(goal="wait for it", options=Options(model_local_activity=True)),
     ),
     # A provider that goes down after its first answer: the task moves to its fallback provider
     # (one memo, PATCH_PROVIDER_FALLBACK) and stays there across continue-as-new.

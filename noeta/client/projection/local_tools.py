@@ -1,5 +1,7 @@
 """A local tool's call in history: one local-activity marker (PATCH_LOCAL_TOOLS) stands for the
-activity's scheduled, started and completed (or failed) events. The marker does not hold the
+activity's scheduled, started and completed (or failed) events (a retry that waits longer than
+temporalio's local retry threshold adds a marker of the failed attempt with its ``backoff``, which
+the projection passes over: noeta.client.projection.steps). The marker does not hold the
 call's input: its activity id names the call (noeta.workflows.local_tools.local_activity_id), and
 the model's proposal of that call gives the tool and its arguments."""
 

@@ -154,6 +154,8 @@ class Steps:
         data = marker_data(attrs)
         if "result" not in attrs.details and data.get("activity_type") not in (INVOKE_TOOL, CALL_MODEL):
             return
+        if data.get("backoff"):  # a failed attempt retried after a timer: the call goes on, and its
+            return  # next marker lists this attempt among its retries
         if data.get("activity_type") == CALL_MODEL:
             self._models.local_call(attrs, data, event)
         elif data.get("activity_type") == PREPARE_TASK:
