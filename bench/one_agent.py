@@ -9,6 +9,8 @@ repetition, runs one task of K tool steps to its end with
 - ``query()`` (``noeta`` and ``noeta-local``): the caller's process runs the worker, as a script
   does; the tool is bench/scripted_agent.py's, declared ``local=True`` for ``noeta-local``; "first
   model call" is when the scripted provider is first called, counted from the ``aquery()`` call;
+- ``noeta-local-model``: ``noeta-local`` with ``Options(model_local_activity=True)`` (every model
+  call a local activity too);
 - ``noeta-local-not-eager``: ``noeta-local`` with the start's eager request taken out (a
   diagnostic: what eager workflow start saves before the first model call);
 - the floor (``baseline``): bench/baseline_loop.py on a worker in this process, started with
@@ -41,7 +43,7 @@ from baseline_activities import LoopInput, LoopResult, ModelInput, ModelReply  #
 from scripted_agent import ScriptedProvider, bench_output, bench_output_local  # noqa: E402
 from workload import final_answer, goal_for  # noqa: E402
 
-SYSTEMS = ("baseline", "noeta", "noeta-local", "noeta-local-not-eager")
+SYSTEMS = ("baseline", "noeta", "noeta-local", "noeta-local-model", "noeta-local-not-eager")
 _first_call: list[float] = []
 
 
@@ -71,13 +73,18 @@ def _allow_eager_start_switch() -> None:
     Client.start_workflow = start_workflow  # type: ignore[method-assign]
 
 
-async def run_query(address: str, home: Path, steps: int, output_bytes: int, local: bool) -> tuple[float, float]:
+async def run_query(
+    address: str, home: Path, steps: int, output_bytes: int, local: bool, local_model: bool = False
+) -> tuple[float, float]:
     from noeta.client.config import Settings
     from noeta.client.options import HostConfig, Options
     from noeta.sdk import aquery
 
     _first_call.clear()
-    options = Options(allowed_tools=[bench_output_local if local else bench_output], max_turns=steps + 1)
+    options = Options(
+        allowed_tools=[bench_output_local if local else bench_output], max_turns=steps + 1,
+        model_local_activity=local_model,
+    )
     host = HostConfig(settings=Settings(temporal_address=address, home=home))
     began = time.perf_counter()
     result = await aquery(options, goal=goal_for(steps, output_bytes), provider=FirstCallProvider(), host=host)
@@ -132,7 +139,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     else:
                         _eager[0] = name != "noeta-local-not-eager"
                         wall, first = await run_query(
-                            server.address, Path(tmp), args.steps, args.tool_output_bytes, name != "noeta"
+                            server.address, Path(tmp), args.steps, args.tool_output_bytes, name != "noeta",
+                            local_model=name == "noeta-local-model",
                         )
                     if rep:
                         figures[name].append((wall, first))
