@@ -58,8 +58,8 @@ from noeta.protocols.task import (
 from noeta.protocols.tool import ToolSpec
 from noeta.temporal.search_attributes import TENANT
 from noeta.workflows import local_tools, patches
-from noeta.workflows.local_calls import execute_local_call
 from noeta.workflows.failures import provider_failure, raise_if_cancelled, typed_task_error
+from noeta.workflows.local_calls import execute_local_call
 
 T = TypeVar("T")
 
@@ -215,8 +215,9 @@ async def load_transcript(
 
 
 async def call_model(task: TaskInput, request: CallModelInput) -> CallModelOutput:
-    """Make one model call with the task's ``model_activity`` options and provider retries; a call
-    that failed for good raises its typed error, or AttemptsExhaustedError (see
+    """Make one model call with the task's ``model_activity`` options and provider retries, as a
+    local activity for a task with ``model_local_activity`` (noeta.protocols.local_model_calls); a
+    call that failed for good raises its typed error, or AttemptsExhaustedError (see
     ``provider_failure``)."""
     options, retries = task.model_activity, provider_retries(task)
     request = dataclasses.replace(request, budget=attempt_budget(task, options, retries))

@@ -147,7 +147,8 @@ class Steps:
 
     def local_activity(self, event: HistoryEvent) -> None:
         """A local activity's marker (prepare_task since PATCH_LEAN_STEPS, a local tool's call since
-        PATCH_LOCAL_TOOLS, also when it failed); other markers are not ours."""
+        PATCH_LOCAL_TOOLS, a model call since PATCH_LOCAL_MODEL_CALLS, also when it failed); other
+        markers are not ours."""
         attrs = event.marker_recorded_event_attributes
         if attrs.marker_name != LOCAL_ACTIVITY_MARKER or "data" not in attrs.details:
             return
