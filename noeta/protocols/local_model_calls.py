@@ -24,6 +24,12 @@ from noeta.protocols.task_settings import MODEL_TIMEOUT_SECONDS
 LOCAL_MODEL_TIMEOUT_SECONDS = 30.0
 #: The longest attempt a local model call may have: slower models belong in an ordinary activity.
 LOCAL_MODEL_MAX_TIMEOUT_SECONDS = 120.0
+#: Local model calls in a row before the workflow reports to the server (a 1 ms timer ends the
+#: workflow task). Without it a fast model's whole task is one workflow task: its markers reach the
+#: server in one completion (measured: 400 steps, 533 KB; the server refuses a message over 4 MB)
+#: and the run never sees its history grow, so it never continues as new. Part of the command
+#: sequence: a change needs a patch.
+LOCAL_MODEL_CALLS_PER_WORKFLOW_TASK = 20
 
 
 def local_model_attempt_seconds(start_to_close_seconds: float | None) -> float:
@@ -84,6 +90,7 @@ def model_call_start(activity_id: str) -> ModelCallStart | None:
 
 
 __all__ = [
+    "LOCAL_MODEL_CALLS_PER_WORKFLOW_TASK",
     "LOCAL_MODEL_MAX_TIMEOUT_SECONDS",
     "LOCAL_MODEL_TIMEOUT_SECONDS",
     "ModelCallStart",

@@ -45,7 +45,12 @@ from noeta.protocols.names import (
     WORKFLOW_NAME,
     workflow_name_for,
 )
-from noeta.protocols.local_model_calls import ModelCallStart, local_model_attempt_seconds, model_call_activity_id
+from noeta.protocols.local_model_calls import (
+    LOCAL_MODEL_CALLS_PER_WORKFLOW_TASK,
+    ModelCallStart,
+    local_model_attempt_seconds,
+    model_call_activity_id,
+)
 from noeta.protocols.scope import merge_scopes
 from noeta.protocols.task import (
     TASK_FATAL_TOOL_ERRORS,
@@ -227,6 +232,8 @@ async def call_model(task: TaskInput, request: CallModelInput) -> CallModelOutpu
     try:
         # The flag is in the task's input, but a worker of an earlier release ignores it (see the patch).
         if task.model_local_activity and patches.patched(PATCH_LOCAL_MODEL_CALLS):
+            if request.turn > 1 and (request.turn - 1) % LOCAL_MODEL_CALLS_PER_WORKFLOW_TASK == 0:
+                await workflow.sleep(0.001, summary=f"report {LOCAL_MODEL_CALLS_PER_WORKFLOW_TASK} local model calls")
             out = await execute_local_call(
                 CALL_MODEL, request, CallModelOutput, local_model_attempt_seconds(options.start_to_close_seconds),
                 retry, model_call_activity_id(

@@ -292,6 +292,12 @@ SCENARIOS = {
         FakeLLMProvider(responder=_busy_then_compute),
         dict(goal="compute", options=Options(allowed_tools=[calculator, word_count], model_local_activity=True)),
     ),
+    # 22 local model calls: the workflow task ends after the first 20 (LOCAL_MODEL_CALLS_PER_WORKFLOW_TASK,
+    # a 1 ms timer), so a change of that number fails this replay.
+    "local_model_calls_long": (
+        FakeLLMProvider(responses=[*[call((f"c{n}", "calculator", {"expression": f"{n} * 2"})) for n in range(21)], say("done")]),
+        dict(goal="double", options=Options(allowed_tools=[calculator], model_local_activity=True)),
+    ),
     # A local model call whose provider asked for a 62 s pause: past temporalio's local retry
     # threshold (60 s) the worker records the failed attempt in a marker with its backoff, waits on a
     # timer and runs the next attempt in a later workflow task.
