@@ -267,10 +267,10 @@ def test_a_retry_after_a_long_backoff_is_projected_as_a_retry_not_a_failure():
 async def test_a_long_run_of_local_calls_reports_to_the_server_and_continues_as_new(
     client: AsyncClient, serve, task_queue
 ):
-    """Every LOCAL_MODEL_CALLS_PER_WORKFLOW_TASK local calls the workflow task ends (a 1 ms timer), so
-    a fast model's task reaches the server in bounded pieces and sees its history grow: with
-    max_history_events it continues as new, its next runs' calls local too, and the event log reads
-    every call of every run."""
+    """Every LOCAL_MODEL_CALLS_PER_WORKFLOW_TASK-th call is an ordinary activity, which ends the
+    workflow task, so a fast model's task reaches the server in bounded pieces and sees its history
+    grow: with max_history_events it continues as new, its next runs' calls local too, and the
+    event log reads every call of every run."""
     from noeta.protocols.local_model_calls import LOCAL_MODEL_CALLS_PER_WORKFLOW_TASK as EVERY
 
     steps = [call((f"c{n}", "calculator", {"expression": f"{n} + 1"})) for n in range(2 * EVERY + 4)]
@@ -290,10 +290,11 @@ async def test_a_long_run_of_local_calls_reports_to_the_server_and_continues_as_
         task_id, run_id=description.raw_description.workflow_execution_info.first_run_id
     ).fetch_history()
     kinds = [EventType.Name(e.event_type) for e in first.events]
-    # The first run: its first EVERY calls in one workflow task, then the timer that ends it.
-    assert kinds.count("EVENT_TYPE_TIMER_FIRED") >= 1 and kinds[-1] == "EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW"
+    # The first run: EVERY - 1 local calls in its first workflow task, then call EVERY as an activity.
+    assert kinds.count("EVENT_TYPE_ACTIVITY_TASK_SCHEDULED") == 1
+    assert kinds[-1] == "EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW"
     assert len(kinds) < 40 + 2 * EVERY + 10  # bounded by the limit plus one workflow task's calls
     envs = await client.events(task_id)
     started = [e.payload for e in envs if e.type == "ProviderCallStarted"]
-    assert [(s.turn, s.local) for s in started] == [(n, True) for n in range(1, len(steps) + 2)]
+    assert [(s.turn, s.local) for s in started] == [(n, n % EVERY != 0) for n in range(1, len(steps) + 2)]
     assert [e.type for e in envs][-1] == "TaskCompleted"

@@ -24,11 +24,13 @@ from noeta.protocols.task_settings import MODEL_TIMEOUT_SECONDS
 LOCAL_MODEL_TIMEOUT_SECONDS = 30.0
 #: The longest attempt a local model call may have: slower models belong in an ordinary activity.
 LOCAL_MODEL_MAX_TIMEOUT_SECONDS = 120.0
-#: Local model calls in a row before the workflow reports to the server (a 1 ms timer ends the
-#: workflow task). Without it a fast model's whole task is one workflow task: its markers reach the
-#: server in one completion (measured: 400 steps, 533 KB; the server refuses a message over 4 MB)
-#: and the run never sees its history grow, so it never continues as new. Part of the command
-#: sequence: a change needs a patch.
+#: Every this-many-th model call (by the task's turn number) of a task with local calls is an
+#: ordinary activity, which ends the workflow task and reports the markers before it. Without it a
+#: fast model's whole task is one workflow task: its markers reach the server in one completion
+#: (measured: 400 steps, 533 KB; the server refuses a message over 4 MB) and the run never sees its
+#: history grow, so it never continues as new. (A 1 ms timer did the same at 0.8 s a report on the
+#: dev server, whose timers fire about a second late; an activity is dispatched with the workflow
+#: task's completion.) Part of the command sequence: a change needs a patch.
 LOCAL_MODEL_CALLS_PER_WORKFLOW_TASK = 20
 
 

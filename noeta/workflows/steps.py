@@ -231,9 +231,10 @@ async def call_model(task: TaskInput, request: CallModelInput) -> CallModelOutpu
     retry = retry_policy(options, retries, ledger=True)
     try:
         # The flag is in the task's input, but a worker of an earlier release ignores it (see the patch).
-        if task.model_local_activity and patches.patched(PATCH_LOCAL_MODEL_CALLS):
-            if request.turn > 1 and (request.turn - 1) % LOCAL_MODEL_CALLS_PER_WORKFLOW_TASK == 0:
-                await workflow.sleep(0.001, summary=f"report {LOCAL_MODEL_CALLS_PER_WORKFLOW_TASK} local model calls")
+        local = task.model_local_activity and patches.patched(PATCH_LOCAL_MODEL_CALLS)
+        # Every LOCAL_MODEL_CALLS_PER_WORKFLOW_TASK-th call is an ordinary activity: it ends the
+        # workflow task, so the markers before it reach the server (noeta.protocols.local_model_calls).
+        if local and request.turn % LOCAL_MODEL_CALLS_PER_WORKFLOW_TASK != 0:
             out = await execute_local_call(
                 CALL_MODEL, request, CallModelOutput, local_model_attempt_seconds(options.start_to_close_seconds),
                 retry, model_call_activity_id(

@@ -292,8 +292,8 @@ SCENARIOS = {
         FakeLLMProvider(responder=_busy_then_compute),
         dict(goal="compute", options=Options(allowed_tools=[calculator, word_count], model_local_activity=True)),
     ),
-    # 22 local model calls: the workflow task ends after the first 20 (LOCAL_MODEL_CALLS_PER_WORKFLOW_TASK,
-    # a 1 ms timer), so a change of that number fails this replay.
+    # 22 model calls with model_local_activity: the 20th is an ordinary activity, which ends the
+    # workflow task (LOCAL_MODEL_CALLS_PER_WORKFLOW_TASK), so a change of that number fails this replay.
     "local_model_calls_long": (
         FakeLLMProvider(responses=[*[call((f"c{n}", "calculator", {"expression": f"{n} * 2"})) for n in range(21)], say("done")]),
         dict(goal="double", options=Options(allowed_tools=[calculator], model_local_activity=True)),
