@@ -3,7 +3,6 @@ result is recorded exactly once."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -11,7 +10,7 @@ import pytest
 from noeta.client.client import AsyncClient
 from noeta.client.messages import ToolResultView
 from noeta.client.options import Options
-from tests.support.processes import ROOT, killed_and_replaced
+from tests.support.processes import killed_and_replaced, worker_env
 
 REGISTRY = "tests.support.registry:registry"
 
@@ -21,13 +20,7 @@ async def test_sigkilled_worker_is_replaced_and_tool_result_recorded_once(
     client: AsyncClient, settings, data_dir: Path, task_queue: str, tmp_path: Path
 ):
     log = tmp_path / "tool.log"
-    env = {
-        **os.environ,
-        "TEMPORAL_ADDRESS": settings.temporal_address,
-        "NOETA_HOME": str(data_dir),
-        "NOETA_TEST_LOG": str(log),
-        "PYTHONPATH": str(ROOT),
-    }
+    env = worker_env(TEMPORAL_ADDRESS=settings.temporal_address, NOETA_HOME=str(data_dir), NOETA_TEST_LOG=str(log))
     replaced = await killed_and_replaced(
         env, task_queue, REGISTRY,
         start=lambda: client.start(

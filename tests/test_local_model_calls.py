@@ -3,7 +3,6 @@ the same retries, typed errors and event log as an activity's, bounded at the ta
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -22,23 +21,16 @@ from noeta.protocols.local_model_calls import (
 )
 from noeta.protocols.names import CALL_MODEL
 from noeta.sdk.testing import FakeLLMProvider
-from tests.support.processes import ROOT, killed_and_replaced
+from tests.support.local_calls import scheduled_and_markers
+from tests.support.processes import ROOT, killed_and_replaced, worker_env
 from tests.support.scripts import call, say
 
 LOCAL = Options(model_local_activity=True)
 
 
 async def model_call_events(client: AsyncClient, task_id: str) -> tuple[int, int]:
-    """(call_model activities scheduled, call_model local-activity markers) in the task's history."""
-    history = await client.temporal.get_workflow_handle(task_id).fetch_history()
-    scheduled = markers = 0
-    for event in history.events:
-        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-            scheduled += event.activity_task_scheduled_event_attributes.activity_type.name == CALL_MODEL
-        elif event.event_type == EventType.EVENT_TYPE_MARKER_RECORDED:
-            data = event.marker_recorded_event_attributes.details.get("data")
-            markers += data is not None and CALL_MODEL.encode() in data.payloads[0].data
-    return scheduled, markers
+    """(call model activities scheduled, its local-activity markers) in the task's history."""
+    return await scheduled_and_markers(client, task_id, CALL_MODEL)
 
 
 def test_a_local_model_calls_timeout_above_the_limit_is_refused():
@@ -157,13 +149,7 @@ async def test_a_worker_killed_during_a_local_model_call_the_call_completes_on_a
     client: AsyncClient, settings, data_dir: Path, task_queue: str, tmp_path: Path
 ):
     log = tmp_path / "model.log"
-    env = {
-        **os.environ,
-        "TEMPORAL_ADDRESS": settings.temporal_address,
-        "NOETA_HOME": str(data_dir),
-        "NOETA_TEST_LOG": str(log),
-        "PYTHONPATH": str(ROOT),
-    }
+    env = worker_env(TEMPORAL_ADDRESS=settings.temporal_address, NOETA_HOME=str(data_dir), NOETA_TEST_LOG=str(log))
     replaced = await killed_and_replaced(
         env, task_queue, "tests.support.registry:slow_model_registry",
         start=lambda: client.start(

@@ -4,7 +4,6 @@ and exactly-once keys as any tool, and bounded at declaration."""
 from __future__ import annotations
 
 import asyncio
-import os
 from pathlib import Path
 
 import pytest
@@ -25,7 +24,8 @@ from noeta.sdk.tools import tool
 from noeta.worker import Registry
 from noeta.workflows import local_tools, patches
 from tests.support.cancellation import cancel_during_a_tool
-from tests.support.processes import ROOT, killed_and_replaced
+from tests.support.local_calls import scheduled_and_markers
+from tests.support.processes import killed_and_replaced, worker_env
 from tests.support.replay import replay
 from tests.support.scripts import call, say
 from tests.support.waiting import eventually
@@ -34,16 +34,8 @@ SCHEMA = {"type": "object"}
 
 
 async def tool_activity_events(client: AsyncClient, task_id: str) -> tuple[int, int]:
-    """(invoke_tool activities scheduled, invoke_tool local-activity markers) in the task's history."""
-    history = await client.temporal.get_workflow_handle(task_id).fetch_history()
-    scheduled = markers = 0
-    for event in history.events:
-        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-            scheduled += event.activity_task_scheduled_event_attributes.activity_type.name == INVOKE_TOOL
-        elif event.event_type == EventType.EVENT_TYPE_MARKER_RECORDED:
-            data = event.marker_recorded_event_attributes.details.get("data")
-            markers += data is not None and INVOKE_TOOL.encode() in data.payloads[0].data
-    return scheduled, markers
+    """(invoke tool activities scheduled, its local-activity markers) in the task's history."""
+    return await scheduled_and_markers(client, task_id, INVOKE_TOOL)
 
 
 def test_builtins_that_cannot_block_are_local():
@@ -228,13 +220,7 @@ async def test_a_worker_killed_during_a_local_tool_the_step_completes_on_another
     client: AsyncClient, settings, data_dir: Path, task_queue: str, tmp_path: Path
 ):
     log = tmp_path / "tool.log"
-    env = {
-        **os.environ,
-        "TEMPORAL_ADDRESS": settings.temporal_address,
-        "NOETA_HOME": str(data_dir),
-        "NOETA_TEST_LOG": str(log),
-        "PYTHONPATH": str(ROOT),
-    }
+    env = worker_env(TEMPORAL_ADDRESS=settings.temporal_address, NOETA_HOME=str(data_dir), NOETA_TEST_LOG=str(log))
     registry = "tests.support.registry:local_registry"
     replaced = await killed_and_replaced(
         env, task_queue, registry,
