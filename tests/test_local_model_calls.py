@@ -197,33 +197,21 @@ async def test_local_model_calls_stream_to_the_workers_sink_not_the_workflow_str
 async def test_cancelling_the_task_cancels_a_running_local_model_call(client: AsyncClient, serve, task_queue):
     """The cancellation reaches the workflow when its workflow task next reports (a local call holds
     it), and the call sees it: the task ends TaskCancelled."""
-    import asyncio
+    from tests.support.cancellation import Pause, cancel_once_started
 
-    from noeta.errors import TaskCancelledError
-
-    started, cancelled = asyncio.Event(), asyncio.Event()
+    pause = Pause(25)
 
     class Sleepy:
         name = "sleepy"
 
         async def complete(self, request):
-            started.set()
-            try:
-                await asyncio.sleep(25)
-            except asyncio.CancelledError:
-                cancelled.set()
-                raise
+            await pause.run()
             return say("never")
 
     async with serve(providers=[Sleepy()]):
         options = Options(provider="sleepy", model_local_activity=True)
         task_id = await client.start("x", options, task_queue=task_queue)
-        await asyncio.wait_for(started.wait(), 20)
-        await client.cancel(task_id)
-        with pytest.raises(TaskCancelledError):
-            await client.result(task_id)
-        await asyncio.wait_for(cancelled.wait(), 20)
-    assert (await client.events(task_id))[-1].type == "TaskCancelled"
+        await cancel_once_started(client, task_id, pause)
 
 
 def test_a_retry_after_a_long_backoff_is_projected_as_a_retry_not_a_failure():
