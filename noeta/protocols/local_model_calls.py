@@ -18,6 +18,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from noeta.protocols.activity_io import CallModelInput
 from noeta.protocols.task_settings import MODEL_TIMEOUT_SECONDS
 
 #: A local model call's attempt timeout when the task sets none.
@@ -64,12 +65,18 @@ def local_model_problem(settings: Any) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class ModelCallStart:
-    """What a local model call's marker says of the call (its activity id)."""
+    """What the event log shows of a model call as it starts (ProviderCallStarted); for a local
+    call, all that its marker says of it (its activity id)."""
 
     turn: int
     provider: str
     model: str | None
     messages_appended: int
+
+    @classmethod
+    def of(cls, request: CallModelInput) -> ModelCallStart:
+        """The start of the call ``request`` asks for."""
+        return cls(request.turn, request.provider, request.model, len(request.append))
 
 
 def model_call_activity_id(call: ModelCallStart) -> str:
@@ -97,7 +104,7 @@ __all__ = [
     "LOCAL_MODEL_TIMEOUT_SECONDS",
     "ModelCallStart",
     "local_model_attempt_seconds",
-    "model_call_start",
     "local_model_problem",
     "model_call_activity_id",
+    "model_call_start",
 ]

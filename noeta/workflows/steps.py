@@ -237,9 +237,7 @@ async def call_model(task: TaskInput, request: CallModelInput) -> CallModelOutpu
         if local and request.turn % LOCAL_MODEL_CALLS_PER_WORKFLOW_TASK != 0:
             out = await execute_local_call(
                 CALL_MODEL, request, CallModelOutput, local_model_attempt_seconds(options.start_to_close_seconds),
-                retry, model_call_activity_id(
-                    ModelCallStart(request.turn, request.provider, request.model, len(request.append))
-                ), summary, options.schedule_to_close_seconds,
+                retry, model_call_activity_id(ModelCallStart.of(request)), summary, options.schedule_to_close_seconds,
             )
         else:
             out = await execute(

@@ -123,9 +123,7 @@ class Steps:
         if name == CALL_MODEL:
             model_call: CallModelInput = decode_first(attrs.input, CallModelInput)
             inp = model_call
-            seq = self._models.started(
-                ModelCallStart(model_call.turn, model_call.provider, model_call.model, len(model_call.append)), event
-            )
+            seq = self._models.started(ModelCallStart.of(model_call), event)
         elif name == INVOKE_TOOL:
             tool_call: InvokeToolInput = decode_first(attrs.input, InvokeToolInput)
             inp = tool_call
