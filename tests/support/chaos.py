@@ -96,11 +96,13 @@ class Workers:
     async def start(self) -> None:
         self.procs = list(await asyncio.gather(*(asyncio.to_thread(self._spawn) for _ in range(self.count))))
 
-    async def kill(self, rng: random.Random) -> None:
-        """SIGKILL a running worker; its replacement starts in the background (one always runs)."""
+    async def kill(self, rng: random.Random, pid: str | None = None) -> None:
+        """SIGKILL a running worker (the one with ``pid`` if it still runs); its replacement
+        starts in the background (one always runs)."""
         while len(self.procs) < 2 and self.starting:
             await asyncio.wait(self.starting)
-        victim = self.procs.pop(rng.randrange(len(self.procs)))
+        chosen = [i for i, proc in enumerate(self.procs) if str(proc.pid) == pid]
+        victim = self.procs.pop(chosen[0] if chosen else rng.randrange(len(self.procs)))
         self.killed.add(str(victim.pid))
         victim.send_signal(signal.SIGKILL)
         await asyncio.to_thread(victim.wait)
