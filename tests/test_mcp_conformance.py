@@ -5,7 +5,8 @@ server against the scenario's MCP server (and authorization server).
 
 Needs Node (Debian's ``nodejs`` and ``npm``); without it the test is skipped, unless
 ``NOETA_REQUIRE_NODE=1`` (CI) makes that a failure. The suite itself is installed from npm with
-``npm ci --prefix tests/conformance`` (the test does it when it is missing).
+``npm ci --prefix tests/conformance`` (the test does it when it is missing, once: parallel test
+workers take a file lock, since two ``npm ci`` into one folder fail with "Text file busy").
 
 The suite's other client scenarios are not required here. Run with this program they gave:
 
@@ -23,6 +24,7 @@ The suite's other client scenarios are not required here. Run with this program 
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -59,8 +61,10 @@ def _suite() -> Path:
         if os.environ.get("NOETA_REQUIRE_NODE") == "1":
             pytest.fail("NOETA_REQUIRE_NODE=1 but node/npm are not installed (apt-get install nodejs npm)")
         pytest.skip("Node is not installed (apt-get install nodejs npm): the MCP conformance suite runs on it")
-    if not SUITE_BIN.exists():
-        subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--prefix", str(SUITE_DIR)], check=True, timeout=300)
+    with open(SUITE_DIR / ".install.lock", "w") as lock:  # one installer; the others wait, then see it done
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not SUITE_BIN.exists():
+            subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--prefix", str(SUITE_DIR)], check=True, timeout=300)
     return SUITE_BIN
 
 
