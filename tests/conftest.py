@@ -27,6 +27,7 @@ from noeta.worker import Registry, build_worker
 from tests.support.chat_server import FakeChatServer, running_chat_server
 from tests.support.dev_server import SERVER_ARGS
 from tests.support.processes import ROOT
+from tests.support.tiers import SpawnCheck, mark_fast
 
 # The local model's llama.cpp (OpenMP) gets one thread here, in this process and the ones it
 # starts: the parallel suite keeps every core busy, and then two llama.cpp threads mostly wait for
@@ -48,6 +49,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # The longest tests start first, so that under xdist they overlap with the many short ones
     # instead of finishing alone at the end (a stable sort keeps the file order otherwise).
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    mark_fast(items)  # before -m selects (pytest's own deselection runs after this hook)
     if getattr(config.option, "loadgroup", False):  # an xdist worker under --dist loadgroup
         _suffix_groups(items)
 
@@ -68,6 +70,28 @@ def _suffix_groups(items: list[pytest.Item]) -> None:
         suffix = "@" + "_".join(sorted(names))
         if names and not item.nodeid.endswith(suffix):
             item._id = NodeId.parse(item.nodeid + suffix)  # type: ignore[attr-defined]
+
+
+#: Fails a fast test that starts a process (tests.support.tiers).
+SPAWNS = SpawnCheck().install()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> object:
+    SPAWNS.running = item.nodeid if item.get_closest_marker("fast") else None
+    try:
+        return (yield)
+    finally:
+        SPAWNS.running = None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> pytest.TestReport:
+    report: pytest.TestReport = yield
+    problem = SPAWNS.failure(item.nodeid)
+    if problem is not None and not report.failed:
+        report.outcome, report.longrepr = "failed", problem
+    return report
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -11,6 +11,7 @@ from tests.support.chaos import run_chaos
 from tests.support.dev_server import SERVER_ARGS
 
 
+@pytest.mark.server
 @pytest.mark.slow
 async def test_every_finished_call_ran_once_through_20_kills_and_a_server_restart(tmp_path: Path):
     report = await run_chaos(tmp_path, tasks=6, steps=3, kills=20, workers=4, outage_seconds=3.0,

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
 from google.protobuf import json_format
 from temporalio.api.common.v1 import Payload, Payloads
 
@@ -80,6 +81,7 @@ async def test_worker_metrics_port_and_json_logs(client: AsyncClient, settings, 
     assert "Traceback" not in stderr
 
 
+@pytest.mark.server
 async def test_codec_server_command(tmp_path: Path):
     keys = new_key_entry("ops1")
     port = free_port()
@@ -102,6 +104,7 @@ async def test_codec_server_command(tmp_path: Path):
     assert json_format.Parse(decoded.content, Payloads()).payloads[0].data == b'"the goal"'
 
 
+@pytest.mark.server
 def test_codec_server_needs_keys(tmp_path: Path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("NOETA_")}
     result = subprocess.run(

@@ -119,6 +119,7 @@ def test_noeta_run_streams_text_on_a_terminal(cli_env, chat: FakeChatServer):
     assert "[completed]" in stderr and "Traceback" not in stderr
 
 
+@pytest.mark.server
 def test_sigterm_to_noeta_server_stops_the_dev_server_it_started(tmp_path: Path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TEMPORAL_", "NOETA_"))}
     env.update(NOETA_HOME=str(tmp_path), PYTHONPATH=str(ROOT))

@@ -70,6 +70,7 @@ def test_the_workers_own_prices_win_and_come_from_the_environment(tmp_path: Path
         parse_prices(str(tmp_path / "missing.json"))
 
 
+@pytest.mark.server
 def test_pricing_never_reaches_the_network():
     """genai-prices can update its catalogue over HTTP; Noeta never starts that. An audit hook that
     refuses every non-loopback connection sees no attempt while calls are priced, and (the control)
@@ -176,6 +177,7 @@ def test_noeta_run_prints_the_cost_priced_by_noeta_prices(settings, data_dir, ta
     assert run.stderr.splitlines()[-1].endswith("20 in / 8 out tokens · $0.036000"), run.stderr
 
 
+@pytest.mark.server
 async def test_an_older_embedded_data_directory_gets_the_cost_attribute(tmp_path: Path):
     """The dev server registers its --search-attribute flags only in a new database: a data
     directory from before NoetaCostUSD gets it from the client that starts the server."""

@@ -96,6 +96,7 @@ def compose_services() -> dict[str, Any]:
     return services
 
 
+@pytest.mark.server
 def test_the_compose_file_is_valid():
     services = compose_services()
     assert set(services) == {
@@ -114,6 +115,7 @@ def test_the_compose_file_is_valid():
     assert worker["environment"]["NOETA_CONTENT_STORE"].startswith("postgresql://")
 
 
+@pytest.mark.server
 def test_compose_wires_observability_and_the_codec_server():
     services = compose_services()
     # Every Noeta process sends its traces to the collector, over OTLP/HTTP, and logs JSON.
@@ -142,6 +144,7 @@ def test_compose_wires_observability_and_the_codec_server():
     assert services["temporal-ui"]["environment"]["TEMPORAL_CODEC_ENDPOINT"] == f"http://127.0.0.1:{codec_args.port}"
 
 
+@pytest.mark.server
 def test_compose_runs_a_maintained_temporal_and_the_ui_the_docs_describe():
     services = compose_services()
     images = {name: s.get("image", "") for name, s in services.items()}
@@ -154,11 +157,13 @@ def test_compose_runs_a_maintained_temporal_and_the_ui_the_docs_describe():
     assert f"UI {ui_version}" in (ROOT / "docs" / "inspection.md").read_text()
 
 
+@pytest.mark.server
 def test_compose_refuses_to_start_without_keys():
     proc = compose_config(DEPLOY / "compose.yaml", env={"NOETA_CODEC_TOKENS": "t" * 32})
     assert proc.returncode != 0 and "NOETA_ENCRYPTION_KEYS" in proc.stderr
 
 
+@pytest.mark.server
 def test_the_compose_validator_rejects_a_broken_file(tmp_path: Path):
     """So the test above can fail: an unknown service key is an error."""
     broken = tmp_path / "compose.yaml"

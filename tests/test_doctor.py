@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from noeta.client.embedded import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,6 +49,7 @@ def test_doctor_reports_a_reachable_server_its_search_attributes_and_the_provide
     assert set(checks) >= {"tool router", "text model", "provider local"}
 
 
+@pytest.mark.server
 def test_doctor_fails_on_an_unreachable_server_and_an_unusable_store(tmp_path: Path):
     port = free_port()  # nothing listens there
     blocker = tmp_path / "not-a-dir"
@@ -60,6 +63,7 @@ def test_doctor_fails_on_an_unreachable_server_and_an_unusable_store(tmp_path: P
     assert checks["content store"].startswith("!! content store        ")
 
 
+@pytest.mark.server
 def test_doctor_on_a_fresh_embedded_home_starts_nothing(tmp_path: Path):
     env = {k: v for k, v in base_env(tmp_path).items() if k != "TEMPORAL_ADDRESS"}
     result = doctor(env)

@@ -10,6 +10,7 @@ import sys
 import uuid
 from pathlib import Path
 
+import pytest
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
 from noeta.client.client import AsyncClient, registered_search_attributes
@@ -31,6 +32,7 @@ async def first_goal_done(client: AsyncClient, task_id: str) -> bool:
     return any(e.type == "TaskCompleted" for e in await client.events(task_id))
 
 
+@pytest.mark.server
 async def test_task_survives_a_server_restart(tmp_path: Path):
     provider = FakeLLMProvider(responses=[say("before restart"), say("after restart")])
     host = HostConfig(settings=Settings(temporal_address=None, home=tmp_path, task_queue="restart"))
@@ -57,6 +59,7 @@ async def test_task_survives_a_server_restart(tmp_path: Path):
     assert [r.messages[-1].text for r in provider.received_requests] == ["first", "second"]
 
 
+@pytest.mark.server
 def test_second_process_adopts_the_running_server(tmp_path: Path):
     server = EmbeddedServer(tmp_path / "temporal", headless=True).start()
     try:
@@ -96,6 +99,7 @@ async def reads_per_indexed_start(server: EmbeddedServer, metrics_port: int, sta
     return await increase("persistence_requests:GetCurrentClusterMetadata") / starts
 
 
+@pytest.mark.server
 async def test_a_new_database_lets_the_server_cache_its_search_attributes(tmp_path: Path):
     """The dev server re-reads search attributes on every request unless told not to; the
     embedded server registers all of Noeta's at creation, so it turns that off."""
@@ -108,6 +112,7 @@ async def test_a_new_database_lets_the_server_cache_its_search_attributes(tmp_pa
         server.stop()
 
 
+@pytest.mark.server
 async def test_an_older_database_is_re_read_until_its_attributes_are_complete(tmp_path: Path):
     """A database made before the marker file existed (or lacking later attributes) keeps the dev
     server's re-reading, so attributes the client adds are usable at once; once the client has

@@ -35,7 +35,7 @@ async def test_history_bytes_per_step_do_not_grow_with_the_transcript(client: As
     step_ends = [e.event_id for e in events if e.HasField("activity_task_scheduled_event_attributes")
                  and e.activity_task_scheduled_event_attributes.activity_type.name == "noeta.call_model"]
     sizes = {e.event_id: e.ByteSize() for e in events}
-    per_step = [sum(sizes[i] for i in range(a, b)) for a, b in zip(step_ends, step_ends[1:])]
+    per_step = [sum(sizes[i] for i in range(a, b)) for a, b in zip(step_ends, step_ends[1:], strict=False)]
     early, late = sum(per_step[1:6]) / 5, sum(per_step[-5:]) / 5
     assert late <= early * 1.15, per_step
     assert max(per_step) < 4096, per_step  # a 5 KB tool body never enters history

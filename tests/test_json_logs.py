@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import httpx
+import pytest
 
 from noeta.client.config import Settings
 from noeta.security.keys import new_key_entry
@@ -71,6 +72,7 @@ async def test_every_line_noeta_serve_writes_with_json_logs_is_json(settings: Se
     assert all({"time", "level", "logger", "message"} <= set(e) for e in entries)
 
 
+@pytest.mark.server
 async def test_every_line_the_codec_server_writes_with_json_logs_is_json(tmp_path):
     port = free_port()
     key = new_key_entry("k1")
@@ -107,6 +109,7 @@ async def test_every_line_a_worker_writes_with_json_logs_is_json(settings: Setti
     assert any(m.startswith("noeta worker on") for m in messages) and "stopped" in messages, messages
 
 
+@pytest.mark.server
 def test_a_command_that_fails_at_start_with_json_logs_says_why_in_json(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "NOETA_HOME": str(tmp_path), "NOETA_LOG_FORMAT": "json",
            "NOETA_ENCRYPTION_KEYS": "", "NOETA_CODEC": ""}

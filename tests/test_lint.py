@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -15,11 +17,13 @@ def _ruff(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "ruff", "check", *args], cwd=ROOT, capture_output=True, text=True)
 
 
+@pytest.mark.server
 def test_pyflakes_rules_pass():
     proc = _ruff("--select", "F", "noeta", "tests", "bench", "worker.py")
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+@pytest.mark.server
 def test_bugbear_rules_pass_on_the_library():
     proc = _ruff("--select", "F,B", "noeta")
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -52,6 +56,7 @@ def public_modules() -> list[str]:
     return found
 
 
+@pytest.mark.server
 def test_public_modules_have_docstrings():
     """Every public module, class, function and method says what it is for (pydocstyle's D1 rules)."""
     modules = public_modules()

@@ -194,6 +194,7 @@ async def test_a_login_is_refreshed_mid_task_and_a_revoked_one_is_an_auth_error(
 FOLLOW_REDIRECTS = "import sys, httpx; httpx.get(sys.argv[1], follow_redirects=True).raise_for_status()"
 
 
+@pytest.mark.server
 async def test_noeta_mcp_login_stores_what_workers_use(protected: ProtectedServer, tmp_path: Path):
     browser = tmp_path / "browser.py"
     browser.write_text(FOLLOW_REDIRECTS)

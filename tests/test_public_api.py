@@ -31,6 +31,7 @@ IMPORT_ORDERS = [
 ]
 
 
+@pytest.mark.server
 @pytest.mark.parametrize("statement", IMPORT_ORDERS)
 def test_every_exported_name_is_the_object_not_a_module_in_any_import_order(statement: str):
     import subprocess
@@ -142,6 +143,7 @@ def loaded_by(statement: str, *modules: str) -> list[str]:
     return [m for m in out.strip().split(",") if m]
 
 
+@pytest.mark.server
 def test_a_tools_module_importing_the_sdk_does_not_load_the_client_side():
     # A worker process whose tools do `from noeta.sdk import tool` stays without the client side
     # (task operations, projection, query): the facade imports those names on first use.
@@ -150,6 +152,7 @@ def test_a_tools_module_importing_the_sdk_does_not_load_the_client_side():
     assert loaded_by("from noeta.sdk import query", "noeta.sdk._query") == ["noeta.sdk._query"]  # the probe sees
 
 
+@pytest.mark.server
 def test_a_worker_without_tracing_or_keys_loads_neither_opentelemetry_nor_cryptography():
     # Each costs a worker megabytes of memory it has no use for while tracing is off and no
     # encryption key is set; both load when configured.
@@ -166,6 +169,7 @@ def test_a_worker_without_tracing_or_keys_loads_neither_opentelemetry_nor_crypto
     assert loaded_by(with_tracing, "opentelemetry.sdk") == ["opentelemetry.sdk"]
 
 
+@pytest.mark.server
 def test_the_cli_loads_each_side_only_for_the_commands_that_need_it():
     # `noeta tasks` need not load the worker's activities, nor `noeta worker` the client side.
     assert loaded_by("import noeta.cli", "noeta.client.client", "noeta.worker", "noeta.activities") == []

@@ -27,6 +27,7 @@ def noeta(*args: str) -> list[str]:
     return [sys.executable, "-m", "noeta.cli", *args]
 
 
+@pytest.mark.server
 @pytest.mark.slow
 def test_kill_noeta_run_mid_tool_then_noeta_worker_finishes_the_task(tmp_path: Path):
     home, workspace = tmp_path / "home", tmp_path / "ws"

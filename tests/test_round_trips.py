@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import httpx
+import pytest
 
 from noeta.client.client import AsyncClient
 from noeta.client.config import Settings
@@ -30,6 +31,7 @@ def counter(text: str, name: str, **labels: str) -> float:
     return total
 
 
+@pytest.mark.server
 async def test_activities_are_dispatched_with_the_workflow_task_that_schedules_them(tmp_path: Path):
     port = free_port()
     server = EmbeddedServer(tmp_path / "temporal", headless=True, extra_args=("--metrics-port", str(port))).start()

@@ -30,6 +30,7 @@ IO_MODULES = ["httpx", "httpcore", "jsonschema", "asyncpg", "psycopg", "redis", 
               "noeta.activities", "noeta.providers", "noeta.client", "noeta.context.content_store"]
 
 
+@pytest.mark.server
 def test_workflow_package_imports_no_io_modules():
     code = (
         "import json, sys, noeta.workflows; "

@@ -12,6 +12,7 @@ import pytest
 EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples"
 
 
+@pytest.mark.server
 @pytest.mark.parametrize(
     ("script", "expected"),
     [("seed_tool.py", "word_count low\n"), ("seed_query.py", "42\n1\n")],
@@ -26,6 +27,7 @@ def test_seed_example_prints_what_the_seed_says(script: str, expected: str, tmp_
     assert proc.stdout == expected
 
 
+@pytest.mark.server
 def test_readme_code_example_runs(tmp_path: Path):
     readme = (EXAMPLES.parents[1] / "README.md").read_text()
     code = readme.split("## In code", 1)[1].split("```python", 1)[1].split("```", 1)[0]

@@ -233,6 +233,7 @@ def test_the_audit_of_a_recorded_refusal_sent_as_the_refuse_update():
     assert ("denied", "c3", "temporal") in decided and ("approved", "c4", "temporal") in decided
 
 
+@pytest.mark.server
 async def test_tenants_need_the_tenant_attribute_on_the_cluster(tmp_path):
     """A cluster from before NoetaTenant (only the first release's attributes): serving keys with
     tenants, or starting a task of a tenant, is refused; the default tenant still works."""

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # Both tests read one mypy run (~45 s cold on 2 busy cores): under xdist they share a worker, which
 # runs the module-scoped fixture once; apart, each worker ran mypy over the whole package again.
-pytestmark = [pytest.mark.xdist_group("typing"), pytest.mark.slow]
+pytestmark = [pytest.mark.xdist_group("typing"), pytest.mark.slow, pytest.mark.server]
 
 CORRECT = '''
 from collections.abc import Coroutine
