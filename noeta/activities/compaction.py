@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import TypeAdapter
 from temporalio import activity
@@ -26,11 +27,11 @@ from noeta.activities._services import WorkerServices
 from noeta.activities._store_writes import read_stored
 from noeta.activities.model_call import ModelCalls
 from noeta.context import compaction as plan
-from noeta.errors import ConfigurationError, ProviderError, ProviderNotRegisteredError
+from noeta.context import summary_request
+from noeta.errors import ConfigurationError, ContextLengthError, ProviderError, ProviderNotRegisteredError
 from noeta.protocols.activity_io import CompactContextInput, CompactContextOutput, CompactedContext
-from noeta.protocols.compaction import SUMMARY_INSTRUCTION
 from noeta.protocols.context_window import estimate_tokens
-from noeta.protocols.messages import ContentRef, LLMRequest, Message, TextBlock, Usage
+from noeta.protocols.messages import ContentRef, LLMRequest, Message, Usage
 from noeta.protocols.names import COMPACT_CONTEXT
 from noeta.providers.errors import classify_exception
 from noeta.providers.pricing import model_of
@@ -106,7 +107,9 @@ class Compactions:
             newly = transcript[max(folded, len(prefix)):new_folded]
             folding = [*old_part, *newly]
             if inp.strategy == "summarize":
-                summary = await self._summary(inp, ledger, folding)
+                # The task's request messages up to the fold: all but the kept transcript's.
+                cut = len(before) - (len(transcript) - new_folded)
+                summary = await self._summary(inp, ledger, folding, cut)
                 view = [*prefix, plan.summary_message(summary.text)]
             else:
                 summary = None
@@ -173,9 +176,9 @@ class Compactions:
         note = [plan.left_out_note(dropped)] if dropped else []
         return [*prefix, *note, *previewed]
 
-    async def _summary(self, inp: CompactContextInput, ledger: AttemptLedger, folding: list[Message]) -> WrittenSummary:
-        """The summary of ``folding``: recorded by an earlier attempt of this step, else written by
-        the task's provider and recorded at once."""
+    async def _summary(self, inp: CompactContextInput, ledger: AttemptLedger, folding: list[Message], cut: int) -> WrittenSummary:
+        """The summary of ``folding`` (the first ``cut`` messages of the task's request): recorded
+        by an earlier attempt of this step, else written by the task's provider and recorded at once."""
         key = f"{inp.step_key}/summary"
         if ledger.attempt > 1 and inp.step_key:
             kept = await read_stored(ledger, self.services.io(self.services.steps.recorded, key, _SUMMARY))
@@ -187,16 +190,37 @@ class Compactions:
             raise to_application_error(
                 ProviderNotRegisteredError(f"provider {inp.provider!r} is not registered on this worker (it has: {known})")
             )
+        metadata = {"task_id": inp.task_id, "purpose": "compaction", "step_key": inp.step_key}
+        room = (inp.window_tokens or inp.target_tokens) - inp.summary_max_tokens - SUMMARY_REQUEST_MARGIN
+        ordinary = None
+        if inp.call is not None:  # the task's next request, as call_model would build it
+            call = dataclasses.replace(inp.call, head=inp.head, append=inp.append, context=inp.context)
+            ordinary = await read_stored(ledger, self.services.io(self.model_calls.request_for, call))
+            cached = summary_request.on_prefix(ordinary, cut, inp.summary_max_tokens, metadata)
+            if summary_request.fits(cached, ordinary, inp.tokens_before, room):
+                try:
+                    return await self._written(inp, ledger, provider, cached, folding, refusable=True)
+                except ContextLengthError:
+                    pass  # refused as too long all the same: the folded turns as text, cut to fit
         resolved = await read_stored(ledger, self.services.io(self.services.transcripts.resolve, folding))
-        room = max(256, inp.target_tokens - inp.summary_max_tokens - SUMMARY_REQUEST_MARGIN)
-        request = LLMRequest(
-            model=inp.model,
-            system=SUMMARY_INSTRUCTION,
-            messages=[Message("user", [TextBlock(plan.fit_text(plan.render(resolved), room))])],
-            max_tokens=inp.summary_max_tokens,
-            temperature=0,
-            metadata={"task_id": inp.task_id, "purpose": "compaction", "step_key": inp.step_key},
-        )
+        text_room = inp.target_tokens - inp.summary_max_tokens - SUMMARY_REQUEST_MARGIN
+        if ordinary is not None:  # the task's system prompt and tools come first
+            text_room -= summary_request.request_tokens(summary_request.as_text("", None, 0, metadata, ordinary))
+        text = plan.fit_text(plan.render(resolved), max(256, text_room))
+        request = summary_request.as_text(text, inp.model, inp.summary_max_tokens, metadata, ordinary)
+        return await self._written(inp, ledger, provider, request, folding)
+
+    async def _written(
+        self,
+        inp: CompactContextInput,
+        ledger: AttemptLedger,
+        provider: Any,
+        request: LLMRequest,
+        folding: list[Message],
+        refusable: bool = False,
+    ) -> WrittenSummary:
+        """The summary ``provider`` writes for ``request``, recorded under the step's key at once.
+        ``refusable``: a ContextLengthError is raised as it is (the caller asks again otherwise)."""
         try:
             work = self.model_calls.complete_limited(inp.provider, provider, request)
             response = await with_heartbeat(work, as_details(ledger.earlier), seconds=attempt_seconds())
@@ -204,7 +228,10 @@ class Compactions:
             message = f"the summarizing call got no answer within {exc.seconds:g} s"
             raise ledger.failed(ProviderError(provider=inp.provider, message=message, retryable=True)) from None
         except Exception as exc:
-            raise ledger.failed(classify_exception(inp.provider, exc)) from exc
+            err = classify_exception(inp.provider, exc)
+            if refusable and isinstance(err, ContextLengthError):
+                raise err from exc
+            raise ledger.failed(err) from exc
         text = getattr(response, "text", "")
         if not isinstance(text, str):
             raise ledger.failed(ProviderError(provider=inp.provider, message="the summarizing call returned no response", retryable=True))
@@ -212,7 +239,7 @@ class Compactions:
         # again it would write the same nothing, and the turns must be folded all the same.
         text = text.strip() or f"[{plan.turns_in(folding)} earlier turn(s) were compacted; the model wrote no summary of them]"
         written = WrittenSummary(text, dataclasses.replace(response.usage, cost_usd=0.0))
-        await self.services.io(self.services.steps.record, key, _SUMMARY, written)
+        await self.services.io(self.services.steps.record, f"{inp.step_key}/summary", _SUMMARY, written)
         return written
 
     async def _by_function(self, inp: CompactContextInput, messages: list[Message]) -> list[Message]:

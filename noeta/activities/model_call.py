@@ -202,6 +202,11 @@ class ModelCalls:
             out.append(block)
         return out
 
+    def request_for(self, inp: CallModelInput) -> LLMRequest:
+        """The provider request ``call_model`` would send for ``inp``, read from the content store
+        (on an I/O thread): a compaction asks its summary on this request's prefix."""
+        return self._build_request(inp)
+
     def _build_request(
         self, inp: CallModelInput, timeout_seconds: float | None = None, *, memory_only: bool = False
     ) -> LLMRequest:

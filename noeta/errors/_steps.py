@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from noeta.errors._base import FieldsError, NoetaError
+from noeta.errors._refused_sizes import refused_sizes
 
 
 @dataclass(eq=False)
@@ -31,8 +32,22 @@ class ProviderError(FieldsError):
 
 
 
+@dataclass(eq=False)
 class ContextLengthError(ProviderError):
-    """The request does not fit the model's context window; never retried."""
+    """The request does not fit the model's context window; never retried. The sizes the
+    provider's message states are read from it when not given (noeta.errors._refused_sizes): the
+    workflow learns the window from them (noeta.workflows.compaction)."""
+
+    requested_tokens: int | None = None
+    """The refused request's size in tokens, as the provider counted it (None: it did not say)."""
+    limit_tokens: int | None = None
+    """The model's context window as the provider stated it (None: it did not say)."""
+
+    def __post_init__(self) -> None:
+        requested, limit = refused_sizes(self.message)
+        self.requested_tokens = self.requested_tokens if self.requested_tokens is not None else requested
+        self.limit_tokens = self.limit_tokens if self.limit_tokens is not None else limit
+        super().__post_init__()
 
 
 class ProviderResponseError(ProviderError):

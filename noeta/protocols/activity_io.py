@@ -104,6 +104,14 @@ class CompactContextInput:
     budget: AttemptBudget | None = None
     step_key: str = ""
     """The compaction's step: a summary once written is recorded under it and never asked again."""
+    window_tokens: int | None = None
+    """The window the workflow planned with (the model's, or one a refusal taught; None: not known,
+    as in inputs recorded before the field): the summarizing request must fit it."""
+    call: CallModelInput | None = None
+    """The model call being fitted, without its transcript (``head``, ``append`` and ``context`` are
+    this input's): the summarizing request is built as that call's request, cut where the folded
+    turns end, so it starts with the same bytes and the provider's prefix cache serves it (None:
+    the folded turns as text under the summarizing instruction, as inputs recorded before)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,6 +32,15 @@ SUMMARY_INSTRUCTION = (
     "they returned that still matters: numbers, names, file paths, decisions), what is left to "
     "do. Keep facts exact; leave out pleasantries. Answer with the summary only."
 )
+#: The last message of a summarizing call sent on the task's own prefix (system prompt, tools and
+#: the folded turns as the task's requests send them), so the provider's prefix cache serves it.
+SUMMARY_REQUEST = (
+    "[The conversation above is about to be compacted so the task can go on within its context "
+    "window.] Do not call a tool and do not go on with the task now. Write a concise summary of "
+    "the conversation above: the goals, what was done (tool calls and what they returned that "
+    "still matters: numbers, names, file paths, decisions), what is left to do. Keep facts exact; "
+    "leave out pleasantries. Answer with the summary only."
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +97,7 @@ __all__ = [
     "STRATEGIES",
     "SUMMARY_HEADER",
     "SUMMARY_INSTRUCTION",
+    "SUMMARY_REQUEST",
     "Compaction",
     "CompactionStrategy",
     "active",

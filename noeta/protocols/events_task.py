@@ -89,8 +89,11 @@ class ContextCompacted:
     """The summary the model sees from now on (strategy ``summarize``)."""
     summary_ref: ContentRef | None = None
     usage: Usage = field(default_factory=Usage)
-    """What the summarizing call cost."""
+    """What the summarizing call cost (``cache_read``: what the provider's prefix cache served)."""
     attempt: int = 1
+    window_tokens: int | None = None
+    """The window the compaction planned for: the model's, or the smaller one a refusal taught
+    (reason ``context_length``: ``tokens_before`` is then the refused request's size)."""
 
 
 @dataclass(frozen=True, slots=True)

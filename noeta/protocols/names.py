@@ -207,3 +207,8 @@ PATCH_PROVIDER_FALLBACK = "provider-fallback"
 (noeta.protocols.fallback.falls_back) is made again on the next of ``Options.fallback_providers``,
 after a memo (PROVIDER_FALLBACK_MEMO_KEY) records the switch. Asked only when a switch happens, so
 tasks without fallback providers, or whose provider never fails, pay nothing."""
+PATCH_LEARNED_WINDOW = "learned-window"
+"""A request refused as too long teaches the task its model's window (noeta.protocols.window_refusals):
+the refused size is the compaction's ``tokens_before`` and later compactions come by the threshold of
+the learned window. Asked only when a refusal is about to be compacted, so tasks whose provider never
+refuses pay nothing; a history without the marker compacts as before (the configured window's size)."""

@@ -81,6 +81,9 @@ class Carry:
     """The task's own model calls by provider and model; kept only by tasks with fallback providers."""
     shape: int = 0
     """The shape prepare_task recorded for the task (noeta.protocols.names, SHAPE_*)."""
+    learned_windows: dict[str, int] = field(default_factory=dict)
+    """Context windows learned from refusals, by provider and model (noeta.protocols.window_refusals):
+    smaller than the configured or catalogued one, they move the next compaction earlier."""
 
 
 # A run's memo records of refused calls and budget warnings are the events they are projected as

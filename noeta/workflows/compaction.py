@@ -1,6 +1,9 @@
 """The workflow's side of compaction: count the request about to be sent, compact first when it
 would pass the threshold of the model's window, and compact once more (then call again) when the
-provider still answers that the request is too long.
+provider still answers that the request is too long. Such a refusal also teaches the task the
+model's window (noeta.protocols.window_refusals, behind ``PATCH_LEARNED_WINDOW``): the window
+planned with from then on is the one the provider stated, else the refused size, so a window
+configured too large is corrected once instead of refused every few turns.
 
 The count is deterministic: the last call's size as its provider reported it (input plus output
 tokens, recorded in history) plus an estimate of the messages added since
@@ -21,10 +24,11 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from noeta.errors import ContextLengthError
 from noeta.protocols.activity_io import CallModelInput, CallModelOutput, CompactContextInput, CompactContextOutput
 from noeta.protocols.compaction import active, compaction_due
-from noeta.protocols.fallback import current_choice
+from noeta.protocols.fallback import ProviderChoice, current_choice
 from noeta.protocols.context_window import context_window, estimate_message_tokens, estimate_tokens
 from noeta.protocols.messages import Message
-from noeta.protocols.names import COMPACT_CONTEXT, PATCH_COMPACTION
+from noeta.protocols.names import COMPACT_CONTEXT, PATCH_COMPACTION, PATCH_LEARNED_WINDOW
+from noeta.protocols.window_refusals import Refusal, window_key
 from noeta.workflows import patches, steps
 from noeta.workflows.failures import provider_failure, raise_if_cancelled
 from noeta.workflows.run import RunState
@@ -40,11 +44,20 @@ class ContextKeeper:
         """The count of the request being sent (for the reported size's fallback, below)."""
 
     def window(self) -> int | None:
-        """The model's context window in tokens (None: not known)."""
+        """The model's context window in tokens: the configured or catalogued one, or the one a
+        refusal taught when that is smaller (None: not known)."""
         task, state = self._run.task, self._run.state
-        # The model the task calls now: its own, or a fallback provider's (noeta.workflows.fallback).
-        model = current_choice(task.provider, task.model, task.fallback_providers, state.provider_index).model
-        return context_window(model or state.model, task.context_window_tokens)
+        choice = self._choice()
+        known = context_window(choice.model or state.model, task.context_window_tokens)
+        learned = state.learned_windows.get(window_key(choice.provider, choice.model))
+        if learned is None:
+            return known
+        return learned if known is None else min(known, learned)
+
+    def _choice(self) -> ProviderChoice:
+        """The provider and model the task calls now: its own, or a fallback (noeta.workflows.fallback)."""
+        task = self._run.task
+        return current_choice(task.provider, task.model, task.fallback_providers, self._run.state.provider_index)
 
     def count(self) -> int:
         """The tokens of the request about to be sent: the last call's reported size plus the
@@ -72,7 +85,7 @@ class ContextKeeper:
         except ApplicationError as err:
             if err.type != ContextLengthError.__name__ or not active(self._run.task.compaction):
                 raise
-            if not await self._compact(request, max(self._counted, self.window() or 0), "context_length"):
+            if not await self._compact(request, self._refused(err), "context_length"):
                 raise
             out = await call(self._with_context(request))
         usage = out.response.usage
@@ -82,6 +95,16 @@ class ContextKeeper:
             reported = self._counted + estimate_message_tokens(Message(role="assistant", content=out.response.content))
         self._run.state.context_tokens = reported
         return out
+
+    def _refused(self, err: ApplicationError) -> int:
+        """The size of the request ``err`` refused, and (tasks with PATCH_LEARNED_WINDOW) the window
+        it teaches, kept for the provider and model that refused it."""
+        if not active(self._run.task.compaction) or not patches.patched(PATCH_LEARNED_WINDOW):
+            return max(self._counted, self.window() or 0)  # as histories before the patch recorded it
+        refusal = Refusal.of(err.details[0] if err.details else None, self._counted)
+        choice = self._choice()
+        self._run.state.learned_windows[window_key(choice.provider, choice.model)] = refusal.window(self.window())
+        return refusal.size
 
     def _with_context(self, request: CallModelInput) -> CallModelInput:
         context = self._run.state.context
@@ -110,6 +133,9 @@ class ContextKeeper:
             summary_max_tokens=settings.summary_max_tokens,
             preview_chars=settings.preview_chars,
             step_key=steps.step_key(f"compact-{state.total_turns}-{reason}"),
+            window_tokens=self.window(),
+            # The call without its transcript (this input has it): the summary is asked on its prefix.
+            call=dataclasses.replace(request, head=None, append=[], context=None, budget=None, step_key=""),
         )
         out = await _compact_context(self._run, inp)
         state.usage = state.usage + out.usage

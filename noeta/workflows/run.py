@@ -32,6 +32,7 @@ def starting_carry(task: TaskInput) -> Carry:
         goal_ids=dict(carry.goal_ids),
         recent_results=dict(carry.recent_results),
         budget_warned=list(carry.budget_warned),
+        learned_windows=dict(carry.learned_windows),
     )
 
 

@@ -274,6 +274,13 @@ SCENARIOS = {
         WindowedProvider(window=3000, turns=12, name="FakeLLMProvider"),
         dict(goal="fetch", options=Options(allowed_tools=[fetch], max_turns=20, context_window_tokens=3000)),
     ),
+    # A window configured four times too large: one refusal teaches the task the provider's window
+    # (PATCH_LEARNED_WINDOW), later compactions come by its threshold, across continue-as-new.
+    "learned_window": (
+        WindowedProvider(window=3000, turns=16, name="FakeLLMProvider"),
+        dict(goal="fetch", options=Options(allowed_tools=[fetch], max_turns=20, context_window_tokens=12000,
+                                           max_history_events=80)),
+    ),
     # The built-in tools that cannot block, in one round and then alone: local activities since
     # local-tools (recorded before it in refusals-recorded/, as ordinary activities).
     "builtin_tools": (

@@ -73,7 +73,7 @@ class ScriptedServer:
                 outer.seen.append(
                     Seen(self.path, {k.lower(): v for k, v in self.headers.items()}, json.loads(raw), time.monotonic())
                 )
-                reply = outer.replies.pop(0)
+                reply = outer.next_reply()
                 if isinstance(reply.body, list):
                     self._stream(reply)
                     return
@@ -109,6 +109,11 @@ class ScriptedServer:
 
         self.httpd = LocalHTTPServer(Handler)
         self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}{self.url_suffix}"
+
+    def next_reply(self) -> Reply:
+        """The answer to the request just recorded in ``seen``: the next queued reply (a server
+        that answers from the request itself overrides this)."""
+        return self.replies.pop(0)
 
     def reply(self, body: Any = None, status: int = 200, *, done: bool = True, **headers: str) -> None:
         """Queue a reply; ``retry_after="2"`` becomes the header ``retry-after: 2``."""

@@ -64,7 +64,7 @@ def context_compacted(inp: CompactContextInput, out: CompactContextOutput) -> ev
     return ev.ContextCompacted(
         strategy=out.strategy, reason=inp.reason, tokens_before=out.tokens_before, tokens_after=out.tokens_after,
         turns_folded=out.turns_folded, messages_folded=out.messages_folded, summary=out.summary,
-        summary_ref=out.summary_ref, usage=out.usage, attempt=out.attempt,
+        summary_ref=out.summary_ref, usage=out.usage, attempt=out.attempt, window_tokens=inp.window_tokens,
     )
 
 
