@@ -5,21 +5,25 @@ the provider a task's input carries."""
 from __future__ import annotations
 
 import dataclasses
+import typing
 import warnings
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
+from noeta.cli.setting_flags import given_settings, setting_flags
 from noeta.client.options import Options, SubAgent, build_task_input
 from noeta.client.settings_body import attribute_docs, settings_body
 from noeta.client.task_input import task_provider_name
 from noeta.protocols.activity_options import ActivityOptions
+from noeta.protocols.bounds import BOUNDS, bound_problem
 from noeta.protocols.budget import UsageLimits
 from noeta.protocols.compaction import Compaction
 from noeta.protocols.names import DEFAULT_PROVIDER, INDEX_INTERVAL_SECONDS
 from noeta.protocols.task import TaskInput
-from noeta.protocols.task_settings import TaskSettings, settings_values
+from noeta.protocols.setting import unwrap_optional
+from noeta.protocols.task_settings import EFFORTS, TaskSettings, settings_values
 from noeta.sdk.testing import FakeLLMProvider
 
 SETTINGS = [f.name for f in dataclasses.fields(TaskSettings)]
@@ -114,3 +118,66 @@ def test_the_http_api_takes_every_setting_from_the_one_declaration():
                                           "tool_activity": {"start_to_close_seconds": 9}}).to_options()
     assert (options.max_turns, options.allowed_tools, options.tool_activity) == (
         7, ["calculator"], ActivityOptions(start_to_close_seconds=9))
+
+
+def _start_body_schema() -> dict[str, Any]:
+    """The OpenAPI schema of the HTTP start body's options, as ``GET /openapi.json`` serves it."""
+    from noeta.http import create_app
+    from noeta.http.quotas import SpendQuotas
+    from noeta.security.http_guard import GuardConfig
+
+    app = create_app(None, guard=GuardConfig(), quotas=SpendQuotas(), with_console=False)  # type: ignore[arg-type]
+    spec = app.openapi()
+    return spec["components"]["schemas"]["TaskOptions"]["properties"]
+
+
+def test_every_number_setting_has_its_range_on_its_field_and_the_changed_value_is_in_it():
+    hints = typing.get_type_hints(TaskSettings)
+    numbers = {name for name in SETTINGS if unwrap_optional(hints[name])[0] in (int, float)}
+    assert set(BOUNDS) == numbers
+    for name, bound in BOUNDS.items():
+        assert bound_problem(name, CHANGED[name]) is None, name
+        assert bound_problem(name, bound.highest * 2) is not None, name
+
+
+def test_the_start_body_schema_shows_each_settings_default_and_range():
+    schema = _start_body_schema()
+    assert (schema["max_turns"]["default"], schema["max_turns"]["minimum"], schema["max_turns"]["maximum"]) == (50, 1, 10_000)
+    assert schema["tool_timeout_seconds"]["exclusiveMinimum"] == 0  # above 0, not from 0
+    defaults = {f.name: f.default for f in dataclasses.fields(TaskSettings) if f.default is not dataclasses.MISSING}
+    for name, default in defaults.items():
+        assert schema[name].get("default") == default, name  # FastAPI leaves out a null default
+    for name, bound in BOUNDS.items():
+        low = "exclusiveMinimum" if bound.above_lowest else "minimum"
+        assert (schema[name][low], schema[name]["maximum"]) == (bound.lowest, bound.highest), name
+    assert schema["effort"]["enum"] == [*EFFORTS, None]
+    assert schema["model_timeout_seconds"]["deprecated"] is True
+
+
+def test_the_cli_shows_and_checks_each_setting_as_the_api_does(capsys: pytest.CaptureFixture[str]):
+    from noeta.cli.parser import build
+
+    with pytest.raises(SystemExit):
+        build().parse_args(["run", "--help"])  # `noeta run --help`
+    run_help = " ".join(capsys.readouterr().out.split())
+    schema = _start_body_schema()
+    assert f"--max-turns N model calls allowed per goal; beyond it the goal ends with status \"failed\" (default {schema['max_turns']['default']})" in run_help
+    flags = {flag.name: flag for flag in setting_flags()}
+    hints = typing.get_type_hints(TaskSettings)
+    plain = {name for name in SETTINGS if unwrap_optional(hints[name])[0] in (str, int, float, bool)}
+    assert set(flags) == plain - {"model_timeout_seconds"}  # deprecated: no flag
+    for name, flag in flags.items():
+        assert flag.default == schema[name].get("default"), name
+        if flag.default is not None:
+            shown = f"(default {'on' if flag.default else 'off'})" if flag.kind is bool else f"(default {flag.default:g})"
+            assert f"{flag.flag}" in run_help and shown in flag.help, name
+    for command in ("run", "start"):
+        for name, bound in BOUNDS.items():
+            if name not in flags:
+                continue
+            with pytest.raises(SystemExit):
+                build().parse_args([command, "goal", flags[name].flag, str(bound.highest * 2)])
+            assert bound_problem(name, bound.highest * 2) in capsys.readouterr().err, name
+        parsed = build().parse_args([command, "goal", "--max-turns", "7", "--system", "s", "--effort", "low"])
+        assert given_settings(parsed) == {"max_turns": 7, "system_prompt": "s", "effort": "low"}
+        assert given_settings(build().parse_args([command, "goal"])) == {}  # Options' defaults apply

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic_core import to_jsonable_python
 
+from noeta.cli.setting_flags import given_settings
 from noeta.cli.recorded import cmd_export, cmd_fork, cmd_import
 from noeta.cli.render import approval_line, audit_line, render, render_envelope, task_line
 from noeta.client.client import AsyncClient, PendingApproval
@@ -26,12 +27,8 @@ def task_options(args: argparse.Namespace, **extra: Any) -> Options:
     limits = {"max_cost_usd": args.max_cost_usd, "max_total_tokens": args.max_total_tokens,
               "max_tool_calls": args.max_tool_calls}
     given = {
+        **given_settings(args),
         "limits": UsageLimits(**limits) if any(v is not None for v in limits.values()) else None,
-        "system_prompt": args.system,
-        "model": args.model,
-        "max_turns": args.max_turns,
-        "max_tokens": args.max_tokens,
-        "temperature": args.temperature,
         "guards": list(args.guard) or None,
         "validators": list(args.validator) or None,
         "metadata": dict(args.metadata) or None,

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from importlib import metadata
 
 from noeta.cli import mcp_login
+from noeta.cli.setting_flags import add_setting_flags
 from noeta.protocols.bounds import BOUNDS, bound_problem
 from noeta.protocols.statuses import TASK_STATUSES
 from noeta.config.tuning import SETTINGS as TUNING_SETTINGS
@@ -87,9 +88,6 @@ def option_value(option: str) -> Callable[[str], float]:
     return parse
 
 
-temperature = option_value("temperature")
-
-
 def text(value: str) -> str:
     """A non-empty string (names, ids, goals)."""
     if not value.strip():
@@ -161,15 +159,11 @@ def _task(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("task", type=text, help="the task id (printed by run/start, listed by `noeta tasks`)")
 
 
-def _options(cmd: argparse.ArgumentParser, *, run: bool) -> None:
-    """Flags that configure a task (run and start)."""
+def _options(cmd: argparse.ArgumentParser) -> None:
+    """Flags that configure a task (run and start): one per task setting (noeta.cli.setting_flags),
+    and the ones that name what the worker registered."""
     cmd.add_argument("--provider", type=name, help="provider name on the worker (default: 'default')")
-    cmd.add_argument("--model", type=text, help="model name (default: the provider's)")
-    cmd.add_argument("--system", type=text, help="system prompt")
-    cmd.add_argument("--max-turns", type=option_value("max_turns"), default=20 if run else None, metavar="N",
-                     help="model calls allowed per goal" + (" (default 20)" if run else " (default 50)"))
-    cmd.add_argument("--max-tokens", type=option_value("max_tokens"), metavar="N", help="most output tokens per model call")
-    cmd.add_argument("--temperature", type=temperature, help="sampling temperature")
+    add_setting_flags(cmd, option_value, text)
     cmd.add_argument("--task-id", type=text, help="the task's id (default: a new random one)")
     cmd.add_argument("--guard", action="append", type=name, default=[], metavar="NAME",
                      help="a guard registered on the worker, consulted before every tool call (repeatable)")
@@ -216,7 +210,7 @@ def build() -> argparse.ArgumentParser:
     )
     run.add_argument("goal", type=text, help="what the agent should do")
     run.add_argument("--registry", type=registry_path, help="tools/providers to serve, as package.module:attribute")
-    _options(run, run=True)
+    _options(run)
     run.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
                      help="print each model and tool step on stderr (default: on)")
     run.add_argument("--stream", action=argparse.BooleanOptionalAction, default=None,
@@ -253,7 +247,7 @@ def build() -> argparse.ArgumentParser:
     start = command("start", "start a task for the workers; prints its id",
                     "Start a task on a task queue that `noeta worker` serves, and print its id.")
     start.add_argument("goal", type=text, help="what the agent should do")
-    _options(start, run=False)
+    _options(start)
     start.add_argument("--tool", action="append", type=name, default=[], metavar="NAME",
                        help="a tool registered on the worker that the agent may call (repeatable)")
     start.add_argument("--queue", type=name, help="the workers' task queue (default: NOETA_TASK_QUEUE or 'noeta')")

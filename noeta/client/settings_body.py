@@ -2,8 +2,10 @@
 
 ``settings_body()`` builds a pydantic model with one optional field per TaskSettings field: the same
 name, a strict JSON type (a float setting takes any JSON number), the field's docstring as its
-description, and ``null`` or absent meaning the default. Nested settings (ActivityOptions,
-UsageLimits) become nested bodies of their own. ``to_settings()`` gives the values as ``Options``
+description, its default, its range as the schema's ``minimum`` and ``maximum`` (noeta.protocols.setting),
+and ``null`` or absent meaning the default. Nested settings (ActivityOptions, UsageLimits) become
+nested bodies of their own. The range is shown, not enforced here: ``Options`` checks it, so the
+API refuses a value with the message the Python API and the CLI give. ``to_settings()`` gives the values as ``Options``
 keyword arguments, so a request model adds only what is not a TaskSettings field::
 
     class TaskOptions(TaskSettingsBody):
@@ -23,12 +25,12 @@ import dataclasses
 import functools
 import inspect
 import textwrap
-import types
 import typing
-from typing import TYPE_CHECKING, Any, ClassVar, Union
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, create_model
 
+from noeta.protocols.setting import Rule, rule_of, unwrap_optional
 from noeta.protocols.task_settings import TaskSettings
 
 
@@ -44,13 +46,14 @@ class SettingsBody(BaseModel):
         return [f.name for f in dataclasses.fields(cls.settings_class)]
 
     def to_settings(self) -> dict[str, Any]:
-        """The settings given (not null) as keyword arguments of ``settings_class`` (or Options)."""
+        """The settings given (present and not null) as keyword arguments of ``settings_class`` (or
+        Options); the others keep the defaults ``settings_class`` declares."""
         given: dict[str, Any] = {}
         for name in self.settings_fields():
             value = getattr(self, name)
             if isinstance(value, SettingsBody):
                 value = value.settings_class(**value.to_settings())
-            if value is not None:
+            if name in self.model_fields_set and value is not None:
                 given[name] = value
         return given
 
@@ -62,7 +65,8 @@ def settings_body(settings: type[Any] = TaskSettings) -> type[SettingsBody]:
     docs = attribute_docs(settings)
     fields: dict[str, Any] = {}
     for item in dataclasses.fields(settings):
-        fields[item.name] = (_json_type(hints[item.name]) | None, Field(default=None, description=docs.get(item.name)))
+        json_type = _json_type(hints[item.name])
+        fields[item.name] = (json_type | None, _body_field(item, json_type, docs.get(item.name)))
     body: type[SettingsBody] = create_model(
         f"{settings.__name__}Body", __base__=SettingsBody, __doc__=_first_line(settings), **fields
     )
@@ -70,10 +74,35 @@ def settings_body(settings: type[Any] = TaskSettings) -> type[SettingsBody]:
     return body
 
 
+def _body_field(item: dataclasses.Field[Any], json_type: Any, description: str | None) -> Any:
+    """The body's Field of the setting ``item``: its default (or default factory) and its rule in
+    the JSON schema."""
+    shown = _shown_rule(rule_of(item)) or None
+    if item.default_factory is not dataclasses.MISSING and item.default_factory() is not None:
+        nested = isinstance(json_type, type) and issubclass(json_type, SettingsBody)
+        factory = json_type if nested else item.default_factory
+        return Field(default_factory=factory, description=description, json_schema_extra=shown)
+    default = None if item.default is dataclasses.MISSING else item.default
+    return Field(default=default, description=description, json_schema_extra=shown)
+
+
+def _shown_rule(rule: Rule) -> dict[str, Any]:
+    """A setting's rule as JSON Schema keywords (the range, the choices, deprecation)."""
+    shown: dict[str, Any] = {}
+    if rule.lowest is not None:
+        shown["exclusiveMinimum" if rule.above_lowest else "minimum"] = rule.lowest
+    if rule.highest is not None:
+        shown["maximum"] = rule.highest
+    if rule.deprecated:
+        shown["deprecated"] = True
+    if rule.choices is not None:
+        shown["enum"] = [*rule.choices, None]
+    return shown
+
+
 def _json_type(hint: Any) -> Any:
     """The strict request type of a setting's type (None left out: every body field is optional)."""
-    if typing.get_origin(hint) in (Union, types.UnionType):
-        [hint] = [arg for arg in typing.get_args(hint) if arg is not type(None)]
+    hint, _optional = unwrap_optional(hint)
     if hint is bool:
         return StrictBool
     if hint is int:

@@ -1,5 +1,8 @@
 """The allowed range of every numeric task setting, activity options included, checked at every entry.
 
+The ranges are declared on the settings' fields (noeta.protocols.setting); this module reads them
+into a Bound per setting and checks values against them.
+
 ``Options`` checks them when it is built (so the Python API, ``noeta serve`` and the CLI refuse a
 bad value before anything starts, naming the range), and the workflow checks its ``TaskInput``
 again before its first step, so an input that reached Temporal another way fails the task with a
@@ -9,21 +12,23 @@ inside the workflow; a retry count past 2³¹ overflows Temporal's retry policy)
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import typing
 from dataclasses import dataclass
 from typing import Any
 
 from noeta.protocols.activity_options import ACTIVITY_KINDS, ActivityOptions
-from noeta.protocols.tool_output_cap import MIN_TOOL_OUTPUT_TOKENS
 from noeta.protocols.compaction import Compaction
 from noeta.protocols.local_model_calls import local_model_problem
-
-DAY = 86400.0
+from noeta.protocols.setting import rule_of, unwrap_optional
+from noeta.protocols.task_settings import TaskSettings
 
 
 @dataclass(frozen=True, slots=True)
 class Bound:
-    """The allowed range of one numeric setting."""
+    """The allowed range of one numeric setting: its field's rule (noeta.protocols.setting) and
+    what its type adds."""
     lowest: float
     highest: float
     whole: bool
@@ -52,40 +57,27 @@ class Bound:
         return above and value <= self.highest
 
 
-#: Task settings by their Options / TaskInput name.
-BOUNDS: dict[str, Bound] = {
-    "max_turns": Bound(1, 10_000, whole=True),
-    # Retries beyond 100 are a mistake, not a policy (each retry waits up to a minute).
-    "max_retries": Bound(0, 100, whole=True),
-    "provider_retries": Bound(0, 100, whole=True, optional=True),
-    "tool_retries": Bound(0, 100, whole=True, optional=True),
-    "temperature": Bound(0, 2, whole=False, optional=True),
-    "max_tokens": Bound(1, 10_000_000, whole=True, optional=True),
-    "model_timeout_seconds": Bound(0, 7 * DAY, whole=False, above_lowest=True),
-    "tool_timeout_seconds": Bound(0, 7 * DAY, whole=False, above_lowest=True),
-    "approval_timeout_seconds": Bound(0, 366 * DAY, whole=False, above_lowest=True),
-    # A step takes ~12 events; the server terminates a run at 51,200.
-    "max_history_events": Bound(20, 50_000, whole=True, optional=True),
-    "rate_limit_wait_seconds": Bound(0, DAY, whole=False),
-    "store_outage_wait_seconds": Bound(0, DAY, whole=False),
-    "index_interval_seconds": Bound(1, DAY, whole=False, optional=True),
-    # Below 1,024 a preview would be mostly its note; above 10M it is no cap.
-    "max_tool_output_tokens": Bound(MIN_TOOL_OUTPUT_TOKENS, 10_000_000, whole=True, optional=True),
-    "context_window_tokens": Bound(256, 100_000_000, whole=True, optional=True),
-}
+def bounds_of(settings: type[Any]) -> dict[str, Bound]:
+    """The Bound of every field of the dataclass ``settings`` that has a range, by name, in the
+    order the fields are declared."""
+    hints = typing.get_type_hints(settings)
+    bounds: dict[str, Bound] = {}
+    for item in dataclasses.fields(settings):
+        rule = rule_of(item)
+        if rule.lowest is None or rule.highest is None:
+            continue
+        number, optional = unwrap_optional(hints[item.name])
+        if number not in (int, float):
+            raise TypeError(f"{settings.__name__}.{item.name}: a range needs an int or float setting")
+        bounds[item.name] = Bound(rule.lowest, rule.highest, number is int, rule.above_lowest, optional)
+    return bounds
 
+
+#: Task settings by their Options / TaskInput name.
+BOUNDS: dict[str, Bound] = bounds_of(TaskSettings)
 
 #: The fields of every ActivityOptions (``Options.model_activity.start_to_close_seconds``...).
-ACTIVITY_BOUNDS: dict[str, Bound] = {
-    "start_to_close_seconds": Bound(0, 7 * DAY, whole=False, above_lowest=True, optional=True),
-    "schedule_to_close_seconds": Bound(0, 366 * DAY, whole=False, above_lowest=True, optional=True),
-    # The worker heartbeats every third of it, at most every 0.2 s.
-    "heartbeat_seconds": Bound(1, DAY, whole=False),
-    "retry_initial_seconds": Bound(0, DAY, whole=False, above_lowest=True),
-    # Temporal refuses a coefficient below 1 (waits that shrink).
-    "retry_backoff_coefficient": Bound(1, 100, whole=False),
-    "retry_max_seconds": Bound(0, DAY, whole=False, above_lowest=True),
-}
+ACTIVITY_BOUNDS: dict[str, Bound] = bounds_of(ActivityOptions)
 
 
 def bound_problem(name: str, value: Any, bounds: dict[str, Bound] = BOUNDS, label: str | None = None) -> str | None:

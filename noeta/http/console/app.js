@@ -224,6 +224,19 @@ function approvalsView() {
 
 // -- new task -----------------------------------------------------------------------------------------
 
+// A setting's default and range are declared once, on its field (noeta.protocols.task_settings); the
+// form reads them from the API's own description of the start body instead of restating them.
+async function settingLimits(input, name) {
+  try {
+    const rule = (await get("/openapi.json")).components.schemas.TaskOptions.properties[name];
+    if (rule.minimum !== undefined) input.min = rule.minimum;
+    if (rule.maximum !== undefined) input.max = rule.maximum;
+    if (rule.default !== undefined && rule.default !== null) input.placeholder = String(rule.default);
+  } catch (err) {
+    // Without them the form still works: the server checks the value and says what is allowed.
+  }
+}
+
 function newTaskView() {
   const field = (label, input) => h("label", {}, label, input);
   const goal = h("textarea", { name: "goal", rows: 3, required: true, "data-testid": "new-goal" });
@@ -232,7 +245,8 @@ function newTaskView() {
   const tools = h("input", { name: "tools", placeholder: "tool names, comma-separated", "data-testid": "new-tools" });
   const guards = h("input", { name: "guards", placeholder: "guard names, comma-separated", "data-testid": "new-guards" });
   const system = h("textarea", { name: "system", rows: 2 });
-  const maxTurns = h("input", { name: "max_turns", type: "number", min: 1, placeholder: "50" });
+  const maxTurns = h("input", { name: "max_turns", type: "number", step: 1, "data-testid": "new-max-turns" });
+  settingLimits(maxTurns, "max_turns");
   const queue = h("input", { name: "task_queue", placeholder: "the server's task queue", "data-testid": "new-queue" });
   const keepOpen = h("input", { name: "keep_open", type: "checkbox" });
   const list = (input) => input.value.split(",").map((s) => s.trim()).filter(Boolean);
