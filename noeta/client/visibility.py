@@ -72,14 +72,21 @@ class TaskSummary:
 
     task_id: str
     status: TaskStatus
+    """The task's NoetaStatus."""
     goal: str | None
     """The first goal (its first 200 characters); None on clusters without NoetaGoal."""
     model: str | None
+    """The model of its last call (NoetaModel)."""
     turns: int
+    """Model calls so far (NoetaTurns)."""
     tokens_in: int
+    """Input tokens so far (NoetaTokensIn)."""
     tokens_out: int
+    """Output tokens so far (NoetaTokensOut)."""
     started: datetime | None
+    """When the task started."""
     closed: datetime | None = None
+    """When it ended (None while it runs)."""
     metadata: dict[str, str] = field(default_factory=dict)
     """The indexed ``Options.metadata`` entries (NOETA_INDEXED_METADATA)."""
     cost_usd: float = 0.0

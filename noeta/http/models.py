@@ -5,17 +5,17 @@ generates the OpenAPI document from them.
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any, Literal
+import dataclasses
+import typing
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, create_model
 
 from noeta.client.client import PendingApproval
 from noeta.client.options import Options
 from noeta.client.task_input import Fallback
-from noeta.client.settings_body import TaskSettingsBody
+from noeta.client.settings_body import TaskSettingsBody, attribute_docs
 from noeta.client.visibility import TaskInfo, TaskSummary
-from noeta.protocols.statuses import TASK_STATUSES, TaskStatus
 from noeta.protocols.task import ApprovalRequest, TaskResult
 
 
@@ -133,21 +133,30 @@ class ErrorBody(Response):
     message: str
 
 
-class TaskSummaryOut(Response):
+def response_fields(cls: type[Any]) -> dict[str, Any]:
+    """The fields of the dataclass ``cls`` as pydantic fields of a response: the same names, types
+    and defaults, and the docstrings under them as descriptions (``create_model`` keywords)."""
+    hints, docs = typing.get_type_hints(cls), attribute_docs(cls)
+    fields: dict[str, Any] = {}
+    for item in dataclasses.fields(cls):
+        if item.default_factory is not dataclasses.MISSING:
+            info = Field(default_factory=item.default_factory, description=docs.get(item.name))
+        else:
+            info = Field(default=item.default if item.default is not dataclasses.MISSING else ..., description=docs.get(item.name))
+        fields[item.name] = (hints[item.name], info)
+    return fields
+
+
+# A task in a list has TaskSummary's fields, derived from it (type checkers see Response).
+if TYPE_CHECKING:
+    _Summary = Response
+else:
+    _Summary = create_model("TaskSummaryFields", __base__=Response, **response_fields(TaskSummary))
+
+
+class TaskSummaryOut(_Summary):
     """A task as the task list shows it: status, goal, model, turns, tokens, times, indexed metadata
-    and cost."""
-    task_id: str
-    status: TaskStatus = Field(description="NoetaStatus: " + ", ".join(TASK_STATUSES))
-    goal: str | None
-    model: str | None
-    turns: int
-    tokens_in: int
-    tokens_out: int
-    started: datetime | None
-    closed: datetime | None
-    metadata: dict[str, str]
-    cost_usd: float = Field(description="US dollars so far (NoetaCostUSD; 0 for an unpriced model)")
-    tenant: str = Field(default="default", description="the tenant the task belongs to (NoetaTenant)")
+    and cost (the fields of noeta.client.visibility.TaskSummary), and its Temporal UI page."""
     ui_url: str | None = Field(
         default=None, description="the task's page in the Temporal UI (NOETA_TEMPORAL_UI, or the embedded server's UI)"
     )

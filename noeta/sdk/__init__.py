@@ -121,93 +121,109 @@ _LAZY: dict[str, str] = {
     "MemoryStore": "noeta.builtins.memory.impl",
 }
 
+# Type checkers see each name imported ``as`` itself: an explicit re-export, as ``__all__`` below is
+# derived and they do not evaluate it.
 if TYPE_CHECKING:
-    from noeta.builtins.memory.impl import MemoryStore
-    from noeta.client.client import AsyncClient
+    from noeta.builtins.memory.impl import MemoryStore as MemoryStore
+    from noeta.client.client import AsyncClient as AsyncClient
     from noeta.client.messages import (
-        AssistantMessage,
-        ContextCompactedView,
-        InjectedMessage,
-        Result,
-        ToolResultView,
-        ToolUse,
-        UserMessage,
-        ViewItem,
-        as_messages,
+        AssistantMessage as AssistantMessage,
+        ContextCompactedView as ContextCompactedView,
+        InjectedMessage as InjectedMessage,
+        Result as Result,
+        ToolResultView as ToolResultView,
+        ToolUse as ToolUse,
+        UserMessage as UserMessage,
+        ViewItem as ViewItem,
+        as_messages as as_messages,
     )
-    from noeta.client.options import HostConfig, Options, SubAgent
-    from noeta.client.task_input import Fallback
-    from noeta.protocols.fallback import ProviderUsage
-    from noeta.client.projection import project
-    from noeta.client.sync import Client
-    from noeta.client.wire import envelope_to_dict
-    from noeta.context.content_channel import ContentKindSpec
-    from noeta.context.content_store import ContentStore, LocalContentStore
+    from noeta.client.options import HostConfig as HostConfig, Options as Options, SubAgent as SubAgent
+    from noeta.client.task_input import Fallback as Fallback
+    from noeta.protocols.fallback import ProviderUsage as ProviderUsage
+    from noeta.client.projection import project as project
+    from noeta.client.sync import Client as Client
+    from noeta.client.wire import envelope_to_dict as envelope_to_dict
+    from noeta.context.content_channel import ContentKindSpec as ContentKindSpec
+    from noeta.context.content_store import ContentStore as ContentStore, LocalContentStore as LocalContentStore
     from noeta.errors import (
-        ApprovalNotPendingError,
-        AttemptsExhaustedError,
-        BudgetExceededError,
-        ConfigurationError,
-        ContentIntegrityError,
-        ContentMissingError,
-        ContentStoreError,
-        ContextLengthError,
-        EncryptionKeyError,
-        ExportFormatError,
-        GuardNotRegisteredError,
-        McpAuthError,
-        McpServerError,
-        McpServerNotAllowedError,
-        NoetaError,
-        OutputModelNotRegisteredError,
-        PayloadTooLargeError,
-        PolicyDecisionError,
-        PolicyError,
-        PolicyLoadError,
-        ProviderError,
-        ProviderNotRegisteredError,
-        ProviderResponseError,
-        QuotaExceededError,
-        ResourceError,
-        ResourceNotFoundError,
-        ScopeError,
-        ServerStartError,
-        TaskCancelledError,
-        TaskFailedError,
-        TaskNotFoundError,
-        TaskAlreadyExistsError,
-        TaskNotOpenError,
-        TemporalUnavailableError,
-        ToolDefinitionError,
-        ToolIdentityMismatchError,
-        ToolInputError,
-        ToolNotRegisteredError,
-        ToolRetryableError,
-        ToolTimeoutError,
-        TurnNotFoundError,
-        ValidatorNotRegisteredError,
-        WorkerBusyError,
+        ApprovalNotPendingError as ApprovalNotPendingError,
+        AttemptsExhaustedError as AttemptsExhaustedError,
+        BudgetExceededError as BudgetExceededError,
+        ConfigurationError as ConfigurationError,
+        ContentIntegrityError as ContentIntegrityError,
+        ContentMissingError as ContentMissingError,
+        ContentStoreError as ContentStoreError,
+        ContextLengthError as ContextLengthError,
+        EncryptionKeyError as EncryptionKeyError,
+        ExportFormatError as ExportFormatError,
+        GuardNotRegisteredError as GuardNotRegisteredError,
+        McpAuthError as McpAuthError,
+        McpServerError as McpServerError,
+        McpServerNotAllowedError as McpServerNotAllowedError,
+        NoetaError as NoetaError,
+        OutputModelNotRegisteredError as OutputModelNotRegisteredError,
+        PayloadTooLargeError as PayloadTooLargeError,
+        PolicyDecisionError as PolicyDecisionError,
+        PolicyError as PolicyError,
+        PolicyLoadError as PolicyLoadError,
+        ProviderError as ProviderError,
+        ProviderNotRegisteredError as ProviderNotRegisteredError,
+        ProviderResponseError as ProviderResponseError,
+        QuotaExceededError as QuotaExceededError,
+        ResourceError as ResourceError,
+        ResourceNotFoundError as ResourceNotFoundError,
+        ScopeError as ScopeError,
+        ServerStartError as ServerStartError,
+        TaskCancelledError as TaskCancelledError,
+        TaskFailedError as TaskFailedError,
+        TaskNotFoundError as TaskNotFoundError,
+        TaskAlreadyExistsError as TaskAlreadyExistsError,
+        TaskNotOpenError as TaskNotOpenError,
+        TemporalUnavailableError as TemporalUnavailableError,
+        ToolDefinitionError as ToolDefinitionError,
+        ToolIdentityMismatchError as ToolIdentityMismatchError,
+        ToolInputError as ToolInputError,
+        ToolNotRegisteredError as ToolNotRegisteredError,
+        ToolRetryableError as ToolRetryableError,
+        ToolTimeoutError as ToolTimeoutError,
+        TurnNotFoundError as TurnNotFoundError,
+        ValidatorNotRegisteredError as ValidatorNotRegisteredError,
+        WorkerBusyError as WorkerBusyError,
     )
-    from noeta.worker.plugin import NoetaPlugin, NoetaWorkerPlugin
-    from noeta.providers.pricing import ModelPrice, PriceTable
-    from noeta.protocols.activity_options import ActivityOptions
-    from noeta.protocols.budget import CallCounts, UsageLimits
-    from noeta.protocols.compaction import Compaction
-    from noeta.protocols.resources import ResourceCall, ResourceSpec, equip_resource
-    from noeta.protocols.scope import equip_scope
-    from noeta.protocols.task import TaskResult
-    from noeta.protocols.validation import Validator, expect_validator
-    from noeta.providers.anthropic import AnthropicProvider
-    from noeta.providers.limits import ProviderLimit
-    from noeta.providers.local import LocalModelProvider
-    from noeta.providers.openai import OpenAIProvider
-    from noeta.resources.context import expect_resource, expect_scope, run_with
-    from noeta.resources.instrument import ObservedCall, instrument
-    from noeta.sdk._query import QueryResult, aquery, query
-    from noeta.sdk.images import image
-    from noeta.sdk.tools import DecoratedTool, SdkMcpServer, create_sdk_mcp_server, tool, tool_description
-    from noeta.config.tuning import WorkerTuning
-    from noeta.worker import Registry
+    from noeta.worker.plugin import NoetaPlugin as NoetaPlugin, NoetaWorkerPlugin as NoetaWorkerPlugin
+    from noeta.providers.pricing import ModelPrice as ModelPrice, PriceTable as PriceTable
+    from noeta.protocols.activity_options import ActivityOptions as ActivityOptions
+    from noeta.protocols.budget import CallCounts as CallCounts, UsageLimits as UsageLimits
+    from noeta.protocols.compaction import Compaction as Compaction
+    from noeta.protocols.resources import (
+        ResourceCall as ResourceCall,
+        ResourceSpec as ResourceSpec,
+        equip_resource as equip_resource,
+    )
+    from noeta.protocols.scope import equip_scope as equip_scope
+    from noeta.protocols.task import TaskResult as TaskResult
+    from noeta.protocols.validation import Validator as Validator, expect_validator as expect_validator
+    from noeta.providers.anthropic import AnthropicProvider as AnthropicProvider
+    from noeta.providers.limits import ProviderLimit as ProviderLimit
+    from noeta.providers.local import LocalModelProvider as LocalModelProvider
+    from noeta.providers.openai import OpenAIProvider as OpenAIProvider
+    from noeta.resources.context import (
+        expect_resource as expect_resource,
+        expect_scope as expect_scope,
+        run_with as run_with,
+    )
+    from noeta.resources.instrument import ObservedCall as ObservedCall, instrument as instrument
+    from noeta.sdk._query import QueryResult as QueryResult, aquery as aquery, query as query
+    from noeta.sdk.images import image as image
+    from noeta.sdk.tools import (
+        DecoratedTool as DecoratedTool,
+        SdkMcpServer as SdkMcpServer,
+        create_sdk_mcp_server as create_sdk_mcp_server,
+        tool as tool,
+        tool_description as tool_description,
+    )
+    from noeta.config.tuning import WorkerTuning as WorkerTuning
+    from noeta.worker import Registry as Registry
 
 
 def __getattr__(name: str) -> Any:
@@ -225,24 +241,5 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *_LAZY})
 
 
-__all__ = [
-    *_protocol_names,
-    "ActivityOptions", "AssistantMessage", "AsyncClient", "AttemptsExhaustedError", "BudgetExceededError", "CallCounts", "Client",
-    "ConfigurationError", "ModelPrice", "PriceTable", "QuotaExceededError", "UsageLimits",
-    "ContentIntegrityError", "ContentKindSpec", "ContentMissingError", "ContentStore", "ContentStoreError",
-    "Compaction", "ContextCompactedView", "Fallback", "ProviderUsage", "ContextLengthError", "DecoratedTool", "HostConfig",
-    "InjectedMessage", "LocalContentStore", "MemoryStore", "NoetaError", "Options",
-    "PayloadTooLargeError", "ProviderError", "QueryResult", "Registry", "Result", "SdkMcpServer",
-    "TaskCancelledError", "TaskFailedError", "TaskNotFoundError", "TaskNotOpenError", "TaskAlreadyExistsError", "TaskResult",
-    "ToolIdentityMismatchError", "ToolNotRegisteredError", "ToolResultView", "ToolRetryableError",
-    "ToolUse", "UserMessage", "Validator", "ViewItem", "aquery", "expect_validator", "as_messages", "create_sdk_mcp_server",
-    "envelope_to_dict", "image", "project", "query", "tool", "tool_description",
-    "ObservedCall", "ResourceCall", "ResourceError", "ResourceNotFoundError", "ResourceSpec", "ScopeError", "SubAgent",
-    "equip_resource", "equip_scope", "expect_resource", "expect_scope", "instrument", "run_with",
-    "AnthropicProvider", "ApprovalNotPendingError", "EncryptionKeyError", "ExportFormatError", "GuardNotRegisteredError",
-    "LocalModelProvider", "McpAuthError", "McpServerError", "McpServerNotAllowedError", "NoetaPlugin", "NoetaWorkerPlugin",
-    "OpenAIProvider", "OutputModelNotRegisteredError", "PolicyDecisionError", "PolicyError",
-    "PolicyLoadError", "ProviderLimit", "ProviderNotRegisteredError", "ProviderResponseError",
-    "ServerStartError", "TemporalUnavailableError", "ToolDefinitionError", "ToolInputError",
-    "ToolTimeoutError", "TurnNotFoundError", "ValidatorNotRegisteredError", "WorkerBusyError", "WorkerTuning",
-]
+#: Every public name: the seed types and each lazily loaded name (one list each, above).
+__all__ = [*_protocol_names, *_LAZY]

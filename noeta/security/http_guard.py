@@ -12,6 +12,17 @@ middleware that checks, in order,
 Paths in ``open_paths`` (``/healthz``, ``/readyz``) skip all checks: they reveal nothing and
 load balancers probe them by IP address.
 
+Why not Starlette's own middleware for the Host, CORS and size checks: each answers differently from
+what the guard promises and tests/test_http_security.py pins, and none knows the open paths.
+``TrustedHostMiddleware`` refuses a Host with a plain-text 400 (the guard: 403 ``ForbiddenHost`` in
+the JSON error body every other refusal has) and would refuse a load balancer's probe by IP address.
+``CORSMiddleware`` lets a request from a foreign origin through without CORS headers, so a
+cross-site ``text/plain`` form post would still reach a handler (the guard refuses it with 403
+``ForbiddenOrigin``), and answers preflights with 200, or a plain-text 400 when refused (the guard:
+204, or 403). ``RequestBodyLimitMiddleware`` answers a plain-text 413 (the guard: the JSON
+``PayloadTooLargeError``; the API's own route class also counts the bytes as they arrive,
+noeta.http.bodies).
+
 What a server enforces comes from its settings: :class:`ServerSettings` for ``noeta serve``
 (``NOETA_API_KEYS``, ``NOETA_API_KEYS_FILE``, ``NOETA_API_KEYS_DSN``, ``NOETA_ALLOWED_HOSTS``,
 ``NOETA_CORS_ORIGINS``, ``NOETA_ALLOW_UNAUTHENTICATED``; keys carry a name, a tenant and roles:
