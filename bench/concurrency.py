@@ -714,7 +714,7 @@ def ratios(results: list[Figures], runs: dict[tuple[str, int, int], list[Figures
         if f is None or base is None:
             continue
         row: dict[str, Any] = {"agents": agents, "steps": steps, "pair": label, "per_pair": {}}
-        pairs_of_runs = list(zip(runs.get((system, agents, steps), []), runs.get((baseline, agents, steps), [])))
+        pairs_of_runs = list(zip(runs.get((system, agents, steps), []), runs.get((baseline, agents, steps), []), strict=False))
         for _, key, _, _ in COLUMNS:
             row[key] = ratio(getattr(f, key), getattr(base, key))
             if len(pairs_of_runs) > 1:
@@ -845,7 +845,7 @@ def scenarios(args: argparse.Namespace) -> list[tuple[int, int]]:
         agents = agents * len(steps)
     if len(agents) != len(steps):
         raise SystemExit("give one --steps per --agents (or a single --steps for all)")
-    return list(zip(agents, steps))
+    return list(zip(agents, steps, strict=True))
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:

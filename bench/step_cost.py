@@ -178,11 +178,12 @@ async def replay(args: argparse.Namespace) -> None:
         path = Path(args.histories) / f"{'baseline' if name == 'floor' else name}.json"
         history = WorkflowHistory.from_json(path.stem, path.read_text())
 
-        async def copies(count: int) -> AsyncIterator[WorkflowHistory]:
+        # This loop's history and replayer bound as defaults: each function runs within its turn.
+        async def copies(count: int, history: WorkflowHistory = history) -> AsyncIterator[WorkflowHistory]:
             for _ in range(count):
                 yield history
 
-        async def replay_once(_: int) -> None:
+        async def replay_once(_: int, replayer: Any = replayer) -> None:
             results = await replayer.replay_workflows(copies(1), raise_on_replay_failure=True)
             assert not results.replay_failures
 
@@ -206,10 +207,10 @@ async def trips(args: argparse.Namespace) -> None:
     ]
     for _ in range(2):  # twice, alternated: this machine's speed moves between runs
         for name, trip in systems:
-            async def one(_: int) -> None:
+            async def one(_: int, trip: Callable[[], Awaitable[Any]] = trip) -> None:
                 await trip()
 
-            async def together(_: int) -> None:
+            async def together(_: int, trip: Callable[[], Awaitable[Any]] = trip) -> None:
                 await asyncio.gather(*(trip() for _ in range(args.at_once)))
 
             alone = await per_unit(one, args.calls, warm_up=200)
