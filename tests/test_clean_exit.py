@@ -108,6 +108,114 @@ THREADS = AT_EXIT_CHECK + textwrap.dedent("""
 """)
 
 
+#: A provider as a user points one at a server: OpenAI's wire protocol, on 127.0.0.1.
+_PROVIDER_SERVER = textwrap.dedent("""
+    import json, threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from noeta.sdk import Options, query
+    from noeta.providers.openai import OpenAIProvider
+
+    def serving(status, answer):
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("content-length", 0)))
+                message = {"role": "assistant", "content": answer}
+                body = {"error": {"message": "overloaded", "type": "server_error"}} if status != 200 else {
+                    "id": "c", "object": "chat.completion", "created": 1, "model": "m",
+                    "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                    "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6}}
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                for key, value in (("content-type", "application/json"), ("content-length", str(len(data))),
+                                   ("retry-after-ms", "20")):
+                    self.send_header(key, value)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        return f"http://127.0.0.1:{server.server_address[1]}/v1"
+""")
+
+#: A provider whose call outlives its attempt (a hung upstream): the task goes on without it while
+#: its thread runs on. That thread once held the activity, and through it the worker and the runtime.
+_OUTLIVED = textwrap.dedent("""
+    import time
+
+    def outlived(seconds=30):
+        time.sleep(seconds)
+""")
+
+#: query() scripts on the paths that once ended with a runtime still referenced at exit: a task
+#: that failed over to its fallback provider (its primary hung past the attempt), one that
+#: compacted (its first summarizing call hung past its attempt), one forked, one replayed.
+PATH_SCRIPTS = {
+    "fallback": _PROVIDER_SERVER + _OUTLIVED + textwrap.dedent("""
+        from noeta.sdk import ActivityOptions
+
+        class Hung:
+            def complete(self, request):
+                outlived()
+
+        backup = OpenAIProvider(base_url=serving(200, "from the backup"), api_key="k", model="m", name="backup")
+        options = Options(provider=Hung(), max_retries=0, model_activity=ActivityOptions(start_to_close_seconds=2),
+                          fallback_providers=[backup])
+        result = query(options, goal="hi")
+        print(result.answer(), [u.provider for u in result.usage_by_provider], flush=True)
+    """),
+    "compaction": _OUTLIVED + textwrap.dedent("""
+        from noeta.sdk import ActivityOptions, Options, query
+        from tests.support.windowed import WindowedProvider, fetch
+
+        class FirstSummaryHangs(WindowedProvider):
+            def complete(self, request):
+                if request.metadata.get("purpose") == "compaction" and not self.summaries and not getattr(self, "hung", 0):
+                    self.hung = 1
+                    outlived()
+                return super().complete(request)
+
+        provider = FirstSummaryHangs(window=3000, turns=12, name="windowed")
+        options = Options(provider=provider, allowed_tools=[fetch], max_turns=20, context_window_tokens=3000,
+                          model_activity=ActivityOptions(start_to_close_seconds=3))
+        result = query(options, goal="fetch")
+        compacted = [e for e in result.events if e.type == "ContextCompacted"]
+        print(result.answer(), bool(compacted) and len(compacted) == len(provider.summaries), flush=True)
+    """),
+    "fork": textwrap.dedent("""
+        from noeta.sdk import Client, LLMResponse, Options, TextBlock, ToolUseBlock, query
+        from noeta.sdk.testing import FakeLLMProvider
+        from tests.support.tools import add
+
+        turns = [LLMResponse(stop_reason="tool_use", content=[ToolUseBlock("c1", "add", {"a": 1, "b": 2})]),
+                 LLMResponse(stop_reason="end_turn", content=[TextBlock("3")])]
+        result = query(Options(allowed_tools=[add]), goal="add", provider=FakeLLMProvider(responses=turns))
+        with Client() as client:  # a fork of the finished task, on a queue nobody serves: started, then cancelled
+            fork_id = client.fork(result.task_id, at_turn=2, task_queue="nobody-polls-this")
+            client.cancel(fork_id)
+        print(result.answer(), fork_id != result.task_id, flush=True)
+    """),
+    "replay": textwrap.dedent("""
+        from noeta.sdk import LLMResponse, Options, TextBlock, query
+        from noeta.sdk.testing import FakeLLMProvider, replay
+
+        said = LLMResponse(stop_reason="end_turn", content=[TextBlock("ok")])
+        result = query(Options(), goal="Say ok.", provider=FakeLLMProvider(responses=[said]))
+        report = replay([result.task_id], provider=FakeLLMProvider(responses=[said]))
+        print(result.answer(), report.turns, len(report.changed), flush=True)
+    """),
+}
+#: What each of PATH_SCRIPTS prints before the exit check.
+PATH_LINES = {
+    "fallback": "from the backup ['backup']",
+    "compaction": "fetched 12 chunks True",
+    "fork": "3 True",
+    "replay": "ok 1 0",
+}
+
+
 def own_lines(stdout: str) -> list[str]:
     """The lines a test script printed itself (the Temporal core's log lines left out)."""
     return [line for line in stdout.splitlines() if "temporalio_sdk_core" not in line]
@@ -210,3 +318,13 @@ def test_release_gives_up_with_a_warning(monkeypatch: pytest.MonkeyPatch, caplog
     holder.let_go()
     release(alive)
     assert alive() is None
+
+
+@pytest.mark.parametrize("path", sorted(PATH_SCRIPTS))
+def test_query_scripts_on_every_path_exit_without_a_runtime_left(temporal_server, tmp_path: Path, path: str):
+    """A task that failed over, compacted, was forked or replayed: the script's exit stops the
+    runtime at once, with no "still referenced" warning and no runtime thread left."""
+    proc = run_script(AT_EXIT_CHECK + PATH_SCRIPTS[path], temporal_server.address, tmp_path / "home")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "still referenced" not in proc.stderr + proc.stdout, proc.stderr[-3000:]
+    assert own_lines(proc.stdout) == [PATH_LINES[path], "at exit 0"], proc.stderr[-3000:]

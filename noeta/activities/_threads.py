@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from noeta.activities._activity_lease import lease
 from noeta.errors import WorkerBusyError
 
 logger = logging.getLogger("noeta.worker.threads")
@@ -98,10 +99,15 @@ class ThreadPool:
         # With the caller's context, as asyncio.to_thread does: activity.heartbeat and the content
         # store's owner (noeta.context.ownership) need the activity's.
         job = _Job(loop, loop.create_future(), label)
-        self._start((job, fn, args, contextvars.copy_context()))
+        context = contextvars.copy_context()
+        leased = lease(context)  # what the thread sees of the activity, let go of when abandoned
+        self._start((job, fn, args, context))
+        del context
         try:
             return await job.future
         except asyncio.CancelledError:
+            if leased is not None:
+                leased.end()  # the call runs on, but no longer holds the worker and its runtime
             self._abandon(job)  # the call itself runs on: a thread cannot be stopped
             raise
 
