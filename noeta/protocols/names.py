@@ -35,6 +35,7 @@ CHECK_GUARDS = "noeta.check_guards"
 LOAD_TRANSCRIPT = "noeta.load_transcript"
 RELEASE_RESOURCES = "noeta.release_resources"
 COMPACT_CONTEXT = "noeta.compact_context"
+SCORE_TASK = "noeta.score_task"
 
 #: Workflow handlers.
 UPDATE_SEND_GOAL = "send_goal"
@@ -120,6 +121,10 @@ SA_FORKED_FROM = "NoetaForkedFrom"
 SA_TENANT = "NoetaTenant"
 """The tenant of the ``noeta serve`` key that started the task; unset on tasks started otherwise
 (they belong to the tenant ``default``). Another tenant's key cannot see the task."""
+SA_EVAL = "NoetaEval"
+"""The eval run a task belongs to (``noeta eval``, ``noeta.sdk.testing.evaluate``); unset on other tasks."""
+SA_SCORE = "NoetaScore"
+"""The mean of the scores the task's online scorers gave it when it ended; unset when not scored."""
 #: Between a task's id and its sub-agent's call id in the sub-agent's task id (``task/sub/call``).
 SUBTASK_SEPARATOR = "/sub/"
 #: The tenant of tasks without NoetaTenant and of API keys that name none.
@@ -137,6 +142,8 @@ SEARCH_ATTRIBUTES = {
     SA_METADATA: "KeywordList",
     SA_FORKED_FROM: "Keyword",
     SA_TENANT: "Keyword",
+    SA_EVAL: "Keyword",
+    SA_SCORE: "Double",
 }
 #: The attributes a task is indexed with at all; the rest came later and are used where registered.
 BASE_SEARCH_ATTRIBUTES = (SA_STATUS, SA_MODEL, SA_TURNS, SA_TOKENS_IN, SA_TOKENS_OUT)
@@ -207,6 +214,9 @@ PATCH_PROVIDER_FALLBACK = "provider-fallback"
 (noeta.protocols.fallback.falls_back) is made again on the next of ``Options.fallback_providers``,
 after a memo (PROVIDER_FALLBACK_MEMO_KEY) records the switch. Asked only when a switch happens, so
 tasks without fallback providers, or whose provider never fails, pay nothing."""
+PATCH_TASK_SCORED = "task-scored"
+"""A task with online scoring (``Options.scoring``) that the sample picks ends with a score_task
+activity. Asked only by such tasks, so others pay nothing."""
 PATCH_LEARNED_WINDOW = "learned-window"
 """A request refused as too long teaches the task its model's window (noeta.protocols.window_refusals):
 the refused size is the compaction's ``tokens_before`` and later compactions come by the threshold of

@@ -8,10 +8,12 @@ from temporalio.common import SearchAttributeKey
 from noeta.protocols.names import (
     SA_API_KEY,
     SA_COST_USD,
+    SA_EVAL,
     SA_FORKED_FROM,
     SA_GOAL,
     SA_METADATA,
     SA_MODEL,
+    SA_SCORE,
     SA_STATUS,
     SA_TENANT,
     SA_TOKENS_IN,
@@ -30,5 +32,7 @@ GOAL = SearchAttributeKey.for_text(SA_GOAL)
 METADATA = SearchAttributeKey.for_keyword_list(SA_METADATA)
 FORKED_FROM = SearchAttributeKey.for_keyword(SA_FORKED_FROM)
 TENANT = SearchAttributeKey.for_keyword(SA_TENANT)
+EVAL = SearchAttributeKey.for_keyword(SA_EVAL)
+SCORE = SearchAttributeKey.for_float(SA_SCORE)
 
-__all__ = ["API_KEY", "COST_USD", "FORKED_FROM", "GOAL", "METADATA", "MODEL", "STATUS", "TENANT", "TOKENS_IN", "TOKENS_OUT", "TURNS"]
+__all__ = ["API_KEY", "COST_USD", "EVAL", "FORKED_FROM", "GOAL", "METADATA", "MODEL", "SCORE", "STATUS", "TENANT", "TOKENS_IN", "TOKENS_OUT", "TURNS"]
