@@ -45,6 +45,7 @@ TaskCompleted                a goal ended with an answer (status completed or fa
 TaskFailed                   the workflow failed with an error
 TaskCancelled                the task was cancelled
 TaskContinuedAsNew           the task continued in a new run (same task id)
+TaskScored                   the task's online scorers scored it as it ended (scores, mean)
 TaskStalled                  a worker could not run the task's next step (e.g. it lacks the task's
                              payload key: error type, message, key id); the step waits for one that can
 ResourcesReleased            the task ended and its task-scoped resources were destroyed
@@ -100,6 +101,7 @@ from noeta.protocols.events_task import (
     TaskCreated,
     TaskFailed,
     TaskForked,
+    TaskScored,
     TaskStalled,
 )
 
@@ -143,6 +145,7 @@ EventPayload = (
     | TaskStalled
     | ContextCompacted
     | ProviderFallback
+    | TaskScored
 )
 
 #: Each payload type by its name, in the union's order.
@@ -213,6 +216,7 @@ __all__ = [
     "TaskCreated",
     "TaskFailed",
     "TaskForked",
+    "TaskScored",
     "TaskStalled",
     "ToolCallCompleted",
     "ToolCallFailed",

@@ -10,6 +10,7 @@ from typing import Any
 from noeta.protocols.budget import UsageLimits
 from noeta.protocols.messages import ContentRef, Message, Usage
 from noeta.protocols.scope import ScopeLevel
+from noeta.protocols.scoring import ScoreRecord
 from noeta.protocols.statuses import GoalStatus
 
 #: ``TaskFailed.error_type`` when Temporal ended the workflow itself (no Noeta error was raised):
@@ -168,3 +169,12 @@ class ResourcesReleased:
     released: list[str]
     errors: list[str] = field(default_factory=list)
 
+
+
+@dataclass(frozen=True, slots=True)
+class TaskScored:
+    """The task's online scorers scored it as it ended (``Options.scoring``): each scorer's score,
+    and ``mean`` over them (None when the worker could not score it: then ``skipped`` says why)."""
+    scores: list[ScoreRecord]
+    mean: float | None = None
+    skipped: str | None = None

@@ -40,6 +40,7 @@ from noeta.protocols.messages import ImageBlock
 from noeta.protocols.names import INDEX_INTERVAL_SECONDS
 from noeta.protocols.run_state import BudgetWarningRecord, Carry, ToolRefusal
 from noeta.protocols.scope import ScopeLevel
+from noeta.protocols.scoring import ScoringPlan
 from noeta.protocols.task_settings import TaskSettings
 from noeta.protocols.step_failures import CONFIGURATION_ERRORS, TASK_FATAL_TOOL_ERRORS
 from noeta.protocols.validation import OutputSchema
@@ -117,6 +118,9 @@ class TaskInput(TaskSettings):
     fork: "ForkPoint | None" = None
     """Set on a forked task: the source's recorded transcript it starts from instead of its goal
     (see noeta.protocols.forks)."""
+    scoring: "ScoringPlan | None" = None
+    """Online scoring (``Options.scoring``): when the task ends, the worker's scorers score it if
+    its id is in the sample, and the scores are recorded (TaskScored)."""
 
 
 @dataclass(frozen=True, slots=True)
