@@ -35,6 +35,7 @@ from noeta.protocols.messages import ImageBlock, LLMProvider
 from noeta.protocols.policy import Policy
 from noeta.protocols.resources import ResourceSpec
 from noeta.protocols.scope import ScopeLevel, check_scope
+from noeta.protocols.scoring import OnlineScoring
 from noeta.protocols.task import (
     MAX_CONTEXT_BYTES,
     MAX_GOAL_BYTES,
@@ -99,6 +100,8 @@ class Options(TaskSettings):
     not share (attempts run out, 401/403/404, a request too long for its window after compaction).
     Names, provider objects or ``Fallback(provider, model)``; the task stays on the new one
     (docs/long-running.md)."""
+    scoring: OnlineScoring | None = None
+    """Score a sample of these tasks as they end, recorded as TaskScored (docs/evaluating.md)."""
 
     def __post_init__(self) -> None:
         """Check the settings (numeric ranges, thinking, effort, tools, MCP servers...); ConfigurationError
@@ -353,6 +356,7 @@ def build_task_input(
         scope_schema=output_schema_spec(options.scope_schema, "scope_schema"),
         subagents=subagent_specs(options),
         fallback_providers=fallback_choices(options.fallback_providers),
+        scoring=options.scoring.plan() if options.scoring is not None else None,
     )
 
 

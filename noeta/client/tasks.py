@@ -33,6 +33,8 @@ from noeta.protocols.names import (
     DEFAULT_TENANT,
     SA_API_KEY,
     SA_COST_USD,
+    SA_EVAL,
+    SA_SCORE,
     SA_TENANT,
     SIGNAL_CLOSE,
     SIGNAL_INJECT,
@@ -64,6 +66,8 @@ class StartAs:
     api_key_id: str | None = None
     tenant: str | None = None
     identity: str | None = None
+    eval_id: str | None = None
+    """The eval run the task belongs to (indexed as NoetaEval where the cluster has it)."""
 
 
 def task_id_or_new(task_id: str | None) -> str:
@@ -141,6 +145,9 @@ class TaskOperations:
         indexed = set(BASE_SEARCH_ATTRIBUTES) <= registered
         if indexed:
             task_input = dataclasses.replace(task_input, index=True, index_cost=await connection.has_attribute(SA_COST_USD))
+            if task_input.scoring is not None and await connection.has_attribute(SA_SCORE):
+                task_input = dataclasses.replace(task_input, scoring=dataclasses.replace(task_input.scoring, index=True))
+        eval_id = start_as.eval_id if start_as.eval_id and await connection.has_attribute(SA_EVAL) else None
         if api_key_id is not None and not await connection.has_attribute(SA_API_KEY):
             api_key_id = None  # an older cluster: `noeta setup` registers it
         if tenant is not None and not (indexed and await connection.has_attribute(SA_TENANT)):
@@ -160,7 +167,7 @@ class TaskOperations:
             ),
             search_attributes=initial_search_attributes(
                 registered, None if connection.encrypted else goal, task_input.model, task_input.metadata,
-                self.indexed_metadata, api_key_id, forked_from, tenant,
+                self.indexed_metadata, api_key_id, forked_from, tenant, eval_id,
             )
             if indexed
             else None,

@@ -93,6 +93,10 @@ class TaskSummary:
     """US dollars so far (NoetaCostUSD; 0 when unpriced or on a cluster without it)."""
     tenant: str = DEFAULT_TENANT
     """The tenant the task belongs to (NoetaTenant; ``default`` when unset)."""
+    score: float | None = None
+    """The mean of its online scores (NoetaScore; None when it was not scored)."""
+    eval_id: str | None = None
+    """The eval run it belongs to (NoetaEval; None for other tasks)."""
 
 
 @dataclass(frozen=True)
@@ -114,12 +118,14 @@ def initial_search_attributes(
     api_key_id: str | None = None,
     forked_from: str | None = None,
     tenant: str | None = None,
+    eval_id: str | None = None,
 ) -> TypedSearchAttributes:
     """What a task starts with; the workflow keeps status, turns, tokens (and a resolved model)
     current. ``api_key_id``: the ``noeta serve`` key that starts it (its spend is summed by it).
     ``goal`` None leaves NoetaGoal unset (encrypted tasks: search attributes are stored in plain
     text, so the goal stays in the encrypted payloads). ``forked_from``: the task a fork was taken
-    from (NoetaForkedFrom). ``tenant``: the tenant the task belongs to (NoetaTenant)."""
+    from (NoetaForkedFrom). ``tenant``: the tenant the task belongs to (NoetaTenant). ``eval_id``:
+    the eval run it belongs to (NoetaEval)."""
     pairs: list[SearchAttributePair[Any]] = [SearchAttributePair(keys.STATUS, "running"), SearchAttributePair(keys.TURNS, 0)]
     if model:
         pairs.append(SearchAttributePair(keys.MODEL, model))
@@ -127,6 +133,8 @@ def initial_search_attributes(
         pairs.append(SearchAttributePair(keys.API_KEY, api_key_id))
     if tenant and keys.TENANT.name in registered:
         pairs.append(SearchAttributePair(keys.TENANT, tenant))
+    if eval_id and keys.EVAL.name in registered:
+        pairs.append(SearchAttributePair(keys.EVAL, eval_id))
     if forked_from and keys.FORKED_FROM.name in registered:
         pairs.append(SearchAttributePair(keys.FORKED_FROM, forked_from))
     if goal is not None and keys.GOAL.name in registered:
@@ -281,4 +289,6 @@ def summary_of(wf: WorkflowExecution) -> TaskSummary:
         metadata=dict(e.split("=", 1) for e in entries if "=" in e),
         cost_usd=attrs.get(keys.COST_USD) or 0.0,
         tenant=tenant_of(attrs),
+        score=attrs.get(keys.SCORE),
+        eval_id=attrs.get(keys.EVAL),
     )
