@@ -79,24 +79,26 @@ async def test_a_bounded_call_waits_for_a_thread_then_fails_typed() -> None:
 async def test_a_cancelled_call_is_counted_abandoned_until_its_thread_returns(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING, logger="noeta.worker.threads")
     pool = ThreadPool(2, "abandoning")
+    started = threading.Event()
     release = threading.Event()
     finished = threading.Event()
 
     def hung() -> str:
-        release.wait(5)
+        started.set()
+        release.wait(30)
         finished.set()
         return "late"
 
     call = asyncio.ensure_future(pool.run(hung, label="hung_tool"))
-    await asyncio.sleep(0.05)
+    assert await asyncio.to_thread(started.wait, 30)  # its thread runs it (a loaded machine may take a while)
     call.cancel()
     with pytest.raises(asyncio.CancelledError):
         await call
     assert pool.stats() == {"size": 2, "busy": 1, "abandoned": 1}
     assert await pool.run(str, 5) == "5"  # the other thread still serves
     release.set()
-    await asyncio.to_thread(finished.wait, 5)
-    await eventually(lambda: pool.stats()["busy"] == 0, timeout=1, interval=0.01)
+    await asyncio.to_thread(finished.wait, 30)
+    await eventually(lambda: pool.stats()["busy"] == 0, timeout=30, interval=0.01)
     assert pool.stats() == {"size": 2, "busy": 0, "abandoned": 0}
     messages = [r.getMessage() for r in caplog.records]
     assert any("hung_tool is still running after its attempt ended" in m and "1 held by such calls" in m for m in messages)
