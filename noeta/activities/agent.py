@@ -11,7 +11,8 @@ the finished-step records, the task-scoped resources, the prices) and the worker
 - :class:`~noeta.activities.tool_call.ToolCalls`: ``invoke_tool`` (services, MCP servers);
 - :class:`~noeta.activities.checks.Checks`: ``check_guards``, ``validate_output`` (services);
 - :class:`~noeta.activities.compaction.Compactions`: ``compact_context`` (services, the model calls'
-  provider limits).
+  provider limits);
+- :class:`~noeta.activities.scoring.Scoring`: ``score_task`` (the registry's TaskScorer).
 
 Activity names come from :mod:`noeta.protocols.names`; the workflow schedules them by name.
 """
@@ -28,6 +29,7 @@ from noeta.activities.mcp import McpServers
 from noeta.activities.model_call import ModelCalls
 from noeta.activities.prepare import Preparation
 from noeta.activities.registry import Registry
+from noeta.activities.scoring import Scoring
 from noeta.activities.tool_call import ToolCalls
 from noeta.resources.pool import ResourcePool
 from noeta.config.tuning import WorkerTuning
@@ -47,6 +49,7 @@ class AgentActivities:
         self.tool_calls = ToolCalls(self.services, self.mcp)
         self.checks = Checks(self.services)
         self.compactions = Compactions(self.services, self.model_calls)
+        self.scoring = Scoring(registry)
 
     @property
     def pool(self) -> ResourcePool:
@@ -64,6 +67,7 @@ class AgentActivities:
             self.preparation.load_transcript,
             self.preparation.release_resources,
             self.compactions.compact_context,
+            self.scoring.score_task,
         ]
 
     async def aclose(self) -> None:

@@ -21,6 +21,7 @@ from noeta.protocols.hooks import Guard
 from noeta.protocols.local_tools import check_local_tool
 from noeta.protocols.messages import LLMProvider, Message, StreamDelta, registry_name
 from noeta.protocols.resources import ResourceSpec
+from noeta.protocols.scoring import TaskScorer
 from noeta.protocols.tool import Tool, ToolSpec, tool_fingerprint
 from noeta.protocols.validation import Validator, as_validator
 from noeta.providers.limits import ProviderLimit
@@ -74,6 +75,8 @@ class Registry:
     step_records: StepRecords | None = None
     """Where finished steps are recorded (default: beside the content store; see
     noeta.context.step_records)."""
+    task_scorer: TaskScorer | None = None
+    """Scores tasks with online scoring as they end (``Options.scoring``; docs/evaluating.md)."""
     _specs: dict[str, tuple[Tool, ToolSpec]] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @classmethod

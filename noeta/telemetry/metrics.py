@@ -19,6 +19,8 @@ the meter is a no-op. Names (Prometheus adds ``_total`` to counters):
 ``noeta_approvals_decided``             approvals answered, by decision
 ``noeta_approval_wait``                 seconds an approval waited, by decision (histogram)
 ``noeta_tasks_finished``                task runs that ended, by status
+``noeta_task_score``                    online scores of ended tasks (0..1), by scorer and passed
+                                        (histogram: its count is the tasks scored)
 ``noeta_tasks_open``                    open tasks by NoetaStatus (running, idle,
                                         awaiting_approval...), polled from visibility
 ======================================  =======================================================
@@ -56,6 +58,7 @@ logger = logging.getLogger(__name__)
 
 DURATION_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 MODEL_CALLS = "noeta_model_calls"
+TASK_SCORE = "noeta_task_score"
 MODEL_TOKENS = "noeta_model_tokens"
 MODEL_DURATION = "noeta_model_call_duration"
 TOOL_CALLS = "noeta_tool_calls"
@@ -128,6 +131,13 @@ def add(meter: MetricMeter, name: str, value: int, attributes: Mapping[str, str 
 def observe_seconds(meter: MetricMeter, name: str, seconds: float, attributes: Mapping[str, str], description: str) -> None:
     """Record ``seconds`` in histogram ``name`` with ``attributes``."""
     meter.create_histogram_float(name, description, "s").record(seconds, dict(attributes))
+
+
+def observe_score(meter: MetricMeter, scorer: str, value: float, passed: bool) -> None:
+    """Record one online score (0..1) of an ended task in ``noeta_task_score{scorer, passed}``."""
+    meter.create_histogram_float(TASK_SCORE, "online scores of ended tasks (0..1), by scorer", "1").record(
+        value, {"scorer": scorer, "passed": str(passed).lower()}
+    )
 
 
 _cost_lock = threading.Lock()

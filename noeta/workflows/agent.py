@@ -64,6 +64,7 @@ from noeta.workflows.injections import queue_injection
 from noeta.workflows.loop import GoalLoop
 from noeta.workflows.policies import load_policy
 from noeta.workflows.run import RunState
+from noeta.workflows.scoring import score_ended_task
 from noeta.workflows.status import RunStatus
 from noeta.workflows.streams import TaskStream
 
@@ -189,6 +190,7 @@ class AgentWorkflow:
         except (Exception, asyncio.CancelledError):  # not continue-as-new or eviction (BaseException)
             await self._release_resources()
             raise
+        await score_ended_task(task)  # tasks without Options.scoring: no command
         await self._release_resources()
         return result
 

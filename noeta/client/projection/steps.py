@@ -41,6 +41,7 @@ from noeta.protocols.activity_io import (
 from noeta.protocols.appends import goal_message, tool_result_block
 from noeta.protocols.hooks import GuardDecision, ProposedToolCall, combine
 from noeta.protocols.local_model_calls import ModelCallStart
+from noeta.protocols.scoring import ScoreOutput, mean_value
 from noeta.protocols.names import (
     CALL_MODEL,
     CHECK_GUARDS,
@@ -48,6 +49,7 @@ from noeta.protocols.names import (
     INVOKE_TOOL,
     PREPARE_TASK,
     RELEASE_RESOURCES,
+    SCORE_TASK,
     VALIDATE_OUTPUT,
 )
 from noeta.protocols.step_failures import (
@@ -191,6 +193,12 @@ class Steps:
             out: CompactContextOutput = decode_first(attrs.result, CompactContextOutput)
             if out.context is not None:  # nothing folded: nothing changed for the model
                 self._log.emit(context_compacted(sched.input, out), "engine", event, sched.seq)
+        elif sched.activity == SCORE_TASK:
+            scored: ScoreOutput = decode_first(attrs.result, ScoreOutput)
+            self._log.emit(
+                ev.TaskScored(scores=scored.scores, mean=mean_value(scored.scores), skipped=scored.skipped),
+                "engine", event, self._transcript.last_message_seq,
+            )
 
     def failed(self, event: HistoryEvent) -> None:
         """An activity failed for good (its last attempt failed, or it timed out)."""
