@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from noeta.client.client import AsyncClient
-from noeta.client.messages import ContextCompactedView, ToolResultView
+from noeta.client.messages import InjectedMessage, ToolResultView
 from noeta.client.options import Options
 from noeta.context.compaction import VIEW_MEDIA_TYPE
 from noeta.context.content_store import LocalContentStore
@@ -53,8 +53,16 @@ async def test_300_tool_turns_of_2_kb_stay_within_an_8000_token_window(client: A
     items = await client.messages(task_id)
     outputs = [i.output for i in items if isinstance(i, ToolResultView)]
     assert outputs == [chunk(i) for i in range(1, 301)]
-    marks = [i for i in items if isinstance(i, ContextCompactedView)]
-    assert len(marks) == len(compacted) and marks[0].summary and marks[0].summary.startswith("Summary 1")
+    marks = [i for i in items if isinstance(i, InjectedMessage) and i.text.startswith("[context compacted")]
+    assert len(marks) == len(compacted) and all(m.origin == "system" for m in marks)
+    assert "Summary 1" in marks[0].text and "(summarize, threshold)" in marks[0].text
+    # Each sits between the turns it folded and the next ones: after the results of the turns it
+    # names, before the results of the turns after them.
+    first = items.index(marks[0])
+    folded = compacted[0].turns_folded
+    assert f"turns 1-{folded} above" in marks[0].text
+    assert [i.output for i in items[:first] if isinstance(i, ToolResultView)][:folded] == [chunk(i) for i in range(1, folded + 1)]
+    assert any(isinstance(i, ToolResultView) for i in items[first + 1:])
 
 
 async def test_a_refused_request_is_compacted_and_sent_again(client: AsyncClient, serve, task_queue):

@@ -10,7 +10,6 @@ from noeta.client.audit import AuditEntry
 from noeta.client.client import PendingApproval
 from noeta.client.messages import (
     AssistantMessage,
-    ContextCompactedView,
     InjectedMessage,
     Result,
     ToolResultView,
@@ -44,13 +43,13 @@ def render(item: ViewItem) -> str:
     if isinstance(item, AssistantMessage):
         return f"assistant │ {item.text}"
     if isinstance(item, ToolUse):
-        return f"tool call │ {call_text(item.tool_name, item.arguments)} [{item.call_id}]"
+        ran = f"tool call │ {call_text(item.tool_name, item.arguments)} [{item.call_id}]"
+        if item.proposed_arguments is None:
+            return ran
+        return f"{ran} · edited by the approver, proposed {call_text(item.tool_name, item.proposed_arguments)}"
     if isinstance(item, ToolResultView):
         mark = "ok" if item.success else "FAILED"
         return f"tool {mark:<4} │ {item.tool_name}: {item.output or ''}"
-    if isinstance(item, ContextCompactedView):
-        folded = f"{item.turns_folded} turn(s) compacted ({item.strategy}), {item.tokens_before} → {item.tokens_after} tokens"
-        return f"compacted │ {folded}" + (f": {item.summary}" if item.summary else "")
     if isinstance(item, Result):
         return f"result    │ [{item.status}] {item.answer}"
     return repr(item)

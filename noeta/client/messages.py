@@ -43,10 +43,19 @@ class InjectedMessage:
 
 @dataclass(frozen=True)
 class ToolUse:
-    """A tool call the model made, with its arguments."""
+    """A tool call the model made, with the arguments it ran with."""
     call_id: str
     tool_name: str
     arguments: dict[str, Any]
+    """The arguments the call ran with: an approver's edit when there was one (then
+    ``proposed_arguments`` holds the model's), else the model's own."""
+    proposed_arguments: dict[str, Any] | None = None
+    """The model's arguments when an approver replaced them (None: the call ran as proposed)."""
+
+    @property
+    def edited(self) -> bool:
+        """Whether an approver changed the arguments before the call ran."""
+        return self.proposed_arguments is not None
 
 
 @dataclass(frozen=True)
@@ -61,9 +70,10 @@ class ToolResultView:
 
 @dataclass(frozen=True)
 class ContextCompactedView:
-    """Where the context the model sees was compacted (docs/long-running.md): from here on the
-    model sees ``summary`` (or previews) instead of its oldest turns. The items before it stay in
-    this list: it shows the whole conversation, not what the model was sent."""
+    """Deprecated: no longer a :data:`ViewItem`, and ``as_messages`` no longer yields it (kept
+    importable for code that names it). A compaction now appears as what it put into the
+    transcript: an :class:`InjectedMessage` (origin "system") carrying the summary; the full record
+    is the ``ContextCompacted`` event."""
     strategy: str
     turns_folded: int
     tokens_before: int
@@ -79,7 +89,27 @@ class Result:
     status: ResultStatus
 
 
-ViewItem = Union[AssistantMessage, UserMessage, InjectedMessage, ToolUse, ToolResultView, ContextCompactedView, Result]
+#: The seed's six view types, and only those (a compaction is an InjectedMessage).
+ViewItem = Union[AssistantMessage, UserMessage, InjectedMessage, ToolUse, ToolResultView, Result]
+
+
+def _tool_use(block: ToolUseBlock, edit: ev.ApprovalGranted | None) -> ToolUse:
+    if edit is None or edit.arguments is None:
+        return ToolUse(block.call_id, block.tool_name, dict(block.arguments))
+    proposed = edit.proposed_arguments if edit.proposed_arguments is not None else block.arguments
+    return ToolUse(block.call_id, block.tool_name, dict(edit.arguments), dict(proposed))
+
+
+def compaction_text(payload: ev.ContextCompacted, first: int, last: int) -> str:
+    """What a compaction put into the model's transcript, as its conversation item: a short marker
+    naming the turns it folded (shown in full above it) and its sizes, then the summary the model
+    reads from then on (previews or a compactor's own view have none)."""
+    where = f"turns {first}-{last}" if last > first else f"turn {last}" if last >= first else "earlier turns"
+    marker = (
+        f"[context compacted ({payload.strategy}, {payload.reason}): {payload.turns_folded} turn(s) folded, "
+        f"{where} above; {payload.tokens_before} -> {payload.tokens_after} tokens]"
+    )
+    return f"{marker}\n\n{payload.summary}" if payload.summary else marker
 
 
 def _text(block: ToolResultBlock, store: ContentStore) -> str | None:
@@ -91,8 +121,16 @@ def _text(block: ToolResultBlock, store: ContentStore) -> str | None:
 def as_messages(envelopes: Iterable[ev.EventEnvelope], content_store: ContentStore) -> list[ViewItem]:
     """Project envelopes into ViewItems. ``content_store`` must be the one paired with the stream:
     large bodies are dereferenced through it."""
+    envelopes = list(envelopes)
+    # What ran is what the approver let run: an edit replaces the model's arguments (both shown).
+    edits = {
+        env.payload.call_id: env.payload
+        for env in envelopes
+        if isinstance(env.payload, ev.ApprovalGranted) and env.payload.arguments is not None
+    }
     items: list[ViewItem] = []
     tool_names: dict[str, str] = {}
+    turns = folded = 0  # model turns seen, and how many of them compactions have folded so far
     for env in envelopes:
         payload = env.payload
         if isinstance(payload, ev.MessagesAppended):
@@ -104,12 +142,13 @@ def as_messages(envelopes: Iterable[ev.EventEnvelope], content_store: ContentSto
                     else:
                         items.append(UserMessage(text=text))
                 elif message.role == "assistant":
+                    turns += 1
                     if text:
                         items.append(AssistantMessage(text=text))
                     for block in message.content:
                         if isinstance(block, ToolUseBlock):
                             tool_names[block.call_id] = block.tool_name
-                            items.append(ToolUse(block.call_id, block.tool_name, dict(block.arguments)))
+                            items.append(_tool_use(block, edits.get(block.call_id)))
                 elif message.role == "tool":
                     for block in message.content:
                         if isinstance(block, ToolResultBlock):
@@ -122,11 +161,8 @@ def as_messages(envelopes: Iterable[ev.EventEnvelope], content_store: ContentSto
                                 )
                             )
         elif isinstance(payload, ev.ContextCompacted):
-            items.append(
-                ContextCompactedView(
-                    payload.strategy, payload.turns_folded, payload.tokens_before, payload.tokens_after, payload.summary
-                )
-            )
+            first, folded = folded + 1, min(turns, folded + payload.turns_folded)
+            items.append(InjectedMessage(text=compaction_text(payload, first, folded), origin="system"))
         elif isinstance(payload, ev.TaskCompleted):
             items.append(Result(answer=payload.answer, status=payload.status))
         elif isinstance(payload, ev.TaskFailed):

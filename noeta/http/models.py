@@ -199,7 +199,7 @@ class ViewItemOut(Response):
 
     model_config = ConfigDict(extra="allow")
     type: Literal[
-        "UserMessage", "AssistantMessage", "InjectedMessage", "ToolUse", "ToolResultView", "ContextCompactedView", "Result"
+        "UserMessage", "AssistantMessage", "InjectedMessage", "ToolUse", "ToolResultView", "Result"
     ]
 
 

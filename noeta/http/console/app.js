@@ -70,6 +70,14 @@ function toolCall(name, args) {
   return `${name}(${short(parts.join(", "), 100)})`;
 }
 
+// A call as it ran; an approver's edit shows both: what ran, marked, and what the model proposed.
+function ranCall(name, args, proposed) {
+  const ran = h("code", { "data-testid": "ran", text: toolCall(name, args) });
+  if (!proposed) return ran;
+  return h("span", { class: "edited" }, ran, h("span", { class: "badge status-edited", "data-testid": "edited", text: "edited by approver" }),
+    h("div", { class: "muted" }, "proposed ", h("s", {}, h("code", { "data-testid": "proposed", text: toolCall(name, proposed) }))));
+}
+
 // -- API key ------------------------------------------------------------------------------------
 
 const dialog = document.getElementById("key-dialog");
@@ -281,11 +289,9 @@ function renderMessage(item) {
     case "UserMessage": return h("div", { class: "msg user" }, h("b", { text: "user" }), h("p", { text: item.text }));
     case "InjectedMessage": return h("div", { class: "msg injected" }, h("b", { text: item.origin }), h("p", { text: item.text }));
     case "AssistantMessage": return h("div", { class: "msg assistant" }, h("b", { text: "assistant" }), h("p", { text: item.text }));
-    case "ToolUse": return h("div", { class: "msg tool" }, h("b", { text: "tool call" }), h("code", { text: toolCall(item.tool_name, item.arguments) }));
+    case "ToolUse": return h("div", { class: "msg tool", "data-call": item.call_id }, h("b", { text: "tool call" }), ranCall(item.tool_name, item.arguments, item.proposed_arguments));
     case "ToolResultView": return h("div", { class: `msg tool ${item.success ? "" : "failed"}` }, h("b", { text: item.success ? `${item.tool_name} →` : `${item.tool_name} ✗` }), h("pre", { text: item.output || "" }));
     case "Result": return h("div", { class: `msg result status-${item.status}` }, h("b", { text: `result (${item.status})` }), h("p", { text: item.answer }));
-    // Where the model's view was compacted: the messages above stay, the model sees the summary instead.
-    case "ContextCompactedView": return h("div", { class: "msg injected" }, h("b", { text: `compacted (${item.strategy})` }), h("p", { text: `${item.turns_folded} turn(s), ${item.tokens_before} → ${item.tokens_after} tokens${item.summary ? ": " + item.summary : ""}` }));
     default: return h("div", { class: "msg" }, h("pre", { text: json(item) }));
   }
 }
@@ -376,9 +382,8 @@ function taskView(taskId) {
   function callRow(p) {
     let row = callRows.get(p.call_id);
     if (!row) {
-      row = { state: h("td", {}), output: h("pre", {}), tr: null };
-      row.tr = h("tr", { "data-call": p.call_id }, h("td", { class: "mono", text: p.call_id }),
-        h("td", {}, h("code", { text: toolCall(p.tool_name, p.arguments) })), row.state, h("td", {}, row.output));
+      row = { call: h("td", {}, ranCall(p.tool_name, p.arguments)), state: h("td", {}), output: h("pre", {}), tr: null };
+      row.tr = h("tr", { "data-call": p.call_id }, h("td", { class: "mono", text: p.call_id }), row.call, row.state, h("td", {}, row.output));
       callRows.set(p.call_id, row);
       calls.append(row.tr);
     }
@@ -420,7 +425,13 @@ function taskView(taskId) {
         h("span", { class: "muted", text: when(a.at) }), h("span", { class: "etype", text: a.action }),
         h("span", { text: `${a.who} (${a.via})${a.call_id ? ` [${a.call_id}]` : ""}` }),
         a.detail ? h("span", { class: "muted", text: short(a.detail, 80) }) : null)));
-      for (const item of items) if (item.type === "ToolResultView" && callRows.has(item.call_id)) callRows.get(item.call_id).output.textContent = item.output || "";
+      for (const item of items) {
+        if (item.type === "ToolResultView" && callRows.has(item.call_id)) callRows.get(item.call_id).output.textContent = item.output || "";
+        // The table shows the call as it ran: an approver's edit replaces what the model proposed.
+        if (item.type === "ToolUse" && item.proposed_arguments && callRows.has(item.call_id)) {
+          callRows.get(item.call_id).call.replaceChildren(ranCall(item.tool_name, item.arguments, item.proposed_arguments));
+        }
+      }
       banner("");
     } catch (err) {
       showError(err);
@@ -441,8 +452,17 @@ function taskView(taskId) {
     if (type === "ProviderCallStarted") turn = p.turn;
     if (type === "ProviderCallCompleted" && turn) line.append(forkAction(taskId, turn));
     if (type === "TaskForked") line.append(h("a", { href: taskHref(p.source_task_id), "data-testid": "forked-from", text: `from ${p.source_task_id} at turn ${p.turn}` }));
-    if (type === "ToolCallProposed") callRow(p).state.replaceChildren(badge("proposed"));
-    if (type === "ToolCallStarted") callRow(p).state.replaceChildren(badge("running"));
+    if (type === "ToolCallProposed") {
+      const row = callRow(p);
+      row.state.replaceChildren(badge("proposed"));
+      row.proposed = json(p.arguments);
+      row.proposedArgs = p.arguments;
+    }
+    if (type === "ToolCallStarted") {
+      const row = callRow(p);
+      row.state.replaceChildren(badge("running"));
+      if (json(p.arguments) !== row.proposed) row.call.replaceChildren(ranCall(p.tool_name, p.arguments, row.proposedArgs));
+    }
     if (type === "ToolCallCompleted") callRow(p).state.replaceChildren(badge(p.success ? "completed" : "failed"));
     if (type === "ToolCallFailed") { callRow(p).state.replaceChildren(badge("failed")); callRow(p).output.textContent = p.error; }
     if (type === "ToolCallRefused") { callRow(p).state.replaceChildren(badge("refused")); callRow(p).output.textContent = p.reason; }
