@@ -27,12 +27,13 @@ from noeta.client.runtime import clear_finished_frames, with_shared_runtime
 from noeta.client.task_input import fallback_choices, fallback_entries, task_provider_name
 from noeta.context.content_store import ContentStore
 from noeta.errors import ConfigurationError, ProviderNotRegisteredError
+from noeta.evals.online import install_online_scoring
 from noeta.protocols.budget import CallCounts
 from noeta.protocols.fallback import ProviderUsage
 from noeta.protocols.event_log import EventEnvelope
 from noeta.protocols.messages import ImageBlock, LLMProvider, Usage
 from noeta.protocols.policy import importable_by_path, serve_in_process
-from noeta.protocols.statuses import GoalStatus
+from noeta.protocols.statuses import GoalStatus, ended_as
 from noeta.resources.context import ambient_resources
 from noeta.worker import Registry, build_worker
 
@@ -158,6 +159,7 @@ async def aquery(
     run_resources = {**host.resources, **ambient_resources(), **(resources or {})}
     serve_script_policies(options)
     registry, provider_name = _registry_for(options, provider, store, host.settings, run_resources)
+    install_online_scoring(registry, options.scoring)
     # The in-process worker hands deltas to the sink itself (all of them before the result returns);
     # the client does not subscribe to the broker as well.
     registry.delta_sink = host.delta_sink
@@ -181,7 +183,7 @@ async def aquery(
         events = await client.events(task_id)
     return QueryResult(
         task_id=task_id,
-        status=result.status,
+        status=ended_as(result.status),
         usage=result.usage,
         turns=result.turns,
         events=events,

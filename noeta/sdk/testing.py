@@ -1,6 +1,7 @@
 """Deterministic, network-free test doubles, and recorded tasks in tests: ``load_task`` reads an
 export (``Client.export``) back, ``replay`` asks recorded turns again under a change and reports the
-decisions that changed. Production code never imports this module."""
+decisions that changed; evals: ``evaluate`` scores an agent on a dataset of ``Case``s with
+``scorers`` into an ``EvalReport`` (docs/evaluating.md). Production code never imports this module."""
 
 from __future__ import annotations
 
@@ -17,6 +18,12 @@ from noeta.client.export import LoadedTask, load_export
 from noeta.client.policy_replay import PolicyStep, is_policy
 from noeta.client.replay import ChangedDecision, ReplayChanges, ReplayReport, SkippedTurn, replay_provider, replay_tasks
 from noeta.config.import_path import load_object
+from noeta.evals import scorers
+from noeta.evals.dataset import Case, ExpectedTool, load_dataset
+from noeta.evals.evaluate import aevaluate, evaluate
+from noeta.evals.report import EvalReport, EvalRow
+from noeta.evals.run import EvalRun, ToolCall
+from noeta.protocols.scoring import OnlineScoring, Score
 from noeta.protocols.messages import LLMProvider, LLMRequest, LLMResponse
 from noeta.protocols.policy import Policy
 from noeta.protocols.turns import ToolCallDecision, TurnDecision
@@ -127,9 +134,21 @@ def _exporter(client: Any, needed: bool) -> Iterator[Any]:
 
 
 __all__ = [
+    "Case",
     "ChangedDecision",
+    "EvalReport",
+    "EvalRow",
+    "EvalRun",
+    "ExpectedTool",
     "FakeLLMProvider",
     "LoadedTask",
+    "OnlineScoring",
+    "Score",
+    "ToolCall",
+    "aevaluate",
+    "evaluate",
+    "load_dataset",
+    "scorers",
     "PolicyStep",
     "ReplayReport",
     "SkippedTurn",
