@@ -10,6 +10,7 @@ from collections.abc import Callable
 from importlib import metadata
 
 from noeta.cli import mcp_login
+from noeta.cli.eval_command import add_arguments as add_eval_arguments
 from noeta.cli.setting_flags import add_setting_flags
 from noeta.protocols.bounds import BOUNDS, bound_problem
 from noeta.protocols.statuses import TASK_STATUSES
@@ -320,6 +321,11 @@ def build() -> argparse.ArgumentParser:
                         help="a policy that decides each turn first, from the view the task had before it; its model "
                              "calls are answered by --provider, or without one by the record when the request is the "
                              "recorded one")
+    add_eval_arguments(command(
+        "eval", "score an agent on a dataset of cases (each a real task) or recorded tasks; exit 1 below --min-score",
+        "Run each case of DATASET as a task (tagged NoetaEval), score it, print the table (case x scorer, totals, "
+        "cost, p50/p95 time) or its JSON; --compare runs a second setup on the same cases side by side.",
+    ))
     fork = command(
         "fork", "start a new task from a task's model turn N, decided anew with other settings; prints its id",
         "The fork's transcript is the task's up to turn N (the tool results before it come from the record: no "

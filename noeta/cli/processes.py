@@ -248,7 +248,14 @@ async def cmd_replay(args: argparse.Namespace) -> int:
     return await replay(args)
 
 
+async def cmd_eval(args: argparse.Namespace) -> int:
+    """``noeta eval``: a dataset scored (noeta.cli.eval_command; it runs its own in-process worker)."""
+    from noeta.cli.eval_command import cmd_eval as evaluate
+
+    return await evaluate(args)
+
+
 ASYNC_COMMANDS = {
     "run": cmd_run, "worker": cmd_worker, "serve": cmd_serve, "codec-server": cmd_codec_server, "replay": cmd_replay,
-    "mcp": cmd_mcp,
+    "mcp": cmd_mcp, "eval": cmd_eval,
 }
