@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import getpass
 import json
+import sys
 from datetime import timedelta
 from typing import Any
 
@@ -15,6 +16,7 @@ from noeta.cli.setting_flags import given_settings
 from noeta.cli.recorded import cmd_export, cmd_fork, cmd_import
 from noeta.cli.render import approval_line, audit_line, render, render_envelope, task_line
 from noeta.client.client import AsyncClient, PendingApproval
+from noeta.client.inspection import ApprovalsInbox
 from noeta.client.options import Options
 from noeta.client.visibility import register_search_attributes
 from noeta.client.wire import envelope_to_dict
@@ -113,12 +115,16 @@ async def cmd_inject(client: AsyncClient, args: argparse.Namespace) -> int:
 async def cmd_approvals(client: AsyncClient, args: argparse.Namespace) -> int:
     """``noeta approvals``: list the actions waiting for a human's approval, of one task or of all."""
     if args.task:
-        waiting = [PendingApproval(args.task, None, r) for r in await client.pending_approvals(args.task)]
+        waiting = ApprovalsInbox([PendingApproval(args.task, None, r) for r in await client.pending_approvals(args.task)], [])
     else:
         waiting = await client.approvals_waiting(args.limit, tenant=args.tenant)
     for item in waiting:
         print(approval_line(item))
-    if not waiting:
+    # What could not be read is named, not hidden, and does not hide what could.
+    for unreadable in waiting.unreadable:
+        print(f"task {unreadable.task_id} waits for approval but could not be read here: "
+              f"{type(unreadable.error).__name__}: {unreadable.error}", file=sys.stderr)
+    if not waiting and not waiting.unreadable:
         print("nothing waits for approval")
     return 0
 

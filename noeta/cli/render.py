@@ -99,8 +99,8 @@ def describe(env: EventEnvelope) -> str:
     return short(line.replace("\n", " "))
 
 
-def cost_text(usd: float) -> str:
-    """A task's cost for terminals (0 means no price was known for its model)."""
+def cost_text(usd: float | None) -> str:
+    """A task's cost for terminals (0 or None means no price was known for its model)."""
     return f"${usd:.6f}" if usd else "cost unknown (no price for the model)"
 
 
@@ -108,10 +108,10 @@ def task_line(t: TaskSummary) -> str:
     """One task of ``noeta tasks``: id, status, start, turns, tokens, model, goal and cost."""
     started = t.started.strftime("%Y-%m-%d %H:%M:%S") if t.started else "?"
     goal = short(t.goal or "", 60)
-    cost = f"${t.cost_usd:.6f}" if t.cost_usd else "-"
+    cost = f"${t.cost_usd:.6f}" if t.cost_usd else "unknown"
     return (
         f"{t.task_id:<28} {t.status:<18} {started}  turns {t.turns:<4} tokens {t.tokens_in}/{t.tokens_out}"
-        f"  {t.model or '-'}  {goal}  cost {cost}"
+        f"  {t.model or '-'}  {goal}  cost {cost}" + (f"  fork of {t.forked_from}" if t.forked_from else "")
     )
 
 

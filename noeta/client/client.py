@@ -34,7 +34,7 @@ from noeta.client.export import LoadedTask, export_task
 from noeta.client.forks import load_bodies
 from noeta.client.imports import imported_export, imported_source
 from noeta.client.host import HostConfig
-from noeta.client.inspection import METADATA_QUERY, Inspection, PendingApproval
+from noeta.client.inspection import METADATA_QUERY, ApprovalsInbox, Inspection, PendingApproval
 from noeta.client.listing import TaskListing
 from noeta.client.messages import ViewItem
 from noeta.client.observation import Observation
@@ -324,9 +324,9 @@ class AsyncClient:
         worker answers, so this waits for one. Empty for a task that has ended."""
         return await self._inspection.current_details(task_id)
 
-    async def approvals_waiting(self, limit: int = 100, *, tenant: str | None = None) -> list[PendingApproval]:
+    async def approvals_waiting(self, limit: int = 100, *, tenant: str | None = None) -> ApprovalsInbox:
         """Every action waiting for a human (of ``tenant``), across the tasks whose status is
-        awaiting_approval, the longest-waiting first."""
+        awaiting_approval, the longest-waiting first; ``.unreadable`` names the tasks left out."""
         return await self._inspection.approvals_waiting(limit, tenant)
 
     async def pending_approvals(self, task_id: str) -> list[ApprovalRequest]:

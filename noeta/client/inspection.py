@@ -41,6 +41,26 @@ class PendingApproval:
     request: ApprovalRequest
 
 
+@dataclass(frozen=True)
+class UnreadableTask:
+    """A task a listing found but could not read, and why (its payloads are encrypted with a key
+    this client lacks...)."""
+
+    task_id: str
+    error: NoetaError
+
+
+class ApprovalsInbox(list[PendingApproval]):
+    """The actions waiting for a human that could be read (a list, as before), and in
+    ``unreadable`` the waiting tasks that could not be: a listing shows what it can and names the
+    rest instead of failing whole."""
+
+    def __init__(self, waiting: list[PendingApproval], unreadable: list[UnreadableTask]) -> None:
+        """``waiting``: the readable actions, in order; ``unreadable``: the tasks left out."""
+        super().__init__(waiting)
+        self.unreadable = unreadable
+
+
 class Inspection:
     """Reading tasks on a connection. A task's messages resolve their bodies in ``content_store``;
     an ended task's description carries its result from ``tasks``; the approvals inbox visits the
@@ -67,7 +87,7 @@ class Inspection:
         except NoetaError as err:
             status = CLOSED_STATUS.get(desc.status, "failed") if desc.status else "failed"
             return TaskInfo(**{**summary, "status": status}, error=err)
-        cost = result.usage.cost_usd or summary["cost_usd"]  # the result is final; visibility may lag
+        cost = result.usage.cost_usd or summary["cost_usd"] or None  # the result is final; visibility may lag
         return TaskInfo(**{**summary, "status": result.status, "cost_usd": cost}, result=result)
 
     async def current_details(self, task_id: str) -> str:
@@ -99,24 +119,33 @@ class Inspection:
         )
         return pending
 
-    async def approvals_waiting(self, limit: int = 100, tenant: str | None = None) -> list[PendingApproval]:
+    async def approvals_waiting(self, limit: int = 100, tenant: str | None = None) -> ApprovalsInbox:
         """The pending approvals of every task the listing shows as awaiting_approval (``tenant``:
         of that tenant), asked of all of them at once, the longest-waiting first; a task that does
-        not answer within INBOX_QUERY_SECONDS (its worker is down) is left out until it does."""
+        not answer within INBOX_QUERY_SECONDS (its worker is down) is left out until it does, and
+        one whose answer cannot be read (a key this client lacks) is named in ``unreadable``."""
         tasks = await self.listing.list_tasks(TaskFilter("awaiting_approval", tenant=tenant), limit)
         answers = await asyncio.gather(*(self._answering(task.task_id) for task in tasks))
         waiting = [
             PendingApproval(task.task_id, task.goal, request)
             for task, requests in zip(tasks, answers, strict=True)
+            if not isinstance(requests, NoetaError)
             for request in requests
         ]
-        return sorted(waiting, key=lambda p: p.request.waiting_since or "")
+        unreadable = [
+            UnreadableTask(task.task_id, error)
+            for task, error in zip(tasks, answers, strict=True)
+            if isinstance(error, NoetaError)
+        ]
+        return ApprovalsInbox(sorted(waiting, key=lambda p: p.request.waiting_since or ""), unreadable)
 
-    async def _answering(self, task_id: str) -> list[ApprovalRequest]:
+    async def _answering(self, task_id: str) -> list[ApprovalRequest] | NoetaError:
         try:
             return await self.pending_approvals(task_id, timedelta(seconds=INBOX_QUERY_SECONDS))
         except (TaskNotFoundError, TaskNotOpenError, WorkflowQueryFailedError):
             return []  # answered or ended since the (lagging) list was read
+        except NoetaError as err:  # its answer could not be read here (EncryptionKeyError...)
+            return err
         except RPCError:
             return []  # no worker answered in time
 

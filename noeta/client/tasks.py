@@ -192,7 +192,7 @@ class TaskOperations:
     ) -> str:
         """Start a fork of ``source`` at its turn ``at_turn`` (every argument as AsyncClient.fork's,
         whose defaults are the only ones); it runs on the source's queue unless ``start_as`` names
-        one."""
+        one, and belongs to the source's tenant unless ``start_as`` names one."""
         if not isinstance(at_turn, int) or isinstance(at_turn, bool):
             raise ConfigurationError(f"at_turn must be a turn number (an int from 1), got {at_turn!r}")
         if isinstance(source, LoadedTask):  # an export: its bodies are in this installation's store
@@ -200,6 +200,8 @@ class TaskOperations:
         else:
             record, source_queue = await source_record(self.connection.temporal, source)
             source_id = source
+            if start_as.tenant is None:  # a fork is its source's tenant's, whoever starts it
+                start_as = dataclasses.replace(start_as, tenant=await self.connection.tenant_of(source))
         task_id = task_id_or_new(task_id)
         task_input = fork_input(record, source_id, at_turn, options, goal, task_id)
         start_as = dataclasses.replace(start_as, task_queue=start_as.task_queue or source_queue or None)

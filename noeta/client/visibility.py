@@ -89,14 +89,18 @@ class TaskSummary:
     """When it ended (None while it runs)."""
     metadata: dict[str, str] = field(default_factory=dict)
     """The indexed ``Options.metadata`` entries (NOETA_INDEXED_METADATA)."""
-    cost_usd: float = 0.0
-    """US dollars so far (NoetaCostUSD; 0 when unpriced or on a cluster without it)."""
+    cost_usd: float | None = None
+    """US dollars so far (NoetaCostUSD); None when unknown: no price was known for its model (an
+    unpriced call costs nothing anyone knows of, which is not the same as free), or the cluster
+    lacks NoetaCostUSD."""
     tenant: str = DEFAULT_TENANT
     """The tenant the task belongs to (NoetaTenant; ``default`` when unset)."""
     score: float | None = None
     """The mean of its online scores (NoetaScore; None when it was not scored)."""
     eval_id: str | None = None
     """The eval run it belongs to (NoetaEval; None for other tasks)."""
+    forked_from: str | None = None
+    """The task this one is a fork of (NoetaForkedFrom; None for a task that is not a fork)."""
 
 
 @dataclass(frozen=True)
@@ -287,8 +291,9 @@ def summary_of(wf: WorkflowExecution) -> TaskSummary:
         started=wf.start_time,
         closed=wf.close_time,
         metadata=dict(e.split("=", 1) for e in entries if "=" in e),
-        cost_usd=attrs.get(keys.COST_USD) or 0.0,
+        cost_usd=attrs.get(keys.COST_USD) or None,
         tenant=tenant_of(attrs),
         score=attrs.get(keys.SCORE),
         eval_id=attrs.get(keys.EVAL),
+        forked_from=attrs.get(keys.FORKED_FROM),
     )

@@ -25,11 +25,16 @@ function h(tag, attrs = {}, ...children) {
 
 const short = (text, n = 120) => (text && text.length > n ? `${text.slice(0, n - 1)}…` : text || "");
 const when = (iso) => (iso ? new Date(iso).toLocaleString() : "");
-const dollars = (usd) => `$${(usd || 0).toFixed(usd >= 1 ? 2 : usd >= 0.01 ? 4 : 6)}`;
+// No cost (null, or 0 from an older server) means no price was known: "unknown", never "$0.000000".
+const dollars = (usd) => (usd ? `$${usd.toFixed(usd >= 1 ? 2 : usd >= 0.01 ? 4 : 6)}` : "unknown");
 // The task's page in the Temporal UI (absent when the server does not know the UI's address).
 const uiLink = (t) => (t.ui_url ? h("a", { href: t.ui_url, target: "_blank", rel: "noopener", class: "ui-link", "data-testid": "ui-link", text: "Temporal UI" }) : null);
 const json = (value) => JSON.stringify(value, null, 2);
 const taskHref = (id) => `#/tasks/${encodeURIComponent(id)}`;
+
+// A fork says so, with a link to the task it was forked from (two rows never look the same).
+const forkOf = (t) => (t.forked_from ? h("div", { class: "fork-of", "data-testid": "fork-of" },
+  h("span", { class: "badge status-fork", text: "fork" }), " of ", h("a", { class: "mono", href: taskHref(t.forked_from), text: t.forked_from })) : null);
 
 function badge(status) {
   return h("span", { class: `badge status-${status}`, "data-testid": "status", text: status });
@@ -138,7 +143,7 @@ function tasksView(params) {
       const tasks = await get(`/tasks${query({ status: params.get("status"), search: params.get("search"), model: params.get("model"), metadata: params.get("metadata"), limit: 100 })}`);
       body.replaceChildren(...tasks.map((t) => h("tr", { "data-task": t.task_id },
         h("td", {}, h("a", { href: taskHref(t.task_id), text: short(t.goal || t.task_id, 90) }),
-          h("div", { class: "muted mono", text: t.task_id })),
+          h("div", { class: "muted mono", text: t.task_id }), forkOf(t)),
         h("td", {}, badge(t.status)),
         h("td", { text: t.model || "" }),
         h("td", { class: "num", text: t.turns }),
@@ -290,7 +295,11 @@ function renderMessage(item) {
     case "InjectedMessage": return h("div", { class: "msg injected" }, h("b", { text: item.origin }), h("p", { text: item.text }));
     case "AssistantMessage": return h("div", { class: "msg assistant" }, h("b", { text: "assistant" }), h("p", { text: item.text }));
     case "ToolUse": return h("div", { class: "msg tool", "data-call": item.call_id }, h("b", { text: "tool call" }), ranCall(item.tool_name, item.arguments, item.proposed_arguments));
-    case "ToolResultView": return h("div", { class: `msg tool ${item.success ? "" : "failed"}` }, h("b", { text: item.success ? `${item.tool_name} →` : `${item.tool_name} ✗` }), h("pre", { text: item.output || "" }));
+    case "ToolResultView": {
+      // A fork can start on a result whose call is in its source's part of the record: no name to show.
+      const name = item.tool_name && item.tool_name !== "?" ? item.tool_name : "tool result";
+      return h("div", { class: `msg tool ${item.success ? "" : "failed"}` }, h("b", { text: item.success ? `${name} →` : `${name} ✗` }), h("pre", { text: item.output || "" }));
+    }
     case "Result": return h("div", { class: `msg result status-${item.status}` }, h("b", { text: `result (${item.status})` }), h("p", { text: item.answer }));
     default: return h("div", { class: "msg" }, h("pre", { text: json(item) }));
   }
@@ -401,7 +410,7 @@ function taskView(taskId) {
         h("span", { text: `model ${task.model || "default"}` }),
         h("span", { "data-testid": "usage", text: `turns ${task.turns} · tokens ${task.tokens_in} in / ${task.tokens_out} out` }),
         usage ? h("span", { class: "muted", text: `cache read ${usage.cache_read} · write ${usage.cache_write}` }) : null,
-        h("span", { class: "muted mono", text: task.task_id }),
+        h("span", { class: "muted mono", text: task.task_id }), forkOf(task),
         task.started ? h("span", { class: "muted", text: `started ${when(task.started)}` }) : null,
         task.closed ? h("span", { class: "muted", "data-testid": "ended", text: `ended ${when(task.closed)}` }) : null,
         h("span", { "data-testid": "cost", text: `cost ${dollars(task.cost_usd)}` }),
