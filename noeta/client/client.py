@@ -39,14 +39,13 @@ from noeta.client.listing import TaskListing
 from noeta.client.messages import ViewItem
 from noeta.client.observation import Observation
 from noeta.client.options import Options
+from noeta.client.threads import send_to_thread
 from noeta.client.pollers import no_worker_message, unpolled_queue
-from noeta.client.tasks import SERVER_OUTAGE_WAIT_SECONDS, SERVER_UNREACHABLE, StartAs, TaskOperations
+from noeta.client.start_request import StartAs
+from noeta.client.tasks import SERVER_OUTAGE_WAIT_SECONDS, SERVER_UNREACHABLE, TaskOperations
+from noeta.client.schedule_methods import ScheduleMethods
 from noeta.client.visibility import (
-    TaskFilter,
-    TaskInfo,
-    TaskSummary,
-    register_search_attributes,
-    registered_search_attributes,
+    TaskFilter, TaskInfo, TaskSummary, register_search_attributes, registered_search_attributes,
     search_attributes_registered,
 )
 from noeta.context.content_store import ContentStore
@@ -54,15 +53,16 @@ from noeta.client.deltas import ClientDeltas
 from noeta.deltas.broker import DeltaBroker, DeltaStream, broker_for, in_process_broker
 from noeta.protocols.event_log import Observer
 from noeta.protocols.interaction import ApprovalRequest, TaskResult
-from noeta.protocols.messages import ImageBlock
+from noeta.protocols.messages import ImageBlock, StreamDelta
 from noeta.protocols.names import DEFAULT_PROVIDER
+from noeta.protocols.statuses import IfBusy
 
 
-class AsyncClient:
+class AsyncClient(ScheduleMethods):
     """The asyncio API: task operations (:mod:`noeta.client.tasks`), listing tasks
-    (:mod:`noeta.client.listing`), reading tasks (:mod:`noeta.client.inspection`) and following
-    them for observers (:mod:`noeta.client.observation`), on a connection
-    (:mod:`noeta.client.connection`)."""
+    (:mod:`noeta.client.listing`), reading tasks (:mod:`noeta.client.inspection`), following
+    them for observers (:mod:`noeta.client.observation`) and schedules of tasks
+    (:mod:`noeta.client.schedule_methods`), on a connection (:mod:`noeta.client.connection`)."""
 
     def __init__(
         self,
@@ -245,11 +245,30 @@ class AsyncClient:
             start_as=StartAs(task_queue, api_key_id, tenant, identity),
         )
 
-    async def send_goal(self, task_id: str, goal: str, images: Sequence[ImageBlock] = (), *, identity: str | None = None) -> TaskResult:
-        """Send the next goal to a task started with ``keep_open=True``; returns that goal's result
-        (saying, as ``result`` does, when no worker polls the task's queue)."""
+    async def send_goal(
+        self, task_id: str, goal: str, images: Sequence[ImageBlock] = (), *, identity: str | None = None,
+        if_busy: IfBusy = "enqueue",
+    ) -> TaskResult:
+        """Send the next goal to a task started with ``keep_open=True``; returns the result that
+        answers it (saying, as ``result`` does, when no worker polls the task's queue; pieces as
+        ``result``). ``if_busy``, while another goal runs: "enqueue" (after it), "reject"
+        (TaskBusyError), "interrupt" (it ends at once) or "steer" (joins it; docs/client.md)."""
         self._deltas.follow(task_id)
-        return await self._tasks.send_goal(task_id, goal, images, identity)
+        return await self._deltas.settled(task_id, self._tasks.send_goal(task_id, goal, images, identity, if_busy))
+
+    async def send(
+        self, thread_id: str, message: str, options: Options | None = None, *, request_id: str | None = None,
+        if_busy: IfBusy = "enqueue", task_queue: str | None = None, api_key_id: str | None = None,
+        tenant: str | None = None, identity: str | None = None,
+    ) -> TaskResult:
+        """Send ``message`` to the conversation ``thread_id`` in one request: its keep-open task is
+        started (with ``options``, and ``start``'s other keywords) if it does not exist; returns the
+        answer. Retried with the same ``request_id``, it starts no second task and sends nothing twice."""
+        self._deltas.follow(thread_id)
+        start_as = StartAs(task_queue, api_key_id, tenant, identity)
+        sent = send_to_thread(self._tasks, thread_id, message, options, request_id=request_id, if_busy=if_busy,
+                              start_as=start_as)
+        return await self._deltas.settled(thread_id, sent)
 
     async def waiting_for_worker(self, task_id: str) -> str | None:
         """What to tell a user when the task runs and no worker polls its queue (which queue, how
@@ -286,9 +305,10 @@ class AsyncClient:
         logger, within seconds: which queue and how to start a worker) and keeps waiting.
 
         Keeps waiting through a Temporal outage of up to SERVER_OUTAGE_WAIT_SECONDS (the task goes
-        on once the server is back); a longer one raises the RPCError."""
+        on once the server is back); a longer one raises the RPCError. With a delta_sink it returns
+        once the sink has every piece of the answer (as send_goal does), or warns what it may lack."""
         self._deltas.follow(task_id)
-        return await self._tasks.result(task_id)
+        return await self._deltas.settled(task_id, self._tasks.result(task_id))
 
     async def cancel(self, task_id: str, *, identity: str | None = None) -> None:
         """Cancel a running task (TaskNotOpenError once it has ended: Temporal would ignore it)."""
@@ -367,10 +387,10 @@ class AsyncClient:
         """Wait until the observers of a task this client started have seen its last envelope."""
         return await self._observation.observed(task_id)
 
-    async def deltas(self, task_id: str, after: int | None = None) -> DeltaStream:
-        """``task_id``'s streamed pieces (``async for delta in stream``) from its workflow stream
-        after offset ``after`` (None: from the current call's first piece) until its last piece;
-        with a broker configured, from the broker from now on (docs/streaming.md)."""
+    async def deltas(self, task_id: str, after: int | StreamDelta | None = None) -> DeltaStream:
+        """``task_id``'s streamed pieces (``async for delta in stream``) until its end, from its
+        workflow stream: all of them (``after=None``), from the batch at offset ``after`` on
+        (inclusive), or after the delta ``after``; with a broker, the broker's from now on."""
         return await self._deltas.stream(task_id, after)
 
     async def close(self, task_id: str | None = None) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import warnings
-from collections.abc import Coroutine, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
 from typing import Any, TypeVar
 
 from noeta.client.audit import AuditEntry
@@ -16,17 +16,20 @@ from noeta.client.host import HostConfig
 from noeta.client.messages import ViewItem
 from noeta.client.options import Options
 from noeta.client.runtime import clear_finished_frames, close_at_exit, closed, with_shared_runtime
+from noeta.client.sync_schedules import SyncScheduleMethods
 from noeta.client.visibility import TaskSummary
 from noeta.context.content_store import ContentStore
 from noeta.protocols.event_log import EventEnvelope, Observer
 from noeta.protocols.interaction import ApprovalRequest, TaskResult
-from noeta.protocols.messages import ImageBlock
+from noeta.protocols.messages import ImageBlock, StreamDelta
+from noeta.protocols.statuses import IfBusy
 
 T = TypeVar("T")
 
 
-class Client:
-    """The synchronous twin of :class:`AsyncClient` (same methods, blocking)."""
+class Client(SyncScheduleMethods):
+    """The synchronous twin of :class:`AsyncClient` (same methods, blocking; the schedule calls
+    are :mod:`noeta.client.sync_schedules`')."""
 
     def __init__(self, host: HostConfig | None = None, observers: Sequence[Observer] = ()) -> None:
         """Connect to the cluster of ``host`` (default: from the environment); ``observers`` get every
@@ -69,9 +72,19 @@ class Client:
         """Start a task; returns its id (see AsyncClient.start)."""
         return self._run(self.aio.start(goal, options, **kwargs))
 
-    def send_goal(self, task_id: str, goal: str, images: Sequence[ImageBlock] = ()) -> TaskResult:
-        """Give a keep-open task its next goal and wait for its result."""
-        return self._run(self.aio.send_goal(task_id, goal, images))
+    def send_goal(
+        self, task_id: str, goal: str, images: Sequence[ImageBlock] = (), *, if_busy: IfBusy = "enqueue"
+    ) -> TaskResult:
+        """Give a keep-open task its next goal and wait for the result that answers it
+        (``if_busy``: as AsyncClient.send_goal's)."""
+        return self._run(self.aio.send_goal(task_id, goal, images, if_busy=if_busy))
+
+    def send(
+        self, thread_id: str, message: str, options: Options | None = None, *, request_id: str | None = None,
+        if_busy: IfBusy = "enqueue",
+    ) -> TaskResult:
+        """Send ``message`` to the conversation ``thread_id``, starting it if needed (AsyncClient.send)."""
+        return self._run(self.aio.send(thread_id, message, options, request_id=request_id, if_busy=if_busy))
 
     def close_task(self, task_id: str) -> None:
         """Let a keep-open task end after its queued goals."""
@@ -131,16 +144,33 @@ class Client:
 
     def events(self, task_id: str, after_seq: int = 0, follow: bool = False) -> Iterator[EventEnvelope]:
         """Iterate over the task's envelopes; ``follow=True`` blocks for new ones until the task ends."""
-        stream = self.aio.events(task_id, after_seq=after_seq, follow=follow).__aiter__()
+        return self._blocking(self.aio.events(task_id, after_seq=after_seq, follow=follow).__aiter__())
 
-        async def next_envelope() -> EventEnvelope:
-            return await stream.__anext__()
+    def deltas(self, task_id: str, after: int | StreamDelta | None = None) -> Iterator[StreamDelta]:
+        """The task's streamed pieces until its end (``for delta in client.deltas(task_id)``), as
+        AsyncClient.deltas gives them (``after``: None, an offset, inclusive, or a delta to resume
+        after). Closing the iterator (or leaving the ``for`` loop) stops the read."""
+        stream = self._run(self.aio.deltas(task_id, after))
+        return self._blocking(stream, close=stream.close)
 
-        while True:
-            try:
-                yield self._run(next_envelope())
-            except StopAsyncIteration:
-                return
+    def _blocking(
+        self, items: AsyncIterator[T], close: Callable[[], Coroutine[Any, Any, None]] | None = None
+    ) -> Iterator[T]:
+        """``items`` one by one, each awaited on the client's loop; ``close()`` runs when the
+        iteration ends or is abandoned."""
+
+        async def next_item() -> T:
+            return await items.__anext__()
+
+        try:
+            while True:
+                try:
+                    yield self._run(next_item())
+                except StopAsyncIteration:
+                    return
+        finally:
+            if close is not None and not self._loop.is_closed():
+                self._run(close())
 
     def messages(self, task_id: str) -> list[ViewItem]:
         """The task's conversation as view items (see ``as_messages``)."""

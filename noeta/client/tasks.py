@@ -22,30 +22,23 @@ from noeta.client.forks import fork_input, source_record
 from noeta.client.observation import Observation
 from noeta.client.options import Options, build_task_input
 from noeta.client.pollers import saying_when_unpolled
+from noeta.client.start_request import StartAs, workflow_start
 from noeta.client.starts import start_workflow
-from noeta.client.task_input import check_goal, task_provider_name
-from noeta.client.visibility import initial_search_attributes
+from noeta.client.task_input import check_goal, check_if_busy, task_provider_name
 from noeta.errors import ConfigurationError, NoetaError, PayloadTooLargeError, TaskFailedError, TaskNotFoundError
 from noeta.protocols.interaction import ApprovalInput, GoalInput, InjectInput, TaskResult
+from noeta.protocols.statuses import IfBusy
 from noeta.protocols.messages import ImageBlock
 from noeta.protocols.names import (
-    BASE_SEARCH_ATTRIBUTES,
-    DEFAULT_TENANT,
-    SA_API_KEY,
-    SA_COST_USD,
-    SA_EVAL,
-    SA_SCORE,
-    SA_TENANT,
     SIGNAL_CLOSE,
     SIGNAL_INJECT,
     UPDATE_APPROVE,
     UPDATE_REFUSE,
     UPDATE_SEND_GOAL,
-    workflow_name_for,
 )
 from noeta.protocols.event_log import Observer
 from noeta.protocols.identity import parse_identity
-from noeta.protocols.ids import check_task_id, check_task_queue
+from noeta.protocols.ids import check_task_id
 from noeta.protocols.task import MAX_INJECTION_CHARS, TaskInput
 
 logger = logging.getLogger(__name__)
@@ -54,20 +47,6 @@ logger = logging.getLogger(__name__)
 SERVER_OUTAGE_WAIT_SECONDS = 600.0
 #: RPC statuses that mean "the server is not reachable right now" (not "your request is wrong").
 SERVER_UNREACHABLE = frozenset({RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.UNKNOWN})
-
-
-@dataclasses.dataclass(frozen=True)
-class StartAs:
-    """How a task is started: on which queue (None: the client's, or a fork's source's), for
-    which ``noeta serve`` API key (indexed as NoetaApiKey) and tenant (NoetaTenant), and as which
-    caller identity Temporal records (None: the client's)."""
-
-    task_queue: str | None = None
-    api_key_id: str | None = None
-    tenant: str | None = None
-    identity: str | None = None
-    eval_id: str | None = None
-    """The eval run the task belongs to (indexed as NoetaEval where the cluster has it)."""
 
 
 def task_id_or_new(task_id: str | None) -> str:
@@ -136,41 +115,21 @@ class TaskOperations:
     ) -> str:
         """Start the workflow of a built ``task_input`` as ``task_id`` (indexed where the cluster
         has the search attributes; ``forked_from``: the task a fork was taken from)."""
-        goal, provider_name = task_input.goal, task_input.provider
-        api_key_id, tenant = start_as.api_key_id, start_as.tenant
         check_task_id(task_id)
-        task_queue = check_task_queue(start_as.task_queue or self.task_queue)
         connection = self.connection
-        registered = await connection.registered_attributes()
-        indexed = set(BASE_SEARCH_ATTRIBUTES) <= registered
-        if indexed:
-            task_input = dataclasses.replace(task_input, index=True, index_cost=await connection.has_attribute(SA_COST_USD))
-            if task_input.scoring is not None and await connection.has_attribute(SA_SCORE):
-                task_input = dataclasses.replace(task_input, scoring=dataclasses.replace(task_input.scoring, index=True))
-        eval_id = start_as.eval_id if start_as.eval_id and await connection.has_attribute(SA_EVAL) else None
-        if api_key_id is not None and not await connection.has_attribute(SA_API_KEY):
-            api_key_id = None  # an older cluster: `noeta setup` registers it
-        if tenant is not None and not (indexed and await connection.has_attribute(SA_TENANT)):
-            if tenant != DEFAULT_TENANT:  # the task would be visible to every tenant
-                raise ConfigurationError(f"tasks of tenant {tenant!r} need the {SA_TENANT} search attribute: run `noeta setup`")
-            tenant = None
+        start = await workflow_start(
+            connection, task_input, start_as, task_queue=self.task_queue, indexed_metadata=self.indexed_metadata,
+            forked_from=forked_from,
+        )
+        task_input = start.task_input
         send = functools.partial(
             connection.acting_as(start_as.identity).start_workflow,
-            workflow_name_for(task_input.policy),
+            start.workflow,
             task_input,
-            task_queue=task_queue,
-            static_summary=goal if len(goal) <= 200 else goal[:199] + "…",
-            static_details=(
-                f"**provider** {provider_name} · **model** {task_input.model or 'default'} · "
-                f"**tools** {', '.join(task_input.tools) or 'none'} · **max_turns** {task_input.max_turns}"
-                + (f" · **forked from** {forked_from} at turn {task_input.fork.turn}" if task_input.fork else "")
-            ),
-            search_attributes=initial_search_attributes(
-                registered, None if connection.encrypted else goal, task_input.model, task_input.metadata,
-                self.indexed_metadata, api_key_id, forked_from, tenant, eval_id,
-            )
-            if indexed
-            else None,
+            task_queue=start.task_queue,
+            static_summary=start.static_summary,
+            static_details=start.static_details,
+            search_attributes=start.search_attributes,
             # Taken up only when a worker on this client polls the queue with a free slot (the
             # SDK drops the request otherwise): the first workflow task comes back with the start.
             request_eager_start=True,
@@ -209,12 +168,14 @@ class TaskOperations:
         return await self.launch(task_input, task_id, start_as, observers=observers, forked_from=source_id)
 
     async def send_goal(
-        self, task_id: str, goal: str, images: Sequence[ImageBlock], identity: str | None
+        self, task_id: str, goal: str, images: Sequence[ImageBlock], identity: str | None,
+        if_busy: IfBusy = "enqueue", goal_id: str | None = None,
     ) -> TaskResult:
-        """Send a keep-open task its next goal (as an update, from ``identity``) and return that
-        goal's result."""
+        """Send a keep-open task its next goal (as an update, from ``identity``; ``if_busy``: what it
+        does while another goal runs) and return the result that answers it."""
         check_goal(goal)
-        request = GoalInput(goal=goal, images=list(images), goal_id=uuid.uuid4().hex)
+        check_if_busy(if_busy)
+        request = GoalInput(goal=goal, images=list(images), goal_id=goal_id or uuid.uuid4().hex, if_busy=if_busy)
         connection = self.connection
         while True:
             handle = connection.acting_as(identity).get_workflow_handle(task_id)  # the task's current run

@@ -99,6 +99,8 @@ class TaskSummary:
     """The mean of its online scores (NoetaScore; None when it was not scored)."""
     eval_id: str | None = None
     """The eval run it belongs to (NoetaEval; None for other tasks)."""
+    schedule_id: str | None = None
+    """The schedule that started it (TemporalScheduledById; None for tasks started otherwise)."""
     forked_from: str | None = None
     """The task this one is a fork of (NoetaForkedFrom; None for a task that is not a fork)."""
 
@@ -219,6 +221,8 @@ class TaskFilter:
     model: str | None = None
     metadata: Mapping[str, str] | None = None
     tenant: str | None = None
+    schedule: str | None = None
+    """Only the runs of this schedule (``Client.schedule_runs``)."""
 
 
 def task_query(registered: set[str], wanted: TaskFilter = TaskFilter()) -> str:
@@ -227,6 +231,8 @@ def task_query(registered: set[str], wanted: TaskFilter = TaskFilter()) -> str:
     query = WORKFLOW_TYPES_QUERY
     if wanted.tenant is not None:
         query += tenant_filter(registered, wanted.tenant)
+    if wanted.schedule is not None:
+        query += f" AND {keys.SCHEDULED_BY.name} = '{_checked(wanted.schedule, 'schedule')}'"
     indexed = set(BASE_SEARCH_ATTRIBUTES) <= registered
     status = wanted.status
     if status:
@@ -295,5 +301,6 @@ def summary_of(wf: WorkflowExecution) -> TaskSummary:
         tenant=tenant_of(attrs),
         score=attrs.get(keys.SCORE),
         eval_id=attrs.get(keys.EVAL),
+        schedule_id=attrs.get(keys.SCHEDULED_BY),
         forked_from=attrs.get(keys.FORKED_FROM),
     )

@@ -14,6 +14,7 @@ The classes are grouped by idea in private modules; this package is the catalogu
 - ``_storage``: the content store could not take a body, or a body it holds is missing or altered.
 - ``_limits``: a limit was reached (attempts, a task's budget, an API key's quota).
 - ``_tasks``: what a client meets reaching a task (the cluster, a task's end).
+- ``_schedules``: what a client meets managing schedules.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ from noeta.errors._steps import (
     ToolTimeoutError,
     WorkerBusyError,
 )
+from noeta.errors._schedules import ScheduleAlreadyExistsError, ScheduleNotFoundError
 from noeta.errors._storage import ContentIntegrityError, ContentMissingError, ContentStoreError
 from noeta.errors._tasks import (
     ApprovalNotPendingError,
@@ -61,6 +63,7 @@ from noeta.errors._tasks import (
     TaskCancelledError,
     TaskFailedError,
     TaskNotFoundError,
+    TaskBusyError,
     TaskNotOpenError,
     TemporalUnavailableError,
     TurnNotFoundError,
@@ -114,12 +117,15 @@ __all__ = [
     "QuotaExceededError",
     "ResourceError",
     "ResourceNotFoundError",
+    "ScheduleAlreadyExistsError",
+    "ScheduleNotFoundError",
     "ScopeError",
     "ServerStartError",
     "TaskCancelledError",
     "TaskFailedError",
     "TaskNotFoundError",
     "TaskAlreadyExistsError",
+    "TaskBusyError",
     "TaskNotOpenError",
     "TemporalUnavailableError",
     "ToolDefinitionError",

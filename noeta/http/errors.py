@@ -24,6 +24,7 @@ from noeta.errors import (
     NoetaError,
     PayloadTooLargeError,
     QuotaExceededError,
+    ScheduleNotFoundError,
     ServerStartError,
     TaskNotFoundError,
     TurnNotFoundError,
@@ -61,13 +62,13 @@ def error_status(err: NoetaError) -> int:
         return 413
     if isinstance(err, (ConfigurationError, TurnNotFoundError)):
         return 422
-    if isinstance(err, TaskNotFoundError):
+    if isinstance(err, (TaskNotFoundError, ScheduleNotFoundError)):
         return 404
     if isinstance(err, (ServerStartError, TemporalUnavailableError)):
         return 503
     if isinstance(err, QuotaExceededError):
         return 429
-    # TaskNotOpenError, ApprovalNotPendingError, and every error a task or goal failed with
+    # TaskNotOpenError, ApprovalNotPendingError, ScheduleAlreadyExistsError, and every error a task or goal failed with
     # (AttemptsExhaustedError, ProviderError, TaskFailedError, TaskCancelledError...).
     return 409
 

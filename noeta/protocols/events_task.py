@@ -30,6 +30,8 @@ class TaskCreated:
     max_retries: int
     limits: UsageLimits | None = None
     """The task's usage limits (docs/budgets.md)."""
+    schedule_id: str | None = None
+    """The schedule that started the task (docs/schedules.md); None for a task started otherwise."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +114,22 @@ class ResourcesEquipped:
 class GoalReceived:
     """The task received a goal (its first, or the next one of a keep-open task)."""
     goal: str
+
+
+@dataclass(frozen=True, slots=True)
+class GoalSteered:
+    """A message sent with ``if_busy="steer"`` joined the running goal, before its next model call
+    (the message itself follows as ``MessagesAppended``)."""
+    goal: str
+
+
+@dataclass(frozen=True, slots=True)
+class GoalInterrupted:
+    """The running goal stopped at once for a message sent with ``if_busy="interrupt"``: its
+    running calls were cancelled (or their results left unused), and the next goal begins."""
+    answer: str
+    usage: Usage
+    turns: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -70,11 +70,18 @@ QUERY_PROGRESS = "progress"
 RESULT_MEMO_KEY = "noeta.result"
 #: Memo key under which the workflow records injected messages at the step they enter the transcript.
 INJECTED_MEMO_KEY = "noeta.injected"
+#: Messages sent with ``if_busy="steer"`` that entered the running goal (a list of Message), at the
+#: step they entered at.
+STEERED_MEMO_KEY = "noeta.steered"
 #: Memo key under which the workflow records a limit reaching its warning fraction.
 BUDGET_WARNING_MEMO_KEY = "noeta.budget_warning"
 #: Memo key under which the workflow records a tool call it refused (a guard's denial, a human's
 #: refusal, an unknown tool) instead of scheduling a tool activity for it (PATCH_REFUSALS_RECORDED).
 REFUSED_MEMO_KEY = "noeta.refused"
+
+#: Memo key of a schedule (not of a task): how its timing was asked for (the server keeps a cron
+#: expression only as the calendar it translates it into) and the goal of its runs.
+SCHEDULE_MEMO_KEY = "noeta.schedule"
 
 #: Memo key under which the workflow records a switch to the next of its fallback providers.
 PROVIDER_FALLBACK_MEMO_KEY = "noeta.provider_fallback"
@@ -125,6 +132,9 @@ SA_EVAL = "NoetaEval"
 """The eval run a task belongs to (``noeta eval``, ``noeta.sdk.testing.evaluate``); unset on other tasks."""
 SA_SCORE = "NoetaScore"
 """The mean of the scores the task's online scorers gave it when it ended; unset when not scored."""
+SA_SCHEDULED_BY = "TemporalScheduledById"
+"""The schedule that started a task (``Client.create_schedule``): Temporal's own attribute, which
+the server sets on every workflow a schedule starts, so it needs no registering."""
 #: Between a task's id and its sub-agent's call id in the sub-agent's task id (``task/sub/call``).
 SUBTASK_SEPARATOR = "/sub/"
 #: The tenant of tasks without NoetaTenant and of API keys that name none.

@@ -13,6 +13,7 @@ from noeta.protocols.names import (
     SA_GOAL,
     SA_METADATA,
     SA_MODEL,
+    SA_SCHEDULED_BY,
     SA_SCORE,
     SA_STATUS,
     SA_TENANT,
@@ -34,5 +35,6 @@ FORKED_FROM = SearchAttributeKey.for_keyword(SA_FORKED_FROM)
 TENANT = SearchAttributeKey.for_keyword(SA_TENANT)
 EVAL = SearchAttributeKey.for_keyword(SA_EVAL)
 SCORE = SearchAttributeKey.for_float(SA_SCORE)
+SCHEDULED_BY = SearchAttributeKey.for_keyword(SA_SCHEDULED_BY)
 
-__all__ = ["API_KEY", "COST_USD", "EVAL", "FORKED_FROM", "GOAL", "METADATA", "MODEL", "SCORE", "STATUS", "TENANT", "TOKENS_IN", "TOKENS_OUT", "TURNS"]
+__all__ = ["API_KEY", "COST_USD", "EVAL", "FORKED_FROM", "GOAL", "METADATA", "MODEL", "SCHEDULED_BY", "SCORE", "STATUS", "TENANT", "TOKENS_IN", "TOKENS_OUT", "TURNS"]

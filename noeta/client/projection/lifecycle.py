@@ -10,7 +10,7 @@ from temporalio.api.history.v1 import HistoryEvent
 
 from noeta.client.projection.goals import Goals
 from noeta.client.projection.log import EnvelopeLog
-from noeta.client.projection.payloads import decode, decode_first, failure_details, failure_text
+from noeta.client.projection.payloads import decode, decode_first, failure_details, failure_text, scheduled_by
 from noeta.client.projection.rounds import ToolRounds
 from noeta.client.projection.transcript import Transcript
 from noeta.errors import AttemptsExhaustedError, BudgetExceededError
@@ -23,6 +23,7 @@ from noeta.protocols.names import (
     PROVIDER_FALLBACK_MEMO_KEY,
     REFUSED_MEMO_KEY,
     RESULT_MEMO_KEY,
+    STEERED_MEMO_KEY,
 )
 from noeta.protocols.scope import merge_scopes
 from noeta.protocols.task import BudgetWarningRecord, TaskInput, TaskResult, ToolRefusal, refused_result
@@ -58,6 +59,7 @@ class Lifecycle:
                 max_turns=task.max_turns,
                 max_retries=task.max_retries,
                 limits=task.limits,
+                schedule_id=scheduled_by(event),
             ),
             "human",
             event,
@@ -73,6 +75,8 @@ class Lifecycle:
         fields = event.workflow_properties_modified_event_attributes.upserted_memo.fields
         if REFUSED_MEMO_KEY in fields:
             self._refused(decode(fields[REFUSED_MEMO_KEY], ToolRefusal), event)
+        if STEERED_MEMO_KEY in fields:
+            self._goals.steered(decode(fields[STEERED_MEMO_KEY], list[Message]), event)
         if INJECTED_MEMO_KEY in fields:
             injected: list[Message] = decode(fields[INJECTED_MEMO_KEY], list[Message])
             for message in injected:
@@ -91,14 +95,14 @@ class Lifecycle:
             )
         if RESULT_MEMO_KEY in fields:
             result: TaskResult = decode(fields[RESULT_MEMO_KEY], TaskResult)
-            self._log.emit(
-                ev.TaskCompleted(
+            ended: ev.TaskCompleted | ev.GoalInterrupted = (
+                ev.GoalInterrupted(answer=result.answer, usage=result.usage, turns=result.turns)
+                if result.status == "interrupted"
+                else ev.TaskCompleted(
                     answer=result.answer, status=result.status, usage=result.usage, turns=result.turns, data=result.data
-                ),
-                "engine",
-                event,
-                self._transcript.last_message_seq,
+                )
             )
+            self._log.emit(ended, "engine", event, self._transcript.last_message_seq)
             self._goals.ended(event)
 
     def _refused(self, refusal: ToolRefusal, event: HistoryEvent) -> None:

@@ -11,6 +11,7 @@ from temporalio.api.failure.v1 import Failure
 from temporalio.api.history.v1 import HistoryEvent
 
 from noeta.protocols.attempts import AttemptFailure
+from noeta.protocols.names import SA_SCHEDULED_BY
 from noeta.protocols.step_failures import failure_reason
 from noeta.security.codec import refuse_sealed
 
@@ -89,3 +90,13 @@ def child_close_attrs(event: HistoryEvent) -> Any:
     raise ValueError("not a child close event")
 
 
+
+
+def scheduled_by(event: HistoryEvent) -> str | None:
+    """The schedule that started the run whose started event this is (Temporal's
+    TemporalScheduledById, set by the server on every run a schedule starts), else None."""
+    fields = event.workflow_execution_started_event_attributes.search_attributes.indexed_fields
+    if SA_SCHEDULED_BY not in fields:
+        return None
+    found = decode(fields[SA_SCHEDULED_BY], str)
+    return found if isinstance(found, str) else None
