@@ -72,7 +72,10 @@ async def test_spans_of_a_task_with_a_tool_call(
     client = await AsyncClient.connect(HostConfig(settings=settings, content_store=content_store))
     task_id = await run_with_tool(client, content_store, task_queue)
 
-    [agent] = [s for s in spans.get_finished_spans() if s.attributes.get("gen_ai.agent.id") == task_id]
+    started, agent = [s for s in spans.get_finished_spans() if s.attributes.get("gen_ai.agent.id") == task_id]
+    # Exported at the run's start (so a waiting task shows it) and again, whole, at its end.
+    assert (started.attributes["noeta.span.phase"], agent.attributes["noeta.span.phase"]) == ("started", "ended")
+    assert (started.context.span_id, started.start_time) == (agent.context.span_id, agent.start_time)
     finished = [s for s in spans.get_finished_spans() if s.context.trace_id == agent.context.trace_id]
     chat = [s for s in finished if s.name == "chat gpt-test"]
     [tool_span] = [s for s in finished if s.name == "execute_tool add"]
@@ -89,7 +92,8 @@ async def test_spans_of_a_task_with_a_tool_call(
     assert first.kind == trace.SpanKind.CLIENT
     assert first.attributes["gen_ai.operation.name"] == "chat"
     assert first.attributes["gen_ai.request.model"] == "gpt-test"
-    assert first.attributes["gen_ai.provider.name"] == "FakeLLMProvider"
+    assert first.attributes["gen_ai.provider.name"] == "fake"  # who serves it, not a class name
+    assert first.attributes["gen_ai.response.model"] == "gpt-test"
     assert first.attributes["gen_ai.usage.input_tokens"] == 10
     assert first.attributes["gen_ai.usage.output_tokens"] == 3
     assert tuple(first.attributes["gen_ai.response.finish_reasons"]) == ("tool_use",)
@@ -117,8 +121,11 @@ def sample(text: str, name: str, **labels: str) -> float:
     raise AssertionError(f"no sample {name}{labels} in:\n" + "\n".join(l for l in text.splitlines() if name in l))
 
 
-async def test_metrics_endpoint_after_a_task(settings: Settings, content_store: LocalContentStore, task_queue: str):
+async def test_metrics_endpoint_after_a_task(
+    settings: Settings, content_store: LocalContentStore, task_queue: str, monkeypatch: pytest.MonkeyPatch
+):
     address = f"127.0.0.1:{free_port()}"
+    monkeypatch.setenv("OTEL_SERVICE_NAME", "billing-agents")
     runtime = runtime_for(address)
     assert runtime is not None
     client = await AsyncClient.connect(HostConfig(settings=settings, content_store=content_store, runtime=runtime))
@@ -129,9 +136,9 @@ async def test_metrics_endpoint_after_a_task(settings: Settings, content_store: 
     # The cost series is the task's recorded cost (two calls: 20 input and 8 output tokens).
     recorded = (await client.result(task_id)).usage.cost_usd
     assert recorded == pytest.approx((20 * 1000 + 8 * 2000) / 1e6)
-    cost = sample(text, "noeta_cost_usd_total", provider="FakeLLMProvider", model="gpt-test", task_queue=task_queue)
+    cost = sample(text, "noeta_cost_usd_total", provider="fake", model="gpt-test", task_queue=task_queue)
     assert cost == pytest.approx(recorded)
-    assert sample(text, "noeta_model_tokens_total", provider="FakeLLMProvider", model="gpt-test", kind="output", task_queue=task_queue) == 8
+    assert sample(text, "noeta_model_tokens_total", provider="fake", model="gpt-test", kind="output", task_queue=task_queue) == 8
 
     assert sample(text, "noeta_model_tokens_total", model="gpt-test", kind="input", task_queue=task_queue) == 20
     assert sample(text, "noeta_model_tokens_total", model="gpt-test", kind="output", task_queue=task_queue) == 8
@@ -142,6 +149,10 @@ async def test_metrics_endpoint_after_a_task(settings: Settings, content_store: 
     assert sample(text, "noeta_tasks_finished_total", status="completed", task_queue=task_queue) == 1
     # Temporal's own SDK metrics come out of the same endpoint.
     assert sample(text, "temporal_activity_execution_latency_count", activity_type="noeta.invoke_tool", task_queue=task_queue) == 1
+    # Every series carries the configured service, not the SDK core's own name.
+    assert sample(text, "noeta_model_calls_total", service_name="billing-agents", outcome="ok", task_queue=task_queue) == 2
+    assert sample(text, "temporal_activity_execution_latency_count", service_name="billing-agents", activity_type="noeta.invoke_tool", task_queue=task_queue) == 1
+    assert "temporal-core-sdk" not in text
 
 
 def test_metrics_configuration_from_environment():
@@ -151,6 +162,9 @@ def test_metrics_configuration_from_environment():
     otlp = telemetry_config(None, {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf", "OTEL_EXPORTER_OTLP_HEADERS": "api-key=abc"})
     assert otlp is not None and otlp.metrics.url == "http://collector:4318" and otlp.metrics.http
     assert dict(otlp.metrics.headers) == {"api-key": "abc"}
+    assert (dict(otlp.global_tags), otlp.attach_service_name) == ({"service.name": "noeta"}, False)
+    named = telemetry_config("127.0.0.1:9464", {"OTEL_SERVICE_NAME": "billing-agents"})
+    assert named is not None and (dict(named.global_tags), named.attach_service_name) == ({"service_name": "billing-agents"}, False)
     assert telemetry_config(None, {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4317", "OTEL_METRICS_EXPORTER": "none"}) is None
 
 

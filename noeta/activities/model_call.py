@@ -112,7 +112,9 @@ class ModelCalls:
         except _NotInMemory:  # a worker new to the task, a stored output or image in the transcript
             request = await read_stored(ledger, self.services.io(self._build_request, inp, seconds_left))
         system = provider_system(provider)
-        with instrument.model_call(system, request, inp.task_id, f"turn-{inp.turn}", registered_as=inp.provider) as observed:
+        with instrument.model_call(
+            system, request, inp.task_id, f"turn-{inp.turn}", registered_as=inp.provider, endpoint=getattr(provider, "base_url", None)
+        ) as observed:
             try:
                 work = self._limited(inp.provider, provider, request, inp)
                 response = await with_heartbeat(work, as_details(ledger.earlier), seconds=seconds)
@@ -125,7 +127,7 @@ class ModelCalls:
                 raise ledger.failed(ProviderError(provider=inp.provider, message=message, retryable=True)) from None
             except Exception as exc:
                 raise ledger.failed(classify_exception(inp.provider, exc)) from exc
-            observed.finished(response)
+            observed.finished(response, reported_model(response.raw))
         assistant = Message(role="assistant", content=list(response.content))
 
         async def write() -> CallModelOutput:

@@ -25,6 +25,9 @@ class ProviderError(FieldsError):
     retryable: bool = False
     #: Seconds the provider asked us to wait (``retry-after`` / ``retry-after-ms``).
     retry_after: float | None = None
+    #: The provider's own error type from its error body (``rate_limit_error``,
+    #: ``insufficient_quota``...), when it named one: a failed call's span says it (``error.type``).
+    error_type: str | None = None
 
     def __post_init__(self) -> None:
         status = f" (HTTP {self.status})" if self.status is not None else ""

@@ -213,8 +213,9 @@ def registry_name(provider: LLMProvider) -> str:
 
 def provider_system(provider: LLMProvider) -> str:
     """Who serves a provider's calls, as OpenTelemetry's ``gen_ai.provider.name`` names it
-    ("openai", "anthropic", "local"...): its ``provider_system`` attribute, else (a provider of the
-    user's own) its registry name."""
+    ("openai", "anthropic", "local", "fake"...): its ``provider_system`` attribute, else (a
+    provider of the user's own that declares none) its registry name; declare ``provider_system``
+    so that spans and metrics carry a provider's name rather than a class name."""
     system = getattr(provider, "provider_system", None)
     return system if isinstance(system, str) and system else registry_name(provider)
 

@@ -23,7 +23,7 @@ from httpx_sse import ServerSentEvent, SSEError, aconnect_sse
 
 from noeta.errors import ProviderError
 from noeta.protocols.messages import DeltaCallback, LLMRequest, LLMResponse
-from noeta.providers._shapes import error_text
+from noeta.providers._shapes import error_text, error_type
 from noeta.providers.errors import error_from_response
 from noeta.providers.rate_headers import observe as observe_rate
 from noeta.security.scrub import register_secret, scrub
@@ -242,11 +242,11 @@ class HTTPProvider:
     def status_error(self, response: httpx.Response) -> ProviderError:
         """The typed error of an HTTP error answer (its body read)."""
         try:
-            message = error_text(response.json())
+            body = response.json()
         except ValueError:
-            message = None
-        text = message or response.text[:2000] or response.reason_phrase or "error"
-        return error_from_response(self.name, response.status_code, response.headers, text)
+            body = None
+        text = error_text(body) or response.text[:2000] or response.reason_phrase or "error"
+        return error_from_response(self.name, response.status_code, response.headers, text, error_type(body))
 
     def event_json(self, event: ServerSentEvent) -> Any:
         """The JSON data of a stream event; a cut or garbled event is worth another attempt."""
@@ -259,7 +259,7 @@ class HTTPProvider:
 
     def in_stream_error(self, data: dict[str, Any], status: int) -> ProviderError:
         """An error the server reported inside a 200 stream, classified as if it had that status."""
-        return error_from_response(self.name, status, {}, error_text(data) or str(data)[:500])
+        return error_from_response(self.name, status, {}, error_text(data) or str(data)[:500], error_type(data))
 
 
 async def emit(on_delta: DeltaCallback, kind: str, text: str) -> None:

@@ -99,6 +99,19 @@ def tool_result_text(result: ToolResultBlock) -> str:
     return result.error or (result.output if isinstance(result.output, str) else "")
 
 
+def error_type(payload: Any) -> str | None:
+    """The provider's own type of an error body: ``error.type`` (Anthropic's ``overloaded_error``,
+    OpenAI's ``insufficient_quota``...), else ``error.code``."""
+    error = payload.get("error") if isinstance(payload, dict) else None
+    if not isinstance(error, dict):
+        return None
+    for key in ("type", "code"):
+        value = error.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
 def error_text(payload: Any) -> str | None:
     """The message of an error body: ``{"error": {"message": ...}}`` and its common variants."""
     if not isinstance(payload, dict):

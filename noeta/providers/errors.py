@@ -53,18 +53,20 @@ def is_retryable_status(status: int) -> bool:
 
 
 def error_from_response(
-    provider: str, status: int, headers: Mapping[str, str], message: str
+    provider: str, status: int, headers: Mapping[str, str], message: str, error_type: str | None = None
 ) -> ProviderError:
-    """The typed error for an HTTP error response of a provider (secrets scrubbed from the body)."""
+    """The typed error for an HTTP error response of a provider (secrets scrubbed from the body;
+    ``error_type``: the type its body named)."""
     message = scrub(message)
     if status in (400, 413) and any(m in message.lower() for m in _CONTEXT_LENGTH_MARKERS):
-        return ContextLengthError(provider=provider, message=message, status=status)
+        return ContextLengthError(provider=provider, message=message, status=status, error_type=error_type)
     return ProviderError(
         provider=provider,
         message=message,
         status=status,
         retryable=is_retryable_status(status),
         retry_after=retry_after_seconds(headers),
+        error_type=error_type,
     )
 
 

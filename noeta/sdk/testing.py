@@ -12,7 +12,7 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import ClassVar, Any, Callable
 
 from noeta.client.export import LoadedTask, load_export
 from noeta.client.policy_replay import PolicyStep, is_policy
@@ -40,8 +40,12 @@ class FakeLLMProvider:
     deliberately blocking responder does not serialize its own callers.
 
     It registers as "FakeLLMProvider"; register two under names of their own with
-    ``Registry.of(providers={"a": fake_a, "b": fake_b})``.
+    ``Registry.of(providers={"a": fake_a, "b": fake_b})``. Its spans and metrics name it ``fake``
+    (``gen_ai.provider.name``: who serves the calls, not a class name).
     """
+
+    #: ``gen_ai.provider.name`` of its calls (a class attribute: the seed's three fields stay the only ones).
+    provider_system: ClassVar[str] = "fake"
 
     responses: list[LLMResponse] = field(default_factory=list)
     received_requests: list[LLMRequest] = field(default_factory=list)

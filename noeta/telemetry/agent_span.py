@@ -9,9 +9,12 @@ of each activity (its model and tool spans are then its children) and of each su
 ``invoke_agent`` span is then its child), and hands the caller's header on to the next run at
 continue-as-new (the runs of a task are siblings in one trace).
 
-A workflow cannot keep a span open across replays and workers, so the span is made once, when the
-run ends, by the worker that runs the end (never while replaying), with the run's start and end
-times; spans exported before it already name it as their parent.
+A workflow cannot keep a span open across replays and workers, so the span is exported twice
+with the same ids (never while replaying): when the run starts, ended at once and marked
+``noeta.span.phase=started``, so that a task waiting for days (an approval) shows its root span
+and its children are no orphans meanwhile; and when the run ends, with the run's start and end
+times and its outcome (``noeta.span.phase=ended``). A backend that keeps the last write of a span
+id shows the whole run; one that keeps both shows the start as a zero-length span beside it.
 """
 
 from __future__ import annotations
@@ -110,6 +113,7 @@ class _AgentSpanInbound(WorkflowInboundInterceptor):
         self.span = SpanRef(trace_id, derived_span_id(info.run_id), flags)
         task = input.args[0] if input.args and isinstance(input.args[0], TaskInput) else None
         attributes = _task_attributes(task)
+        self._emit(attributes, phase="started")
         try:
             result = await super().execute_workflow(input)
         except workflow.ContinueAsNewError:
@@ -126,12 +130,17 @@ class _AgentSpanInbound(WorkflowInboundInterceptor):
         return result
 
     def _finish(self, attributes: Mapping[str, str | int | float | bool], error: str | None = None) -> None:
+        self._emit(attributes, error, phase="ended")
+
+    def _emit(self, attributes: Mapping[str, str | int | float | bool], error: str | None = None, *, phase: str) -> None:
         if workflow.unsafe.is_replaying() or self.span is None:
             return
         info = workflow.info()
         name = f"invoke_agent {attributes.get('gen_ai.agent.name', DEFAULT_AGENT_NAME)}"
         start_ns = int(info.start_time.timestamp() * 1e9)
-        run = FinishedRun(name, self.span, self.caller, start_ns, workflow.time_ns(), attributes, error)
+        end_ns = start_ns if phase == "started" else workflow.time_ns()
+        marked = {**attributes, "noeta.span.phase": phase}
+        run = FinishedRun(name, self.span, self.caller, start_ns, end_ns, marked, error)
         emit: Callable[[FinishedRun], None] = workflow.extern_functions()[EMIT_FUNCTION]
         emit(run)
 

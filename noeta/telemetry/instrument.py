@@ -10,6 +10,7 @@ import contextlib
 import time
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 from temporalio import activity
 from temporalio.exceptions import CancelledError
@@ -19,6 +20,7 @@ from noeta.protocols.tool import ToolResult
 from noeta.security.scrub import scrub
 from noeta.telemetry import metrics
 from noeta.telemetry.content import capture_message_content, content_json
+from noeta.telemetry.error_types import provider_error_type
 from noeta.telemetry.logs import log_context
 from noeta.telemetry.tracing import active_tracer
 
@@ -47,12 +49,13 @@ def _span(name: str, kind: str, attributes: dict[str, Any]) -> Iterator[Any]:
         yield span
 
 
-def _failed(span: Any, exc: BaseException) -> str:
-    """Mark ``span`` failed; returns the metrics outcome."""
+def _failed(span: Any, exc: BaseException, error_type: str | None = None) -> str:
+    """Mark ``span`` failed (``error_type``: its ``error.type``, by default the exception's class);
+    returns the metrics outcome."""
     if isinstance(exc, (asyncio.CancelledError, CancelledError)):
         span.set_attribute("error.type", "cancelled")
         return "cancelled"
-    span.set_attribute("error.type", type(exc).__name__)
+    span.set_attribute("error.type", error_type or type(exc).__name__)
     if not isinstance(span, _NoSpan):
         from opentelemetry.trace import Status, StatusCode
 
@@ -67,10 +70,14 @@ class ModelCall:
         """``span``: the attempt's span; ``model`` and ``provider``: the labels of its metrics."""
         self.span, self.model, self.provider = span, model, provider
 
-    def finished(self, response: LLMResponse) -> None:
-        """Record the response's stop reason and token usage on the span, and the tokens in the
-        metrics."""
+    def finished(self, response: LLMResponse, model: str | None = None) -> None:
+        """Record the response's model (``model``: the one the provider reported, else the one
+        asked for), stop reason and token usage on the span, and the tokens in the metrics."""
         usage = response.usage
+        self.span.set_attribute("gen_ai.response.model", model or self.model)
+        raw_id = response.raw.get("id") if isinstance(response.raw, dict) else None
+        if isinstance(raw_id, str) and raw_id:
+            self.span.set_attribute("gen_ai.response.id", raw_id)
         self.span.set_attribute("gen_ai.response.finish_reasons", [response.stop_reason])
         self.span.set_attribute("gen_ai.usage.input_tokens", usage.input)
         self.span.set_attribute("gen_ai.usage.output_tokens", usage.output)
@@ -92,10 +99,15 @@ class ModelCall:
 
 
 @contextlib.contextmanager
-def model_call(provider: str, request: LLMRequest, task_id: str, call_id: str, registered_as: str | None = None) -> Iterator[ModelCall]:
+def model_call(
+    provider: str, request: LLMRequest, task_id: str, call_id: str, registered_as: str | None = None,
+    endpoint: str | None = None,
+) -> Iterator[ModelCall]:
     """Observe one model-call attempt: span ``chat {model}``, calls/tokens/duration metrics.
     ``provider``: who serves it ("openai", "anthropic"... see ``provider_system``);
-    ``registered_as``: its name in the worker's registry, when it differs."""
+    ``registered_as``: its name in the worker's registry, when it differs; ``endpoint``: the URL it
+    is called at (``server.address`` and ``server.port``). A failure's ``error.type`` is the
+    provider's own (:mod:`.error_types`)."""
     attempt = activity.info().attempt
     model = request.model or "default"
     attributes: dict[str, Any] = {
@@ -108,6 +120,7 @@ def model_call(provider: str, request: LLMRequest, task_id: str, call_id: str, r
     }
     if registered_as is not None and registered_as != provider:
         attributes["noeta.provider"] = registered_as
+    attributes.update(server_attributes(endpoint))
     if request.temperature is not None:
         attributes["gen_ai.request.temperature"] = request.temperature
     if request.max_tokens is not None:
@@ -124,12 +137,23 @@ def model_call(provider: str, request: LLMRequest, task_id: str, call_id: str, r
                 span.set_attribute("gen_ai.input.messages", content_json(request.messages, request.system))
             yield observed
         except BaseException as exc:
-            outcome = _failed(span, exc)
+            outcome = _failed(span, exc, provider_error_type(exc))
             raise
         finally:
             labels = {"provider": provider, "model": model}
             metrics.add(meter, metrics.MODEL_CALLS, 1, {**labels, "outcome": outcome}, "model-call attempts")
             metrics.observe_seconds(meter, metrics.MODEL_DURATION, time.monotonic() - started, labels, "seconds per model-call attempt")
+
+
+def server_attributes(endpoint: str | None) -> dict[str, Any]:
+    """``server.address`` and ``server.port`` of a provider's base URL (none for an in-process one)."""
+    if not endpoint:
+        return {}
+    url = urlsplit(endpoint)
+    if not url.hostname:
+        return {}
+    port = url.port or {"https": 443, "http": 80}.get(url.scheme)
+    return {"server.address": url.hostname, **({"server.port": port} if port else {})}
 
 
 class ToolCall:

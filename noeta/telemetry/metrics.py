@@ -78,8 +78,13 @@ OPEN_STATUSES = OPEN_TASK_STATUSES
 def telemetry_config(metrics_address: str | None, env: Mapping[str, str] | None = None) -> TelemetryConfig | None:
     """Prometheus on ``metrics_address`` (``host:port``), else OTLP metrics when the ``OTEL_*``
     variables name an endpoint, else None (no metrics)."""
+    otel = OtelSettings.from_env(env)
+    # The configured service names the metrics, not the SDK core ("temporal-core-sdk" otherwise):
+    # a label on each Prometheus sample, the resource's service.name over OTLP.
     if metrics_address:
         return TelemetryConfig(
+            global_tags={"service_name": otel.otel_service_name},
+            attach_service_name=False,
             metrics=PrometheusConfig(
                 bind_address=metrics_address,
                 counters_total_suffix=True,
@@ -89,11 +94,12 @@ def telemetry_config(metrics_address: str | None, env: Mapping[str, str] | None 
                 },
             )
         )
-    otel = OtelSettings.from_env(env)
     endpoint = otel.otel_exporter_otlp_metrics_endpoint or otel.otel_exporter_otlp_endpoint
     if endpoint and otel.otel_metrics_exporter != "none":
         protocol = otel.otel_exporter_otlp_metrics_protocol or otel.otel_exporter_otlp_protocol or "grpc"
         return TelemetryConfig(
+            global_tags={"service.name": otel.otel_service_name},
+            attach_service_name=False,
             metrics=OpenTelemetryConfig(
                 url=endpoint,
                 headers=_otel_headers(otel.otel_exporter_otlp_metrics_headers or otel.otel_exporter_otlp_headers),

@@ -66,6 +66,12 @@ class OTLPReceiver:
                 resource = {a.key: _value(a.value) for a in resource_spans.resource.attributes}
                 for scope_spans in resource_spans.scope_spans:
                     for span in scope_spans.spans:
+                        # A span exported again under its ids (a task's invoke_agent span: at its
+                        # run's start and end) replaces the earlier write, as trace backends do.
+                        self.spans[:] = [
+                            s for s in self.spans
+                            if (s.trace_id, s.span_id) != (span.trace_id.hex(), span.span_id.hex())
+                        ]
                         self.spans.append(
                             ReceivedSpan(
                                 name=span.name,
