@@ -20,7 +20,7 @@ from noeta.errors import ConfigurationError
 SAMPLE_BUCKETS = 10_000
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Score:
     """What a scorer says about one run: ``value`` in 0..1, whether it ``passed``, and why."""
 
@@ -41,7 +41,7 @@ class Score:
             raise ConfigurationError(f"a Score's value is between 0 and 1, got {self.value!r}")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ScoreRecord:
     """One scorer's score of a task, as recorded in the task's history (``TaskScored``)."""
 
@@ -58,7 +58,7 @@ class ScoreRecord:
         return cls(scorer, float(score.value), score.passed, score.reason, score.cost_usd, score.model_calls)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ScoringPlan:
     """A task's online scoring as its input records it: which of the worker's scorers score it,
     and the fraction of tasks they score."""
@@ -71,7 +71,7 @@ class ScoringPlan:
     """Also set NoetaScore (the cluster has it registered; set by the client that starts the task)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ScoreRequest:
     """The score_task activity's input: the task to score and by which scorers."""
 
@@ -79,7 +79,7 @@ class ScoreRequest:
     scorers: list[str]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ScoreOutput:
     """The score_task activity's result: the scores (a scorer that raised scores 0 with the error
     as its reason), or why nothing was scored."""
@@ -98,7 +98,7 @@ class TaskScorer(Protocol):
         ...
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class OnlineScoring:
     """``Options.scoring``: score a sample of this agent's tasks as they end. ``scorers`` are
     callables ``(case, run) -> Score`` (named after their ``name`` attribute or function name) or
