@@ -4,51 +4,21 @@ cancel, close, inject, approvals, approve, deny, audit, tasks, setup, retention,
 from __future__ import annotations
 
 import argparse
-import getpass
 import json
 import sys
 from datetime import timedelta
-from typing import Any
 
 from pydantic_core import to_jsonable_python
 
-from noeta.cli.setting_flags import given_settings
 from noeta.cli.recorded import cmd_export, cmd_fork, cmd_import
+from noeta.cli.schedule_commands import cmd_schedule
+from noeta.cli.task_flags import identity_of as _identity
+from noeta.cli.task_flags import task_options
 from noeta.cli.render import approval_line, audit_line, render, render_envelope, task_line
 from noeta.client.client import AsyncClient, PendingApproval
 from noeta.client.inspection import ApprovalsInbox
-from noeta.client.options import Options
 from noeta.client.visibility import register_search_attributes
 from noeta.client.wire import envelope_to_dict
-from noeta.protocols.budget import UsageLimits
-from noeta.protocols.identity import user_identity
-
-
-def task_options(args: argparse.Namespace, **extra: Any) -> Options:
-    """Options from the flags run and start share (Options checks every value)."""
-    limits = {"max_cost_usd": args.max_cost_usd, "max_total_tokens": args.max_total_tokens,
-              "max_tool_calls": args.max_tool_calls}
-    given = {
-        **given_settings(args),
-        "limits": UsageLimits(**limits) if any(v is not None for v in limits.values()) else None,
-        "guards": list(args.guard) or None,
-        "validators": list(args.validator) or None,
-        "metadata": dict(args.metadata) or None,
-        "output_schema": args.output_schema,
-        **extra,
-    }
-    return Options(**{k: v for k, v in given.items() if v is not None})
-
-
-def _identity(args: argparse.Namespace) -> str:
-    """Who acts, as Temporal records it: ``--as`` where the command has it, else the OS user."""
-    name = getattr(args, "acting_as", None)
-    if not name:
-        try:
-            name = getpass.getuser()
-        except (KeyError, OSError):
-            name = "cli"
-    return user_identity(str(name))
 
 
 async def cmd_start(client: AsyncClient, args: argparse.Namespace) -> int:
@@ -63,7 +33,7 @@ async def cmd_start(client: AsyncClient, args: argparse.Namespace) -> int:
 async def cmd_send(client: AsyncClient, args: argparse.Namespace) -> int:
     """``noeta send``: give a keep-open task its next goal and print the answer; exit status 1 unless it
     completed."""
-    result = await client.send_goal(args.task, args.goal)
+    result = await client.send_goal(args.task, args.goal, if_busy=args.if_busy)
     print(result.answer)
     return 0 if result.status == "completed" else 1
 
@@ -207,4 +177,5 @@ COMMANDS = {
     "export": cmd_export,
     "fork": cmd_fork,
     "import": cmd_import,
+    "schedule": cmd_schedule,
 }

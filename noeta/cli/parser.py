@@ -9,11 +9,11 @@ import math
 from collections.abc import Callable
 from importlib import metadata
 
-from noeta.cli import mcp_login
+from noeta.cli import mcp_login, schedule_parser
 from noeta.cli.eval_command import add_arguments as add_eval_arguments
 from noeta.cli.setting_flags import add_setting_flags
 from noeta.protocols.bounds import BOUNDS, bound_problem
-from noeta.protocols.statuses import TASK_STATUSES
+from noeta.protocols.statuses import IF_BUSY, TASK_STATUSES
 from noeta.config.tuning import SETTINGS as TUNING_SETTINGS
 
 MAX_LIST_LIMIT = 1000
@@ -160,12 +160,13 @@ def _task(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("task", type=text, help="the task id (printed by run/start, listed by `noeta tasks`)")
 
 
-def _options(cmd: argparse.ArgumentParser) -> None:
-    """Flags that configure a task (run and start): one per task setting (noeta.cli.setting_flags),
-    and the ones that name what the worker registered."""
+def _options(cmd: argparse.ArgumentParser, task_id: bool = True) -> None:
+    """Flags that configure a task (run, start, and a schedule's runs: without ``--task-id``): one
+    per task setting (noeta.cli.setting_flags), and the ones that name what the worker registered."""
     cmd.add_argument("--provider", type=name, help="provider name on the worker (default: 'default')")
     add_setting_flags(cmd, option_value, text)
-    cmd.add_argument("--task-id", type=text, help="the task's id (default: a new random one)")
+    if task_id:
+        cmd.add_argument("--task-id", type=text, help="the task's id (default: a new random one)")
     cmd.add_argument("--guard", action="append", type=name, default=[], metavar="NAME",
                      help="a guard registered on the worker, consulted before every tool call (repeatable)")
     cmd.add_argument("--validator", action="append", type=name, default=[], metavar="NAME",
@@ -254,9 +255,12 @@ def build() -> argparse.ArgumentParser:
     start.add_argument("--queue", type=name, help="the workers' task queue (default: NOETA_TASK_QUEUE or 'noeta')")
     start.add_argument("--keep-open", action="store_true", help="stay open for further goals (`noeta send`)")
 
-    send = command("send", "send the next goal to a keep-open task; prints that goal's answer")
+    send = command("send", "send the next goal to a keep-open task; prints the answer")
     _task(send)
     send.add_argument("goal", type=text, help="the next goal")
+    send.add_argument("--if-busy", choices=IF_BUSY, default="enqueue",
+                      help="while another goal runs: enqueue (after it, the default), reject (exit 2, nothing "
+                      "sent), interrupt (it ends at once) or steer (joins it before its next model call)")
     result = command("result", "wait for a task's answer and print it (exit code 1 if the goal failed)")
     _task(result)
     events = command("events", "the task's event log: seq, type, actor, cause")
@@ -349,6 +353,7 @@ def build() -> argparse.ArgumentParser:
     imported.add_argument("file", type=text, metavar="FILE", help="an export written by `noeta export`")
     imported.add_argument("--task-id", type=text, help="the id here (default: the exported task's)")
     mcp_login.add_parser(command)
+    schedule_parser.add_parser(command, lambda cmd: _options(cmd, task_id=False), text)
     retention = command("retention", "delete content-store bodies of tasks closed more than --days ago (never running ones)")
     retention.add_argument("--days", type=days, required=True, help="retention period in days")
     retention.add_argument("--dry-run", action="store_true", help="only report which tasks would be released")

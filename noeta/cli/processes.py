@@ -122,7 +122,7 @@ _say = announce
 async def cmd_run(args: argparse.Namespace) -> int:
     """``noeta run``: start one task on a task queue of its own, run a worker for it in this process, and
     print its progress and answer; exit status 1 unless it completed, EXIT_INTERRUPTED when stopped before."""
-    from noeta.cli.commands import task_options
+    from noeta.cli.task_flags import task_options
     from noeta.cli.live import StreamPrinter, print_progress
     from noeta.cli.render import cost_text
     from noeta.client.client import AsyncClient

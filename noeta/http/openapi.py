@@ -23,8 +23,8 @@ DESCRIPTION = (
 
 _STATUS_TEXT = {
     400: "Malformed JSON", 401: "No or a wrong API key", 403: "The API key lacks the role this needs",
-    404: "No such task (or another tenant's) or file",
-    409: "The task cannot take this now (ended, not keep_open, not pending) or failed",
+    404: "No such task or schedule (or another tenant's) or file",
+    409: "The task cannot take this now (ended, not keep_open, not pending) or failed, or the schedule id is taken",
     413: "Body or goal too large", 422: "Invalid fields, options or parameters",
     429: "The API key has spent its daily quota (Retry-After: seconds to midnight UTC)",
     503: "Temporal unreachable",
