@@ -41,6 +41,8 @@ from noeta.context.content_store import ContentNotFoundError, ContentStore
 from noeta.context.memory_store import MemoryContentStore
 from noeta.context.transcript import NODE_MEDIA_TYPE
 from noeta.errors import ExportFormatError
+from noeta.protocols.ids import check_task_id
+from noeta.protocols.messages import ContentRef
 from noeta.protocols.event_log import EventEnvelope
 
 EXPORT_FORMAT = "noeta-task-export/1"
@@ -51,6 +53,11 @@ async def export_task(temporal: TemporalClient, store: ContentStore, task_id: st
     """The export of ``task_id``: its runs' history (decoded with the client's codec) and the
     bodies they refer to, read from ``store``. TaskNotFoundError for an unknown task."""
     runs = await history_runs(temporal, task_id)
+    return export_of(task_id, runs, store)
+
+
+def export_of(task_id: str, runs: Sequence[Sequence[HistoryEvent]], store: ContentStore) -> dict[str, Any]:
+    """The export of a task's ``runs``, with the bodies they refer to read from ``store``."""
     bodies, missing = collect_bodies(runs, store)
     return {
         "format": EXPORT_FORMAT,
@@ -147,6 +154,8 @@ class LoadedTask:
     """The exported bodies (hash-checked when loaded)."""
     missing: tuple[str, ...] = ()
     """Bodies the export lacked (released from the store before the export was taken)."""
+    ignored_bodies: int = 0
+    """Bodies in the file that its history does not refer to: not read, not kept."""
 
     def histories(self) -> list[WorkflowHistory]:
         """Each run as a WorkflowHistory (for ``temporalio.worker.Replayer``)."""
@@ -169,6 +178,8 @@ def load_export(data: Mapping[str, Any] | str | bytes) -> LoadedTask:
             data = json.loads(data)
         except ValueError as err:
             raise ExportFormatError(f"a task export is JSON: {err}") from err
+        except RecursionError:  # the decoder recurses per level: a hostile file nests deep
+            raise ExportFormatError("a task export nests deeper than any export does: refused") from None
     if not isinstance(data, Mapping):
         raise ExportFormatError(f"a task export is a JSON object, not {type(data).__name__}")
     if data.get("format") != EXPORT_FORMAT:
@@ -180,19 +191,45 @@ def load_export(data: Mapping[str, Any] | str | bytes) -> LoadedTask:
     runs, bodies = data.get("runs"), data.get("bodies")
     if not isinstance(task_id, str) or not isinstance(runs, list) or not runs or not isinstance(bodies, Mapping):
         raise ExportFormatError("a task export needs task_id, a non-empty runs list and bodies")
+    check_task_id(task_id)  # as a start refuses it: it becomes a workflow id, URLs, keys
     try:
-        histories = [WorkflowHistory.from_json(task_id, run).events for run in runs]
+        histories = [list(WorkflowHistory.from_json(task_id, run).events) for run in runs]
     except Exception as err:  # protobuf's JSON parser raises its own ParseError, or TypeError...
         raise ExportFormatError(f"a run's history in the export does not decode: {err}") from err
+    # Only the bodies the history refers to (directly, or through the transcript nodes it names)
+    # are read, checked and kept: anything else in the file is ignored, never stored.
+    try:
+        referenced, absent = collect_bodies(histories, _ExportedBodies(bodies))
+    except ExportFormatError:
+        raise
+    except (RecursionError, ValueError) as err:  # a transcript node that is not JSON, or nests deep
+        raise ExportFormatError(f"a body the history refers to does not decode: {type(err).__name__}") from None
     store = MemoryContentStore()
-    for digest, body in bodies.items():
+    for media_type, raw in referenced.values():
+        store.put(raw, media_type)
+    missing = tuple(sorted({*(str(m) for m in data.get("missing") or ()), *absent}))
+    return LoadedTask(task_id, histories, store, missing, ignored_bodies=len(bodies) - len(referenced))
+
+
+class _ExportedBodies:
+    """An export's ``bodies`` as a store to read from: a body is decoded and checked against its
+    hash only when asked for (ExportFormatError when malformed or altered)."""
+
+    def __init__(self, bodies: Mapping[str, Any]) -> None:
+        self.bodies = bodies
+
+    def put(self, data: bytes, media_type: str = "text/plain") -> ContentRef:
+        raise ExportFormatError("an export's bodies are read, not written")
+
+    def get(self, ref: ContentRef | str) -> bytes:
+        digest = ref if isinstance(ref, str) else ref.hash
+        body = self.bodies.get(digest)
+        if body is None:
+            raise ContentNotFoundError(f"the export has no body {digest}")
         try:
             raw = base64.b64decode(body["data"], validate=True)
-            media_type = str(body.get("media_type") or "text/plain")
         except (KeyError, TypeError, ValueError) as err:
             raise ExportFormatError(f"body {digest} in the export is malformed: {err}") from err
         if hashlib.sha256(raw).hexdigest() != digest:
             raise ExportFormatError(f"body {digest} in the export does not match its hash")
-        store.put(raw, media_type)
-    missing = tuple(str(m) for m in data.get("missing") or ())
-    return LoadedTask(task_id, [list(events) for events in histories], store, missing)
+        return raw

@@ -32,10 +32,11 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from noeta.client.export import LoadedTask, load_export
+from noeta.client.export import LoadedTask, export_of, load_export
 from noeta.client.forks import load_bodies
 from noeta.context.content_store import ContentStore
 from noeta.errors import TaskAlreadyExistsError, TaskNotFoundError
+from noeta.protocols.ids import check_task_id
 
 IMPORTED_WORKFLOW_NAME = "noeta.ImportedTask"
 """The workflow type of an imported task (its input: ``{"export": <sha256>, "source_task_id": ...}``)."""
@@ -48,10 +49,12 @@ async def import_task(
     """Import ``export`` (an export's JSON text) as task ``task_id`` (default: the exported task's
     id) and return the id. ExportFormatError for what is not an export, TaskAlreadyExistsError when
     the id is taken here."""
-    loaded = load_export(export)  # checks the format and every body against its hash
-    load_bodies(loaded, store)
+    loaded = load_export(export)  # checks the format, the id, and each body it keeps against its hash
+    task_id = check_task_id(task_id if task_id is not None else loaded.task_id)  # as strict as a start
+    load_bodies(loaded, store)  # only the bodies its history refers to
+    if loaded.ignored_bodies:  # the file carried others: what is kept of it is the export without them
+        export = json.dumps(export_of(loaded.task_id, loaded.runs, loaded.store)).encode()
     ref = store.put(export, EXPORT_MEDIA_TYPE)
-    task_id = task_id or loaded.task_id
     queue = f"noeta-import-{uuid.uuid4().hex}"  # nobody else polls it: its one workflow task is ours
     try:
         await temporal.start_workflow(
