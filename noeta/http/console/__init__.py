@@ -24,6 +24,7 @@ FILES = {
     "api.js": "text/javascript; charset=utf-8",
     "app.js": "text/javascript; charset=utf-8",
     "docs.js": "text/javascript; charset=utf-8",
+    "schedules.js": "text/javascript; charset=utf-8",
     "console.css": "text/css; charset=utf-8",
 }
 PAGES = {"/": "index.html", "/docs": "docs.html"}

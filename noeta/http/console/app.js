@@ -1,6 +1,7 @@
 // The Noeta console: task list, task page (live events, conversation, tool calls, usage),
 // approvals inbox, new task. Plain DOM; every server value is set as text, never as HTML.
 import { ApiError, apiKey, follow, forgetApiKey, get, post, query, setApiKey, whenUnauthorized } from "./api.js";
+import { schedulesView } from "./schedules.js";
 
 const STATUSES = ["running", "idle", "awaiting_approval", "completed", "failed", "cancelled", "terminated", "timed_out"];
 const view = document.getElementById("view");
@@ -32,12 +33,21 @@ const uiLink = (t) => (t.ui_url ? h("a", { href: t.ui_url, target: "_blank", rel
 const json = (value) => JSON.stringify(value, null, 2);
 const taskHref = (id) => `#/tasks/${encodeURIComponent(id)}`;
 
+// A run of a schedule says which, with a link to the schedules page.
+const scheduledBy = (t) => (t.schedule_id ? h("div", { class: "fork-of", "data-testid": "scheduled-by" },
+  h("span", { class: "badge status-active", text: "scheduled" }), " by ", h("a", { class: "mono", href: "#/schedules", text: t.schedule_id })) : null);
 // A fork says so, with a link to the task it was forked from (two rows never look the same).
 const forkOf = (t) => (t.forked_from ? h("div", { class: "fork-of", "data-testid": "fork-of" },
   h("span", { class: "badge status-fork", text: "fork" }), " of ", h("a", { class: "mono", href: taskHref(t.forked_from), text: t.forked_from })) : null);
 
+// Status words for people; the raw status stays in the data attribute (and the API).
+const STATUS_WORDS = { running: "running", idle: "waiting for a goal", awaiting_approval: "waiting for approval",
+  completed: "completed", failed: "failed", cancelled: "cancelled", terminated: "terminated", timed_out: "timed out",
+  proposed: "proposed", refused: "refused" };
+const statusWord = (status) => STATUS_WORDS[status] || String(status).replace(/_/g, " ");
+
 function badge(status) {
-  return h("span", { class: `badge status-${status}`, "data-testid": "status", text: status });
+  return h("span", { class: `badge status-${status}`, "data-testid": "status", "data-status": status, text: statusWord(status) });
 }
 
 function banner(text, kind = "error") {
@@ -127,7 +137,7 @@ async function refreshApprovalCount() {
 function tasksView(params) {
   const status = h("select", { name: "status", "data-testid": "filter-status" },
     h("option", { value: "", text: "any status" }),
-    STATUSES.map((s) => h("option", { value: s, selected: params.get("status") === s, text: s })));
+    STATUSES.map((s) => h("option", { value: s, selected: params.get("status") === s, text: statusWord(s) })));
   const search = h("input", { name: "search", type: "search", placeholder: "words of the goal", value: params.get("search") || "", "data-testid": "filter-search" });
   const model = h("input", { name: "model", placeholder: "model", value: params.get("model") || "" });
   const metadata = h("input", { name: "metadata", placeholder: "metadata key=value", value: params.get("metadata") || "" });
@@ -143,14 +153,14 @@ function tasksView(params) {
       const tasks = await get(`/tasks${query({ status: params.get("status"), search: params.get("search"), model: params.get("model"), metadata: params.get("metadata"), limit: 100 })}`);
       body.replaceChildren(...tasks.map((t) => h("tr", { "data-task": t.task_id },
         h("td", {}, h("a", { href: taskHref(t.task_id), text: short(t.goal || t.task_id, 90) }),
-          h("div", { class: "muted mono", text: t.task_id }), forkOf(t)),
+          h("div", { class: "muted mono", text: t.task_id }), forkOf(t), scheduledBy(t)),
         h("td", {}, badge(t.status)),
-        h("td", { text: t.model || "" }),
+        h("td", { class: "nowrap", text: t.model || "" }),
         h("td", { class: "num", text: t.turns }),
         h("td", { class: "num", text: `${t.tokens_in} / ${t.tokens_out}` }),
-        h("td", { text: when(t.started) }),
-        h("td", { "data-testid": "ended", text: when(t.closed) }),
-        h("td", { class: "num", "data-testid": "cost", text: dollars(t.cost_usd) }),
+        h("td", { class: "nowrap", text: when(t.started) }),
+        h("td", { class: "nowrap", "data-testid": "ended", text: when(t.closed) }),
+        h("td", { class: "num nowrap", "data-testid": "cost", text: dollars(t.cost_usd) }),
         h("td", {}, uiLink(t)),
         h("td", { class: "muted", text: Object.entries(t.metadata || {}).map(([k, v]) => `${k}=${v}`).join(" ") }))));
       note.textContent = tasks.length ? "" : "No tasks match.";
@@ -322,11 +332,11 @@ function eventLine(env) {
   else if (p.tool_name) what = `${p.tool_name} [${p.call_id}]${p.reason ? ` — ${p.reason}` : ""}`;
   else if (p.approver !== undefined) what = approvalText(p);
   else if (p.call_id) what = `${p.call_id}${p.guard ? ` · ${p.guard}` : ""}${p.verdict ? ` · ${p.verdict}` : ""}${p.reason ? ` — ${p.reason}` : ""}`;
-  else if (p.answer !== undefined) what = `[${p.status}] ${short(p.answer, 80)}`;
+  else if (p.answer !== undefined) what = `[${p.status || "interrupted"}] ${short(p.answer, 80)}`;
   else if (p.reason) what = p.reason;
   else if (p.goal) what = short(p.goal, 80);
   else if (p.turn) what = `turn ${p.turn}${p.model ? ` · ${p.model}` : ""}`;
-  return h("li", { "data-type": env.type, "data-seq": env.seq },
+  return h("li", { "data-type": env.type, "data-seq": env.seq, class: env.type === "ApprovalRequested" ? "waiting" : null },
     h("span", { class: "seq", text: env.seq }), h("span", { class: "etype", text: env.type }),
     h("span", { class: "muted", text: env.actor }), h("span", { text: what }));
 }
@@ -365,19 +375,26 @@ function taskView(taskId) {
   const audit = h("ol", { class: "events", "data-testid": "audit" }); // who started, answered, injected, cancelled
   const live = h("div", { class: "live", "data-testid": "live-text", hidden: true });
   const goalInput = h("input", { placeholder: "the next goal", "data-testid": "next-goal" });
+  // What the goal does while another one runs (if_busy; docs/client.md).
+  const ifBusy = h("select", { name: "if_busy", title: "while another goal runs", "data-testid": "if-busy" },
+    h("option", { value: "enqueue", text: "after the current goal" }),
+    h("option", { value: "steer", text: "steer the current goal" }),
+    h("option", { value: "interrupt", text: "interrupt it" }),
+    h("option", { value: "reject", text: "only if idle" }));
   const injectInput = h("input", { placeholder: "context for the next step" });
-  // A one-line form that posts its text to the task's `action` as `{ [field]: text }`, then runs `after`.
-  const textForm = (input, action, field, button, after = () => {}) =>
+  // A one-line form that posts its text to the task's `action` as `{ [field]: text, ...more() }`, then runs `after`.
+  const textForm = (input, action, field, button, after = () => {}, more = () => ({}), ...controls) =>
     h("form", { class: "inline-form", onsubmit: async (e) => {
       e.preventDefault();
       const text = input.value.trim();
       if (!text) return;
       input.value = "";
-      try { await post(`/tasks/${encodeURIComponent(taskId)}/${action}`, { [field]: text }); } catch (err) { showError(err); }
+      try { await post(`/tasks/${encodeURIComponent(taskId)}/${action}`, { [field]: text, ...more() }); } catch (err) { showError(err); }
       after();
-    } }, input, button);
+    } }, input, ...controls, button);
   const actions = h("div", { class: "actions task-actions" },
-    textForm(goalInput, "goals", "goal", h("button", { type: "submit", "data-testid": "send-goal", text: "Send goal" }), refresh),
+    textForm(goalInput, "goals", "goal", h("button", { type: "submit", "data-testid": "send-goal", text: "Send goal" }), refresh,
+      () => ({ if_busy: ifBusy.value }), ifBusy),
     textForm(injectInput, "inject", "text", h("button", { type: "submit", class: "quiet", text: "Inject" })),
     h("button", { type: "button", class: "quiet", "data-testid": "close", onclick: async () => {
       try { await post(`/tasks/${encodeURIComponent(taskId)}/close`); refresh(); } catch (err) { showError(err); }
@@ -410,7 +427,7 @@ function taskView(taskId) {
         h("span", { text: `model ${task.model || "default"}` }),
         h("span", { "data-testid": "usage", text: `turns ${task.turns} · tokens ${task.tokens_in} in / ${task.tokens_out} out` }),
         usage ? h("span", { class: "muted", text: `cache read ${usage.cache_read} · write ${usage.cache_write}` }) : null,
-        h("span", { class: "muted mono", text: task.task_id }), forkOf(task),
+        h("span", { class: "muted mono", text: task.task_id }), forkOf(task), scheduledBy(task),
         task.started ? h("span", { class: "muted", text: `started ${when(task.started)}` }) : null,
         task.closed ? h("span", { class: "muted", "data-testid": "ended", text: `ended ${when(task.closed)}` }) : null,
         h("span", { "data-testid": "cost", text: `cost ${dollars(task.cost_usd)}` }),
@@ -476,6 +493,9 @@ function taskView(taskId) {
     if (type === "ToolCallFailed") { callRow(p).state.replaceChildren(badge("failed")); callRow(p).output.textContent = p.error; }
     if (type === "ToolCallRefused") { callRow(p).state.replaceChildren(badge("refused")); callRow(p).output.textContent = p.reason; }
     if (type === "ProviderCallCompleted") live.hidden = true;
+    if (type === "GoalInterrupted") {  // its calls still running were cancelled, or their results left unused
+      for (const row of callRows.values()) if (row.state.textContent === "running") row.state.replaceChildren(badge("interrupted"));
+    }
     refreshSoon();
   }, { onError: showError });
   cleanup.push(stopEvents);
@@ -521,6 +541,9 @@ function route() {
   } else if (path === "/approvals") {
     content = approvalsView();
     page = "approvals";
+  } else if (path === "/schedules") {
+    content = schedulesView({ h, every, showError, banner, when, taskHref, badge });
+    page = "schedules";
   } else if (path === "/new") {
     content = newTaskView();
     page = "new";
