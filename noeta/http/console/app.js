@@ -372,7 +372,7 @@ function taskView(taskId) {
   const conversation = h("div", { class: "conversation", "data-testid": "conversation" });
   const calls = h("tbody", { "data-testid": "tool-calls" });
   const events = h("ol", { class: "events", "data-testid": "events" });
-  const audit = h("ol", { class: "events", "data-testid": "audit" }); // who started, answered, injected, cancelled
+  const audit = h("ol", { class: "events audit", "data-testid": "audit" }); // who started, answered, injected, cancelled
   const live = h("div", { class: "live", "data-testid": "live-text", hidden: true });
   const goalInput = h("input", { placeholder: "the next goal", "data-testid": "next-goal" });
   // What the goal does while another one runs (if_busy; docs/client.md).
