@@ -39,7 +39,9 @@ def test_bad_flags_are_refused_before_anything_connects(capsys, args: list[str],
     assert exited.value.code == 2 and says in capsys.readouterr().err
 
 
-async def test_create_list_trigger_describe_pause_delete(cli_env, capsys, client: AsyncClient, serve, task_queue):
+async def test_create_list_trigger_describe_pause_delete(
+    cli_env, capsys, client: AsyncClient, serve, task_queue  # noqa: F811 (the imported fixture)
+):
     schedule_id = new_id("cli")
     async with serve(providers={"default": answering()}):
         code, out, _ = await noeta(capsys, "schedule", "create", schedule_id, "Triage the support inbox",

@@ -23,10 +23,11 @@ class SyncScheduleMethods:
 
     @property
     def aio(self) -> AsyncClient:
-        raise NotImplementedError  # the Client's
+        """The AsyncClient the calls run on (the Client's own overrides this)."""
+        raise NotImplementedError
 
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
-        raise NotImplementedError  # the Client's
+        raise NotImplementedError  # the Client's own: run on its event loop
 
     def create_schedule(self, schedule_id: str, goal: str, options: Options | None = None, **kwargs: Any) -> str:
         """Start ``goal`` as a task on a clock (``cron=`` or ``every=``, see AsyncClient.create_schedule)."""

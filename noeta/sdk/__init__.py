@@ -28,6 +28,8 @@ _LAZY: dict[str, str] = {
     "ToolUse": "noeta.client.messages",
     "UserMessage": "noeta.client.messages",
     "ViewItem": "noeta.client.messages",
+    "ScheduleInfo": "noeta.client.schedule_info",
+    "ScheduleRun": "noeta.client.schedule_info",
     "ContextCompactedView": "noeta.client.messages",
     "Compaction": "noeta.protocols.compaction",
     "as_messages": "noeta.client.messages",
@@ -67,6 +69,8 @@ _LAZY: dict[str, str] = {
     "QuotaExceededError": "noeta.errors",
     "ResourceError": "noeta.errors",
     "ResourceNotFoundError": "noeta.errors",
+    "ScheduleAlreadyExistsError": "noeta.errors",
+    "ScheduleNotFoundError": "noeta.errors",
     "ScopeError": "noeta.errors",
     "ServerStartError": "noeta.errors",
     "TaskCancelledError": "noeta.errors",
@@ -126,6 +130,7 @@ _LAZY: dict[str, str] = {
 if TYPE_CHECKING:
     from noeta.builtins.memory.impl import MemoryStore as MemoryStore
     from noeta.client.client import AsyncClient as AsyncClient
+    from noeta.client.schedule_info import ScheduleInfo as ScheduleInfo, ScheduleRun as ScheduleRun
     from noeta.client.messages import (
         AssistantMessage as AssistantMessage,
         ContextCompactedView as ContextCompactedView,
@@ -172,6 +177,8 @@ if TYPE_CHECKING:
         QuotaExceededError as QuotaExceededError,
         ResourceError as ResourceError,
         ResourceNotFoundError as ResourceNotFoundError,
+        ScheduleAlreadyExistsError as ScheduleAlreadyExistsError,
+        ScheduleNotFoundError as ScheduleNotFoundError,
         ScopeError as ScopeError,
         ServerStartError as ServerStartError,
         TaskCancelledError as TaskCancelledError,
