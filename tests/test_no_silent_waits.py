@@ -51,9 +51,10 @@ async def test_result_says_no_worker_polls_the_queue_and_finishes_once_one_does(
     await eventually(lambda: notices(caplog), timeout=15)
     assert notices(caplog) == [
         f"task {task_id} is waiting: no worker polls its task queue {task_queue!r}. Start one for it: "
-        f"`noeta worker --task-queue {task_queue}` (or `python worker.py --task-queue {task_queue}`), with the "
-        "--registry holding the task's tools and providers; still waiting"
+        f"`noeta worker --task-queue {task_queue} --registry MODULE:REGISTRY` (the registry holding the "
+        "task's tools and providers; `python -m noeta worker` where the script is not on PATH); still waiting"
     ]
+    assert "python worker.py" not in notices(caplog)[0]  # a pip install has no worker.py
     assert not waiting.done()  # it keeps waiting
     async with serve(providers=[provider]):
         result = await asyncio.wait_for(waiting, 30)
@@ -118,7 +119,7 @@ def test_the_readme_client_example_with_no_worker_says_so_within_15_seconds(temp
         line = proc.stderr.readline()
         took = time.monotonic() - began
         assert line.startswith(f"task {task_id} is waiting: no worker polls its task queue '{queue}'"), line
-        assert f"`noeta worker --task-queue {queue}`" in line
+        assert f"`noeta worker --task-queue {queue} --registry MODULE:REGISTRY`" in line
         assert took < 15, took
         assert proc.poll() is None  # still waiting
     finally:

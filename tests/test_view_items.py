@@ -79,3 +79,15 @@ def test_an_edited_call_shows_what_ran_and_what_was_proposed(tmp_path: Path):
     line = render(edited)
     assert line.startswith('tool call │ issue_refund({"amount": 200}) [c1]')
     assert line.endswith('edited by the approver, proposed issue_refund({"amount": 250})')
+
+
+def test_python_dash_m_noeta_is_the_noeta_command():
+    import runpy
+    import sys
+    from unittest import mock
+
+    import pytest
+
+    with mock.patch.object(sys, "argv", ["noeta", "--help"]), pytest.raises(SystemExit) as done:
+        runpy.run_module("noeta", run_name="__main__")
+    assert done.value.code == 0

@@ -91,8 +91,8 @@ def no_worker_message(task_id: str, task_queue: str) -> str:
     """What a wait says when no worker polls the task's queue."""
     return (
         f"task {task_id} is waiting: no worker polls its task queue {task_queue!r}. Start one for it: "
-        f"`noeta worker --task-queue {task_queue}` (or `python worker.py --task-queue {task_queue}`), with "
-        "the --registry holding the task's tools and providers; still waiting"
+        f"`noeta worker --task-queue {task_queue} --registry MODULE:REGISTRY` (the registry holding the "
+        "task's tools and providers; `python -m noeta worker` where the script is not on PATH); still waiting"
     )
 
 

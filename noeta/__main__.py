@@ -1,0 +1,5 @@
+"""``python -m noeta``: the same as the ``noeta`` command (for an install without its script on PATH)."""
+
+from noeta.cli import main
+
+main()
