@@ -32,7 +32,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("noeta.workflows",),
     ("noeta.worker", "noeta.temporal"),
     ("noeta.client",),
-    ("noeta.sdk", "noeta.cli", "noeta.http", "noeta.evals"),
+    ("noeta.sdk", "noeta.cli", "noeta.http", "noeta.evals", "noeta.__main__"),
 )
 
 #: Upward imports that are known, with the reason each may stay; an entry that no longer occurs

@@ -22,10 +22,10 @@ from tests.support.asgi import serving
 from tests.support.recorded import cli, count
 from tests.support.scripts import call, say
 from tests.support.waiting import eventually
+from tests.test_encryption import ring
 from tests.test_export_replay import SCRIPT
 from tests.test_guards import AmountGuard, wire_money
 from tests.test_key_failures import host
-from tests.test_encryption import ring
 from tests.test_tenants import ALICE, BOB, KEYS_FILE, auth
 
 

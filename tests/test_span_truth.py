@@ -26,7 +26,7 @@ BILLING = {"error": {"message": "You exceeded your current quota.", "type": "ins
 
 
 async def test_a_failed_chat_span_carries_the_providers_error_type_and_server(
-    traced: AsyncClient, receiver: OTLPReceiver, content_store: LocalContentStore, task_queue: str, chat: FakeChatServer
+    traced: AsyncClient, receiver: OTLPReceiver, content_store: LocalContentStore, task_queue: str, chat: FakeChatServer,  # noqa: F811
 ):
     chat.reply(completion({"content": "hello"}))
     chat.reply(BILLING, status=403)
@@ -68,7 +68,7 @@ def test_the_error_type_is_the_providers_own_under_the_activitys_wrapper():
 
 
 async def test_a_task_waiting_for_approval_shows_its_invoke_agent_span_before_it_ends(
-    traced: AsyncClient, receiver: OTLPReceiver, content_store: LocalContentStore, task_queue: str
+    traced: AsyncClient, receiver: OTLPReceiver, content_store: LocalContentStore, task_queue: str,  # noqa: F811
 ):
     provider = FakeLLMProvider(responses=[call(("c1", "wire_money", {"amount": 2500})), say("paid")])
     options = Options(provider=provider, allowed_tools=["wire_money"], guards=["amount"])
