@@ -34,6 +34,9 @@ from tests.support.tiers import SpawnCheck, mark_fast
 # each other (measured on 2 busy cores: 2.5 times the CPU and twice the wall time of one thread).
 # Set before anything loads OpenMP, which reads it once.
 os.environ.setdefault("OMP_THREAD_LIMIT", "1")
+# The test MCP servers listen on loopback, which workers refuse unless the operator lists it
+# (docs/mcp.md, "Outbound connections"); the processes the tests start inherit it.
+os.environ.setdefault("NOETA_MCP_URLS", "http://127.0.0.1:*,http://localhost:*")
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

@@ -23,7 +23,7 @@ from noeta.client.task_input import (
 )
 from noeta.context.content_channel import ContentKindSpec
 from noeta.errors import ConfigurationError, PayloadTooLargeError
-from noeta.mcp.config import is_remote, parse_server
+from noeta.mcp.config import allowed_at_start, is_remote, parse_server
 from noeta.protocols.activity_options import ActivityOptions
 from noeta.protocols.bounds import settings_problem
 from noeta.protocols.budget import UsageLimits
@@ -350,7 +350,7 @@ def build_task_input(
         validators=options.validator_names(),
         guards=options.guard_names(),
         channels=options.channel_contents(),
-        mcp_servers=options.remote_mcp_servers(),
+        mcp_servers=allowed_at_start(options.remote_mcp_servers()),
         resources=list(options.resource_entries()),
         scope=[ScopeLevel(task_id, check_scope(options.scope))] if options.scope else [],
         scope_schema=output_schema_spec(options.scope_schema, "scope_schema"),

@@ -62,6 +62,20 @@ class McpServerNotAllowedError(ConfigurationError):
     (``NOETA_MCP_COMMANDS``), or a ``${NAME}`` reference it cannot resolve."""
 
 
+class McpUrlNotAllowedError(McpServerNotAllowedError):
+    """An MCP server URL is refused: not on the allow-list (``NOETA_MCP_URLS``), a private,
+    loopback or link-local address no pattern names, or credentials inside the URL. Raised where
+    the task is started (before anything connects) and again on the worker; ``url`` is the URL
+    without any credentials."""
+
+    _detail_defaults = {"url": ""}
+
+    def __init__(self, message: str, url: str = "") -> None:
+        """``message`` says why and what an operator can do; ``url``: the refused URL, redacted."""
+        super().__init__(message)
+        self.url = url
+
+
 class EncryptionKeyError(ConfigurationError):
     """Encryption keys are malformed, or a payload or stored body names a key this process does
     not have (add the old key to ``NOETA_ENCRYPTION_KEYS`` after the active one): ``key_id`` names

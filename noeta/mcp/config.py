@@ -14,8 +14,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import fields
 from typing import Any
 
-from noeta.errors import ConfigurationError, McpServerNotAllowedError
+from noeta.errors import ConfigurationError, McpServerNotAllowedError, McpUrlNotAllowedError
 from noeta.protocols.mcp import McpOAuthConfig, McpServerConfig
+from noeta.mcp.outbound import UrlPolicy, check_servers, redact
 
 #: Only these variables of a worker's environment can be referenced from a server configuration.
 ENV_PREFIX = "MCP_"
@@ -75,12 +76,24 @@ def parse_server(alias: str, raw: Mapping[str, Any] | McpServerConfig) -> McpSer
         headers = _strings(where, "headers", data.get("headers") or {})
         _no_literal_secrets(where, "headers", headers)
         _check_references(where, url)
+        if "@" in url.partition("://")[2].partition("/")[0]:
+            raise McpUrlNotAllowedError(
+                f"{where}: {redact(url)} holds credentials; task input is recorded in history, so send them as a "
+                "header with a ${MCP_*} reference or give the server an 'auth' entry", url=redact(url),
+            )
         auth = data.get("auth")
         config = McpServerConfig(
             type="http", url=url, headers=headers, auth=None if auth is None else parse_auth(f"{where}.auth", auth),
             local=local,
         )
     return config
+
+
+def allowed_at_start(servers: dict[str, McpServerConfig]) -> dict[str, McpServerConfig]:
+    """``servers``, once this process's ``NOETA_MCP_URLS`` allows each one's URL (checked where a
+    task is started; McpUrlNotAllowedError otherwise, before anything is started or connects)."""
+    check_servers(servers, UrlPolicy.from_env())
+    return servers
 
 
 def parse_auth(where: str, raw: Mapping[str, Any] | McpOAuthConfig) -> McpOAuthConfig:

@@ -24,6 +24,7 @@ from datetime import timedelta
 from typing import Any
 
 import anyio
+import httpx
 from mcp import ClientSession, McpError, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -35,6 +36,8 @@ from noeta.errors import McpServerError, McpServerNotAllowedError, NoetaError
 from noeta.mcp.config import resolve
 from noeta.mcp.failures import explain
 from noeta.mcp.oauth import build_auth
+from noeta.mcp.outbound import UrlPolicy
+from noeta.mcp.resolved import allowed
 from noeta.mcp.tokens import McpTokenStore
 from noeta.protocols.mcp import McpServerConfig
 from noeta.security.scrub import register_secret
@@ -55,10 +58,13 @@ CLIENT_INFO = Implementation(name="noeta", version=noeta.__version__)
 class _Connection:
     """One open session, owned by a task that holds the transport open until :meth:`close`."""
 
-    def __init__(self, alias: str, config: McpServerConfig, tokens: McpTokenStore | None = None) -> None:
+    def __init__(
+        self, alias: str, config: McpServerConfig, tokens: McpTokenStore | None = None, urls: UrlPolicy | None = None
+    ) -> None:
         self.alias = alias
         self.config = config
         self.tokens = tokens
+        self.urls = urls or UrlPolicy(None)
         self.failure: NoetaError | None = None
         """Why the connection broke, in a user's words (None while it works or after a close)."""
         self.session: ClientSession | None = None
@@ -98,6 +104,9 @@ class _Connection:
                     http = await stack.enter_async_context(
                         create_mcp_http_client(headers=dict(self.config.headers), auth=auth)
                     )
+                    # Every request (the server's, its authorization server's, a redirect's) is
+                    # checked against the allow-list where it is about to leave.
+                    http.event_hooks["request"].insert(0, self._check_request)
                     read, write, _ = await stack.enter_async_context(
                         streamable_http_client(self.config.url or "", http_client=http)
                     )
@@ -122,6 +131,9 @@ class _Connection:
             self.broken = True
             self.ended.set()
 
+    async def _check_request(self, request: httpx.Request) -> None:
+        await allowed(self.urls, f"mcp_servers[{self.alias!r}]", str(request.url))
+
     async def close(self) -> None:
         self.broken = True
         self._closing.set()
@@ -138,7 +150,8 @@ class _Connection:
 class McpConnections:
     """Live MCP sessions of one worker, by server configuration.
 
-    ``allowed_commands``: the stdio commands this worker may start (None: any). ``environ``: where
+    ``allowed_commands``: the stdio commands this worker may start (None: any). ``urls``: the
+    servers' URLs it may connect to (default: ``NOETA_MCP_URLS``). ``environ``: where
     ``${MCP_*}`` references are resolved (default: the process environment). ``tokens``: where
     servers' OAuth tokens are kept (default: :meth:`McpTokenStore.from_env`, read when first needed).
     """
@@ -148,12 +161,14 @@ class McpConnections:
         allowed_commands: Collection[str] | None = None,
         environ: Mapping[str, str] | None = None,
         tokens: McpTokenStore | None = None,
+        urls: UrlPolicy | None = None,
     ) -> None:
         """See the class docstring for the arguments; no connection is opened before it is needed.
         """
         self.allowed_commands = None if allowed_commands is None else frozenset(allowed_commands)
         self._environ = environ
         self.tokens = tokens
+        self.urls = urls or UrlPolicy.from_env()
         self._open: dict[str, _Connection] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self.connects = 0
@@ -173,6 +188,8 @@ class McpConnections:
                 f"mcp_servers[{alias!r}]: this worker does not start {config.command!r}; list the commands it "
                 "may start in NOETA_MCP_COMMANDS (comma-separated, '*' for any)"
             )
+        if config.type == "http":
+            await allowed(self.urls, f"mcp_servers[{alias!r}]", config.url or "")
         key = self._key(config)
         lock = self._locks.setdefault(key, asyncio.Lock())
         async with lock:
@@ -183,7 +200,7 @@ class McpConnections:
                 await current.close()
             if config.auth is not None and self.tokens is None:
                 self.tokens = McpTokenStore.from_env(dict(os.environ if self._environ is None else self._environ))
-            connection = _Connection(alias, config, self.tokens)
+            connection = _Connection(alias, config, self.tokens, self.urls)
             await connection.open(CONNECT_TIMEOUT_SECONDS)
             self.connects += 1
             self._open[key] = connection
