@@ -39,7 +39,8 @@ def add_parser(command: Callable[..., argparse.ArgumentParser], options: Callabl
     task flags of ``noeta start``, ``text`` checks a non-empty value)."""
     schedule = command("schedule", "goals started as tasks on a clock: create, list, describe, pause, unpause, "
                                    "trigger, backfill, delete (docs/schedules.md)")
-    actions = schedule.add_subparsers(dest="schedule_command", required=True, metavar="ACTION")
+    actions = schedule.add_subparsers(dest="schedule_command", required=True, metavar="ACTION",
+                                      help="what to do (`noeta schedule ACTION --help` explains each)")
 
     def action(name: str, help: str) -> argparse.ArgumentParser:
         cmd = actions.add_parser(name, help=help, description=help)
