@@ -41,7 +41,7 @@ CHANGED: dict[str, Any] = {
     "mcp_activity": ActivityOptions(retry_max_seconds=5.0),
     "guard_activity": ActivityOptions(start_to_close_seconds=20.0),
     "validator_activity": ActivityOptions(schedule_to_close_seconds=30.0),
-    "context_window_tokens": 32_000, "compaction": Compaction(strategy="previews", threshold=0.7),
+    "context_window_tokens": 32_000, "compaction": Compaction(strategy="previews", threshold=0.7), "priority": 1,
 }
 
 

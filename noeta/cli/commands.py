@@ -10,6 +10,7 @@ from datetime import timedelta
 
 from pydantic_core import to_jsonable_python
 
+from noeta.cli.queue_limits import cmd_queue_limits
 from noeta.cli.recorded import cmd_export, cmd_fork, cmd_import
 from noeta.cli.schedule_commands import cmd_schedule
 from noeta.cli.task_flags import identity_of as _identity
@@ -178,4 +179,5 @@ COMMANDS = {
     "fork": cmd_fork,
     "import": cmd_import,
     "schedule": cmd_schedule,
+    "queue-limits": cmd_queue_limits,
 }

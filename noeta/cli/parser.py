@@ -9,7 +9,7 @@ import math
 from collections.abc import Callable
 from importlib import metadata
 
-from noeta.cli import mcp_login, schedule_parser
+from noeta.cli import mcp_login, queue_limits, schedule_parser
 from noeta.cli.eval_command import add_arguments as add_eval_arguments
 from noeta.cli.setting_flags import add_setting_flags
 from noeta.protocols.bounds import BOUNDS, bound_problem
@@ -353,6 +353,7 @@ def build() -> argparse.ArgumentParser:
     imported.add_argument("file", type=text, metavar="FILE", help="an export written by `noeta export`")
     imported.add_argument("--task-id", type=text, help="the id here (default: the exported task's)")
     mcp_login.add_parser(command)
+    queue_limits.add_parser(command)
     schedule_parser.add_parser(command, lambda cmd: _options(cmd, task_id=False), text)
     retention = command("retention", "delete content-store bodies of tasks closed more than --days ago (never running ones)")
     retention.add_argument("--days", type=days, required=True, help="retention period in days")

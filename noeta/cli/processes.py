@@ -104,6 +104,11 @@ async def cmd_worker(args: argparse.Namespace) -> int:
         f"tools {sorted(registry.tools) or 'none'}, providers {sorted(registry.providers)}",
         stdout=True,
     )
+    from noeta.client.dispatch import dispatch_note
+
+    note = await dispatch_note(temporal, server)  # once: tasks run as they would without the feature
+    if note:
+        announce(note)
     if metrics_address:
         announce(f"metrics on http://{metrics_address}/metrics", stdout=True)
     if runtime is not None:  # open tasks by status (approvals waiting), from visibility

@@ -112,6 +112,7 @@ def task_line(t: TaskSummary) -> str:
     return (
         f"{t.task_id:<28} {t.status:<18} {started}  turns {t.turns:<4} tokens {t.tokens_in}/{t.tokens_out}"
         f"  {t.model or '-'}  {goal}  cost {cost}" + (f"  fork of {t.forked_from}" if t.forked_from else "")
+        + (f"  priority {t.priority}" if t.priority is not None else "")
     )
 
 

@@ -33,6 +33,18 @@ SEARCH_ATTRIBUTES_FILE = "search-attributes"
 #: (so that attributes added a moment ago can be used at once; production servers cache them).
 #: At 1,000 tasks that was ~16 database reads per task (bench/RESULTS.md).
 SEARCH_ATTRIBUTE_REFRESH_KEY = "system.forceSearchAttributesCacheRefreshOnRead"
+#: What the server needs to dispatch by priority and fairness key (docs/fairness.md): the matcher
+#: that orders tasks by priority (1.32's default, said anyway), fairness within a priority (off by
+#: default on a self-hosted server), and one partition per task queue: with the default four, tasks
+#: are spread over partitions at random and each orders only its own.
+DISPATCH_CONFIG = (
+    ("matching.useNewMatcher", "true"),
+    ("matching.enableFairness", "true"),
+    ("matching.numTaskqueueReadPartitions", "1"),
+    ("matching.numTaskqueueWritePartitions", "1"),
+)
+#: server.json's record that its server was started with DISPATCH_CONFIG (an older Noeta's was not).
+FAIRNESS_STATE = "fairness"
 
 
 def temporal_binary() -> str:
@@ -84,6 +96,8 @@ class EmbeddedServer:
     port: int | None = None
     ui_port: int | None = None
     process: subprocess.Popen[bytes] | None = None
+    fairness: bool = False
+    """Whether the server dispatches by fairness key (started with DISPATCH_CONFIG); known once started."""
 
     @property
     def address(self) -> str:
@@ -125,6 +139,7 @@ class EmbeddedServer:
         if pid_alive(int(state.get("pid", 0))) and port_open(int(state["port"])):
             self.port, self.ui_port = int(state["port"]), state.get("ui_port")
             self.headless = self.ui_port is None
+            self.fairness = state.get(FAIRNESS_STATE) is True
             return True
         state_path.unlink(missing_ok=True)
         return False
@@ -161,6 +176,14 @@ class EmbeddedServer:
             arg.startswith(SEARCH_ATTRIBUTE_REFRESH_KEY) for arg in self.extra_args
         ):
             args += ["--dynamic-config-value", f"{SEARCH_ATTRIBUTE_REFRESH_KEY}=false"]
+        fairness = True
+        for key, value in DISPATCH_CONFIG:  # unless the caller's own arguments say otherwise
+            given = [arg.partition("=")[2] for arg in self.extra_args if arg.startswith(key + "=")]
+            if given:
+                fairness = fairness and (key != "matching.enableFairness" or given[-1] == "true")
+            else:
+                args += ["--dynamic-config-value", f"{key}={value}"]
+        self.fairness = fairness
         if self.headless:
             args.append("--headless")
         else:
@@ -186,7 +209,7 @@ class EmbeddedServer:
                 raise ServerStartError(f"temporal dev server did not listen on {self.address} in {timeout}s")
             time.sleep(0.05)
         (self.data_dir / STATE_FILE).write_text(
-            json.dumps({"pid": self.process.pid, "port": self.port, "ui_port": self.ui_port})
+            json.dumps({"pid": self.process.pid, "port": self.port, "ui_port": self.ui_port, FAIRNESS_STATE: self.fairness})
         )
         if new_database:
             self.record_search_attributes()

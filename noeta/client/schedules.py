@@ -98,7 +98,7 @@ class ScheduleOperations:
         action = ScheduleActionStartWorkflow(
             start.workflow, start.task_input, id=schedule_id, task_queue=start.task_queue,
             static_summary=start.static_summary, static_details=start.static_details,
-            typed_search_attributes=attributes,
+            typed_search_attributes=attributes, priority=start.priority,
         )
         schedule = Schedule(
             action=action, spec=timing.spec(), policy=timing.policy(), state=ScheduleState(paused=paused, note=note),

@@ -12,9 +12,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from temporalio.common import TypedSearchAttributes
+from temporalio.common import Priority, TypedSearchAttributes
 
 from noeta.client.connection import Connection
+from noeta.client.priority import task_priority
 from noeta.client.visibility import initial_search_attributes
 from noeta.errors import ConfigurationError
 from noeta.protocols.ids import check_task_queue
@@ -63,6 +64,9 @@ class WorkflowStart:
     """The Temporal UI's details of the task: provider, model, tools, max_turns (and where it came from)."""
     search_attributes: TypedSearchAttributes | None
     """What the task is indexed with from its start (None on a cluster without the attributes)."""
+    priority: Priority
+    """Its priority and its tenant's fairness key and weight (noeta.client.priority): the server
+    gives them to every workflow task, activity and sub-agent of the task."""
 
 
 async def workflow_start(
@@ -81,6 +85,7 @@ async def workflow_start(
     ``schedule_id``: the schedule whose runs start this way (named in the UI's details)."""
     goal, provider_name = task_input.goal, task_input.provider
     api_key_id, tenant = start_as.api_key_id, start_as.tenant
+    priority = task_priority(task_input.priority, tenant)
     queue = check_task_queue(start_as.task_queue or task_queue)
     registered = await connection.registered_attributes()
     indexed = set(BASE_SEARCH_ATTRIBUTES) <= registered
@@ -103,6 +108,8 @@ async def workflow_start(
         details += f" · **forked from** {forked_from} at turn {task_input.fork.turn}"
     if schedule_id is not None:
         details += f" · **schedule** {schedule_id}"
+    if task_input.priority is not None:
+        details += f" · **priority** {task_input.priority}"
     return WorkflowStart(
         workflow=workflow_name_for(task_input.policy),
         task_input=task_input,
@@ -115,6 +122,7 @@ async def workflow_start(
         )
         if indexed
         else None,
+        priority=priority,
     )
 
 

@@ -130,6 +130,7 @@ class TaskOperations:
             static_summary=start.static_summary,
             static_details=start.static_details,
             search_attributes=start.search_attributes,
+            priority=start.priority,
             # Taken up only when a worker on this client polls the queue with a free slot (the
             # SDK drops the request otherwise): the first workflow task comes back with the start.
             request_eager_start=True,

@@ -103,6 +103,8 @@ class TaskSummary:
     """The schedule that started it (TemporalScheduledById; None for tasks started otherwise)."""
     forked_from: str | None = None
     """The task this one is a fork of (NoetaForkedFrom; None for a task that is not a fork)."""
+    priority: int | None = None
+    """The priority it was started with, 1 (first) to 5 (None: none, so Temporal's default 3)."""
 
 
 @dataclass(frozen=True)
@@ -303,4 +305,5 @@ def summary_of(wf: WorkflowExecution) -> TaskSummary:
         eval_id=attrs.get(keys.EVAL),
         schedule_id=attrs.get(keys.SCHEDULED_BY),
         forked_from=attrs.get(keys.FORKED_FROM),
+        priority=wf.raw_info.priority.priority_key or None,
     )

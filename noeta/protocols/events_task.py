@@ -32,6 +32,11 @@ class TaskCreated:
     """The task's usage limits (docs/budgets.md)."""
     schedule_id: str | None = None
     """The schedule that started the task (docs/schedules.md); None for a task started otherwise."""
+    priority: int | None = None
+    """The priority the task was started with, 1 (first) to 5; None: none, so Temporal's default 3
+    (docs/fairness.md)."""
+    fairness_key: str | None = None
+    """The fairness key its work waits on the task queue under: its tenant (None: none)."""
 
 
 @dataclass(frozen=True, slots=True)

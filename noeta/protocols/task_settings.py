@@ -133,6 +133,11 @@ class TaskSettings:
     """The model's context window in tokens (None: the built-in table of the providers' current
     models, noeta.protocols.context_window; a model not in it is compacted only when its provider
     answers that a request is too long)."""
+    # Temporal's priority keys: 1 runs first; unset is its default level, 3 (noeta.client.priority).
+    priority: int | None = setting(None, ge=1, le=5)
+    """How urgent the task is, 1 (first) to 5 (last); None: 3, Temporal's default. Its workflow
+    tasks, activities and sub-agents wait on the task queue behind those of more urgent tasks
+    (Temporal's task-queue priority; docs/fairness.md). A schedule's runs take its Options'."""
     compaction: Compaction | None = setting(default_factory=Compaction)
     """When and how the context is compacted before a model call would pass its window's threshold
     (docs/long-running.md): on by default, summarizing the oldest turns at 80 % of the window.

@@ -60,6 +60,9 @@ class Lifecycle:
                 max_retries=task.max_retries,
                 limits=task.limits,
                 schedule_id=scheduled_by(event),
+                # As the server recorded them: what dispatches the task's work (docs/fairness.md).
+                priority=event.workflow_execution_started_event_attributes.priority.priority_key or None,
+                fairness_key=event.workflow_execution_started_event_attributes.priority.fairness_key or None,
             ),
             "human",
             event,
