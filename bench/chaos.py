@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import collections
 import platform
 import statistics
 import sys
@@ -24,12 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.support.chaos import run_chaos  # noqa: E402
-
-
-def histogram(counts: dict[str, int]) -> str:
-    spread = collections.Counter(counts.values())
-    return ", ".join(f"{n}×: {spread[n]}" for n in sorted(spread))
+from tests.support.chaos import histogram, run_chaos  # noqa: E402
 
 
 async def main() -> None:

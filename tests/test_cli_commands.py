@@ -261,3 +261,17 @@ async def test_a_closed_pipe_ends_quietly(cli_env, client: AsyncClient, serve, t
     process.stdout.close()
     stderr = (await asyncio.to_thread(process.communicate, timeout=120))[1].decode()
     assert process.returncode == 1 and "Traceback" not in stderr and stderr == ""
+
+
+async def test_noeta_send_if_busy_over_the_cli(cli_env, capsys, client: AsyncClient, serve, task_queue):
+    from tests.test_busy_goals import Held, _busy_task, answer
+
+    held, provider = Held(), FakeLLMProvider(responder=answer)
+    async with serve(tools=[held.tool()], providers=[provider]):
+        task_id = await _busy_task(client, task_queue, provider, held)
+        code, out, err = await noeta(capsys, "send", task_id, "stop", "--if-busy", "reject")
+        assert (code, out) == (2, "") and "working on another goal" in one_error_line(err, "TaskBusyError")
+        assert await noeta(capsys, "send", task_id, "account B", "--if-busy", "interrupt") == (0, "answer: account B\n", "")
+        await client.close_task(task_id)
+        await client.result(task_id)
+    assert held.cancelled.is_set()

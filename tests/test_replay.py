@@ -155,3 +155,33 @@ def test_refuse_update_histories_are_recorded():
         for e in history["events"] if "summary" in e.get("userMetadata", {})
     ]
     assert any(s.startswith('"approved by alice: wire_money(') for s in summaries), summaries
+
+
+def test_busy_goal_histories_are_recorded():
+    # A goal interrupting a running tool (the tool's cancellation requested), a message steering
+    # the running goal (memo noeta.steered), and a thread started by Client.send (Update-with-Start,
+    # its first goal followed by its id): python -m tests.histories.record_busy.
+    folder = ROOT / "busy-goals"
+    assert {p.stem for p in folder.glob("*.json")} == {"interrupt", "steer", "thread"}
+    interrupt = (folder / "interrupt.json").read_text()
+    assert "EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED" in interrupt and '"interrupt"' in base64_payloads(interrupt)
+    assert "noeta.steered" in (folder / "steer.json").read_text()
+
+
+def base64_payloads(history_json: str) -> str:
+    """Every base64 payload of a history, decoded and joined (to find what the inputs said)."""
+    found: list[str] = []
+
+    def walk(value: object) -> None:
+        if isinstance(value, dict):
+            data = value.get("data")
+            if isinstance(data, str) and value.get("metadata"):
+                found.append(base64.b64decode(data).decode(errors="replace"))
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    walk(json.loads(history_json))
+    return "\n".join(found)

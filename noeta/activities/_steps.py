@@ -31,13 +31,16 @@ class FinishedSteps:
         self._outputs = outputs
         self._io_pool = io_pool
 
-    async def earlier(self, key: str, ledger: AttemptLedger, adapter: TypeAdapter[Step]) -> Step | None:
+    async def earlier(
+        self, key: str, ledger: AttemptLedger, adapter: TypeAdapter[Step], *, may_have_run: bool = False
+    ) -> Step | None:
         """What an earlier attempt of step ``key`` recorded when it finished, if its completion
         never reached Temporal: the step is not run again. None on an ordinary activity's first
-        attempt, which Temporal schedules only once. A local activity's attempt number says
-        nothing of that: a workflow task lost with its worker takes its chain of local calls with
-        it, and the next worker runs each again from attempt 1, so a local call always asks."""
-        if not key or (ledger.attempt == 1 and not ledger.local):
+        attempt, which Temporal schedules only once, unless ``may_have_run`` (it may have run as a
+        local activity before). A local activity's attempt number says nothing of that: a workflow
+        task lost with its worker takes its chain of local calls with it, and the next worker runs
+        each again from attempt 1, so a local call always asks."""
+        if not key or (ledger.attempt == 1 and not ledger.local and not may_have_run):
             return None
         recorded: Step | None = await read_stored(ledger, self._io_pool.run(self._read, key, adapter, label="_recorded"))
         if recorded is None:

@@ -98,7 +98,7 @@ class ModelCalls:
                 )
             )
         ledger = AttemptLedger(inp.budget)
-        recorded = await self.services.steps.earlier(inp.step_key, ledger, _MODEL_OUTPUT)
+        recorded = await self.services.steps.earlier(inp.step_key, ledger, _MODEL_OUTPUT, may_have_run=inp.may_have_run)
         if recorded is not None:
             return recorded
         ledger.check_lost()

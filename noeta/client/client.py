@@ -39,7 +39,7 @@ from noeta.client.listing import TaskListing
 from noeta.client.messages import ViewItem
 from noeta.client.observation import Observation
 from noeta.client.options import Options
-from noeta.client.threads import send_to_thread
+from noeta.client.threads import ThreadMethods
 from noeta.client.pollers import no_worker_message, unpolled_queue
 from noeta.client.start_request import StartAs
 from noeta.client.tasks import SERVER_OUTAGE_WAIT_SECONDS, SERVER_UNREACHABLE, TaskOperations
@@ -58,7 +58,7 @@ from noeta.protocols.names import DEFAULT_PROVIDER
 from noeta.protocols.statuses import IfBusy
 
 
-class AsyncClient(ScheduleMethods):
+class AsyncClient(ScheduleMethods, ThreadMethods):
     """The asyncio API: task operations (:mod:`noeta.client.tasks`), listing tasks
     (:mod:`noeta.client.listing`), reading tasks (:mod:`noeta.client.inspection`), following
     them for observers (:mod:`noeta.client.observation`) and schedules of tasks
@@ -249,26 +249,10 @@ class AsyncClient(ScheduleMethods):
         self, task_id: str, goal: str, images: Sequence[ImageBlock] = (), *, identity: str | None = None,
         if_busy: IfBusy = "enqueue",
     ) -> TaskResult:
-        """Send the next goal to a task started with ``keep_open=True``; returns the result that
-        answers it (saying, as ``result`` does, when no worker polls the task's queue; pieces as
-        ``result``). ``if_busy``, while another goal runs: "enqueue" (after it), "reject"
-        (TaskBusyError), "interrupt" (it ends at once) or "steer" (joins it; docs/client.md)."""
+        """Send the next goal to a ``keep_open=True`` task; returns the result that answers it (as
+        ``result`` does). ``if_busy``: "enqueue", "reject", "interrupt" or "steer" (docs/conversations.md)."""
         self._deltas.follow(task_id)
         return await self._deltas.settled(task_id, self._tasks.send_goal(task_id, goal, images, identity, if_busy))
-
-    async def send(
-        self, thread_id: str, message: str, options: Options | None = None, *, request_id: str | None = None,
-        if_busy: IfBusy = "enqueue", task_queue: str | None = None, api_key_id: str | None = None,
-        tenant: str | None = None, identity: str | None = None,
-    ) -> TaskResult:
-        """Send ``message`` to the conversation ``thread_id`` in one request: its keep-open task is
-        started (with ``options``, and ``start``'s other keywords) if it does not exist; returns the
-        answer. Retried with the same ``request_id``, it starts no second task and sends nothing twice."""
-        self._deltas.follow(thread_id)
-        start_as = StartAs(task_queue, api_key_id, tenant, identity)
-        sent = send_to_thread(self._tasks, thread_id, message, options, request_id=request_id, if_busy=if_busy,
-                              start_as=start_as)
-        return await self._deltas.settled(thread_id, sent)
 
     async def waiting_for_worker(self, task_id: str) -> str | None:
         """What to tell a user when the task runs and no worker polls its queue (which queue, how

@@ -165,6 +165,8 @@ def as_messages(envelopes: Iterable[ev.EventEnvelope], content_store: ContentSto
             items.append(InjectedMessage(text=compaction_text(payload, first, folded), origin="system"))
         elif isinstance(payload, ev.TaskCompleted):
             items.append(Result(answer=payload.answer, status=payload.status))
+        elif isinstance(payload, ev.GoalInterrupted):
+            items.append(Result(answer=payload.answer, status="interrupted"))
         elif isinstance(payload, ev.TaskFailed):
             items.append(Result(answer=payload.reason, status="failed"))
         elif isinstance(payload, ev.TaskCancelled):

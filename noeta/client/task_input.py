@@ -16,6 +16,7 @@ from noeta.protocols.fallback import ProviderChoice
 from noeta.protocols.messages import LLMProvider, registry_name
 from noeta.protocols.names import DEFAULT_PROVIDER
 from noeta.protocols.policy import Policy, importable_by_path, in_process_policy, policy_path
+from noeta.protocols.statuses import IF_BUSY
 from noeta.protocols.task import MAX_GOAL_BYTES, OutputSchema, PolicyRef
 
 
@@ -59,6 +60,12 @@ def policy_ref(policy: Policy | None) -> PolicyRef | None:
     if dataclasses.is_dataclass(policy):
         params = {f.name: getattr(policy, f.name) for f in dataclasses.fields(policy) if f.init}
     return PolicyRef(path=policy_path(cls), params=params)
+
+
+def check_if_busy(if_busy: str) -> None:
+    """ConfigurationError unless ``if_busy`` is one of IF_BUSY."""
+    if if_busy not in IF_BUSY:
+        raise ConfigurationError(f"if_busy must be one of {', '.join(IF_BUSY)}; got {if_busy!r}")
 
 
 def check_goal(goal: str) -> None:

@@ -33,6 +33,11 @@ class TaskNotOpenError(NoetaError):
     """A goal was sent to a task that has ended or was not started with ``keep_open=True``."""
 
 
+class TaskBusyError(NoetaError):
+    """A goal sent with ``if_busy="reject"`` found the task working on another goal; nothing was
+    sent (send it again later, or with ``if_busy="enqueue"``, ``"interrupt"`` or ``"steer"``)."""
+
+
 class ExportFormatError(NoetaError, ValueError):
     """What was given as a task export is not one (``Client.export`` writes them): not a mapping,
     another format, or a history that does not decode."""

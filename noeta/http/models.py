@@ -16,6 +16,7 @@ from noeta.client.options import Options
 from noeta.client.task_input import Fallback
 from noeta.client.settings_body import TaskSettingsBody, attribute_docs
 from noeta.client.visibility import TaskInfo, TaskSummary
+from noeta.protocols.statuses import IfBusy
 from noeta.protocols.task import ApprovalRequest, TaskResult
 
 
@@ -85,6 +86,23 @@ class ForkTask(Request):
 class Goal(Request):
     """The next goal of a keep_open task."""
     goal: StrictStr
+    if_busy: IfBusy = Field(
+        default="enqueue",
+        description='while another goal runs: "enqueue" (after it), "reject" (409 TaskBusyError), '
+        '"interrupt" (it ends at once) or "steer" (the message joins it before its next model call)',
+    )
+
+
+class ThreadMessage(Request):
+    """A message to a conversation thread: its keep-open task is started with ``options`` if it
+    does not exist."""
+    message: StrictStr
+    request_id: StrictStr | None = Field(
+        default=None, description="the same id again starts no second task and sends nothing twice (default: new)"
+    )
+    if_busy: IfBusy = Field(default="enqueue", description="as for a goal")
+    task_queue: StrictStr | None = Field(default=None, description="for a new thread; default: the server's")
+    options: TaskOptions | None = None
 
 
 class Approval(Request):

@@ -175,9 +175,12 @@ class CallModelInput:
     """Set once the task's context was compacted: what the model sees of the transcript's
     beginning (None: the whole transcript, as before)."""
     listened_until: float | None = None
-    """Until when (epoch seconds) a reader of the task's stream had said it listens, as the workflow
-    knew it when it scheduled the call (None: nobody): the call publishes its pieces from its first
-    one without asking the workflow first."""
+    """Until when (epoch seconds) a reader of an earlier release had said it listens to the task's
+    stream. Unused: a call publishes its pieces whether or not anyone reads them (the field stays so
+    that inputs of either release read the same)."""
+    may_have_run: bool = False
+    """The call may have run before as a local activity of a workflow task that was lost (a task
+    with ``model_local_activity``): even its first attempt looks for the step's record."""
 
 
 @dataclass(frozen=True, slots=True)

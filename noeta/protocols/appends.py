@@ -18,6 +18,12 @@ from noeta.protocols.tool import ToolResult
 SUBTASK_DID_NOT_COMPLETE = "subtask did not complete"
 
 
+#: What the model is told of a call its goal was interrupted before using (a newer message came).
+INTERRUPTED_CALL = "interrupted: the user sent a new message before this call's result was used"
+#: The answer of a goal interrupted by a newer one (``TaskResult.status`` "interrupted").
+INTERRUPTED_GOAL = "interrupted by a newer message before this goal finished"
+
+
 def goal_message(goal: str, images: Sequence[ImageBlock] = ()) -> Message:
     """A goal, as the human gave it: the first message of its turn."""
     content: list[Block] = [TextBlock(text=goal), *images]

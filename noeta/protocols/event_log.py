@@ -17,6 +17,8 @@ ContextCompacted             what the model sees was compacted before a call (st
                              before and after, turns folded); the transcript is unchanged
 ResourcesEquipped            task-scoped resources were created for the task; parents' exposed ones
 GoalReceived                 a further goal arrived through ``send_goal``
+GoalSteered                  a message sent with ``if_busy="steer"`` joined the running goal
+GoalInterrupted              the running goal stopped for a message sent with ``if_busy="interrupt"``
 MessagesAppended             messages were added to the transcript (user, assistant, tool)
 ProviderCallStarted          a model call was scheduled (turn, model)
 ProviderCallRetried          an attempt of a model call failed and another follows (attempt, error)
@@ -92,7 +94,9 @@ from noeta.protocols.events_task import (
     ContextPlanComposed,
     GoalReceived,
     MessagesAppended,
+    GoalInterrupted,
     ResourcesEquipped,
+    GoalSteered,
     ResourcesReleased,
     ScopeEquipped,
     TaskCancelled,
@@ -114,6 +118,8 @@ EventPayload = (
     | GoalReceived
     | MessagesAppended
     | ProviderCallStarted
+    | GoalSteered
+    | GoalInterrupted
     | ProviderCallRetried
     | ProviderCallCompleted
     | ProviderCallFailed
@@ -198,7 +204,9 @@ __all__ = [
     "GuardVerdict",
     "MessagesAppended",
     "Observer",
+    "GoalInterrupted",
     "ProviderCallCompleted",
+    "GoalSteered",
     "ProviderCallFailed",
     "ProviderCallRetried",
     "ProviderCallStarted",

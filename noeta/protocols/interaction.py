@@ -10,6 +10,7 @@ from noeta.protocols.budget import CallCounts
 from noeta.protocols.fallback import ProviderUsage
 from noeta.protocols.hooks import ProposedAction
 from noeta.protocols.messages import ImageBlock, Usage
+from noeta.protocols.statuses import GoalOutcome, IfBusy
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +28,11 @@ class GoalInput:
     images: list[ImageBlock] = field(default_factory=list)
     goal_id: str = ""
     """Chosen by the client, so it can ask for the goal's result again in a later run."""
+    if_busy: IfBusy = "enqueue"
+    """What the goal does when the task is working on another (noeta.protocols.statuses.IfBusy)."""
+    tenant: str | None = None
+    """The tenant the sender acts for, when it must match the task's (a thread message over HTTP,
+    which may reach a task it did not check first): another tenant's task refuses it as unknown."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +40,7 @@ class TaskResult:
     """The outcome of one goal (and, for the workflow, of the last goal)."""
 
     answer: str
-    status: Literal["completed", "failed"]
+    status: GoalOutcome
     usage: Usage
     turns: int
     goal_index: int = 0

@@ -219,6 +219,13 @@ schedules ordinary call_model activities, also for a task a newer worker prepare
 was still running when that worker was lost; a newer worker replaying such a history must take the
 same path. Asked at each such task's first model call (memoized for the run); a history without the
 marker replays along the ordinary path."""
+PATCH_LOCAL_RECOVERY = "local-recovery"
+"""A task with ``model_local_activity`` whose call returned a finished step's record (its earlier
+run was lost with a workflow task: a killed worker) makes its next model call an ordinary activity,
+which ends the workflow task: the recovered chain reaches the server at once. Without it a kill loop
+lost every workflow task of a long chain, and Temporal lengthens the timeout of each retried
+workflow task, so recovery slowed down kill after kill (minutes). Asked only when a call comes back
+from a record, so other tasks record nothing."""
 PATCH_PROVIDER_FALLBACK = "provider-fallback"
 """A model call that failed on the task's current provider in a way another provider may not share
 (noeta.protocols.fallback.falls_back) is made again on the next of ``Options.fallback_providers``,

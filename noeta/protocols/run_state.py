@@ -81,6 +81,11 @@ class Carry:
     """The task's own model calls by provider and model; kept only by tasks with fallback providers."""
     shape: int = 0
     """The shape prepare_task recorded for the task (noeta.protocols.names, SHAPE_*)."""
+    steering: list[tuple[int, GoalInput]] = field(default_factory=list)
+    """Messages sent with ``if_busy="steer"`` while a goal ran, waiting for its next step (each with
+    the index its caller follows; one the goal ends without taking becomes the next goal)."""
+    steered_into: dict[int, int] = field(default_factory=dict)
+    """The goal each taken steering message joined: its caller gets that goal's result."""
     learned_windows: dict[str, int] = field(default_factory=dict)
     """Context windows learned from refusals, by provider and model (noeta.protocols.window_refusals):
     smaller than the configured or catalogued one, they move the next compaction earlier."""

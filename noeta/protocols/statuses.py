@@ -10,8 +10,27 @@ GoalStatus = Literal["completed", "failed"]
 """How a goal ended (``Finish``, ``TaskResult``, the ``TaskCompleted`` event, ``QueryResult``):
 when "failed", the answer holds the reason."""
 
-ResultStatus = Literal["completed", "failed", "cancelled"]
-"""The end of a goal in the message view (``Result``): a goal's own end, or its task cancelled."""
+GoalOutcome = Literal["completed", "failed", "interrupted"]
+"""How a goal ended (``TaskResult.status``): as its policy finished it, or ``interrupted`` by a
+message sent with ``if_busy="interrupt"`` (noeta.protocols.interaction.IfBusy)."""
+
+IfBusy = Literal["enqueue", "reject", "interrupt", "steer"]
+"""What a goal sent to a task that is working on another does (``send_goal(if_busy=...)``):
+``enqueue`` waits for the running goal to end; ``reject`` refuses it (``TaskBusyError``);
+``interrupt`` ends the running goal at once and starts with the transcript so far; ``steer`` adds
+the message to the running goal before its next model call."""
+
+IF_BUSY: tuple[IfBusy, ...] = get_args(IfBusy)
+
+
+def ended_as(outcome: GoalOutcome) -> GoalStatus:
+    """A task's (or run's) status from its last goal's outcome. An interrupted goal is never a
+    task's last (the goal that interrupted it runs next), so it reads as completed."""
+    return "failed" if outcome == "failed" else "completed"
+
+ResultStatus = Literal["completed", "failed", "cancelled", "interrupted"]
+"""The end of a goal in the message view (``Result``): a goal's own end (``interrupted`` by a newer
+message among them), or its task cancelled."""
 
 TaskStatus = Literal["running", "idle", "awaiting_approval", "completed", "failed", "cancelled", "terminated", "timed_out"]
 """A task's NoetaStatus: ``running``, ``idle`` (keep-open, between goals), ``awaiting_approval`` while

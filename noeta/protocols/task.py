@@ -118,6 +118,9 @@ class TaskInput(TaskSettings):
     fork: "ForkPoint | None" = None
     """Set on a forked task: the source's recorded transcript it starts from instead of its goal
     (see noeta.protocols.forks)."""
+    goal_id: str = ""
+    """The first goal's id, chosen by the client (``Client.send``'s request id): a ``send_goal``
+    with it is that goal's caller following it, not a second goal."""
     scoring: "ScoringPlan | None" = None
     """Online scoring (``Options.scoring``): when the task ends, the worker's scorers score it if
     its id is in the sample, and the scores are recorded (TaskScored)."""

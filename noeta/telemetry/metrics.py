@@ -50,7 +50,7 @@ from temporalio.worker import (
 )
 
 from noeta.protocols.names import METRIC_APPROVAL_WAIT, UPDATE_APPROVE, UPDATE_REFUSE
-from noeta.protocols.statuses import OPEN_TASK_STATUSES, ApprovalDecision, RunEnd, TaskStatus
+from noeta.protocols.statuses import OPEN_TASK_STATUSES, ApprovalDecision, RunEnd, TaskStatus, ended_as
 from noeta.protocols.task import TaskResult
 from noeta.telemetry.settings import OtelSettings
 
@@ -191,7 +191,7 @@ class _WorkflowMetrics(WorkflowInboundInterceptor):
         except FailureError:  # fails the workflow (other exceptions fail only the workflow task)
             _count_task("failed")
             raise
-        _count_task(result.status if isinstance(result, TaskResult) else "completed")
+        _count_task(ended_as(result.status) if isinstance(result, TaskResult) else "completed")
         return result
 
     async def handle_update_handler(self, input: HandleUpdateInput) -> Any:

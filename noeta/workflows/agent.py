@@ -41,7 +41,9 @@ from noeta.protocols.names import (
     UPDATE_SEND_GOAL,
     WORKFLOW_NAME,
 )
+from noeta.protocols.policy import Policy
 from noeta.protocols.scope import merge_scopes
+from noeta.protocols.statuses import ended_as
 from noeta.protocols.step_context import StepContext
 from noeta.protocols.task import (
     ApprovalInput,
@@ -59,7 +61,8 @@ from noeta.workflows.budget import Budget, spend_of, with_spend
 from noeta.workflows.continuation import Continuation
 from noeta.workflows.forks import start_from_fork
 from noeta.workflows.gates import Gate
-from noeta.workflows.goals import accept_goal, check_goal
+from noeta.workflows.busy import BusyGoals
+from noeta.workflows.goals import check_goal
 from noeta.workflows.injections import queue_injection
 from noeta.workflows.loop import GoalLoop
 from noeta.workflows.policies import load_policy
@@ -85,12 +88,14 @@ class AgentWorkflow:
         gate = Gate(run, approvals, status)
         continuation = Continuation(run, approvals)
         runner = StepRunner(run, gate, status, budget)
+        busy = BusyGoals(run)
+        self._busy = busy
         self._run_state = run
         self._approvals = approvals
         self._status = status
         self._budget = budget
         self._continuation = continuation
-        self._goals = GoalLoop(run, gate, runner, continuation, status, budget)
+        self._goals = GoalLoop(run, gate, runner, continuation, status, budget, busy)
         # The task's delta stream (Workflow Streams): handlers only, no command (noeta.workflows.streams).
         self._stream = TaskStream(run.state)
 
@@ -103,16 +108,18 @@ class AgentWorkflow:
         description='The next goal of a keep_open task: {"goal": "..."}; answers with its result.',
     )
     async def send_goal(self, goal: GoalInput) -> TaskResult:
-        """The next goal of a multi-turn task; returns that goal's result."""
-        state = self._run_state.state
-        index = accept_goal(state, goal)
-        results = state.recent_results
-        await workflow.wait_condition(lambda: index in results)
-        return results[index]
+        """The next goal of a multi-turn task (or, sent ``if_busy``, a message for the running
+        one: noeta.workflows.busy); returns the result of the goal that answered it."""
+        index = self._busy.accept(goal)
+        await workflow.wait_condition(lambda: self._busy.answered(index))
+        result = self._busy.result(index)
+        assert result is not None
+        return result
 
     @send_goal.validator
     def _validate_goal(self, goal: GoalInput) -> None:
         check_goal(self._run_state.state, self._run_state.task.keep_open, goal)
+        self._busy.check(goal)
 
     @workflow.update(
         name=UPDATE_APPROVE,
@@ -185,6 +192,7 @@ class AgentWorkflow:
         problem = settings_problem(task)
         if problem is not None:
             raise ApplicationError(problem, {"message": problem}, type=ConfigurationError.__name__, non_retryable=True)
+        self._busy.bind_main_task()
         try:
             result = await self._run_indexed(task)
         except (Exception, asyncio.CancelledError):  # not continue-as-new or eviction (BaseException)
@@ -221,6 +229,23 @@ class AgentWorkflow:
                 raise failure from err
             raise
 
+    async def _run_goal(
+        self, policy: Policy, ctx: StepContext, goal: GoalInput | None, index: int, forked_turns: int | None
+    ) -> TaskResult:
+        """Goal ``index``'s result: as its loop ends it, or ``interrupted`` by a newer goal."""
+        busy = self._busy
+        busy.goal_running = True
+        try:
+            result = await self._goals.run_goal(policy, ctx, goal, index, forked_turns=forked_turns)
+        except asyncio.CancelledError:
+            if not busy.interrupted():
+                raise
+            result = self._goals.interrupted(index)
+        finally:
+            busy.goal_running = False
+        busy.goal_ended()  # not on continue-as-new: the carry hands unread steering on as it is
+        return result
+
     async def _run_goals(self, task: TaskInput) -> TaskResult:
         """Prepare the task (or resume it), then run its goals: the first, and for a keep_open
         task each one sent until it is closed; continue as new while idle when history is long."""
@@ -255,10 +280,10 @@ class AgentWorkflow:
         results = state.recent_results
         while True:
             if not resuming_idle:
-                results[index] = await self._goals.run_goal(policy, ctx, goal, index, forked_turns=forked_turns)
+                results[index] = await self._run_goal(policy, ctx, goal, index, forked_turns)
             resuming_idle, forked_turns = False, None
             if not task.keep_open:
-                status.update_index(results[index].status)
+                status.update_index(ended_as(results[index].status))
                 return results[index]
             if not state.goal_queue:
                 status.update_index("idle")
@@ -268,7 +293,7 @@ class AgentWorkflow:
                 continuation.hand_over(index, in_goal=False)
             if not state.goal_queue:
                 await workflow.wait_condition(workflow.all_handlers_finished)
-                status.update_index(results[index].status)
+                status.update_index(ended_as(results[index].status))
                 return results[index]
             index, goal = state.goal_queue.pop(0)
             state.goal_index = index

@@ -53,6 +53,11 @@ class Approvals:
     async def wait(self, request: ApprovalRequest, timeout_seconds: float) -> ApprovalInput:
         """The answer to an opened request; no answer within the timeout is a refusal."""
         # No try/finally here: code in a finally also runs when the worker evicts the workflow from
+    def withdraw_all(self) -> None:
+        """The goal waiting for them ended without them (interrupted): nothing is pending now."""
+        self.pending.clear()
+        self._answers.clear()
+
         # its cache, and workflow calls are not allowed then.
         opened = workflow.now()
         try:

@@ -16,7 +16,7 @@ from temporalio import workflow
 from noeta.protocols.hooks import ProposedFinish, ProposedSpawnSubtask, ProposedToolCall
 from noeta.protocols.messages import ToolUseBlock
 from noeta.protocols.names import UPDATE_APPROVE, UPDATE_REFUSE, UPDATE_SEND_GOAL
-from noeta.protocols.statuses import GoalStatus
+from noeta.protocols.statuses import GoalOutcome
 from noeta.protocols.task import ApprovalRequest
 
 #: Longest rendering of one call's arguments or of a goal/answer excerpt.
@@ -98,7 +98,7 @@ def idle(goals_done: int) -> str:
     )
 
 
-def finished(status: GoalStatus, answer: str) -> str:
+def finished(status: GoalOutcome, answer: str) -> str:
     """The details when a goal has ended."""
     return f"**goal {status}**: {excerpt(answer)}"
 

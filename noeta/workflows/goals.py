@@ -30,11 +30,17 @@ def accept_goal(state: Carry, goal: GoalInput) -> int:
     new) is not queued again."""
     index = state.goal_ids.get(goal.goal_id) if goal.goal_id else None
     if index is None:
-        index = state.goals_received
-        state.goals_received += 1
+        index = next_index(state, goal)
         state.goal_queue.append((index, goal))
-        if goal.goal_id:
-            state.goal_ids[goal.goal_id] = index
+    return index
+
+
+def next_index(state: Carry, goal: GoalInput) -> int:
+    """Number a goal just received (and remember its goal_id, so its caller can follow it)."""
+    index = state.goals_received
+    state.goals_received += 1
+    if goal.goal_id:
+        state.goal_ids[goal.goal_id] = index
     return index
 
 

@@ -3,14 +3,15 @@ the step runner (actions.py) behind the gate (gates.py), until the policy finish
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 from noeta.errors import PolicyDecisionError
-from noeta.protocols.appends import goal_message
+from noeta.protocols.appends import INTERRUPTED_CALL, INTERRUPTED_GOAL, goal_message, tool_round_message
 from noeta.protocols.decisions import CallModel, CallTools, Finish, SpawnSubtask
+from noeta.protocols.messages import ToolResultBlock
 from noeta.protocols.names import INJECTED_MEMO_KEY, RESULT_MEMO_KEY
 from noeta.protocols.policy import Policy
 from noeta.protocols.statuses import GoalStatus
@@ -20,6 +21,7 @@ from noeta.protocols.view import View
 from noeta.workflows import details
 from noeta.workflows.actions import StepRunner
 from noeta.workflows.budget import Budget
+from noeta.workflows.busy import BusyGoals
 from noeta.workflows.continuation import Continuation
 from noeta.workflows.failures import policy_error
 from noeta.workflows.gates import Gate
@@ -40,15 +42,17 @@ class GoalLoop:
         continuation: Continuation,
         status: RunStatus,
         budget: Budget | None,
+        busy: BusyGoals,
     ) -> None:
         """The loop's collaborators: the run's state, the gate, the step runner, the continuation,
-        the status and the budget (None: no limits)."""
+        the status, the budget (None: no limits) and the goals sent while it runs."""
         self._run = run
         self._gate = gate
         self._steps = steps
         self._continuation = continuation
         self._status = status
         self._budget = budget
+        self._busy = busy
 
     async def run_goal(
         self, policy: Policy, ctx: StepContext, goal: GoalInput | None, index: int, *, forked_turns: int | None = None
@@ -120,8 +124,23 @@ class GoalLoop:
             return self._result(decision.answer, "completed", index, checked.data)
         return None
 
+    def interrupted(self, index: int) -> TaskResult:
+        """Goal ``index`` was interrupted by a newer goal: the calls its last model turn asked for
+        get an "interrupted" result (the transcript stays one a provider accepts), its approvals
+        are withdrawn, and its result says so."""
+        run = self._run
+        last = run.transcript[-1] if run.transcript else None
+        if last is not None and last.role == "assistant" and last.tool_uses:
+            run.append(tool_round_message([
+                ToolResultBlock(call_id=call.call_id, output=INTERRUPTED_CALL, success=False) for call in last.tool_uses
+            ]))
+        self._gate.approvals.withdraw_all()
+        return self._result(INTERRUPTED_GOAL, "interrupted", index)
+
     def _take_injections(self) -> None:
-        """Injected messages enter the transcript between steps, never inside a tool round."""
+        """Injected messages enter the transcript between steps, never inside a tool round (so do
+        messages steering the goal: noeta.workflows.busy)."""
+        self._busy.take_steering()
         queue = self._run.state.injections
         if not queue:
             return
@@ -130,12 +149,12 @@ class GoalLoop:
             self._run.append(message)
         workflow.upsert_memo({INJECTED_MEMO_KEY: messages})  # records the step they entered at
 
-    def _result(self, answer: str, status: GoalStatus, index: int, data: Any = None) -> TaskResult:
+    def _result(self, answer: str, status: GoalStatus | Literal["interrupted"], index: int, data: Any = None) -> TaskResult:
         state = self._run.state
         result = TaskResult(
             answer=answer,
             # A policy is user code: anything but "failed" counts as completed, whatever it typed.
-            status="failed" if status == "failed" else "completed",
+            status=status if status in ("failed", "interrupted") else "completed",
             usage=state.usage,
             turns=state.turn,
             goal_index=index,

@@ -14,14 +14,16 @@ from noeta.protocols.messages import Message
 from noeta.protocols.resources import RunEnv
 from noeta.protocols.task import Carry, PrepareOutput, TaskInput
 from noeta.protocols.tool import ToolSpec
+from noeta.protocols.names import PATCH_LOCAL_RECOVERY
+from noeta.workflows import patches
 from noeta.workflows.subagents import run_env
 
 
 def starting_carry(task: TaskInput) -> Carry:
     """The state a run starts from: its carry (copied: the input stays as recorded) or a fresh one."""
     carry = task.carry
-    if carry is None:
-        return Carry()
+    if carry is None:  # a first run: the first goal's caller may follow it by its id (Client.send)
+        return Carry(goal_ids={task.goal_id: 0} if task.goal_id else {})
     return dataclasses.replace(
         carry,
         pending=list(carry.pending),
@@ -33,6 +35,8 @@ def starting_carry(task: TaskInput) -> Carry:
         recent_results=dict(carry.recent_results),
         budget_warned=list(carry.budget_warned),
         learned_windows=dict(carry.learned_windows),
+        steering=list(carry.steering),
+        steered_into=dict(carry.steered_into),
     )
 
 
@@ -50,6 +54,14 @@ class RunState:
         """The stored transcript (loaded on resume) plus what is pending for the next model call."""
         self.tools: dict[str, ToolSpec] = {spec.name: spec for spec in self.state.tools}
         """The task's tools by name, as prepare_task recorded them."""
+        self.recovering = False
+        """A call came back from its step record (its first run was lost with a workflow task): the
+        next model call is an ordinary activity, so the recovered chain reaches the server."""
+
+    def returned(self, from_record: bool) -> None:
+        """A step's output came back; ``from_record``: the record of an earlier, lost run of it."""
+        if from_record and self.task.model_local_activity and not self.recovering:
+            self.recovering = patches.patched(PATCH_LOCAL_RECOVERY)
 
     def append(self, message: Message) -> None:
         """A message for the model's next call: in the transcript, and pending in the carry."""

@@ -219,11 +219,11 @@ async def load_transcript(
     )
 
 
-async def call_model(task: TaskInput, request: CallModelInput) -> CallModelOutput:
+async def call_model(task: TaskInput, request: CallModelInput, *, ordinary: bool = False) -> CallModelOutput:
     """Make one model call with the task's ``model_activity`` options and provider retries, as a
-    local activity for a task with ``model_local_activity`` (noeta.protocols.local_model_calls); a
-    call that failed for good raises its typed error, or AttemptsExhaustedError (see
-    ``provider_failure``)."""
+    local activity for a task with ``model_local_activity`` (noeta.protocols.local_model_calls)
+    unless ``ordinary`` (its workflow task must end: PATCH_LOCAL_RECOVERY); a call that failed for
+    good raises its typed error, or AttemptsExhaustedError (see ``provider_failure``)."""
     options, retries = task.model_activity, provider_retries(task)
     request = dataclasses.replace(request, budget=attempt_budget(task, options, retries))
     summary = f"{request.provider} {request.model or ''} · turn {request.turn}".replace("  ", " ")
@@ -234,12 +234,14 @@ async def call_model(task: TaskInput, request: CallModelInput) -> CallModelOutpu
         local = task.model_local_activity and patches.patched(PATCH_LOCAL_MODEL_CALLS)
         # Every LOCAL_MODEL_CALLS_PER_WORKFLOW_TASK-th call is an ordinary activity: it ends the
         # workflow task, so the markers before it reach the server (noeta.protocols.local_model_calls).
-        if local and request.turn % LOCAL_MODEL_CALLS_PER_WORKFLOW_TASK != 0:
+        if local and not ordinary and request.turn % LOCAL_MODEL_CALLS_PER_WORKFLOW_TASK != 0:
             out = await execute_local_call(
                 CALL_MODEL, request, CallModelOutput, local_model_attempt_seconds(options.start_to_close_seconds),
                 retry, model_call_activity_id(ModelCallStart.of(request)), summary, options.schedule_to_close_seconds,
             )
         else:
+            # After a lost workflow task this turn may have run locally already: it asks its record.
+            request = dataclasses.replace(request, may_have_run=True) if local and ordinary else request
             out = await execute(
                 CALL_MODEL, request, CallModelOutput, summary, options,
                 start_to_close=options.start_to_close_seconds or task.model_timeout_seconds,

@@ -80,18 +80,28 @@ class Workers:
         self.procs: list[subprocess.Popen[str]] = []
         self.starting: set[asyncio.Task[None]] = set()
         self.killed: set[str] = set()
+        self.spawned = 0
 
     def _spawn(self) -> subprocess.Popen[str]:
-        proc = subprocess.Popen(
-            [sys.executable, "worker.py", "--registry", "tests.support.chaos_registry:registry", "--task-queue", self.queue],
-            cwd=ROOT, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        )
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        if not line.startswith("noeta worker on"):
-            raise RuntimeError(f"worker did not start: {line}{proc.stdout.read()}")
-        proc.stdout.close()  # its later output is not needed (and must not fill a pipe)
-        return proc
+        # Its output goes to a file of its own (worker-N.log in the run's home), so that a run that
+        # went wrong can be read afterwards, and never to a pipe nobody reads.
+        self.spawned += 1
+        out = Path(self.env["NOETA_HOME"]) / f"worker-{self.spawned}.log"
+        with open(out, "w") as sink:
+            proc = subprocess.Popen(
+                [sys.executable, "worker.py", "--registry", "tests.support.chaos_registry:registry", "--task-queue",
+                 self.queue],
+                cwd=ROOT, env=self.env, stdout=sink, stderr=subprocess.STDOUT, text=True,
+            )
+        for _ in range(600):
+            text = out.read_text()
+            if text.startswith("noeta worker on"):
+                return proc
+            if proc.poll() is not None:
+                raise RuntimeError(f"worker did not start: {text}")
+            time.sleep(0.05)
+        proc.kill()
+        raise RuntimeError(f"worker did not announce itself within 30 s: {out.read_text()}")
 
     async def start(self) -> None:
         self.procs = list(await asyncio.gather(*(asyncio.to_thread(self._spawn) for _ in range(self.count))))
@@ -127,6 +137,12 @@ class Workers:
         for proc in self.procs:
             proc.kill()
             proc.wait()
+
+
+def histogram(counts: dict[str, int]) -> str:
+    """How many keys have each count: ``1×: 30, 2×: 1``."""
+    spread = collections.Counter(counts.values())
+    return ", ".join(f"{n}×: {spread[n]}" for n in sorted(spread))
 
 
 def read_log(path: Path) -> list[list[str]]:

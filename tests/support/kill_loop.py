@@ -38,6 +38,8 @@ class KillLoopReport:
     effects: dict[str, int] = field(default_factory=dict)
     model_calls: dict[str, int] = field(default_factory=dict)
     """Provider calls per ``task/turn``."""
+    recovery: list[float] = field(default_factory=list)
+    """Seconds from each kill to the next step finished (by any worker)."""
     unexplained: list[str] = field(default_factory=list)
     """Steps (tool keys, ``task/turn`` of model calls) repeated although their first worker went on."""
     wall_seconds: float = 0.0
@@ -129,14 +131,17 @@ async def run_kill_loop(
         task_ids = [await client.start(f"steps={steps} tool={LOCAL_TOOL}", options, task_queue=pool.queue)
                     for _ in range(tasks)]
         results = asyncio.ensure_future(asyncio.gather(*(client.result(t) for t in task_ids)))
-        seen = 0
+        seen, killed_at = 0, None
         while report.kills < kills and not results.done():
-            found = await next_done(log, seen, timeout=120)
+            found = await next_done(log, seen, timeout=300)
             if found is None:
                 break
             seen, pid = found
+            if killed_at is not None:
+                report.recovery.append(time.monotonic() - killed_at)
             await asyncio.sleep(rng.uniform(0.0, 0.2))
             await pool.kill(rng, pid=pid)
+            killed_at = time.monotonic()
             report.kills += 1
         report.results = list(await asyncio.wait_for(results, timeout))
     finally:

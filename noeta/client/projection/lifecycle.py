@@ -46,6 +46,7 @@ class Lifecycle:
         self._log.adopt_trace(task.trace_id)
         if self._log.envelopes:  # a continued run: the earlier run already told the story so far
             return task
+        self._goals.first_goal(task.goal_id)
         forked = None
         if task.fork is not None:
             fork = ev.TaskForked(source_task_id=task.fork.source_task_id, turn=task.fork.turn)
@@ -98,6 +99,8 @@ class Lifecycle:
             )
         if RESULT_MEMO_KEY in fields:
             result: TaskResult = decode(fields[RESULT_MEMO_KEY], TaskResult)
+            if result.status == "interrupted":  # the calls it was running: "interrupted" results first
+                self._rounds.interrupted(event, self._transcript.last_message_seq)
             ended: ev.TaskCompleted | ev.GoalInterrupted = (
                 ev.GoalInterrupted(answer=result.answer, usage=result.usage, turns=result.turns)
                 if result.status == "interrupted"

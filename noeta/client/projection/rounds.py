@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from temporalio.api.history.v1 import HistoryEvent
 
 from noeta.client.projection.transcript import Transcript
-from noeta.protocols.appends import tool_round_message
+from noeta.protocols.appends import INTERRUPTED_CALL, tool_round_message
 from noeta.protocols.messages import ToolResultBlock
 
 
@@ -82,6 +82,18 @@ class ToolRounds:
                 self._closing = (actor, event, cause)
                 return
             self._append(current, actor, event, cause)
+
+    def interrupted(self, event: HistoryEvent, cause: int | None) -> None:
+        """The goal was interrupted inside a round: as the workflow does, every call of the round
+        gets the "interrupted" result the model is told (noeta.workflows.loop.GoalLoop.interrupted)."""
+        self.settle()
+        current = self._open
+        if current is None:
+            return
+        self._open = None
+        order = sorted(current.expected, key=lambda c: self._transcript.proposal(c) or 0)
+        blocks = [ToolResultBlock(call_id=c, output=INTERRUPTED_CALL, success=False) for c in order]
+        self._transcript.append([tool_round_message(blocks)], "engine", event, cause)
 
     def settle(self) -> None:
         """A history event that is not a marker: a round waiting for the end of its workflow task
