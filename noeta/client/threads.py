@@ -70,6 +70,7 @@ async def send_to_thread(
         static_summary=start.static_summary,
         static_details=start.static_details,
         search_attributes=start.search_attributes,
+        priority=start.priority,
     )
     goal = GoalInput(goal=message, goal_id=request_id, if_busy=if_busy, tenant=start_as.tenant)
     temporal = connection.acting_as(start_as.identity)
