@@ -177,14 +177,18 @@ async def test_connections_are_reused_across_calls_and_tasks_and_a_restarted_ser
     async with build_worker(client.temporal, registry, task_queue):
         with running_http_server(port) as url:
             options = Options(provider=provider, mcp_servers={"web": {"type": "http", "url": url}})
+            opened = []
             for goal in ("first", "second"):
                 task_id = await client.start(goal, options, task_queue=task_queue)
                 assert json.loads((await client.result(task_id)).answer) == {"c1": [True, "3"], "c2": [True, "x"]}
-            assert (connections.connects, connections.listings) == (1, 2)  # one connection, one list per task
+                opened.append(connections.connects)
+            # a session serves one call at a time: the two parallel calls need at most two, which
+            # the second task reuses; one list per task
+            assert opened[0] in (1, 2) and opened[1] == opened[0] and connections.listings == 2
         with running_http_server(port):  # the server restarted: its sessions are gone
             task_id = await client.start("third", options, task_queue=task_queue)
             assert json.loads((await client.result(task_id)).answer) == {"c1": [True, "3"], "c2": [True, "x"]}
-    assert connections.connects == 2
+    assert opened[0] < connections.connects <= opened[0] + 2
 
 
 async def test_the_tool_list_is_recorded_so_replaying_workers_never_list_again(client: AsyncClient, content_store, task_queue):

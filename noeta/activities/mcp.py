@@ -15,11 +15,13 @@ import asyncio
 import base64
 import binascii
 import json
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from noeta.activities.registry import Registry
 from noeta.context.content_store import ContentStore
 from noeta.errors import ConfigurationError
+from noeta.protocols.elicitation import ElicitationAnswer
 from noeta.protocols.mcp import McpServerConfig, McpTarget, mcp_tool_name
 from noeta.protocols.messages import ImageBlock
 from noeta.protocols.tool import RiskLevel, ToolResult, ToolSpec, tool_fingerprint
@@ -143,9 +145,15 @@ class McpServers:
         """The tools of ``servers`` as ToolSpecs (see :func:`list_specs`)."""
         return await list_specs(self.connections(), servers)
 
-    async def call_tool(self, target: McpTarget, arguments: dict[str, Any], timeout_seconds: float | None) -> CallToolResult:
-        """Call ``target``'s tool; a lost connection raises (the attempt is retried on a fresh one)."""
-        return await self.connections().call_tool(target.alias, target.server, target.tool, arguments, timeout_seconds)
+    async def call_tool(
+        self, target: McpTarget, arguments: dict[str, Any], timeout_seconds: float | None,
+        answers: Sequence[ElicitationAnswer] = (),
+    ) -> CallToolResult:
+        """Call ``target``'s tool; a lost connection raises (the attempt is retried on a fresh one),
+        a question ``answers`` (a person's, in order) lacks raises McpInputRequiredError."""
+        return await self.connections().call_tool(
+            target.alias, target.server, target.tool, arguments, timeout_seconds, answers
+        )
 
     async def aclose(self) -> None:
         """Close the connections and stop the stdio servers behind them (a later task opens new ones)."""

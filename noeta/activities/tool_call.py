@@ -196,7 +196,9 @@ class ToolCalls:
         with instrument.tool_call(inp.tool_name, inp.task_id, inp.call_id) as observed:
             try:
                 called = await with_heartbeat(
-                    self.mcp.call_tool(target, inp.arguments, timeout.total_seconds() if timeout else None),
+                    self.mcp.call_tool(
+                        target, inp.arguments, timeout.total_seconds() if timeout else None, inp.elicitation_answers
+                    ),
                     as_details(ledger.earlier),
                 )
             except asyncio.CancelledError:

@@ -45,6 +45,7 @@ from noeta.errors._limits import AttemptsExhaustedError, BudgetExceededError, Qu
 from noeta.errors._steps import (
     ContextLengthError,
     McpAuthError,
+    McpInputRequiredError,
     McpServerError,
     ProviderError,
     ProviderResponseError,
@@ -104,6 +105,7 @@ __all__ = [
     "ExportFormatError",
     "GuardNotRegisteredError",
     "McpAuthError",
+    "McpInputRequiredError",
     "McpServerError",
     "McpServerNotAllowedError",
     "McpUrlNotAllowedError",

@@ -4,6 +4,7 @@ whether the worker retries it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from noeta.errors._base import FieldsError, NoetaError
 from noeta.errors._refused_sizes import refused_sizes
@@ -111,3 +112,18 @@ class McpAuthError(McpServerError):
         """``message`` says what failed and what to do; ``status`` is the server's HTTP status, if any."""
         super().__init__(message)
         self.alias, self.url, self.status = alias, url, status
+
+
+class McpInputRequiredError(McpServerError):
+    """A remote MCP server asked a person for input during a tool call (``elicitation/create``):
+    the call stops, the task waits for the answer (a pending approval of kind ``elicitation``) and
+    makes the call again with it. ``request`` is what the server asked (server alias, message,
+    requested schema). Not retried: the answer comes from a person, not another attempt."""
+
+    non_retryable = True
+    _detail_defaults = {"request": None}
+
+    def __init__(self, message: str, request: dict[str, Any] | None = None) -> None:
+        """``request``: ``{"server", "message", "requested_schema"}`` as the server sent them."""
+        super().__init__(message)
+        self.request = request

@@ -1,7 +1,9 @@
 """The worker's live connections to remote MCP servers (the official ``mcp`` SDK).
 
-One connection per distinct server configuration (after ``${MCP_*}`` references are resolved),
-opened on first use and shared by every call of every task on this worker. A connection whose
+Connections per distinct server configuration (after ``${MCP_*}`` references are resolved),
+opened on first use and reused by every call of every task on this worker; each serves one
+request at a time (so a server's question belongs to the call in flight: noeta.mcp.asking), and
+calls at the same moment open more. A connection whose
 server went away is dropped: a call that could not even be sent is retried at once on a fresh
 connection (a crashed stdio server is started again); a call that was in flight when the connection
 broke raises :class:`McpServerError`, which Temporal retries like any failed tool attempt.
@@ -17,7 +19,7 @@ import hashlib
 import json
 import logging
 import os
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import asdict
 from datetime import timedelta
@@ -29,16 +31,18 @@ from mcp import ClientSession, McpError, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
-from mcp.types import CallToolResult, Implementation, Tool
+from mcp.types import CallToolResult, ElicitRequestParams, ElicitResult, ErrorData, Implementation, Tool
 
 import noeta
-from noeta.errors import McpServerError, McpServerNotAllowedError, NoetaError
+from noeta.errors import McpInputRequiredError, McpServerError, McpServerNotAllowedError, NoetaError
+from noeta.mcp.asking import Asker, no_caller
 from noeta.mcp.config import resolve
 from noeta.mcp.failures import explain
 from noeta.mcp.oauth import build_auth
 from noeta.mcp.outbound import UrlPolicy
 from noeta.mcp.resolved import allowed
 from noeta.mcp.tokens import McpTokenStore
+from noeta.protocols.elicitation import ElicitationAnswer
 from noeta.protocols.mcp import McpServerConfig
 from noeta.security.scrub import register_secret
 
@@ -70,6 +74,9 @@ class _Connection:
         self.session: ClientSession | None = None
         self.server_info: Implementation | None = None
         self.broken = False
+        self.busy = False
+        self.asker: Asker | None = None
+        """The call in flight on this session (one at a time), whom the server's questions are for."""
         self._ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._closing = asyncio.Event()
         self.ended = asyncio.Event()
@@ -110,7 +117,9 @@ class _Connection:
                     read, write, _ = await stack.enter_async_context(
                         streamable_http_client(self.config.url or "", http_client=http)
                     )
-                session = await stack.enter_async_context(ClientSession(read, write, client_info=CLIENT_INFO))
+                session = await stack.enter_async_context(
+                    ClientSession(read, write, client_info=CLIENT_INFO, elicitation_callback=self._elicit)
+                )
                 initialized = await session.initialize()
                 self.session, self.server_info = session, initialized.serverInfo
                 self._ready.set_result(None)
@@ -130,6 +139,9 @@ class _Connection:
         finally:
             self.broken = True
             self.ended.set()
+
+    async def _elicit(self, context: Any, params: ElicitRequestParams) -> ElicitResult | ErrorData:
+        return await (self.asker.elicit(params) if self.asker is not None else no_caller(params))
 
     async def _check_request(self, request: httpx.Request) -> None:
         await allowed(self.urls, f"mcp_servers[{self.alias!r}]", str(request.url))
@@ -169,7 +181,9 @@ class McpConnections:
         self._environ = environ
         self.tokens = tokens
         self.urls = urls or UrlPolicy.from_env()
-        self._open: dict[str, _Connection] = {}
+        self._open: dict[str, list[_Connection]] = {}
+        """Open sessions by configuration; each serves one request at a time (a server's question
+        then belongs to that request), idle ones are reused."""
         self._locks: dict[str, asyncio.Lock] = {}
         self.connects = 0
         """Connections opened (a restarted stdio server counts again)."""
@@ -193,33 +207,40 @@ class McpConnections:
         key = self._key(config)
         lock = self._locks.setdefault(key, asyncio.Lock())
         async with lock:
-            current = self._open.get(key)
-            if current is not None and not current.broken:
-                return current
-            if current is not None:
-                await current.close()
+            pool = self._open.setdefault(key, [])
+            for current in list(pool):
+                if current.broken:
+                    pool.remove(current)
+                    await current.close()
+                elif not current.busy:
+                    return current
             if config.auth is not None and self.tokens is None:
                 self.tokens = McpTokenStore.from_env(dict(os.environ if self._environ is None else self._environ))
             connection = _Connection(alias, config, self.tokens, self.urls)
             await connection.open(CONNECT_TIMEOUT_SECONDS)
             self.connects += 1
-            self._open[key] = connection
+            pool.append(connection)
             return connection
 
     async def _drop(self, connection: _Connection) -> None:
         connection.broken = True
-        for key, current in list(self._open.items()):
-            if current is connection:
-                del self._open[key]
+        for pool in self._open.values():
+            if connection in pool:
+                pool.remove(connection)
         await connection.close()
 
-    async def _request(self, alias: str, config: McpServerConfig, send: Any) -> Any:
-        """``send(session)``, on a fresh connection again if the first could not even send it."""
+    async def _request(self, alias: str, config: McpServerConfig, send: Any, asker: Asker | None = None) -> Any:
+        """``send(session)``, on a fresh connection again if the first could not even send it;
+        the server's questions meanwhile go to ``asker`` (none: they are refused)."""
         for fresh_try in (False, True):
             connection = await self._connection(alias, config)
             assert connection.session is not None
+            connection.busy, connection.asker = True, asker
             try:
-                return await self._unless_broken(connection, send(connection.session))
+                return await self._unless_broken(connection, send(connection.session), asker)
+            except McpInputRequiredError:
+                await self._drop(connection)  # the server's question stays unanswered: end its request
+                raise
             except _NOT_SENT as err:
                 await self._drop(connection)
                 if fresh_try or connection.failure is not None:
@@ -233,20 +254,26 @@ class McpConnections:
             except Exception as err:  # a transport failure (HTTP, pipes): reconnect on the next attempt
                 await self._drop(connection)
                 raise self._failure(alias, connection, err) from None
+            finally:
+                connection.busy, connection.asker = False, None
         raise AssertionError("unreachable")
 
     @staticmethod
-    async def _unless_broken(connection: _Connection, request: Any) -> Any:
+    async def _unless_broken(connection: _Connection, request: Any, asker: Asker | None = None) -> Any:
         """``request``'s result, or the connection's failure if the transport dies first (a call in
-        flight when a server refuses a token would otherwise wait for an answer that never comes)."""
+        flight when a server refuses a token would otherwise wait for an answer that never comes),
+        or the question the server asked that only a person can answer."""
         call = asyncio.ensure_future(request)
         ended = asyncio.ensure_future(connection.ended.wait())
+        waits: set[asyncio.Future[Any]] = {call, ended} if asker is None else {call, ended, asker.needs}
         try:
-            await asyncio.wait({call, ended}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         finally:
             ended.cancel()
             if not call.done():
                 call.cancel()
+        if asker is not None and asker.needs.done() and not (call.done() and not call.cancelled()):
+            raise asker.needs.result()
         if call.done() and not call.cancelled():
             return call.result()
         raise connection.failure or McpServerError(f"MCP server {connection.alias!r}: the connection was lost")
@@ -279,19 +306,21 @@ class McpConnections:
         return tools
 
     async def call_tool(
-        self, alias: str, config: McpServerConfig, tool: str, arguments: dict[str, Any], timeout_seconds: float | None
+        self, alias: str, config: McpServerConfig, tool: str, arguments: dict[str, Any], timeout_seconds: float | None,
+        answers: Sequence[ElicitationAnswer] = (),
     ) -> CallToolResult:
         """Call ``tool`` of the server with ``arguments``, waiting up to ``timeout_seconds`` (None:
-        no limit); McpServerError when the server cannot be reached or the session fails."""
+        no limit); McpServerError when the server cannot be reached or the session fails,
+        McpInputRequiredError when it asks a question ``answers`` (a person's, in order) lacks."""
         timeout = timedelta(seconds=timeout_seconds) if timeout_seconds else None
 
         async def send(session: ClientSession) -> CallToolResult:
             return await session.call_tool(tool, arguments, read_timeout_seconds=timeout)
 
-        result: CallToolResult = await self._request(alias, config, send)
+        result: CallToolResult = await self._request(alias, config, send, Asker(alias, answers))
         return result
 
     async def aclose(self) -> None:
         """Close every connection (stdio servers are stopped)."""
-        connections, self._open = list(self._open.values()), {}
+        connections, self._open = [c for pool in self._open.values() for c in pool], {}
         await asyncio.gather(*(c.close() for c in connections), return_exceptions=True)

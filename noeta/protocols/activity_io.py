@@ -10,6 +10,7 @@ from typing import Any, Literal
 from noeta.protocols.attempts import AttemptBudget, AttemptFailure
 from noeta.protocols.channels import ChannelContent, ContextPlan
 from noeta.protocols.hooks import GuardDecision, ProposedAction
+from noeta.protocols.elicitation import ElicitationAnswer
 from noeta.protocols.mcp import McpServerConfig, McpTarget
 from noeta.protocols.messages import ContentRef, LLMResponse, Message, Usage
 from noeta.protocols.resources import EquippedResource, ResourceCall, RunEnv
@@ -227,6 +228,9 @@ class InvokeToolInput:
     idempotency_key: str = ""
     """Assigned by the workflow, unique per logical call whatever ids the model sent, stable across
     attempts and worker restarts (empty: ``{task_id}/{call_id}``, as before)."""
+    elicitation_answers: list[ElicitationAnswer] = field(default_factory=list)
+    """A remote MCP tool made again after its server asked a person: the answers so far, returned
+    to the server's questions in order (noeta.protocols.elicitation)."""
 
 
 @dataclass(frozen=True, slots=True)

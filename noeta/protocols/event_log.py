@@ -28,6 +28,7 @@ ProviderFallback             the task moved to its next fallback provider (from,
 ToolCallProposed             the model asked for a tool call (call id, tool, arguments)
 GuardVerdict                 a guard's verdict on a proposed action (allow, deny, ask)
 ApprovalRequested            a guard sent an action to a human; the task waits (durably)
+ElicitationRequested         an MCP server asked a person during a tool call; the task waits (durably)
 ApprovalGranted              a human approved the action
 ApprovalDenied               a human refused it, or nobody answered before the timeout
 ToolCallRefused              a tool call was refused without running (guard denial, human refusal or
@@ -82,6 +83,7 @@ from noeta.protocols.events_oversight import (
     AttemptsExhausted,
     BudgetExceeded,
     BudgetWarning,
+    ElicitationRequested,
     GuardVerdict,
     ToolCallRefused,
     ValidationFailed,
@@ -126,6 +128,7 @@ EventPayload = (
     | ToolCallProposed
     | GuardVerdict
     | ApprovalRequested
+    | ElicitationRequested
     | ApprovalGranted
     | ApprovalDenied
     | ToolCallRefused
@@ -197,6 +200,7 @@ __all__ = [
     "ContextChannel",
     "ContextCompacted",
     "ContextPlanComposed",
+    "ElicitationRequested",
     "EVENT_TYPES",
     "EventEnvelope",
     "EventPayload",

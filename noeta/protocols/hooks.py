@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal, Protocol, Union, runtime_checkable
 
 from pydantic import Field
 
+from noeta.protocols.elicitation import ElicitationRequest
 from noeta.protocols.statuses import GoalStatus, Verdict
 from noeta.protocols.tool import RiskLevel
 
@@ -45,8 +46,10 @@ class ProposedFinish:
 
 
 ProposedAction = Annotated[
-    Union[ProposedToolCall, ProposedSpawnSubtask, ProposedFinish], Field(discriminator="type")
+    Union[ProposedToolCall, ProposedSpawnSubtask, ProposedFinish, ElicitationRequest], Field(discriminator="type")
 ]
+"""What can wait for a person: the three a guard judges, and an MCP server's question during a tool
+call (never shown to guards: a person answers it)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -239,3 +239,7 @@ PATCH_LEARNED_WINDOW = "learned-window"
 the refused size is the compaction's ``tokens_before`` and later compactions come by the threshold of
 the learned window. Asked only when a refusal is about to be compacted, so tasks whose provider never
 refuses pay nothing; a history without the marker compacts as before (the configured window's size)."""
+PATCH_MCP_ELICITATION = "mcp-elicitation"
+"""An MCP server asked a person during a tool call: the task waits for the answer (an approval of
+kind ``elicitation``) and makes the call again with it (noeta.workflows.elicitations). Asked only
+when a server asks, so other tasks pay nothing."""

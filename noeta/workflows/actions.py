@@ -41,6 +41,7 @@ from noeta.protocols.task import (
 from noeta.protocols.tool import ToolSpec
 from noeta.workflows import details, refusals, steps
 from noeta.workflows.compaction import ContextKeeper
+from noeta.workflows.elicitations import invoke_answering
 from noeta.workflows.budget import Budget, add_failed_spend, count_model_call, count_tool_calls
 from noeta.workflows.failures import (
     attempts_exhausted,
@@ -219,7 +220,7 @@ class StepRunner:
         memories: list[str] = []
         try:
             approved_by = self._gate.approved_by.pop(call.call_id, None)
-            out = await steps.invoke_tool(self._run.task, inp, spec, self._run.state.shape, approved_by=approved_by)
+            out = await invoke_answering(self._gate, self._run.task, inp, spec, self._run.state.shape, approved_by)
             result, memories = out.result, out.memories
         except ActivityError as err:
             raise_if_cancelled(err)

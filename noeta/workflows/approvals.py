@@ -9,6 +9,7 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 from noeta.errors import ApprovalNotPendingError, ConfigurationError
+from noeta.protocols.elicitation import ElicitationRequest, content_problem, with_defaults
 from noeta.protocols.hooks import ProposedToolCall
 from noeta.protocols.names import APPROVAL_TIMER_PREFIX, METRIC_APPROVAL_WAIT
 from noeta.protocols.task import ApprovalInput, ApprovalRequest, approval_timed_out
@@ -31,6 +32,12 @@ class Approvals:
                 f"no action {decision.call_id!r} is waiting for approval (waiting: {waiting})",
                 type=ApprovalNotPendingError.__name__,
             )
+        action = self.pending[decision.call_id].action
+        if isinstance(action, ElicitationRequest):  # the arguments are the answer's content
+            problem = content_problem(action.requested_schema, with_defaults(action.requested_schema, decision.arguments or {}))
+            if decision.approved and problem is not None:
+                raise ApplicationError(f"the answer does not match the requested schema: {problem}", type=ConfigurationError.__name__)
+            return
         if decision.arguments is not None:
             if not decision.approved or not isinstance(decision.arguments, dict):
                 raise ApplicationError(
@@ -46,6 +53,11 @@ class Approvals:
         """Record a human's answer (already checked by ``check_answer``)."""
         self._answers[decision.call_id] = decision
 
+    def withdraw_all(self) -> None:
+        """The goal waiting for them ended without them (interrupted): nothing is pending now."""
+        self.pending.clear()
+        self._answers.clear()
+
     def open(self, request: ApprovalRequest) -> None:
         """Add ``request`` to the pending approvals."""
         self.pending[request.call_id] = request
@@ -53,11 +65,6 @@ class Approvals:
     async def wait(self, request: ApprovalRequest, timeout_seconds: float) -> ApprovalInput:
         """The answer to an opened request; no answer within the timeout is a refusal."""
         # No try/finally here: code in a finally also runs when the worker evicts the workflow from
-    def withdraw_all(self) -> None:
-        """The goal waiting for them ended without them (interrupted): nothing is pending now."""
-        self.pending.clear()
-        self._answers.clear()
-
         # its cache, and workflow calls are not allowed then.
         opened = workflow.now()
         try:

@@ -13,6 +13,7 @@ from typing import Any
 
 from temporalio import workflow
 
+from noeta.protocols.elicitation import CANCEL_REASON, ElicitationRequest
 from noeta.protocols.hooks import ProposedFinish, ProposedSpawnSubtask, ProposedToolCall
 from noeta.protocols.messages import ToolUseBlock
 from noeta.protocols.names import UPDATE_APPROVE, UPDATE_REFUSE, UPDATE_SEND_GOAL
@@ -45,6 +46,9 @@ def action_text(request: ApprovalRequest, tool_call: Callable[[str, dict[str, An
         return f"subtask “{excerpt(action.goal)}”"
     if isinstance(action, ProposedFinish):
         return f"finishing with “{excerpt(action.answer)}”"
+    if isinstance(action, ElicitationRequest):
+        fields = ", ".join(action.requested_schema.get("properties") or {}) or "none"
+        return f"MCP server {action.server} asks “{excerpt(action.message)}” during {action.tool_name} (fields: {fields})"
     return request.call_id
 
 
@@ -53,6 +57,15 @@ def awaiting_approval(pending: Iterable[ApprovalRequest], timeout_seconds: float
     or refuse it."""
     lines = []
     for request in pending:
+        if isinstance(request.action, ElicitationRequest):
+            lines.append(f"**awaiting an answer**: {action_text(request)}")
+            lines.append(
+                f"accept: Send an Update → `{UPDATE_APPROVE}` with "
+                f'`{{"call_id": "{request.call_id}", "approved": true, "arguments": {{...the fields...}}}}`; '
+                f"decline: `{UPDATE_REFUSE}` with `{{\"call_id\": \"{request.call_id}\"}}`; "
+                f"cancel: the same with `\"reason\": \"{CANCEL_REASON}\"`"
+            )
+            continue
         reason = f": {excerpt(request.reason)}" if request.reason else ""
         lines.append(f"**awaiting approval**: {action_text(request)} — guard {request.guard}{reason}")
         lines.append(
@@ -60,7 +73,7 @@ def awaiting_approval(pending: Iterable[ApprovalRequest], timeout_seconds: float
             f'`{{"call_id": "{request.call_id}", "approved": true}}`; '
             f"refuse: the same to `{UPDATE_REFUSE}` with `\"approved\": false`"
         )
-    lines.append(f"unanswered after {timeout_seconds:g} s: refused")
+    lines.append(f"unanswered after {timeout_seconds:g} s: refused (a server's question: declined)")
     return "\n\n".join(lines)
 
 

@@ -106,7 +106,7 @@ class Gate:
         request = ApprovalRequest(
             action.call_id, action, verdict.reason, verdict.guard, waiting_since=now.isoformat(), deadline=deadline.isoformat()
         )
-        decision = await self._await_approval(request)
+        decision = await self.await_answer(request)
         if decision.approved:
             self.approved_by[action.call_id] = decision.approver or "a human"
         if decision.approved and decision.arguments is not None:
@@ -134,8 +134,10 @@ class Gate:
         """Ask the guards (and a human, if one defers) about one action: ``refusal`` of its verdict."""
         return await self.refusal(action, (await self.verdicts([action])).get(action.call_id))
 
-    async def _await_approval(self, request: ApprovalRequest) -> ApprovalInput:
-        """Wait durably for ``approve``; no answer within the timeout is a refusal."""
+    async def await_answer(self, request: ApprovalRequest) -> ApprovalInput:
+        """Open ``request`` and wait durably for ``approve`` or ``refuse`` (a guard's action, or an
+        MCP server's question: noeta.workflows.elicitations); no answer within the task's approval
+        timeout is a refusal."""
         approvals = self.approvals
         approvals.open(request)
         self._status.update_index("awaiting_approval")

@@ -22,6 +22,7 @@ from typing import Any
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
 from mcp.types import ToolAnnotations
+from pydantic import BaseModel
 
 
 def _log(line: str) -> None:
@@ -73,6 +74,27 @@ def build_server(name: str = "noeta-test", port: int = 0, **settings: Any) -> Fa
     return server
 
 
+class Confirmation(BaseModel):
+    """What ``confirm_action`` asks for: a yes/no, and a note with a default (SEP-1034)."""
+
+    confirm: bool
+    note: str = "none"
+
+
+def add_asking_tools(server: FastMCP) -> None:
+    """Tools that ask the client back: ``confirm_action`` (an elicitation)."""
+
+    @server.tool()
+    async def confirm_action(action: str, ctx: Context) -> str:
+        """Ask the user to confirm the action (an elicitation), then say what they answered."""
+        _log(f"asked {action} pid {os.getpid()}")
+        answer = await ctx.elicit(f"Really {action}?", Confirmation)
+        if answer.action == "accept":
+            return f"{action}: confirm={answer.data.confirm} note={answer.data.note}"
+        return f"{action}: {answer.action}"
+
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -80,12 +102,16 @@ def free_port() -> int:
 
 
 @contextmanager
-def running_http_server(port: int | None = None) -> Iterator[str]:
-    """The server over streamable HTTP on 127.0.0.1; yields its MCP endpoint URL."""
+def running_http_server(port: int | None = None, asking: bool = False) -> Iterator[str]:
+    """The server over streamable HTTP on 127.0.0.1 (``asking``: with :func:`add_asking_tools`);
+    yields its MCP endpoint URL."""
     import uvicorn
 
     port = port or free_port()
-    app = build_server(port=port).streamable_http_app()
+    server_ = build_server(port=port)
+    if asking:
+        add_asking_tools(server_)
+    app = server_.streamable_http_app()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on", timeout_graceful_shutdown=1))
     thread = threading.Thread(target=server.run, name=f"mcp-http-{port}", daemon=True)
     thread.start()

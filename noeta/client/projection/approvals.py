@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
+from typing import Any
 
 from temporalio.api.history.v1 import HistoryEvent
 
 from noeta.client.projection.log import EnvelopeLog
 from noeta.client.projection.transcript import Transcript
 from noeta.protocols import event_log as ev
+from noeta.protocols.elicitation import elicitation_id
 from noeta.protocols.identity import Via, parse_identity
 from noeta.protocols.names import APPROVAL_TIMER_PREFIX
 from noeta.protocols.task import (
@@ -31,6 +33,7 @@ class Approvals:
         self._waiting: dict[str, tuple[int, datetime | None]] = {}  # call id -> (seq, time) of its ApprovalRequested
         self._timers: dict[str, tuple[str, float]] = {}  # timer id -> (call id, timeout in seconds)
         self._edited: set[str] = set()  # calls approved with edited arguments
+        self._asked: dict[str, int] = {}  # tool call id -> questions its MCP server asked so far
 
     def requested(self, call_id: str, guard: str, reason: str | None, event: HistoryEvent, cause: int) -> None:
         """A guard's deciding verdict was ``ask``: the action waits for a human. (The guards'
@@ -38,6 +41,20 @@ class Approvals:
         if call_id in self._edited:
             return
         seq = self._log.emit(ev.ApprovalRequested(call_id=call_id, guard=guard, reason=reason), "engine", event, cause)
+        self._waiting[call_id] = (seq, _time(event))
+
+    def elicited(self, tool_call_id: str, tool_name: str, request: Any, event: HistoryEvent, cause: int) -> None:
+        """A tool call stopped because its MCP server asked a person: the question waits for an
+        answer like an approval (noeta.workflows.elicitations numbers them per call, from 1)."""
+        asked = request if isinstance(request, dict) else {}
+        self._asked[tool_call_id] = self._asked.get(tool_call_id, 0) + 1
+        call_id = elicitation_id(tool_call_id, self._asked[tool_call_id])
+        schema = asked.get("requested_schema")
+        payload = ev.ElicitationRequested(
+            call_id, tool_call_id, tool_name, str(asked.get("server") or ""), str(asked.get("message") or ""),
+            schema if isinstance(schema, dict) else {},
+        )
+        seq = self._log.emit(payload, f"tool:{tool_name}", event, cause)
         self._waiting[call_id] = (seq, _time(event))
 
     def timer_started(self, event: HistoryEvent) -> None:

@@ -18,6 +18,7 @@ from noeta.client.projection.model_calls import ModelCalls
 from noeta.client.projection.payloads import (
     decode_first,
     earlier_attempts,
+    failure_details,
     failure_text,
     innermost_message,
     own_error_type,
@@ -39,6 +40,7 @@ from noeta.protocols.activity_io import (
     ValidateOutput,
 )
 from noeta.protocols.appends import goal_message, tool_result_block
+from noeta.protocols.elicitation import INPUT_REQUIRED
 from noeta.protocols.hooks import GuardDecision, ProposedToolCall, combine
 from noeta.protocols.local_model_calls import ModelCallStart
 from noeta.protocols.scoring import ScoreOutput, mean_value
@@ -224,6 +226,9 @@ class Steps:
         actor = f"tool:{tool_name}"
         for failed in earlier_attempts(failure):
             self._tool_retry(call_id, tool_name, failed, event, cause)
+        if own_error_type(failure) == INPUT_REQUIRED:  # not a failure: the server asks a person
+            self._approvals.elicited(call_id, tool_name, failure_details(failure).get("request"), event, cause)
+            return
         seq = self._log.emit(
             ev.ToolCallFailed(
                 call_id=call_id, tool_name=tool_name, error=message, error_type=error_type, attempt=attempt, local=local

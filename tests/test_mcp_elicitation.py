@@ -1,0 +1,110 @@
+"""An MCP server that asks the user back (``elicitation/create``) during a tool call: the task waits
+durably like an approval (listed over HTTP and in the CLI), survives its worker being killed, and the
+call completes with the person's answer, whose name the events record."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from pathlib import Path
+
+import httpx
+import pytest
+
+from noeta.cli import run
+from noeta.client.client import AsyncClient
+from noeta.client.options import Options
+from noeta.http import create_app
+from noeta.protocols.elicitation import ElicitationRequest
+from noeta.worker import build_worker
+from tests.support.mcp_asking_registry import registry as asking_registry
+from tests.support.mcp_server import running_http_server
+from tests.support.processes import start_worker, worker_env
+from tests.support.waiting import eventually
+
+REGISTRY = "tests.support.mcp_asking_registry:registry"
+
+
+def options(url: str, **more) -> Options:
+    return Options(provider="asking", mcp_servers={"asker": {"type": "http", "url": url}}, **more)
+
+
+async def waiting_question(client: AsyncClient, task_id: str) -> ElicitationRequest:
+    found: list[ElicitationRequest] = []
+
+    async def asked() -> bool:
+        found[:] = [r.action for r in await client.pending_approvals(task_id) if isinstance(r.action, ElicitationRequest)]
+        return bool(found)
+
+    await eventually(asked, timeout=30)
+    return found[0]
+
+
+async def test_a_question_waits_for_a_person_and_the_call_completes_with_the_answer(client: AsyncClient, content_store, task_queue):
+    asking_registry.content_store = content_store
+    with running_http_server(asking=True) as url:
+        async with build_worker(client.temporal, asking_registry, task_queue):
+            task_id = await client.start("go", options(url), task_queue=task_queue)
+            question = await waiting_question(client, task_id)
+            assert (question.server, question.message, question.tool_call_id) == ("asker", "Really delete the report?", "c1")
+            assert set(question.requested_schema["properties"]) == {"confirm", "note"}
+            await client.approve(task_id, question.call_id, True, approver="user:ada", arguments={"confirm": True})
+            result = await client.result(task_id)
+    assert result.answer == "tool said: delete the report: confirm=True note=none"
+
+
+@pytest.mark.server
+@pytest.mark.slow
+async def test_the_wait_survives_a_killed_worker_and_is_answered_over_http(
+    client: AsyncClient, settings, data_dir: Path, task_queue: str, tmp_path: Path, monkeypatch, capsys
+):
+    log = tmp_path / "mcp.log"
+    monkeypatch.setenv("MCP_TEST_LOG", str(log))  # the HTTP server runs in this process
+    env = worker_env(TEMPORAL_ADDRESS=settings.temporal_address, NOETA_HOME=str(data_dir))
+    http = httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(client)), base_url="http://127.0.0.1")
+    with running_http_server(asking=True) as url:
+        first = await asyncio.to_thread(start_worker, env, task_queue, REGISTRY)
+        second = None
+        try:
+            task_id = await client.start("go", options(url), task_queue=task_queue)
+            question = await waiting_question(client, task_id)
+            listed = (await http.get(f"/tasks/{task_id}/approvals")).json()
+            assert [(r["call_id"], r["action"]["type"], r["action"]["message"]) for r in listed] == [
+                ("elicit:c1:1", "elicitation", "Really delete the report?")
+            ]
+            assert listed[0]["action"]["requested_schema"]["required"] == ["confirm"]
+            monkeypatch.setenv("TEMPORAL_ADDRESS", settings.temporal_address)
+            monkeypatch.setenv("NOETA_HOME", str(data_dir))
+            code, out, _ = await asyncio.to_thread(cli_output, capsys, "approvals", task_id)
+            assert code == 0 and "elicit:c1:1" in out and "asks “Really delete the report?”" in out, out
+
+            first.send_signal(signal.SIGKILL)  # nothing is lost: the wait is the workflow's
+            first.wait(10)
+            second = await asyncio.to_thread(start_worker, env, task_queue, REGISTRY)
+            bad = await http.post(f"/tasks/{task_id}/elicitations", json={"call_id": question.call_id, "action": "accept", "content": {"confirm": "yes"}})
+            assert bad.status_code == 422 and "confirm: expected boolean" in bad.json()["message"], bad.text
+            answered = await http.post(f"/tasks/{task_id}/elicitations", json={"call_id": question.call_id, "action": "accept", "content": {"confirm": True, "note": "ok"}})
+            assert answered.status_code == 202, answered.text
+            result = await asyncio.wait_for(client.result(task_id), 60)
+        finally:
+            for proc in (first, second):
+                if proc is not None and proc.poll() is None:
+                    proc.send_signal(signal.SIGTERM)
+                    proc.wait(15)
+            await http.aclose()
+    assert result.answer == "tool said: delete the report: confirm=True note=ok"
+    asked = [line for line in log.read_text().splitlines() if line.startswith("asked")]
+    assert len(asked) == 2  # the call was made again with the answer (docs/mcp.md)
+    events = [e for e in await client.events(task_id) if e.type in ("ElicitationRequested", "ApprovalGranted", "ToolCallCompleted")]
+    assert [e.type for e in events] == ["ElicitationRequested", "ApprovalGranted", "ToolCallCompleted"]
+    assert (events[0].payload.server, events[0].payload.message) == ("asker", "Really delete the report?")
+    granted = events[1].payload
+    assert (granted.call_id, granted.via, granted.arguments) == ("elicit:c1:1", "key", {"confirm": True, "note": "ok"})
+    assert granted.approver
+
+
+def cli_output(capsys, *args: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = run(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
