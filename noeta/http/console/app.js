@@ -206,7 +206,11 @@ function approvalCard(taskId, request, done) {
   }
   const what = action.type === "tool_call" ? toolCall(action.tool_name, action.arguments)
     : action.type === "spawn_subtask" ? `subtask: ${short(action.goal)}`
-    : action.type === "finish" ? `finish: ${short(action.answer)}` : request.call_id;
+    : action.type === "finish" ? `finish: ${short(action.answer)}`
+    // an MCP server's question: its message and the fields it asks for (answered as an approval)
+    : action.type === "elicitation"
+      ? `${action.server} asks: ${short(action.message)} (fields: ${Object.keys((action.requested_schema || {}).properties || {}).join(", ") || "none"})`
+    : request.call_id;
   return h("div", { class: "card approval", "data-call": request.call_id, "data-testid": "approval" },
     h("div", {}, h("strong", { class: "mono", text: what })),
     h("div", { class: "muted", text: `guard ${request.guard}: ${request.reason || "no reason given"} · call ${request.call_id}` }),
