@@ -18,6 +18,7 @@ from noeta.protocols.names import (
     PATCH_LEAN_STEPS,
     PATCH_LOCAL_MODEL_CALLS,
     PATCH_LOCAL_TOOLS,
+    PATCH_MCP_ELICITATION,
     PATCH_REFUSALS_RECORDED,
 )
 from tests.support.replay import replay
@@ -185,3 +186,15 @@ def base64_payloads(history_json: str) -> str:
 
     walk(json.loads(history_json))
     return "\n".join(found)
+
+
+def test_mcp_elicitation_histories_are_recorded():
+    # A remote MCP server asked a person during a tool call (PATCH_MCP_ELICITATION): the call failed
+    # with the question, the task waited like an approval, then made the call again with the answer
+    # (accepted with content, or declined): python -m tests.histories.record_mcp.
+    folder = ROOT / PATCH_MCP_ELICITATION
+    assert {p.stem for p in folder.glob("*.json")} >= {"accepted", "declined"}
+    for name, update in (("accepted", "approve"), ("declined", "refuse")):
+        text = (folder / f"{name}.json").read_text()
+        assert text.count('"name": "noeta.invoke_tool"') == 2 and '"McpInputRequiredError"' in text
+        assert PATCH_MCP_ELICITATION in base64_payloads(text) and f'"name": "{update}"' in text

@@ -1,0 +1,94 @@
+"""Record the histories of tasks whose remote MCP server asks back during a tool call, for the
+replay tests:
+
+    python -m tests.histories.record_mcp [SCENARIO ...]
+
+Writes tests/histories/mcp-elicitation/{accepted,declined}.json (a person's answer to the server's
+question: accept with content, decline). As for record.py: only to ADD histories, never to
+re-record one that fails to replay; name the scenarios to record (default: all).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import tempfile
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from noeta.client.client import AsyncClient
+from noeta.client.config import Settings
+from noeta.client.embedded import EmbeddedServer
+from noeta.client.options import HostConfig
+from noeta.context.content_store import LocalContentStore
+from noeta.protocols.elicitation import ElicitationRequest
+from noeta.worker import build_worker
+from tests.histories.record import run_histories
+from tests.support.mcp_asking_registry import registry as asking_registry
+from tests.support.mcp_server import running_http_server
+from tests.support.waiting import eventually
+from tests.test_mcp_elicitation import options
+
+HERE = Path(__file__).parent
+
+
+async def _question(client: AsyncClient, task_id: str) -> ElicitationRequest:
+    found: list[ElicitationRequest] = []
+
+    async def asked() -> bool:
+        found[:] = [r.action for r in await client.pending_approvals(task_id) if isinstance(r.action, ElicitationRequest)]
+        return bool(found)
+
+    await eventually(asked, timeout=30)
+    return found[0]
+
+
+async def accepted(client: AsyncClient, url: str) -> str:
+    task_id = await client.start("go", options(url))
+    question = await _question(client, task_id)
+    await client.approve(task_id, question.call_id, True, approver="user:ada", arguments={"confirm": True})
+    await client.result(task_id)
+    return task_id
+
+
+async def declined(client: AsyncClient, url: str) -> str:
+    task_id = await client.start("go", options(url))
+    question = await _question(client, task_id)
+    await client.approve(task_id, question.call_id, False, approver="user:ada", reason="not now")
+    await client.result(task_id)
+    return task_id
+
+
+SCENARIOS: dict[str, tuple[str, Callable[[AsyncClient, str], Awaitable[str]]]] = {
+    "accepted": ("mcp-elicitation", accepted),
+    "declined": ("mcp-elicitation", declined),
+}
+
+
+async def main(names: list[str]) -> None:
+    # The test MCP server listens on loopback, which a worker refuses unless it is listed.
+    os.environ.setdefault("NOETA_MCP_URLS", "http://127.0.0.1:*")
+    with tempfile.TemporaryDirectory() as tmp:
+        server = EmbeddedServer(Path(tmp) / "temporal", headless=True).start()
+        try:
+            store = LocalContentStore(Path(tmp) / "content")
+            client = await AsyncClient.connect(
+                HostConfig(settings=Settings(temporal_address=server.address, home=Path(tmp)), content_store=store)
+            )
+            asking_registry.content_store = store
+            with running_http_server(asking=True) as url:
+                async with build_worker(client.temporal, asking_registry, client.task_queue):
+                    for name in names:
+                        folder, scenario = SCENARIOS[name]
+                        task_id = await scenario(client, url)
+                        (history,) = await run_histories(client, task_id)
+                        (HERE / folder).mkdir(exist_ok=True)
+                        (HERE / folder / f"{name}.json").write_text(history.to_json())
+                        print(f"recorded {folder}/{name}: {len(history.events)} events")
+        finally:
+            server.stop()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1:] or list(SCENARIOS)))
