@@ -230,6 +230,12 @@ def build() -> argparse.ArgumentParser:
     worker.add_argument("--health-port", type=port, help="serve /healthz and /readyz here (default: NOETA_HEALTH_PORT)")
     worker.add_argument("--metrics-port", type=port, help="serve Prometheus metrics on this port (/metrics)")
     worker.add_argument("--metrics-host", type=text, default="127.0.0.1", help="address of the metrics endpoint (0.0.0.0 in containers)")
+    worker.add_argument("--deployment", type=name, help="the Worker Deployment this worker is a version of "
+                        "(default: NOETA_DEPLOYMENT; with --build-id: tasks are pinned to their version)")
+    worker.add_argument("--build-id", type=name, help="this worker's build in the deployment (default: NOETA_BUILD_ID)")
+    worker.add_argument("--upgrade-check-seconds", type=seconds, metavar="S",
+                        help="how often an idle versioned task looks for a new current version "
+                             "(default: NOETA_UPGRADE_CHECK_SECONDS or 60)")
     for cmd in (run, worker):
         cmd.add_argument("--builtins", action=argparse.BooleanOptionalAction, default=None,
                          help="serve the built-in tools calculator, word_count, read_file, current_time, wait "

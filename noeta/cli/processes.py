@@ -18,6 +18,7 @@ from noeta.cli.mcp_login import cmd_mcp
 from noeta.protocols.names import DEFAULT_PROVIDER
 from noeta.config.tuning import SETTINGS as TUNING_SETTINGS
 from noeta.config.tuning import WorkerTuning
+from noeta.config.deployment import DeploymentSettings
 
 if TYPE_CHECKING:
     from noeta.worker import Registry
@@ -77,6 +78,12 @@ def tuning_from_args(args: argparse.Namespace) -> WorkerTuning:
     return WorkerTuning(**given)
 
 
+def deployment_from_args(args: argparse.Namespace) -> DeploymentSettings:
+    """The worker's deployment version: its flags over NOETA_DEPLOYMENT, NOETA_BUILD_ID, NOETA_UPGRADE_CHECK_SECONDS."""
+    flags = {"deployment": args.deployment, "build_id": args.build_id, "upgrade_check_seconds": args.upgrade_check_seconds}
+    return DeploymentSettings(**{k: v for k, v in flags.items() if v is not None})
+
+
 async def cmd_worker(args: argparse.Namespace) -> int:
     """``noeta worker``: run a worker on the task queue until SIGINT or SIGTERM, with its health endpoint and
     metrics when they are configured."""
@@ -95,13 +102,15 @@ async def cmd_worker(args: argparse.Namespace) -> int:
     temporal, server = await connect_temporal(settings, runtime=runtime)
     queue = args.task_queue or settings.task_queue
     where = settings.temporal_address or f"embedded server {server.address if server else ''}"
+    deployment = deployment_from_args(args)
     worker = build_worker(
-        temporal, registry, queue, tuning=tuning_from_args(args),
+        temporal, registry, queue, tuning=tuning_from_args(args), deployment=deployment,
         graceful_shutdown_timeout=timedelta(seconds=grace),
     )
     announce(
         f"noeta worker on {where}, task queue {queue!r}: "
-        f"tools {sorted(registry.tools) or 'none'}, providers {sorted(registry.providers)}",
+        f"tools {sorted(registry.tools) or 'none'}, providers {sorted(registry.providers)}"
+        + (f", version {deployment.version}" if deployment.versioned else ""),
         stdout=True,
     )
     from noeta.client.dispatch import dispatch_note

@@ -243,3 +243,8 @@ PATCH_MCP_ELICITATION = "mcp-elicitation"
 """An MCP server asked a person during a tool call: the task waits for the answer (an approval of
 kind ``elicitation``) and makes the call again with it (noeta.workflows.elicitations). Asked only
 when a server asks, so other tasks pay nothing."""
+PATCH_VERSION_UPGRADE = "version-upgrade"
+"""A task run by a versioned worker (Worker Deployment Versioning) wakes while idle between goals
+every NOETA_UPGRADE_CHECK_SECONDS (a timer) and continues as new onto its deployment's target
+version once that changed (noeta.workflows.upgrades). Asked only by versioned tasks at their first
+idle wait, so unversioned tasks pay nothing."""

@@ -20,6 +20,8 @@ from noeta.protocols.ids import check_task_queue
 from noeta.config.import_path import load_object
 from noeta.worker.plugin import NoetaWorkerPlugin
 from noeta.config.tuning import WorkerTuning
+from noeta.config.deployment import DeploymentSettings
+from noeta.workflows.upgrades import set_check_seconds
 
 
 def _is_registry(value: object) -> TypeGuard[Registry]:
@@ -37,6 +39,7 @@ def build_worker(
     task_queue: str,
     *,
     tuning: WorkerTuning | None = None,
+    deployment: DeploymentSettings | None = None,
     **worker_kwargs: Any,
 ) -> Worker:
     """A temporalio Worker for AgentWorkflow and the registry's activities (see :class:`NoetaWorkerPlugin`).
@@ -52,12 +55,17 @@ def build_worker(
             "plugins=[NoetaPlugin()] (or use noeta's AsyncClient.connect)"
         )
     tuning = tuning or WorkerTuning()
+    deployment = deployment or DeploymentSettings()
+    versioning: dict[str, Any] = {}
+    if deployment.versioned:
+        set_check_seconds(deployment.upgrade_check_seconds)
+        versioning["deployment_config"] = deployment.worker_config()
     return Worker(
         client,
         task_queue=task_queue,
         plugins=[NoetaWorkerPlugin(registry, tuning)],
-        **{**tuning.worker_kwargs(), **worker_kwargs},
+        **{**tuning.worker_kwargs(), **versioning, **worker_kwargs},
     )
 
 
-__all__ = ["Registry", "WorkerTuning", "build_worker", "load_registry"]
+__all__ = ["DeploymentSettings", "Registry", "WorkerTuning", "build_worker", "load_registry"]

@@ -70,6 +70,7 @@ from noeta.workflows.run import RunState
 from noeta.workflows.scoring import score_ended_task
 from noeta.workflows.status import RunStatus
 from noeta.workflows.streams import TaskStream
+from noeta.workflows import upgrades
 
 
 @workflow.defn(name=WORKFLOW_NAME)
@@ -288,9 +289,9 @@ class AgentWorkflow:
             if not state.goal_queue:
                 status.update_index("idle")
                 status.show(details.idle(len(results)))
-            await workflow.wait_condition(lambda: bool(state.goal_queue) or state.closed or continuation.due())
-            if not state.goal_queue and not state.closed:
-                continuation.hand_over(index, in_goal=False)
+            moving = await upgrades.wait_idle(lambda: bool(state.goal_queue) or state.closed or continuation.due())
+            if not state.closed and (not state.goal_queue or moving):
+                continuation.hand_over(index, in_goal=False)  # queued goals travel in the carry
             if not state.goal_queue:
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 status.update_index(ended_as(results[index].status))

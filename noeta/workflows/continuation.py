@@ -9,7 +9,7 @@ from typing import NoReturn
 from temporalio import workflow
 
 from noeta.protocols.task import LoadTranscriptInput
-from noeta.workflows import steps
+from noeta.workflows import steps, upgrades
 from noeta.workflows.approvals import Approvals
 from noeta.workflows.goals import recent
 from noeta.workflows.run import RunState
@@ -54,7 +54,10 @@ class Continuation:
         )
         # Channels are already composed into the carried refs; dropping them keeps the input small.
         self.continuing = True
-        workflow.continue_as_new(dataclasses.replace(task, carry=carry, channels=[]))
+        # A versioned task's next run starts on its deployment's target version (noeta.workflows.upgrades).
+        workflow.continue_as_new(
+            dataclasses.replace(task, carry=carry, channels=[]), initial_versioning_behavior=upgrades.on_continue()
+        )
 
     async def restore(self) -> None:
         """A continued run's first step: the stored transcript, then what was pending for the next
