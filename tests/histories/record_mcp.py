@@ -22,31 +22,18 @@ from noeta.client.config import Settings
 from noeta.client.embedded import EmbeddedServer
 from noeta.client.options import HostConfig
 from noeta.context.content_store import LocalContentStore
-from noeta.protocols.elicitation import ElicitationRequest
 from noeta.worker import build_worker
 from tests.histories.record import run_histories
 from tests.support.mcp_asking_registry import registry as asking_registry
 from tests.support.mcp_server import running_http_server
-from tests.support.waiting import eventually
-from tests.test_mcp_elicitation import options
+from tests.test_mcp_elicitation import options, waiting_question
 
 HERE = Path(__file__).parent
 
 
-async def _question(client: AsyncClient, task_id: str) -> ElicitationRequest:
-    found: list[ElicitationRequest] = []
-
-    async def asked() -> bool:
-        found[:] = [r.action for r in await client.pending_approvals(task_id) if isinstance(r.action, ElicitationRequest)]
-        return bool(found)
-
-    await eventually(asked, timeout=30)
-    return found[0]
-
-
 async def accepted(client: AsyncClient, url: str) -> str:
     task_id = await client.start("go", options(url))
-    question = await _question(client, task_id)
+    question = await waiting_question(client, task_id)
     await client.approve(task_id, question.call_id, True, approver="user:ada", arguments={"confirm": True})
     await client.result(task_id)
     return task_id
@@ -54,7 +41,7 @@ async def accepted(client: AsyncClient, url: str) -> str:
 
 async def declined(client: AsyncClient, url: str) -> str:
     task_id = await client.start("go", options(url))
-    question = await _question(client, task_id)
+    question = await waiting_question(client, task_id)
     await client.approve(task_id, question.call_id, False, approver="user:ada", reason="not now")
     await client.result(task_id)
     return task_id
