@@ -181,7 +181,11 @@ class StepRunner:
         self._status.show(details.calling_model(on.provider, on.model or state.model, state.turn, task.max_turns))
         request = await self._context.fit(request)  # compacted first when it would pass the window's threshold
         # On the task's current provider; the next of its fallback providers when that one fails.
-        out = await self._fallback.call(request, lambda r: self._context.call(r, lambda c: steps.call_model(task, c)))
+        ordinary, self._run.recovering = self._run.recovering, False
+        out = await self._fallback.call(
+            request, lambda r: self._context.call(r, lambda c: steps.call_model(task, c, ordinary=ordinary))
+        )
+        self._run.returned(out.from_record)
         if out.model and self._fallback.current().model is None:  # the provider's default: as it reported
             state.model = out.model
         state.head = out.head
@@ -222,6 +226,7 @@ class StepRunner:
             approved_by = self._gate.approved_by.pop(call.call_id, None)
             out = await invoke_answering(self._gate, self._run.task, inp, spec, self._run.state.shape, approved_by)
             result, memories = out.result, out.memories
+            self._run.returned(out.from_record)
         except ActivityError as err:
             raise_if_cancelled(err)
             cause = err.cause
