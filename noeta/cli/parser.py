@@ -96,6 +96,14 @@ def text(value: str) -> str:
     return value
 
 
+def http_url(value: str) -> str:
+    """An http(s) URL with a host (the codec endpoint a browser will call)."""
+    scheme, sep, rest = value.partition("://")
+    if scheme not in ("http", "https") or not sep or not rest.split("/")[0]:
+        raise argparse.ArgumentTypeError(f"expected an http:// or https:// URL, got {value!r}")
+    return value.rstrip("/")
+
+
 def name(value: str) -> str:
     """A registry name: non-empty, no surrounding spaces, no commas."""
     if not value.strip() or value != value.strip() or "," in value:
@@ -242,7 +250,11 @@ def build() -> argparse.ArgumentParser:
                               "(default: on without --registry)")
 
     command("doctor", "what this installation has: server, local model, providers, content store")
-    command("server", "run the embedded Temporal dev server (with its UI) in the foreground until Ctrl-C or SIGTERM")
+    server = command("server", "run the embedded Temporal dev server (with its UI) in the foreground until Ctrl-C or SIGTERM")
+    server.add_argument("--port", type=port, help="the server's gRPC port (default: a free one)")
+    server.add_argument("--ui-port", type=port, help="the Temporal UI's port (default: a free one)")
+    server.add_argument("--ui-codec-endpoint", type=http_url, metavar="URL",
+                        help="the codec server the UI decodes payloads with (noeta codec-server; docs/inspection.md)")
     serve = command("serve", "the HTTP API and web console: tasks, goals, approvals, SSE events")
     serve.add_argument("--host", type=text, default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=port, default=8080, help="port (default 8080)")

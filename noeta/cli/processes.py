@@ -238,11 +238,16 @@ def cmd_server(args: argparse.Namespace) -> int:
     settings = Settings()
     # SIGTERM stops the server as Ctrl-C does (by default it would end this process and leave
     # the server, in its own session, running). ``main`` turns SIGTERM into KeyboardInterrupt.
-    server = ensure_server(settings.home / "temporal")
+    codec = ("--ui-codec-endpoint", args.ui_codec_endpoint) if args.ui_codec_endpoint else ()
+    server = ensure_server(settings.home / "temporal", port=args.port, ui_port=args.ui_port, extra_args=codec)
     try:
         print(f"Temporal dev server at {server.address}" + (f", UI {server.ui_url}" if server.ui_url else ""), flush=True)
         if not server.owned:
-            print("(already running, started by another process)")
+            flags = (("--port", args.port), ("--ui-port", args.ui_port), ("--ui-codec-endpoint", args.ui_codec_endpoint))
+            asked = [flag for flag, value in flags if value]
+            print("(already running, started by another process" + (
+                f"; {', '.join(asked)} apply only to a server this command starts: stop that one first)" if asked else ")"
+            ))
             return 0
         print("Ctrl-C (or SIGTERM) stops it.", flush=True)
         assert server.process is not None
