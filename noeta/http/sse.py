@@ -151,9 +151,16 @@ async def delta_stream(
         iterator = deltas.__aiter__()
         while True:
             following = asyncio.ensure_future(iterator.__anext__())
+            # When the page goes away this read may end (StopAsyncIteration as the stream closes)
+            # with nobody awaiting it: read its outcome here, or asyncio logs it as never retrieved.
+            following.add_done_callback(lambda f: f.cancelled() or f.exception())
             # A workflow stream ends by itself after the task's last piece; a broker's does not.
             waits = {following} if deltas.ends_with_task else {following, ended}
-            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            try:
+                await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            except BaseException:  # the response was closed while waiting
+                following.cancel()
+                raise
             if following.done():
                 try:
                     delta = following.result()
