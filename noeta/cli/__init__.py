@@ -95,7 +95,10 @@ def run(argv: Sequence[str] | None = None) -> int:
 
         log_handler = configure_logging()  # NOETA_LOG_LEVEL, NOETA_LOG_FORMAT=json
         if args.command == "run" and not args.verbose:
+            from noeta.cli.live import not_in_progress
+
             log_handler.addFilter(only_noeta_below_warning)  # Noeta's progress lines, not httpx's
+            log_handler.addFilter(not_in_progress)  # failed attempts: the progress lines say them
         configure_tracing()  # OTEL_* (off when unset)
     try:
         if args.command == "server":

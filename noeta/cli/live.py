@@ -3,6 +3,7 @@ model's text as it is generated (stdout, on a terminal)."""
 
 from __future__ import annotations
 
+import logging
 import sys
 import threading
 from typing import TextIO
@@ -10,6 +11,17 @@ from typing import TextIO
 from noeta.client.client import AsyncClient
 from noeta.cli.progress import Progress
 from noeta.protocols.messages import StreamDelta
+
+
+#: The extra temporalio puts on its "Completing activity as failed" records.
+_ACTIVITY_FAILURE = "ActivityFailure"
+
+
+def not_in_progress(record: logging.LogRecord) -> bool:
+    """A log filter for ``noeta run``: drop temporalio's record of a failed activity attempt (a model
+    or tool call that failed or timed out), which the progress lines already report from the event
+    log in words (``[tool]  NAME attempt 1 failed, retrying: ...``)."""
+    return getattr(record, "__temporal_error_identifier", None) != _ACTIVITY_FAILURE
 
 
 class StreamPrinter:

@@ -26,6 +26,8 @@ from contextlib import AbstractContextManager
 from types import MappingProxyType
 from typing import Any, TextIO
 
+import temporalio.activity
+import temporalio.workflow
 from temporalio.exceptions import ApplicationError, CancelledError
 
 from noeta.config.context_values import set_within
@@ -35,6 +37,7 @@ from noeta.errors import (
     EncryptionKeyError,
     ProviderError,
     ToolRetryableError,
+    ToolTimeoutError,
 )
 from noeta.security.scrub import scrub
 from noeta.telemetry.settings import LogSettings
@@ -54,7 +57,9 @@ _context: contextvars.ContextVar[Mapping[str, Any]] = contextvars.ContextVar(
 #: Derived from the classes, so that renaming one cannot silently drop it from the set.
 EXPECTED_ERROR_TYPES = frozenset(
     error.__name__
-    for error in (ProviderError, ContextLengthError, AttemptsExhaustedError, ToolRetryableError, EncryptionKeyError)
+    for error in (
+        ProviderError, ContextLengthError, AttemptsExhaustedError, ToolRetryableError, ToolTimeoutError, EncryptionKeyError,
+    )
 )
 
 
@@ -212,4 +217,8 @@ def configure_logging(
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level)
+    # Temporal's loggers append a Python dict of the activity's or workflow's details to each
+    # message; the handler puts the same context on the line (task_id, attempt, activity) already.
+    temporalio.activity.logger.activity_info_on_message = False
+    temporalio.workflow.logger.workflow_info_on_message = False
     return handler
