@@ -19,6 +19,7 @@ from noeta.protocols.names import (
     PATCH_LOCAL_MODEL_CALLS,
     PATCH_LOCAL_TOOLS,
     PATCH_MCP_ELICITATION,
+    PATCH_MCP_SAMPLING,
     PATCH_REFUSALS_RECORDED,
 )
 from tests.support.replay import replay
@@ -198,3 +199,11 @@ def test_mcp_elicitation_histories_are_recorded():
         text = (folder / f"{name}.json").read_text()
         assert text.count('"name": "noeta.invoke_tool"') == 2 and '"McpInputRequiredError"' in text
         assert PATCH_MCP_ELICITATION in base64_payloads(text) and f'"name": "{update}"' in text
+
+
+def test_mcp_sampling_histories_are_recorded():
+    # A remote MCP server asked the task's model during a tool call (PATCH_MCP_SAMPLING): the call
+    # failed with the request, a model call of the task answered it, the call was made again.
+    text = (ROOT / PATCH_MCP_SAMPLING / "sampled.json").read_text()
+    assert text.count('"name": "noeta.invoke_tool"') == 2 and text.count('"name": "noeta.call_model"') == 3
+    assert '"McpSamplingRequiredError"' in text and PATCH_MCP_SAMPLING in base64_payloads(text)

@@ -24,6 +24,7 @@ from noeta.errors import ConfigurationError
 from noeta.protocols.elicitation import ElicitationAnswer
 from noeta.protocols.mcp import McpServerConfig, McpTarget, mcp_tool_name
 from noeta.protocols.messages import ImageBlock
+from noeta.protocols.sampling import SampledAnswer
 from noeta.protocols.tool import RiskLevel, ToolResult, ToolSpec, tool_fingerprint
 
 if TYPE_CHECKING:
@@ -147,12 +148,13 @@ class McpServers:
 
     async def call_tool(
         self, target: McpTarget, arguments: dict[str, Any], timeout_seconds: float | None,
-        answers: Sequence[ElicitationAnswer] = (),
+        answers: Sequence[ElicitationAnswer] = (), sampled: Sequence[SampledAnswer] = (),
     ) -> CallToolResult:
         """Call ``target``'s tool; a lost connection raises (the attempt is retried on a fresh one),
-        a question ``answers`` (a person's, in order) lacks raises McpInputRequiredError."""
+        a request ``answers`` (a person's) or ``sampled`` (the task model's, each in order) lack
+        stops the call (noeta.mcp.asking)."""
         return await self.connections().call_tool(
-            target.alias, target.server, target.tool, arguments, timeout_seconds, answers
+            target.alias, target.server, target.tool, arguments, timeout_seconds, answers, sampled
         )
 
     async def aclose(self) -> None:

@@ -197,7 +197,8 @@ class ToolCalls:
             try:
                 called = await with_heartbeat(
                     self.mcp.call_tool(
-                        target, inp.arguments, timeout.total_seconds() if timeout else None, inp.elicitation_answers
+                        target, inp.arguments, timeout.total_seconds() if timeout else None, inp.elicitation_answers,
+                        inp.sampled,
                     ),
                     as_details(ledger.earlier),
                 )

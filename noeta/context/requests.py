@@ -74,6 +74,9 @@ def model_request(
     ``inp.max_tool_output_tokens`` (the transcript keeps them whole)."""
     messages, cache_breakpoint = compose_messages(capped_results(transcript, inp.max_tool_output_tokens), volatile)
     metadata: dict[str, Any] = {"task_id": inp.task_id, "turn": inp.turn}
+    if inp.sampling is not None:  # an MCP server's request, with its own system prompt
+        system = inp.sampling.system_prompt
+        metadata["mcp_sampling"] = inp.sampling.call_id
     if cache_breakpoint is not None:
         metadata["cache_breakpoint_message"] = cache_breakpoint
     return LLMRequest(

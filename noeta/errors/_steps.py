@@ -127,3 +127,33 @@ class McpInputRequiredError(McpServerError):
         """``request``: ``{"server", "message", "requested_schema"}`` as the server sent them."""
         super().__init__(message)
         self.request = request
+
+
+class McpSamplingRequiredError(McpServerError):
+    """A remote MCP server asked the task's model during a tool call (``sampling/createMessage``):
+    the call stops, the task makes the model call (a recorded model call of the task) and makes the
+    tool call again with its answer. ``request`` is what the server sent (server alias, messages,
+    system prompt, max tokens). Not retried: the answer comes from the task, not another attempt."""
+
+    non_retryable = True
+    _detail_defaults = {"request": None}
+
+    def __init__(self, message: str, request: dict[str, Any] | None = None) -> None:
+        """``request``: the server's ``sampling/createMessage`` parameters and its ``server`` alias."""
+        super().__init__(message)
+        self.request = request
+
+
+class McpSamplingNotAllowedError(McpServerError):
+    """A remote MCP server asked the task's model during a tool call, and its configuration does
+    not allow it: the request was refused and the call fails. Allow it with ``"sampling": true`` on
+    the server's entry in ``Options.mcp_servers`` (its requests are then model calls of the task,
+    shown to its guards and counted against its budget)."""
+
+    non_retryable = True
+    _detail_defaults = {"alias": ""}
+
+    def __init__(self, message: str, alias: str = "") -> None:
+        """``alias``: the server's (``mcp_servers`` key)."""
+        super().__init__(message)
+        self.alias = alias

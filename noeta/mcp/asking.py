@@ -1,36 +1,64 @@
-"""A server's questions during one tool call (``elicitation/create``), answered from what a person
-already said, else turned into the call's stop: :class:`McpInputRequiredError` carrying the
-question, for the workflow to wait for a person durably.
+"""A server's requests back to the client during one tool call, answered from what the task already
+gave, else turned into the call's stop: a question for a person (``elicitation/create``:
+:class:`McpInputRequiredError`) or for the task's model (``sampling/createMessage``:
+:class:`McpSamplingRequiredError`, or :class:`McpSamplingNotAllowedError` when the server's
+configuration does not allow it), carrying the request for the workflow to answer durably.
 
-A session serves one call at a time (noeta.mcp.connections), so a question the server sends on it
-belongs to that call. The worker never keeps a call open for a person: the question stops the
+A session serves one call at a time (noeta.mcp.connections), so a request the server sends on it
+belongs to that call. The worker never keeps a call open for an answer: the request stops the
 call (its session is closed, which ends the server's request as a lost client would), and the
 workflow makes the call again with the answers so far, which :class:`Asker` returns to the
-server's questions in the order it asks them.
+server's requests of each kind in the order it sends them.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
-from mcp.types import INVALID_REQUEST, ElicitRequestParams, ElicitRequestURLParams, ElicitResult, ErrorData
+from mcp.types import (
+    INVALID_REQUEST,
+    CreateMessageRequestParams,
+    CreateMessageResult,
+    ElicitRequestParams,
+    ElicitRequestURLParams,
+    ElicitResult,
+    ErrorData,
+    TextContent,
+)
 
-from noeta.errors import McpInputRequiredError
+from noeta.errors import McpInputRequiredError, McpSamplingNotAllowedError, McpSamplingRequiredError, McpServerError
 from noeta.protocols.elicitation import MAX_ELICITATIONS_PER_CALL, ElicitationAnswer
+from noeta.protocols.sampling import MAX_SAMPLES_PER_CALL, REFUSED_CODE, SampledAnswer
+
+#: The errors that stop a call to wait for an answer (or refuse it): its session is closed.
+STOPS = (McpInputRequiredError, McpSamplingRequiredError, McpSamplingNotAllowedError)
 
 
 class Asker:
-    """The person behind one tool call: ``answers`` given so far, in the order the server asked."""
+    """The task behind one tool call: a person's ``answers`` and the model's ``sampled`` answers
+    given so far, each in the order the server asked."""
 
-    def __init__(self, alias: str, answers: Sequence[ElicitationAnswer] = ()) -> None:
-        """``alias``: the server's; ``answers``: the person's answers to its earlier questions."""
+    def __init__(
+        self, alias: str, answers: Sequence[ElicitationAnswer] = (), sampled: Sequence[SampledAnswer] = (),
+        *, sampling: bool = False,
+    ) -> None:
+        """``alias``: the server's; ``answers``/``sampled``: the answers to its earlier requests;
+        ``sampling``: its configuration allows sampling requests."""
         self.alias = alias
         self._answers = list(answers)
+        self._sampled = list(sampled)
+        self._sampling = sampling
         self._asked = 0
-        self.needs: asyncio.Future[McpInputRequiredError] = asyncio.get_running_loop().create_future()
-        """Resolved with the question no answer exists for yet: the call must stop and ask."""
+        self._samples = 0
+        self.needs: asyncio.Future[McpServerError] = asyncio.get_running_loop().create_future()
+        """Resolved with the request no answer exists for yet: the call must stop (and ask)."""
+
+    @property
+    def refused(self) -> bool:
+        """The call fails whatever the server does next: it asked for what it may not."""
+        return self.needs.done() and isinstance(self.needs.result(), McpSamplingNotAllowedError)
 
     async def elicit(self, params: ElicitRequestParams) -> ElicitResult | ErrorData:
         """The answer to the server's next question, or (none yet) a stop that never answers."""
@@ -45,17 +73,46 @@ class Asker:
             request["message"] = f"{params.message}\n{params.url}"
         else:
             request["requested_schema"] = dict(params.requestedSchema)
-        if not self.needs.done():
-            self.needs.set_result(
-                McpInputRequiredError(f"MCP server {self.alias!r} asks: {params.message}", request=request)
+        return await self._stop(McpInputRequiredError(f"MCP server {self.alias!r} asks: {params.message}", request=request))
+
+    async def sample(self, params: CreateMessageRequestParams) -> CreateMessageResult | ErrorData:
+        """The task model's answer to the server's next sampling request, a refusal, or (none yet)
+        a stop that never answers."""
+        if not self._sampling:
+            refusal = McpSamplingNotAllowedError(
+                f"MCP server {self.alias!r} asked the task's model (sampling/createMessage), which its "
+                f"configuration does not allow: set \"sampling\": true on mcp_servers[{self.alias!r}] to let it",
+                alias=self.alias,
             )
+            if not self.needs.done():
+                self.needs.set_result(refusal)
+            return ErrorData(code=REFUSED_CODE, message="sampling is not allowed for this server")
+        self._samples += 1
+        if self._samples <= len(self._sampled):
+            answer = self._sampled[self._samples - 1]
+            if answer.refused is not None:
+                return ErrorData(code=REFUSED_CODE, message=answer.refused)
+            return CreateMessageResult(
+                role="assistant", content=TextContent(type="text", text=answer.text), model=answer.model or "unknown",
+                stopReason=answer.stop_reason,
+            )
+        if self._samples > MAX_SAMPLES_PER_CALL:
+            return ErrorData(code=INVALID_REQUEST, message=f"at most {MAX_SAMPLES_PER_CALL} sampling requests per call")
+        request = {"server": self.alias, **params.model_dump(mode="json", by_alias=True, exclude_none=True)}
+        return await self._stop(
+            McpSamplingRequiredError(f"MCP server {self.alias!r} asks the task's model", request=request)
+        )
+
+    async def _stop(self, stop: McpServerError) -> NoReturn:
+        if not self.needs.done():
+            self.needs.set_result(stop)
         await asyncio.Event().wait()  # never answered: the session is closed under it
         raise AssertionError("unreachable")
 
 
 async def no_caller(params: Any) -> ErrorData:
-    """A question on a session with no call in flight (nobody to ask)."""
-    return ErrorData(code=INVALID_REQUEST, message="no tool call is waiting for this question")
+    """A request on a session with no call in flight (nobody to ask)."""
+    return ErrorData(code=INVALID_REQUEST, message="no tool call is waiting for this request")
 
 
-__all__ = ["Asker", "no_caller"]
+__all__ = ["STOPS", "Asker", "no_caller"]

@@ -24,8 +24,8 @@ _REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _ALIAS = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$")
 _SECRET_NAME = re.compile(r"auth|token|secret|passw|api[-_]?key|cookie|credential|private", re.IGNORECASE)
 _KEYS = {
-    "stdio": {"type", "command", "args", "env", "cwd", "local"},
-    "http": {"type", "url", "headers", "auth", "local"},
+    "stdio": {"type", "command", "args", "env", "cwd", "local", "sampling"},
+    "http": {"type", "url", "headers", "auth", "local", "sampling"},
 }
 _AUTH_KEYS = {f.name for f in fields(McpOAuthConfig)}
 _GRANTS = ("client_credentials", "authorization_code")
@@ -52,8 +52,9 @@ def parse_server(alias: str, raw: Mapping[str, Any] | McpServerConfig) -> McpSer
     if unknown:
         raise ConfigurationError(f"{where}: unknown key(s) for a {kind} server: {', '.join(unknown)}")
     local = data.get("local", False)
-    if not isinstance(local, bool):
-        raise ConfigurationError(f"{where}: local must be true or false")
+    sampling = data.get("sampling", False)
+    if not isinstance(local, bool) or not isinstance(sampling, bool):
+        raise ConfigurationError(f"{where}: local and sampling must be true or false")
     if kind == "stdio":
         command = data.get("command")
         if not isinstance(command, str) or not command.strip():
@@ -65,7 +66,7 @@ def parse_server(alias: str, raw: Mapping[str, Any] | McpServerConfig) -> McpSer
         cwd = data.get("cwd")
         if cwd is not None and not isinstance(cwd, str):
             raise ConfigurationError(f"{where}: cwd must be a string")
-        config = McpServerConfig(type="stdio", command=command, args=list(args), env=env, cwd=cwd, local=local)
+        config = McpServerConfig(type="stdio", command=command, args=list(args), env=env, cwd=cwd, local=local, sampling=sampling)
         _no_literal_secrets(where, "env", env)
         for arg in config.args:
             _check_references(where, arg)
@@ -84,7 +85,7 @@ def parse_server(alias: str, raw: Mapping[str, Any] | McpServerConfig) -> McpSer
         auth = data.get("auth")
         config = McpServerConfig(
             type="http", url=url, headers=headers, auth=None if auth is None else parse_auth(f"{where}.auth", auth),
-            local=local,
+            local=local, sampling=sampling,
         )
     return config
 
@@ -196,6 +197,7 @@ def resolve(alias: str, config: McpServerConfig, environ: Mapping[str, str]) -> 
         headers={k: sub(v) for k, v in config.headers.items()},
         auth=None if config.auth is None else _resolve_auth(config.auth, sub),
         local=config.local,
+        sampling=config.sampling,
     )
     return resolved, used
 

@@ -31,11 +31,14 @@ from mcp import ClientSession, McpError, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
-from mcp.types import CallToolResult, ElicitRequestParams, ElicitResult, ErrorData, Implementation, Tool
+from mcp.types import (
+    CallToolResult, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult, ErrorData,
+    Implementation, Tool,
+)
 
 import noeta
-from noeta.errors import McpInputRequiredError, McpServerError, McpServerNotAllowedError, NoetaError
-from noeta.mcp.asking import Asker, no_caller
+from noeta.errors import McpServerError, McpServerNotAllowedError, NoetaError
+from noeta.mcp.asking import STOPS, Asker, no_caller
 from noeta.mcp.config import resolve
 from noeta.mcp.failures import explain
 from noeta.mcp.oauth import build_auth
@@ -44,6 +47,7 @@ from noeta.mcp.resolved import allowed
 from noeta.mcp.tokens import McpTokenStore
 from noeta.protocols.elicitation import ElicitationAnswer
 from noeta.protocols.mcp import McpServerConfig
+from noeta.protocols.sampling import SampledAnswer
 from noeta.security.scrub import register_secret
 
 logger = logging.getLogger(__name__)
@@ -118,7 +122,10 @@ class _Connection:
                         streamable_http_client(self.config.url or "", http_client=http)
                     )
                 session = await stack.enter_async_context(
-                    ClientSession(read, write, client_info=CLIENT_INFO, elicitation_callback=self._elicit)
+                    ClientSession(
+                        read, write, client_info=CLIENT_INFO, elicitation_callback=self._elicit,
+                        sampling_callback=self._sample,
+                    )
                 )
                 initialized = await session.initialize()
                 self.session, self.server_info = session, initialized.serverInfo
@@ -142,6 +149,9 @@ class _Connection:
 
     async def _elicit(self, context: Any, params: ElicitRequestParams) -> ElicitResult | ErrorData:
         return await (self.asker.elicit(params) if self.asker is not None else no_caller(params))
+
+    async def _sample(self, context: Any, params: CreateMessageRequestParams) -> CreateMessageResult | ErrorData:
+        return await (self.asker.sample(params) if self.asker is not None else no_caller(params))
 
     async def _check_request(self, request: httpx.Request) -> None:
         await allowed(self.urls, f"mcp_servers[{self.alias!r}]", str(request.url))
@@ -238,8 +248,8 @@ class McpConnections:
             connection.busy, connection.asker = True, asker
             try:
                 return await self._unless_broken(connection, send(connection.session), asker)
-            except McpInputRequiredError:
-                await self._drop(connection)  # the server's question stays unanswered: end its request
+            except STOPS:
+                await self._drop(connection)  # the server's request stays unanswered: end it
                 raise
             except _NOT_SENT as err:
                 await self._drop(connection)
@@ -272,7 +282,7 @@ class McpConnections:
             ended.cancel()
             if not call.done():
                 call.cancel()
-        if asker is not None and asker.needs.done() and not (call.done() and not call.cancelled()):
+        if asker is not None and asker.needs.done() and (asker.refused or not (call.done() and not call.cancelled())):
             raise asker.needs.result()
         if call.done() and not call.cancelled():
             return call.result()
@@ -307,17 +317,18 @@ class McpConnections:
 
     async def call_tool(
         self, alias: str, config: McpServerConfig, tool: str, arguments: dict[str, Any], timeout_seconds: float | None,
-        answers: Sequence[ElicitationAnswer] = (),
+        answers: Sequence[ElicitationAnswer] = (), sampled: Sequence[SampledAnswer] = (),
     ) -> CallToolResult:
         """Call ``tool`` of the server with ``arguments``, waiting up to ``timeout_seconds`` (None:
-        no limit); McpServerError when the server cannot be reached or the session fails,
-        McpInputRequiredError when it asks a question ``answers`` (a person's, in order) lacks."""
+        no limit); McpServerError when the server cannot be reached or the session fails; a stop
+        (noeta.mcp.asking) when it asks what ``answers`` (a person's) or ``sampled`` (the task
+        model's, each in order) lack, or samples without ``config.sampling``."""
         timeout = timedelta(seconds=timeout_seconds) if timeout_seconds else None
 
         async def send(session: ClientSession) -> CallToolResult:
             return await session.call_tool(tool, arguments, read_timeout_seconds=timeout)
 
-        result: CallToolResult = await self._request(alias, config, send, Asker(alias, answers))
+        result: CallToolResult = await self._request(alias, config, send, Asker(alias, answers, sampled, sampling=config.sampling))
         return result
 
     async def aclose(self) -> None:

@@ -13,6 +13,7 @@ from noeta.protocols.hooks import GuardDecision, ProposedAction
 from noeta.protocols.elicitation import ElicitationAnswer
 from noeta.protocols.mcp import McpServerConfig, McpTarget
 from noeta.protocols.messages import ContentRef, LLMResponse, Message, Usage
+from noeta.protocols.sampling import SampledAnswer, SamplingCall
 from noeta.protocols.resources import EquippedResource, ResourceCall, RunEnv
 from noeta.protocols.tool import ToolResult, ToolSpec
 from noeta.protocols.validation import OutputSchema
@@ -182,6 +183,9 @@ class CallModelInput:
     may_have_run: bool = False
     """The call may have run before as a local activity of a workflow task that was lost (a task
     with ``model_local_activity``): even its first attempt looks for the step's record."""
+    sampling: SamplingCall | None = None
+    """Set when the call answers an MCP server's sampling request rather than the task's
+    conversation (noeta.protocols.sampling): its answer joins no transcript."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,6 +235,9 @@ class InvokeToolInput:
     elicitation_answers: list[ElicitationAnswer] = field(default_factory=list)
     """A remote MCP tool made again after its server asked a person: the answers so far, returned
     to the server's questions in order (noeta.protocols.elicitation)."""
+    sampled: list[SampledAnswer] = field(default_factory=list)
+    """A remote MCP tool made again after its server asked the task's model: the answers so far,
+    returned to the server's sampling requests in order (noeta.protocols.sampling)."""
 
 
 @dataclass(frozen=True, slots=True)

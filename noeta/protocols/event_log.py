@@ -25,6 +25,8 @@ ProviderCallRetried          an attempt of a model call failed and another follo
 ProviderCallCompleted        the model answered (stop reason, usage, attempt)
 ProviderCallFailed           the model call failed for good (error, attempt)
 ProviderFallback             the task moved to its next fallback provider (from, to, the error)
+SamplingRequested            an MCP server asked the task's model during a tool call (its server, messages)
+SamplingAnswered             the task's model answered it (the text the server gets when the call is made again)
 ToolCallProposed             the model asked for a tool call (call id, tool, arguments)
 GuardVerdict                 a guard's verdict on a proposed action (allow, deny, ask)
 ApprovalRequested            a guard sent an action to a human; the task waits (durably)
@@ -68,6 +70,8 @@ from noeta.protocols.events_calls import (
     ProviderCallStarted,
     ProviderFallback,
     ResourceCallObserved,
+    SamplingAnswered,
+    SamplingRequested,
     SubtaskCompleted,
     SubtaskSpawned,
     ToolCallCompleted,
@@ -129,6 +133,8 @@ EventPayload = (
     | GuardVerdict
     | ApprovalRequested
     | ElicitationRequested
+    | SamplingRequested
+    | SamplingAnswered
     | ApprovalGranted
     | ApprovalDenied
     | ToolCallRefused
@@ -201,6 +207,8 @@ __all__ = [
     "ContextCompacted",
     "ContextPlanComposed",
     "ElicitationRequested",
+    "SamplingAnswered",
+    "SamplingRequested",
     "EVENT_TYPES",
     "EventEnvelope",
     "EventPayload",

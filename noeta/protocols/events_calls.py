@@ -161,3 +161,29 @@ class SubtaskCompleted:
     data: Any = None
     """The child's structured output, when its options have an output schema."""
 
+
+
+@dataclass(frozen=True, slots=True)
+class SamplingRequested:
+    """A remote MCP server asked the task's model during a tool call (``sampling/createMessage``):
+    the call stopped; the request goes to the task's guards, then a model call of the task answers
+    it (ProviderCallStarted/Completed, counted in the task's usage) and the call is made again."""
+    call_id: str
+    """The request's id (``sample:<tool call id>:<n>``), what guards' verdicts and approvals name."""
+    tool_call_id: str
+    tool_name: str
+    server: str
+    messages: int
+    """How many messages the server sent."""
+    max_tokens: int | None = None
+    """The most tokens the server asked for."""
+
+
+@dataclass(frozen=True, slots=True)
+class SamplingAnswered:
+    """The task's model answered an MCP server's sampling request; the answer goes back to the
+    server when the tool call is made again (it joins none of the task's transcript)."""
+    call_id: str
+    server: str
+    text: str
+    stop_reason: str | None = None

@@ -1,7 +1,8 @@
 """Guards: checks on what the agent proposes to do, before it happens.
 
 A guard dispatches with ``isinstance`` over the members of :data:`ProposedAction`, which is why
-all three are exported and not just the union.
+its members are exported and not just the union (an MCP server's request for the task's model,
+:class:`~noeta.protocols.sampling.ProposedSampling`, lives with the rest of sampling).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Annotated, Any, Literal, Protocol, Union, runtime_checkable
 from pydantic import Field
 
 from noeta.protocols.elicitation import ElicitationRequest
+from noeta.protocols.sampling import ProposedSampling
 from noeta.protocols.statuses import GoalStatus, Verdict
 from noeta.protocols.tool import RiskLevel
 
@@ -46,10 +48,12 @@ class ProposedFinish:
 
 
 ProposedAction = Annotated[
-    Union[ProposedToolCall, ProposedSpawnSubtask, ProposedFinish, ElicitationRequest], Field(discriminator="type")
+    Union[ProposedToolCall, ProposedSpawnSubtask, ProposedFinish, ProposedSampling, ElicitationRequest],
+    Field(discriminator="type"),
 ]
-"""What can wait for a person: the three a guard judges, and an MCP server's question during a tool
-call (never shown to guards: a person answers it)."""
+"""What can wait for a person: the four a guard judges (an MCP server's request for the task's
+model among them), and an MCP server's question during a tool call (never shown to guards: a
+person answers it)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -71,6 +71,10 @@ class McpServerConfig:
     local: bool = False
     """Call this server's tools as local activities (noeta.protocols.local_tools): for a server
     whose every tool answers within seconds and cannot block."""
+    sampling: bool = False
+    """Answer the server's ``sampling/createMessage`` requests with the task's model (a recorded
+    model call of the task, shown to its guards, within its budget: noeta.protocols.sampling);
+    off: refused, and the tool call fails with McpSamplingNotAllowedError."""
 
 
 @dataclass(frozen=True, slots=True)

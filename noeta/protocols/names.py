@@ -243,6 +243,10 @@ PATCH_MCP_ELICITATION = "mcp-elicitation"
 """An MCP server asked a person during a tool call: the task waits for the answer (an approval of
 kind ``elicitation``) and makes the call again with it (noeta.workflows.elicitations). Asked only
 when a server asks, so other tasks pay nothing."""
+PATCH_MCP_SAMPLING = "mcp-sampling"
+"""An MCP server asked the task's model during a tool call: its request goes to the task's guards,
+then a model call of the task answers it, and the call is made again with the answer
+(noeta.workflows.sampling). Asked only when a server samples, so other tasks pay nothing."""
 PATCH_VERSION_UPGRADE = "version-upgrade"
 """A task run by a versioned worker (Worker Deployment Versioning) wakes while idle between goals
 every NOETA_UPGRADE_CHECK_SECONDS (a timer) and continues as new onto its deployment's target

@@ -52,6 +52,7 @@ from noeta.workflows.failures import (
 from noeta.workflows.fallback import ProviderFallback
 from noeta.workflows.gates import Gate
 from noeta.workflows.run import RunState
+from noeta.workflows.sampling import Sampler
 from noeta.workflows.status import RunStatus
 from noeta.workflows.subagents import child_task, spawn_problem
 
@@ -72,6 +73,8 @@ class StepRunner:
         self._context = ContextKeeper(run)
         self._fallback = ProviderFallback(run)
         """Counts each model request and compacts the context before it would pass the window."""
+        self._sampler = Sampler(run, gate, status, budget)
+        """Answers remote MCP servers' sampling requests with the task's model."""
 
     async def run_tools(self, decision: CallTools) -> None:
         """One tool round: the calls' guards, then every call in parallel; their results (and the
@@ -224,7 +227,9 @@ class StepRunner:
         memories: list[str] = []
         try:
             approved_by = self._gate.approved_by.pop(call.call_id, None)
-            out = await invoke_answering(self._gate, self._run.task, inp, spec, self._run.state.shape, approved_by)
+            out = await invoke_answering(
+                self._gate, self._run.task, inp, spec, self._run.state.shape, approved_by, self._sampler
+            )
             result, memories = out.result, out.memories
             self._run.returned(out.from_record)
         except ActivityError as err:

@@ -15,6 +15,7 @@ from temporalio import workflow
 
 from noeta.protocols.elicitation import CANCEL_REASON, ElicitationRequest
 from noeta.protocols.hooks import ProposedFinish, ProposedSpawnSubtask, ProposedToolCall
+from noeta.protocols.sampling import ProposedSampling
 from noeta.protocols.messages import ToolUseBlock
 from noeta.protocols.names import UPDATE_APPROVE, UPDATE_REFUSE, UPDATE_SEND_GOAL
 from noeta.protocols.statuses import GoalOutcome
@@ -46,6 +47,8 @@ def action_text(request: ApprovalRequest, tool_call: Callable[[str, dict[str, An
         return f"subtask “{excerpt(action.goal)}”"
     if isinstance(action, ProposedFinish):
         return f"finishing with “{excerpt(action.answer)}”"
+    if isinstance(action, ProposedSampling):
+        return f"MCP server {action.server} asks the task's model during {action.tool_name}: “{excerpt(action.text)}”"
     if isinstance(action, ElicitationRequest):
         fields = ", ".join(action.requested_schema.get("properties") or {}) or "none"
         return f"MCP server {action.server} asks “{excerpt(action.message)}” during {action.tool_name} (fields: {fields})"

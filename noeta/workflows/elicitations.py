@@ -16,7 +16,7 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError
 
 from noeta.protocols.activity_io import InvokeToolInput, InvokeToolOutput
 from noeta.protocols.elicitation import (
@@ -28,33 +28,40 @@ from noeta.protocols.elicitation import (
     elicitation_id,
 )
 from noeta.protocols.names import PATCH_MCP_ELICITATION
+from noeta.protocols.sampling import MAX_SAMPLES_PER_CALL, SampledAnswer
 from noeta.protocols.task import ApprovalRequest, TaskInput
 from noeta.protocols.tool import ToolSpec
 from noeta.workflows import patches, steps
+from noeta.workflows.failures import stopped_for
 from noeta.workflows.gates import Gate
+from noeta.workflows.sampling import Sampler, sampling_request
 
 
 def question(err: ActivityError) -> dict[str, Any] | None:
     """What the server asked, when the call stopped to ask a person (None: it failed otherwise)."""
-    cause = err.cause
-    if not isinstance(cause, ApplicationError) or cause.type != INPUT_REQUIRED or not cause.details:
-        return None
-    details = cause.details[0]
-    request = details.get("request") if isinstance(details, dict) else None
-    return request if isinstance(request, dict) else None
+    return stopped_for(err, INPUT_REQUIRED)
 
 
 async def invoke_answering(
-    gate: Gate, task: TaskInput, inp: InvokeToolInput, spec: ToolSpec | None, shape: int, approved_by: str | None
+    gate: Gate, task: TaskInput, inp: InvokeToolInput, spec: ToolSpec | None, shape: int, approved_by: str | None,
+    sampler: Sampler | None = None,
 ) -> InvokeToolOutput:
     """``steps.invoke_tool``, made again after each question its server asks, with a person's
-    answers; raises ActivityError as it does (a server that asks more than
-    MAX_ELICITATIONS_PER_CALL questions fails the call with its last stop)."""
+    answers, and after each sampling request, with ``sampler``'s (the task model's: None, the call
+    fails with the request); raises ActivityError as it does (a server that asks more than
+    MAX_ELICITATIONS_PER_CALL questions, or MAX_SAMPLES_PER_CALL samples, fails the call with its
+    last stop)."""
     answers: list[ElicitationAnswer] = []
+    sampled: list[SampledAnswer] = []
     while True:
         try:
             return await steps.invoke_tool(task, inp, spec, shape, approved_by=approved_by)
         except ActivityError as err:
+            wanted = sampling_request(err)
+            if wanted is not None and sampler is not None and len(sampled) < MAX_SAMPLES_PER_CALL:
+                sampled.append(await sampler.answer(inp, wanted, len(sampled) + 1))
+                inp = dataclasses.replace(inp, sampled=list(sampled))
+                continue
             asked = question(err)
             if asked is None or len(answers) >= MAX_ELICITATIONS_PER_CALL:
                 raise

@@ -79,3 +79,14 @@ def policy_error(policy: object, err: Exception) -> ApplicationError:
         type=PolicyError.__name__,
         non_retryable=True,
     )
+
+
+def stopped_for(err: ActivityError, error_type: str) -> dict[str, Any] | None:
+    """The request a remote MCP server sent when ``err`` is a tool call that stopped for it with
+    ``error_type`` (a question for a person, a sampling request); None: it failed otherwise."""
+    cause = err.cause
+    if not isinstance(cause, ApplicationError) or cause.type != error_type or not cause.details:
+        return None
+    details = cause.details[0]
+    request = details.get("request") if isinstance(details, dict) else None
+    return request if isinstance(request, dict) else None

@@ -4,7 +4,8 @@ replay tests:
     python -m tests.histories.record_mcp [SCENARIO ...]
 
 Writes tests/histories/mcp-elicitation/{accepted,declined}.json (a person's answer to the server's
-question: accept with content, decline). As for record.py: only to ADD histories, never to
+question: accept with content, decline) and tests/histories/mcp-sampling/sampled.json (the task's
+model answers the server's sampling request). As for record.py: only to ADD histories, never to
 re-record one that fails to replay; name the scenarios to record (default: all).
 """
 
@@ -20,11 +21,12 @@ from pathlib import Path
 from noeta.client.client import AsyncClient
 from noeta.client.config import Settings
 from noeta.client.embedded import EmbeddedServer
-from noeta.client.options import HostConfig
+from noeta.client.options import HostConfig, Options
 from noeta.context.content_store import LocalContentStore
-from noeta.worker import build_worker
+from noeta.worker import Registry, build_worker
 from tests.histories.record import run_histories
 from tests.support.mcp_asking_registry import registry as asking_registry
+from tests.support.mcp_sampling_registry import registry as sampling_registry
 from tests.support.mcp_server import running_http_server
 from tests.test_mcp_elicitation import options, waiting_question
 
@@ -47,9 +49,16 @@ async def declined(client: AsyncClient, url: str) -> str:
     return task_id
 
 
-SCENARIOS: dict[str, tuple[str, Callable[[AsyncClient, str], Awaitable[str]]]] = {
-    "accepted": ("mcp-elicitation", accepted),
-    "declined": ("mcp-elicitation", declined),
+async def sampled(client: AsyncClient, url: str) -> str:
+    task_id = await client.start("go", Options(provider="sampling", mcp_servers={"sampler": {"type": "http", "url": url, "sampling": True}}))
+    await client.result(task_id)
+    return task_id
+
+
+SCENARIOS: dict[str, tuple[str, Registry, Callable[[AsyncClient, str], Awaitable[str]]]] = {
+    "accepted": ("mcp-elicitation", asking_registry, accepted),
+    "declined": ("mcp-elicitation", asking_registry, declined),
+    "sampled": ("mcp-sampling", sampling_registry, sampled),
 }
 
 
@@ -63,16 +72,16 @@ async def main(names: list[str]) -> None:
             client = await AsyncClient.connect(
                 HostConfig(settings=Settings(temporal_address=server.address, home=Path(tmp)), content_store=store)
             )
-            asking_registry.content_store = store
             with running_http_server(asking=True) as url:
-                async with build_worker(client.temporal, asking_registry, client.task_queue):
-                    for name in names:
-                        folder, scenario = SCENARIOS[name]
+                for name in names:
+                    folder, registry, scenario = SCENARIOS[name]
+                    registry.content_store = store
+                    async with build_worker(client.temporal, registry, client.task_queue):
                         task_id = await scenario(client, url)
-                        (history,) = await run_histories(client, task_id)
-                        (HERE / folder).mkdir(exist_ok=True)
-                        (HERE / folder / f"{name}.json").write_text(history.to_json())
-                        print(f"recorded {folder}/{name}: {len(history.events)} events")
+                    (history,) = await run_histories(client, task_id)
+                    (HERE / folder).mkdir(exist_ok=True)
+                    (HERE / folder / f"{name}.json").write_text(history.to_json())
+                    print(f"recorded {folder}/{name}: {len(history.events)} events")
         finally:
             server.stop()
 

@@ -21,7 +21,8 @@ from typing import Any
 
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
-from mcp.types import ToolAnnotations
+from mcp.shared.exceptions import McpError
+from mcp.types import SamplingMessage, TextContent, ToolAnnotations
 from pydantic import BaseModel
 
 
@@ -82,7 +83,23 @@ class Confirmation(BaseModel):
 
 
 def add_asking_tools(server: FastMCP) -> None:
-    """Tools that ask the client back: ``confirm_action`` (an elicitation)."""
+    """Tools that ask the client back: ``confirm_action`` (an elicitation) and ``summarize`` (a
+    sampling request: the client's model writes the summary)."""
+
+    @server.tool()
+    async def summarize(text: str, ctx: Context) -> str:
+        """Have the client's model summarize the text (``sampling/createMessage``); a refusal is
+        reported, not raised."""
+        _log(f"sampling {text} pid {os.getpid()}")
+        try:
+            answer = await ctx.session.create_message(
+                [SamplingMessage(role="user", content=TextContent(type="text", text=f"Summarize: {text}"))],
+                max_tokens=64, system_prompt="You summarize in five words.",
+            )
+        except McpError as err:
+            return f"sampling refused: {err.error.message}"
+        said = answer.content.text if isinstance(answer.content, TextContent) else str(answer.content)
+        return f"summary by {answer.model}: {said}"
 
     @server.tool()
     async def confirm_action(action: str, ctx: Context) -> str:

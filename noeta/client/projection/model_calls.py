@@ -16,7 +16,8 @@ from noeta.protocols import event_log as ev
 from noeta.protocols.activity_io import CallModelOutput
 from noeta.protocols.attempts import AttemptFailure
 from noeta.protocols.local_model_calls import ModelCallStart, model_call_start
-from noeta.protocols.messages import Message
+from noeta.protocols.messages import Message, TextBlock
+from noeta.protocols.sampling import SamplingCall, sampling_id
 
 
 class ModelCalls:
@@ -27,6 +28,23 @@ class ModelCalls:
         """Records into ``log``; answers join ``transcript``."""
         self._log = log
         self._transcript = transcript
+        self._samples: dict[str, int] = {}  # tool call id -> its sampling requests so far
+
+    def sampling_requested(self, tool_call_id: str, tool_name: str, request: Any, event: HistoryEvent, cause: int) -> None:
+        """A tool call stopped because its MCP server asked the task's model (numbered per call
+        from 1, as noeta.workflows.sampling numbers them)."""
+        asked = request if isinstance(request, dict) else {}
+        self._samples[tool_call_id] = self._samples.get(tool_call_id, 0) + 1
+        messages = asked.get("messages")
+        max_tokens = asked.get("maxTokens")
+        self._log.emit(
+            ev.SamplingRequested(
+                sampling_id(tool_call_id, self._samples[tool_call_id]), tool_call_id, tool_name,
+                str(asked.get("server") or ""), len(messages) if isinstance(messages, list) else 0,
+                max_tokens if isinstance(max_tokens, int) else None,
+            ),
+            f"tool:{tool_name}", event, cause,
+        )
 
     def started(self, call: ModelCallStart, event: HistoryEvent, *, local: bool = False) -> int:
         """A model call began (``local``: as a local activity, whose marker also ends it)."""
@@ -53,10 +71,12 @@ class ModelCalls:
             self.failed(call.provider, attrs.failure, int(data.get("attempt") or 1), event, seq, local=True)
 
     def answered(
-        self, out: CallModelOutput, provider: str, event: HistoryEvent, cause: int, *, local: bool = False
+        self, out: CallModelOutput, provider: str, event: HistoryEvent, cause: int, *, local: bool = False,
+        sampling: SamplingCall | None = None,
     ) -> None:
         """A model call answered (on ``provider``: the task's, or a fallback provider's): its
-        retries, its completion and the answer in the transcript."""
+        retries, its completion and the answer in the transcript (``sampling``: an MCP server's
+        request the call answered, whose answer joins no transcript)."""
         actor = f"provider:{provider}"
         for failed in out.retried:
             self._retried(provider, failed, event, cause)
@@ -69,6 +89,12 @@ class ModelCalls:
             event,
             cause,
         )
+        if sampling is not None:
+            text = "".join(b.text for b in out.response.content if isinstance(b, TextBlock))
+            self._log.emit(
+                ev.SamplingAnswered(sampling.call_id, sampling.server, text, out.response.stop_reason), actor, event, seq
+            )
+            return
         self._transcript.append([Message(role="assistant", content=out.response.content)], actor, event, seq)
 
     def failed(

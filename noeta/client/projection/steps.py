@@ -41,6 +41,7 @@ from noeta.protocols.activity_io import (
 )
 from noeta.protocols.appends import goal_message, tool_result_block
 from noeta.protocols.elicitation import INPUT_REQUIRED
+from noeta.protocols.sampling import SAMPLING_REQUIRED
 from noeta.protocols.hooks import GuardDecision, ProposedToolCall, combine
 from noeta.protocols.local_model_calls import ModelCallStart
 from noeta.protocols.scoring import ScoreOutput, mean_value
@@ -183,7 +184,10 @@ class Steps:
         if sched.activity == PREPARE_TASK:
             self._prepared(decode_first(attrs.result, PrepareOutput), event)
         elif sched.activity == CALL_MODEL:
-            self._models.answered(decode_first(attrs.result, CallModelOutput), sched.input.provider, event, sched.seq)
+            self._models.answered(
+                decode_first(attrs.result, CallModelOutput), sched.input.provider, event, sched.seq,
+                sampling=sched.input.sampling,
+            )
         elif sched.activity == INVOKE_TOOL:
             inp = sched.input
             self.tool_returned(inp.call_id, inp.tool_name, decode_first(attrs.result, InvokeToolOutput), event, sched.seq)
@@ -228,6 +232,9 @@ class Steps:
             self._tool_retry(call_id, tool_name, failed, event, cause)
         if own_error_type(failure) == INPUT_REQUIRED:  # not a failure: the server asks a person
             self._approvals.elicited(call_id, tool_name, failure_details(failure).get("request"), event, cause)
+            return
+        if own_error_type(failure) == SAMPLING_REQUIRED:  # not a failure: the server asks the task's model
+            self._models.sampling_requested(call_id, tool_name, failure_details(failure).get("request"), event, cause)
             return
         seq = self._log.emit(
             ev.ToolCallFailed(
