@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, create_model
 
 from noeta.client.client import PendingApproval
+from noeta.client.inspection import ApprovalsInbox
 from noeta.client.options import Options
 from noeta.client.task_input import Fallback
 from noeta.client.settings_body import TaskSettingsBody, attribute_docs
@@ -210,6 +211,30 @@ class PendingApprovalOut(Response):
     def of(cls, item: PendingApproval) -> PendingApprovalOut:
         """The pending approval as a response body."""
         return cls(task_id=item.task_id, goal=item.goal, request=item.request)
+
+
+class UnreadableTaskOut(Response):
+    """A task waiting for a human whose approvals the server could not read, and why."""
+    task_id: str
+    error: str
+    """The error's type, e.g. ``EncryptionKeyError`` (a key this server lacks)."""
+    message: str
+
+
+class ApprovalsInboxOut(Response):
+    """The approvals inbox: the actions the server could read, and the waiting tasks it could not
+    (named instead of left out silently)."""
+    waiting: list[PendingApprovalOut]
+    unreadable: list[UnreadableTaskOut]
+
+    @classmethod
+    def of(cls, inbox: ApprovalsInbox) -> ApprovalsInboxOut:
+        """The client's inbox as a response body."""
+        return cls(
+            waiting=[PendingApprovalOut.of(p) for p in inbox],
+            unreadable=[UnreadableTaskOut(task_id=u.task_id, error=type(u.error).__name__, message=str(u.error))
+                        for u in inbox.unreadable],
+        )
 
 
 class ViewItemOut(Response):

@@ -284,12 +284,12 @@ async def audit(task_id: TaskId, state: State, who: Reader) -> list[AuditEntry]:
     "/approvals", tags=["approvals"], summary="Every action waiting for a human (the approvals inbox)",
     responses=answers(401, 422),
 )
-async def all_pending_approvals(state: State, who: Reader, limit: Limit = 100) -> list[models.PendingApprovalOut]:
+async def all_pending_approvals(state: State, who: Reader, limit: Limit = 100) -> models.ApprovalsInboxOut:
     """Every action of the key's tenant waiting for a human, across the tasks whose status is
     awaiting_approval (at most ``limit`` of them), the longest-waiting first: each with when it
-    started waiting, its deadline, its risk and the guard's reason."""
-    waiting = await state.client.approvals_waiting(limit, tenant=who.tenant)
-    return [models.PendingApprovalOut.of(p) for p in waiting]
+    started waiting, its deadline, its risk and the guard's reason; and in ``unreadable`` each
+    waiting task this server could not read (a key it lacks...), with why."""
+    return models.ApprovalsInboxOut.of(await state.client.approvals_waiting(limit, tenant=who.tenant))
 
 
 @api.get(

@@ -22,4 +22,4 @@ async def inbox(http: httpx.AsyncClient, headers: dict[str, str], *task_ids: str
     in the inbox's order (other tests' tasks share the namespace)."""
     response = await http.get("/approvals", headers=headers)
     assert response.status_code == 200, response.text
-    return [p for p in response.json() if p["task_id"] in task_ids]
+    return [p for p in response.json()["waiting"] if p["task_id"] in task_ids]

@@ -123,10 +123,11 @@ document.getElementById("key-forget").addEventListener("click", () => {
 
 async function refreshApprovalCount() {
   try {
-    const waiting = await get("/approvals");
+    const inbox = await get("/approvals");
+    const count = inbox.waiting.length + inbox.unreadable.length;  // an unreadable task waits too
     const el = document.getElementById("approval-count");
-    el.hidden = waiting.length === 0;
-    el.textContent = String(waiting.length);
+    el.hidden = count === 0;
+    el.textContent = String(count);
   } catch {
     /* shown by the page itself */
   }
@@ -229,15 +230,21 @@ function approvalsView() {
   const list = h("div", { "data-testid": "approvals" });
   async function load() {
     try {
-      const waiting = await get("/approvals");
+      const { waiting, unreadable } = await get("/approvals");
       const byTask = new Map();
       for (const p of waiting) {
         if (!byTask.has(p.task_id)) byTask.set(p.task_id, { goal: p.goal, requests: [] });
         byTask.get(p.task_id).requests.push(p.request);
       }
-      list.replaceChildren(...(waiting.length ? [...byTask].map(([taskId, t]) => h("div", { class: "group", "data-task": taskId },
+      // A waiting task the server could not read is named, with why, never left out silently.
+      const unread = unreadable.map((u) => h("div", { class: "group", "data-task": u.task_id, "data-testid": "unreadable" },
+        h("a", { href: taskHref(u.task_id), class: "mono", text: u.task_id }),
+        h("p", { class: "muted", text: `waits for approval, but the server could not read it: ${u.error}: ${u.message}` })));
+      const groups = [...byTask].map(([taskId, t]) => h("div", { class: "group", "data-task": taskId },
         h("a", { href: taskHref(taskId), text: short(t.goal || taskId, 100) }), h("span", { class: "muted mono", text: `  ${taskId}` }),
-        t.requests.map((r) => approvalCard(taskId, r, load)))) : [h("p", { class: "muted", text: "Nothing waits for approval." })]));
+        t.requests.map((r) => approvalCard(taskId, r, load))));
+      list.replaceChildren(...(groups.length + unread.length ? [...groups, ...unread]
+        : [h("p", { class: "muted", text: "Nothing waits for approval." })]));
       refreshApprovalCount();
       banner("");
     } catch (err) {
