@@ -1,7 +1,7 @@
-"""Streamed deltas through Temporal alone (Temporal's Workflow Streams hosted by the task's
-workflow): a Client with a delta_sink and a ``noeta worker`` in another process, nothing but the
-dev server between them, receives every piece in order; a reader joining mid-call gets the call's
-pieces from its offset; a reader gets every piece across continue-as-new."""
+"""Streamed deltas through Temporal alone (batches in the task's history, read by following it): a
+Client with a delta_sink and a ``noeta worker`` in another process, nothing but the dev server
+between them, receives every piece in order; a reader joining mid-call gets every piece, from any
+offset (inclusive) or after any piece; a reader gets every piece across continue-as-new."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import asyncio
 import dataclasses
 import os
 import threading
-import time
 import uuid
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from noeta.sdk.tools import tool
 from noeta.worker import Registry, build_worker
 from tests.support.chat_server import FakeChatServer, Pause, chunks_for, completion, openai_for
 from tests.support.processes import ROOT, start_worker
-from tests.support.waiting import eventually, until_a_reader_listens
+from tests.support.waiting import eventually
 
 ANSWER = "Pieces reach any client through Temporal alone, in order, from any offset."
 PIECES = 12
@@ -63,16 +62,19 @@ async def test_a_worker_process_streams_to_any_client_through_temporal_alone(
             await client.start("stream it", Options(provider="openai-stream"), task_id=task_id, task_queue=task_queue)
             await eventually(lambda: len(received) >= 6, timeout=60)  # the call is held after its 6th piece
             assert all(d.offset is not None for d in received)
-            # A reader joining mid-call gets the call's pieces from its first one...
+            # A reader joining mid-call gets every piece...
             async with AsyncClient(client.temporal, content_store=host.store(), task_queue=task_queue) as late:
                 from_start = await late.deltas(task_id)
                 first = received[0].offset
-                after_first = await late.deltas(task_id, after=first)  # ...or after an offset it names
+                from_first = await late.deltas(task_id, after=first)  # ...also from the first offset (inclusive)
+                after_third = await late.deltas(task_id, after=received[2])  # ...or the rest after a piece
                 go.set()
                 result = await client.result(task_id)
+                # result() returned: the sink has every piece already, the last one marked final
+                assert "".join(d.text for d in received) == ANSWER and received[-1].final
                 late_all = await asyncio.wait_for(read_all(from_start), 60)  # it ends after the task's last piece
-                late_after = await asyncio.wait_for(read_all(after_first), 60)
-            await eventually(lambda: "".join(d.text for d in received) == ANSWER, timeout=30)
+                late_first = await asyncio.wait_for(read_all(from_first), 60)
+                late_rest = await asyncio.wait_for(read_all(after_third), 60)
             history = await client.history(task_id)
     finally:
         worker.terminate()
@@ -83,8 +85,9 @@ async def test_a_worker_process_streams_to_any_client_through_temporal_alone(
     assert [d.text for d in received] == pieces  # every piece, once, in order
     assert [d.seq for d in received] == list(range(len(pieces)))
     assert {(d.task_id, d.call_id, d.attempt, d.kind) for d in received} == {(task_id, "turn-1", 1, "text")}
-    assert late_all == received
-    assert late_after == [d for d in received if d.offset > first] and late_after
+    assert late_all == received == late_first
+    assert late_rest == received[3:]
+    assert [d.final for d in received] == [False] * (len(pieces) - 1) + [True]
     assert [d.offset for d in received] == sorted(d.offset for d in received)
     assert 1 <= publish_signals(history) <= 4  # batched: a few signals for 12 pieces
 
@@ -101,7 +104,7 @@ class Streamer:
     CALLS = 6
 
     def __init__(self) -> None:
-        self.go = asyncio.Event()  # the first call waits until the reader listens
+        self.go = asyncio.Event()  # the first call waits until the test lets it go
 
     def _texts(self, request: LLMRequest) -> tuple[int, list[str]]:
         turn = sum(1 for m in request.messages if m.role == "assistant")
@@ -140,7 +143,6 @@ async def test_a_reader_gets_every_piece_across_continue_as_new(client: AsyncCli
             stream = await reader.deltas(task_id)  # before the task exists: it waits for it
             reading = asyncio.ensure_future(read_all(stream))
             await client.start("take notes", options, task_id=task_id, task_queue=task_queue)
-            await until_a_reader_listens(client.temporal, task_id)
             streamer.go.set()
             await client.result(task_id)
             received = await asyncio.wait_for(reading, 60)
@@ -171,18 +173,18 @@ async def test_the_synchronous_client_gets_a_worker_processs_pieces_through_temp
         with Client(dataclasses.replace(host, delta_sink=received.append, task_queue=task_queue)) as client:
             task_id = client.start("stream it", Options(provider="openai-stream"))
             answer = client.result(task_id).answer
-            deadline = time.monotonic() + 30  # the sink's reader runs on the client's own loop
-            while "".join(d.text for d in received) != ANSWER and time.monotonic() < deadline:
-                time.sleep(0.05)
-            return answer
+            got = list(received)  # every piece is there when result() returns
+            late = list(client.deltas(task_id))  # the synchronous client reads a stream too
+            return answer, got, late
 
     try:
-        answer = await asyncio.to_thread(run)
+        answer, got, late = await asyncio.to_thread(run)
     finally:
         worker.terminate()
         worker.wait(15)
     assert answer == ANSWER
-    assert [d.text for d in received] == pieces and [d.seq for d in received] == list(range(len(pieces)))
+    assert [d.text for d in got] == pieces and [d.seq for d in got] == list(range(len(pieces)))
+    assert late == got
 
 
 async def test_a_retried_call_streams_both_attempts_marked(client: AsyncClient, content_store, task_queue: str, chat: FakeChatServer):

@@ -34,19 +34,17 @@ async def stream_call(
     broker: DeltaBroker,
     workflow_stream: bool,
     first_batch: float = FIRST_BATCH_SECONDS,
-    listened_until: float | None = None,
 ) -> LLMResponse:
     """``provider.stream(request)``, each piece handed to ``sink``, ``broker`` and (with
-    ``workflow_stream``) the task's workflow stream while a reader listens there, the first batch
-    ``first_batch`` seconds after the first piece (``listened_until``: the reader's lease the
-    workflow knew of when it scheduled the call)."""
+    ``workflow_stream``) the task's workflow stream, the first batch ``first_batch`` seconds after
+    the first piece."""
     info = activity.info()
     call_id, seq = f"turn-{turn}", itertools.count()
     namespace = info.workflow_namespace or "default"
     publisher = None
     if workflow_stream and info.workflow_id and info.workflow_run_id:
         publisher = CallPublisher(
-            activity.client(), info.workflow_id, info.workflow_run_id, call_id, info.attempt, first_batch, listened_until
+            activity.client(), info.workflow_id, info.workflow_run_id, call_id, info.attempt, first_batch
         )
         publisher.start()
     wants_deltas = sink is not None or broker.wants_deltas()
@@ -71,7 +69,7 @@ async def stream_call(
             await publisher.aclose(publish_rest=False)
         raise
     except BaseException:
-        if publisher is not None:  # a failed attempt's pieces still reach readers (marked by attempt)
+        if publisher is not None:  # a failed attempt's pieces still reach readers (marked by attempt, with its end)
             await publisher.aclose()
         raise
     if publisher is not None:

@@ -274,8 +274,8 @@ class ModelCalls:
         stream, this worker's sink, the delta broker: noeta.activities._streaming); else a plain
         completion."""
         sink, broker = self.registry.delta_sink, self.delta_broker
-        # A local call (model_local_activity) holds the workflow task the stream's readers query
-        # through: its pieces go to the sink and the broker only (noeta.protocols.local_model_calls).
+        # A local call (model_local_activity) runs inside the workflow task its batches would have
+        # to wait for: its pieces go to the sink and the broker only (noeta.protocols.local_model_calls).
         workflow_stream = self.workflow_stream and not activity.info().is_local
         if not streams(provider, sink, broker, workflow_stream):
             # Synchronous providers share the I/O pool: a hung tool must not hold up model calls.
@@ -283,8 +283,7 @@ class ModelCalls:
                 provider.complete, request, pool=self.services.io_pool, label=f"{inp.provider}.complete"
             )
         return stream_call(
-            provider, request, inp.task_id, inp.turn, sink, broker, workflow_stream, self.first_batch_seconds,
-            inp.listened_until,
+            provider, request, inp.task_id, inp.turn, sink, broker, workflow_stream, self.first_batch_seconds
         )
 
 

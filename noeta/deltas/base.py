@@ -54,6 +54,11 @@ class ReaderSubscription:
         """Start ``reader`` as a task named ``name`` on the running loop."""
         self._reader = asyncio.get_running_loop().create_task(reader, name=name)
 
+    @property
+    def reader(self) -> asyncio.Task[None]:
+        """The reading task (done once the reader has ended by itself or was closed)."""
+        return self._reader
+
     async def close(self) -> None:
         """Cancel the reading task and wait for it (what it raised on the way out is not news)."""
         self._reader.cancel()

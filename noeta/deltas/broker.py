@@ -102,8 +102,9 @@ class DeltaSettings(EnvSettings):
     url: str | None = Field(default=None, validation_alias=DELTA_BROKER_VARIABLE)
     """``redis://``, ``rediss://`` or ``unix://`` URL of the broker (None: in this process)."""
     workflow_stream: bool = Field(default=True, validation_alias=WORKFLOW_STREAM_VARIABLE)
-    """Publish a call's pieces to the task's workflow stream while a reader listens there
-    (``NOETA_WORKFLOW_STREAM=0``: never)."""
+    """Publish a call's pieces to the task's workflow stream, in batches recorded in its history
+    (``NOETA_WORKFLOW_STREAM=0``: never; clients then get pieces only from a broker, with no
+    guarantee that they have all of them when the answer comes)."""
     first_batch_seconds: float = Field(default=FIRST_BATCH_SECONDS, ge=0.0, le=60.0, validation_alias=FIRST_BATCH_VARIABLE)
     """Seconds from a call's first piece to its first batch: sooner shows text sooner, and a call
     longer than it costs one more batch in history (~470 bytes)."""

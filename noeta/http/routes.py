@@ -219,7 +219,7 @@ async def send_goal(task_id: TaskId, body: models.Goal, state: State, key: KeyId
     first)."""
     await own_task(state.client, who, task_id)
     await state.quotas.admit(state.client, key)
-    return await state.client.send_goal(task_id, body.goal, identity=identity(who))
+    return await state.client.send_goal(task_id, body.goal, identity=identity(who), if_busy=body.if_busy)
 
 
 @api.post(
@@ -367,7 +367,7 @@ async def deltas(
     ] = None,
 ) -> EventStream:
     """The model's text of the task as it is generated, as Server-Sent ``delta`` events, until the
-    task ends; from the current model call's first piece, or after the Last-Event-ID's delta."""
+    task ends; every piece of every call, or those after the Last-Event-ID's delta."""
     await own_task(state.client, who, task_id)  # an unknown task is a 404, not an empty stream
     after = tuple(int(n) for n in last_event_id.split(":")) if last_event_id else None
     return EventStream(delta_stream(state.client, task_id, state.keepalive_seconds, after))

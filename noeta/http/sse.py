@@ -137,12 +137,13 @@ async def delta_stream(
     client: AsyncClient, task_id: str, keepalive_seconds: float, after: tuple[int, ...] | None = None
 ) -> AsyncIterator[bytes]:
     """The model text a task streams, as ``delta`` events, until the task ends (then ``end``):
-    from its workflow stream, from the current call's first piece or after the delta ``after``
-    names (``(offset, index)``, an SSE id); with a broker configured, from now on. Advisory: a
-    retried attempt's deltas carry its attempt number, and the final response is in the event log."""
+    from its workflow stream, every piece or those after the delta ``after`` names (``(offset,
+    index)``, an SSE id); with a broker configured, from now on. Advisory: a retried attempt's
+    deltas carry its attempt number, and the final response is in the event log."""
     offset, index = (after[0], after[1]) if after is not None else (None, -1)
-    # Re-read the batch the last delta was in, skipping what was sent of it.
-    deltas = await client.deltas(task_id, None if offset is None else offset - 1)
+    # Read the batch the last delta was in from its first piece (an offset is inclusive), skipping
+    # what was sent of it.
+    deltas = await client.deltas(task_id, offset)
     ended = asyncio.ensure_future(client.result(task_id))  # however it ends: failing ends the stream too
     ended.add_done_callback(lambda f: f.cancelled() or f.exception())
     places: dict[int | None, int] = {}

@@ -236,9 +236,14 @@ class StreamDelta:
     kind: Literal["text", "thinking", "tool_use"] = "text"
     seq: int = 0
     offset: int | None = None
-    """Where the piece is in the task's delta stream (``Client.deltas(task_id, after=offset)``
-    resumes after it; the pieces of one published batch share it); None when it came another way
-    (a worker's own sink, a broker)."""
+    """Where the piece is in the task's delta stream: the offset of the batch it was published in
+    (the pieces of one batch share it; ``Client.deltas(task_id, after=offset)`` starts with that
+    batch, ``after=delta`` after this piece); None when it came another way (a worker's own sink, a
+    broker)."""
+    final: bool = False
+    """The last piece of its attempt: the end mark of that model call attempt's pieces (when every
+    piece had been published before the call ended, an empty piece carries it). Set on pieces read
+    from the task's workflow stream."""
 
 
 DeltaCallback = Callable[[str, str], Any]

@@ -1,17 +1,19 @@
 """The task's delta stream: Temporal's Workflow Streams (``temporalio.contrib.workflow_streams``)
-hosted by the task's workflow, so any client reads a model call's streamed pieces through Temporal
-alone, from an offset.
+hosted by the task's workflow.
 
 The model-call activity publishes batches of pieces (one stream item per batch) with the
 ``noeta.stream_batch`` signal (compact JSON, :mod:`noeta.protocols.stream_batches`; the stream's own
-publish signal, which older activities sent, is still handled), and only while someone listens: a reader signals ``noeta.stream_listen`` with the
-seconds it will listen, and the activity asks ``noeta.stream_listening`` before it publishes. The
-log keeps the pieces of the current call and of the one before it (a late reader gets every piece
-of the current call; history keeps the final responses), and its offsets keep growing across
-continue-as-new (the next offset and the readers' lease travel in the Carry).
+publish signal, which older activities sent, is still handled). Readers read the batches from the
+task's history (``noeta.client.stream_reader``), which is why a reader needs no worker and writes
+nothing. The stream's poll query still serves the items kept here: those of the current call and
+of the one before it, with offsets that keep growing across continue-as-new (the next offset travels
+in the Carry) and that are the same as a history reader's.
 
-Nothing here issues a command: tasks nobody listens to have the same history and commands as
-before, and a listened-to task's history only gains the signals.
+Readers of an earlier release signalled ``noeta.stream_listen`` (and activities of that release
+queried ``noeta.stream_listening``) so that calls were published only while someone listened; the
+handlers stay so that histories holding those signals replay and such readers are not refused.
+
+Nothing here issues a command: a task's commands are the same with or without its stream.
 """
 
 from __future__ import annotations
@@ -31,12 +33,10 @@ from noeta.protocols.names import (
     WORKFLOW_STREAM_PUBLISH,
 )
 from noeta.protocols.run_state import Carry
-from noeta.protocols.stream_batches import checked_batch, item_json
+from noeta.protocols.stream_batches import SeenBatches, checked_batch, item_json
 
-#: Longest a reader's listen signal counts (seconds); readers renew it well before.
+#: Longest an (earlier release's) reader's listen signal counts, in seconds.
 MAX_LISTEN_SECONDS = 3600.0
-#: Publishers whose last batch number is remembered (each model-call attempt is one publisher).
-_PUBLISHERS_KEPT = 32
 _JSON = {"encoding": b"json/plain"}
 
 
@@ -52,7 +52,7 @@ class TaskStream:
         self._end = state.stream_offset
         self._call = ""  # the topic (model call and attempt) of the last piece
         self._call_start = state.stream_offset
-        self._batches: dict[str, int] = {}
+        self._seen = SeenBatches()
         # Our own publish handlers: they keep the log to the last two calls and count the offset.
         workflow.set_signal_handler(SIGNAL_STREAM_BATCH, self._batch)
         workflow.set_signal_handler(WORKFLOW_STREAM_PUBLISH, self._publish)
@@ -63,14 +63,14 @@ class TaskStream:
         batch = checked_batch(body)
         if batch is None:  # bad input is data: dropped, never a failed workflow task
             return
-        publisher, number, call_id, attempt, first_seq, pieces = batch
-        if self._first_time(publisher, number):
-            self._append(f"{call_id}#{attempt}", Payload(metadata=_JSON, data=item_json(call_id, attempt, first_seq, pieces)))
+        publisher, number, call = batch
+        if self._seen.first_time(publisher, number):
+            self._append(f"{call.call_id}#{call.attempt}", Payload(metadata=_JSON, data=item_json(call)))
         self._state.stream_offset = self._end
 
     def _publish(self, batch: PublishInput) -> None:
         """The stream's own publish signal (what activities sent before ``noeta.stream_batch``)."""
-        if not self._first_time(batch.publisher_id, batch.sequence):
+        if not self._seen.first_time(batch.publisher_id, batch.sequence):
             return
         for entry in batch.items:
             payload = Payload()
@@ -80,19 +80,6 @@ class TaskStream:
                 continue
             self._append(entry.topic, payload)
         self._state.stream_offset = self._end
-
-    def _first_time(self, publisher: str, number: int) -> bool:
-        """False for a publisher's batch that already landed (its signal was sent again)."""
-        if not publisher:
-            return True
-        last = self._batches.get(publisher)
-        if last is not None and number <= last:
-            return False
-        self._batches.pop(publisher, None)
-        self._batches[publisher] = number
-        while len(self._batches) > _PUBLISHERS_KEPT:
-            del self._batches[next(iter(self._batches))]
-        return True
 
     def _append(self, topic: str, payload: Payload) -> None:
         if topic != self._call:  # a new call or attempt: drop what came before the last one

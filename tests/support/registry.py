@@ -56,15 +56,26 @@ def adder(request: LLMRequest) -> LLMResponse:
 cli_registry = Registry.of(tools=[add], providers={"default": FakeLLMProvider(responder=adder)})
 
 
-def streaming_registry() -> Registry:
-    """For a worker process streaming from the test's chat server (``$NOETA_TEST_CHAT_URL``)
-    through the OpenAI adapter, registered as "openai-stream"."""
+def _chat_registry(name: str) -> Registry:
+    """A registry whose one provider, ``name``, streams from the test's chat server
+    (``$NOETA_TEST_CHAT_URL``) through the OpenAI adapter."""
     import os
 
     from noeta.providers.openai import OpenAIProvider
 
-    provider = OpenAIProvider(base_url=os.environ["NOETA_TEST_CHAT_URL"], api_key="sk-test", model="gpt-test", name="openai-stream")
-    return Registry.of(providers=[provider])
+    provider = OpenAIProvider(base_url=os.environ["NOETA_TEST_CHAT_URL"], api_key="sk-test", model="gpt-test", name=name)
+    return Registry.of(providers={name: provider})
+
+
+def streaming_registry() -> Registry:
+    """For a worker process streaming from the test's chat server, registered as "openai-stream"."""
+    return _chat_registry("openai-stream")
+
+
+def anthropic_named_registry() -> Registry:
+    """As :func:`streaming_registry`, the provider registered as "anthropic" (what docs/streaming.md's
+    example names: the example runs as written against the test's chat server)."""
+    return _chat_registry("anthropic")
 
 
 def _other(request: LLMRequest) -> LLMResponse:
@@ -78,12 +89,9 @@ other_registry = Registry.of(tools=[add], providers={"default": FakeLLMProvider(
 def terminal_registry() -> Registry:
     """For `noeta run` on a terminal: the "default" provider streams from the test's chat server
     (``$NOETA_TEST_CHAT_URL``)."""
-    import os
+    return _chat_registry("default")
 
-    from noeta.providers.openai import OpenAIProvider
 
-    provider = OpenAIProvider(base_url=os.environ["NOETA_TEST_CHAT_URL"], api_key="sk-test", model="gpt-test", name="default")
-    return Registry.of(providers={"default": provider})
 @tool(name="hang_forever", version="1", input_schema={"type": "object"}, description="Blocks its thread for good.")
 def hang_forever(arguments: dict, ctx: ToolContext) -> ToolResult:
     Path(os.environ["NOETA_TEST_LOG"]).write_text(f"hung {ctx.idempotency_key}\n")

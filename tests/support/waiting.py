@@ -18,16 +18,3 @@ async def eventually(predicate: Callable[[], Any], timeout: float = 30.0, interv
             return
         assert asyncio.get_running_loop().time() < deadline, f"condition not met within {timeout}s"
         await asyncio.sleep(interval)
-
-
-async def until_a_reader_listens(temporal: Any, task_id: str, timeout: float = 30.0) -> None:
-    """Wait until a reader of ``task_id``'s delta stream has said it listens (its lease is recorded
-    by the workflow): pieces streamed from then on are published."""
-    from noeta.protocols.names import QUERY_STREAM_LISTENING
-
-    handle = temporal.get_workflow_handle(task_id)
-
-    async def listening() -> bool:
-        return bool(await handle.query(QUERY_STREAM_LISTENING, result_type=float) > 0)
-
-    await eventually(listening, timeout=timeout)
