@@ -10,7 +10,7 @@ answer). Scenarios, each one task of CALLS model calls:
 
 - ``off``: NOETA_WORKFLOW_STREAM=0, the baseline; the provider streams to a worker-side sink that
   drops the pieces (the same call path, nothing published);
-- ``nobody``: streams on, nobody listens;
+- ``nobody``: streams on, nobody reads (the batches are published all the same);
 - ``listener``: streams on, a second client reads Client.deltas(task_id) from the start;
 - ``listener-0.5s``: as ``listener``, with NOETA_STREAM_FIRST_BATCH=0.5 (the first batch 0.5 s after
   the call's first piece, not 1.5 s; the variable, if set, applies to the other scenarios);
@@ -51,8 +51,9 @@ from noeta.client.options import Options
 from noeta.deltas.broker import FIRST_BATCH_VARIABLE, WORKFLOW_STREAM_VARIABLE
 from noeta.protocols.messages import LLMRequest, LLMResponse, StreamDelta, TextBlock, ToolUseBlock, Usage
 from noeta.deltas.broker import broker_for
-from noeta.deltas.workflow_stream import CallPublisher, batch_deltas
-from noeta.protocols.stream_batches import item_json
+from noeta.client.stream_reader import call_deltas
+from noeta.deltas.workflow_stream import CallPublisher
+from noeta.protocols.stream_batches import CallPieces, item_json, item_pieces
 from noeta.protocols.names import SIGNAL_STREAM_BATCH, SIGNAL_STREAM_LISTEN, WORKFLOW_STREAM_PUBLISH
 from noeta.protocols.tool import ToolResult
 from noeta.sdk.tools import tool
@@ -112,10 +113,10 @@ class PublisherBefore(CallPublisher):
         self._before = WorkflowStreamClient(self._handle, client=temporal, batch_interval=timedelta(days=1))
         self._topic = self._before.topic(f"{call_id}#{attempt}")
 
-    async def _publish(self) -> None:
+    async def _publish(self, end: bool) -> None:
         pieces = self._pieces[self._sent:]
         if pieces:
-            data = item_json(self._call_id, self._attempt, self._sent, pieces)
+            data = item_json(CallPieces(self._call_id, self._attempt, self._sent, pieces, end=end))
             self._topic.publish(Payload(metadata={"encoding": b"json/plain"}, data=data))
             self._sent += len(pieces)
             self.batches += 1
@@ -168,7 +169,7 @@ async def scenario(
         task_id = f"streams-{name}-{uuid.uuid4().hex[:6]}"
         stream = None
         if name in ("listener", "listener-0.5s", "listener-before", "continue-as-new", "redis"):
-            stream = await reader.deltas(task_id)  # waits for the task to exist, then listens
+            stream = await reader.deltas(task_id)  # waits for the task to exist, then follows its history
 
         async def read() -> None:
             assert stream is not None
@@ -179,7 +180,7 @@ async def scenario(
             await reader.temporal.get_workflow_handle(task_id).signal(SIGNAL_STREAM_LISTEN, 3600.0)
             subscriber = WorkflowStreamClient.create(reader.temporal, task_id)
             async for item in subscriber.subscribe(result_type=RawValue):
-                for delta in batch_deltas(task_id, item.data.payload, item.offset):
+                for delta in call_deltas(task_id, item_pieces(item.data.payload.data), item.offset):
                     received.append((delta, time.monotonic()))
 
         reading = asyncio.ensure_future(read()) if stream is not None else None
