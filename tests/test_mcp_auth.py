@@ -225,3 +225,29 @@ async def test_noeta_mcp_login_stores_what_workers_use(protected: ProtectedServe
     other = parse_server("other", {"type": "http", "url": protected.url, "auth": {"grant": "authorization_code", "client_id": "x"}})
     with pytest.raises(McpAuthError, match="run `noeta mcp login other --url"):
         await McpConnections(tokens=store).list_tools("other", other)
+
+
+def test_an_issuer_mismatch_names_both_issuers_and_what_to_change():
+    # RFC 8414 section 3.3: metadata naming another issuer than the one it was discovered as is not used.
+    from mcp.client.auth import OAuthFlowError
+
+    from noeta.mcp.failures import explain
+
+    config = parse_server("tenant", {"type": "http", "url": "https://mcp.example/mcp", "auth": {"grant": "authorization_code"}})
+    err = explain("tenant", config, OAuthFlowError(
+        "Authorization server metadata issuer mismatch: https://auth.example/ != https://auth.example/tenant1"
+    ))
+    assert isinstance(err, McpAuthError)
+    text = str(err)
+    assert "'https://auth.example/'" in text and "'https://auth.example/tenant1'" in text
+    assert "RFC 8414" in text and "authorization_servers" in text and "publish 'https://auth.example/tenant1'" in text
+
+
+def test_an_https_client_id_is_a_client_id_metadata_document(store: McpTokenStore):
+    from noeta.mcp.oauth import build_auth
+
+    document = "https://noeta.example/client-metadata.json"
+    config = parse_server("cimd", {"type": "http", "url": "https://mcp.example/mcp", "auth": {"grant": "authorization_code", "client_id": document}})
+    provider = build_auth("cimd", config, store)
+    assert provider.context.client_metadata_url == document
+    assert provider._fixed_client is None  # registered by its document, not as a pre-registered id

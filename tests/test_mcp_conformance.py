@@ -19,11 +19,16 @@ The suite's other client scenarios are not required here. Run with this program 
   sees the session closed: Noeta stops the call at a question, waits durably for a person and makes
   the call again with the answer (docs/mcp.md, "Servers that ask the user"), where the scenario
   expects the answer on the first call's session. No sentence of the spec requires that; it is
-  this design's trade for a wait that survives worker restarts; ``auth/basic-cimd`` (a warning: Noeta has no hosted https
-  client-metadata document to use as its client id); ``auth/metadata-var2`` and
-  ``auth/metadata-var3`` (the scenario's authorization server at a path, ``/tenant1``, publishes
-  metadata whose ``issuer`` is its origin, and the SDK's client refuses metadata whose issuer is
-  not the server it asked, RFC 8414 section 3.3).
+  this design's trade for a wait that survives worker restarts; ``auth/metadata-var2`` and
+  ``auth/metadata-var3``: the scenario's authorization server at a path, ``/tenant1``, publishes
+  metadata whose ``issuer`` is its origin. The MCP authorization spec has clients discover that
+  metadata by RFC 8414, whose section 3.3 says: "The "issuer" value returned MUST be identical to
+  the authorization server's issuer identifier value into which the well-known URI string was
+  inserted to create the URL used to retrieve the metadata. If these values are not identical, the
+  data contained in the response MUST NOT be used." Noeta (the SDK's client) therefore stops with
+  McpAuthError naming both issuers and what the operators can change.
+
+``auth/basic-cimd`` passes with the operator's Client ID Metadata Document URL as ``client_id``.
 """
 
 from __future__ import annotations
@@ -57,6 +62,7 @@ REQUIRED = [
     "auth/token-endpoint-auth-post",
     "auth/client-credentials-basic",
     "auth/client-credentials-jwt",
+    "auth/basic-cimd",
 ]
 
 

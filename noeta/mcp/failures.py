@@ -8,6 +8,7 @@ turns it into :class:`McpAuthError` (401/403, an OAuth flow that could not finis
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import httpx
@@ -17,6 +18,8 @@ from mcp.client.auth.utils import extract_field_from_www_auth
 from noeta.errors import McpAuthError, McpServerError, NoetaError
 from noeta.protocols.mcp import McpServerConfig
 
+#: How the SDK words metadata whose issuer is not the one it was discovered as (RFC 8414 section 3.3).
+_ISSUER_MISMATCH = re.compile(r"issuer mismatch: (?P<published>\S+) != (?P<expected>\S+)")
 #: Causes that say the server could not be reached at all.
 _UNREACHABLE = (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError, OSError)
 
@@ -38,6 +41,19 @@ def cause_of(err: BaseException) -> BaseException:
             if isinstance(leaf, kinds):
                 return leaf
     return found[0] if found else err
+
+
+def issuer_mismatch(where: str, published: str, expected: str) -> str:
+    """The words for an authorization server whose metadata names another issuer than the one it was
+    discovered as: both issuers, why Noeta stops, and what the operators on either side can do."""
+    return (
+        f"{where}: its authorization server's metadata names the issuer {published!r}, but it was discovered as "
+        f"{expected!r} (the issuer the server's protected-resource metadata names, or its origin); RFC 8414 "
+        "section 3.3 forbids using metadata whose issuer differs, so no token was requested. Ask the authorization "
+        f"server's operator to publish {expected!r} as its issuer, or the MCP server's operator to name "
+        f"{published!r} in its protected-resource metadata ('authorization_servers'); nothing in this worker's "
+        "configuration can accept the mismatch"
+    )
 
 
 def _where(alias: str, config: McpServerConfig) -> str:
@@ -65,6 +81,9 @@ def explain(alias: str, config: McpServerConfig, err: BaseException, doing: str 
     doing = f" {doing}" if doing else ""
     if isinstance(cause, NoetaError):
         return cause
+    mismatch = _ISSUER_MISMATCH.search(str(cause)) if isinstance(cause, OAuthFlowError) else None
+    if mismatch is not None:
+        return McpAuthError(issuer_mismatch(where, mismatch["published"], mismatch["expected"]), alias=alias, url=url)
     if isinstance(cause, (OAuthFlowError, OAuthTokenError)):
         return McpAuthError(
             f"{where}: authorization failed{doing} ({cause}); {auth_advice(alias, config)}", alias=alias, url=url

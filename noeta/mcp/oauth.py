@@ -277,8 +277,11 @@ def build_auth(
             token_endpoint_auth_method=method,  # type: ignore[arg-type]
             scope=auth.scope,
         )
+        # A client id that is an https URL names the operator's Client ID Metadata Document: used
+        # where the authorization server supports those, else the client registers as usual.
+        document = auth.client_id if auth.client_id and auth.client_id.startswith("https://") else None
         fixed = None
-        if auth.client_id:
+        if auth.client_id and document is None:
             fixed = OAuthClientInformationFull(
                 client_id=auth.client_id,
                 client_secret=auth.client_secret,
@@ -287,7 +290,9 @@ def build_auth(
                 grant_types=["authorization_code", "refresh_token"],
                 scope=auth.scope,
             )
-        provider = LoginTokens(url, metadata, login, redirect_handler, callback_handler, fixed_client=fixed)
+        provider = LoginTokens(
+            url, metadata, login, redirect_handler, callback_handler, fixed_client=fixed, client_metadata_url=document
+        )
     provider._attach(login, alias, server)
     return provider
 

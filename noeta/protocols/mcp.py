@@ -36,7 +36,9 @@ class McpOAuthConfig:
     grant: McpGrant = "client_credentials"
     client_id: str | None = None
     """A pre-registered client; None: registered dynamically where the server offers it
-    (``authorization_code`` only)."""
+    (``authorization_code`` only). An ``https://`` URL (``authorization_code``) is the address of
+    the operator's Client ID Metadata Document: the client id where the authorization server
+    supports those (``client_id_metadata_document_supported``), else the client registers as usual."""
     client_secret: str | None = None
     private_key: str | None = None
     """``private_key_jwt``: the PEM key the client signs its assertions with."""

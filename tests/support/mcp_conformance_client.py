@@ -51,6 +51,8 @@ from tests.support.scripts import call, say
 
 ALIAS = "conformance"
 STEP_UP = re.compile(r"--scope '([^']*)'")
+#: Where the suite's operator would host this client's metadata document (the id basic-cimd expects).
+CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
 
 
 def server_config(url: str, scenario: str, context: dict[str, Any]) -> dict[str, Any]:
@@ -61,6 +63,8 @@ def server_config(url: str, scenario: str, context: dict[str, Any]) -> dict[str,
     auth: dict[str, Any] = {}
     if context.get("client_id"):
         auth["client_id"] = context["client_id"]
+    elif scenario == "auth/basic-cimd":  # the operator's Client ID Metadata Document, where it is hosted
+        auth["client_id"] = CLIENT_METADATA_URL
     if context.get("client_secret"):
         os.environ["MCP_CONFORMANCE_SECRET"] = context["client_secret"]
         auth["client_secret"] = "${MCP_CONFORMANCE_SECRET}"
