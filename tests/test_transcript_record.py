@@ -51,6 +51,8 @@ def seen_by_model(runs: list[WorkflowHistory]) -> list[Message]:
         for event in run.events:
             if event.event_type == SCHEDULED and event.activity_task_scheduled_event_attributes.activity_type.name == CALL_MODEL:
                 call: CallModelInput = decode_first(event.activity_task_scheduled_event_attributes.input, CallModelInput)
+                if call.sampling is not None:  # an MCP server's request: its transcript is not the task's
+                    continue
                 # The same call made again (on a fallback provider after it failed): its messages once.
                 if previous is None or (call.head, call.append) != (previous.head, previous.append):
                     messages.extend(call.append)
@@ -81,7 +83,8 @@ def local_model_answers(runs: list[WorkflowHistory]) -> list[Message] | None:
         model_calls: set[int] = set()
         for event in run.events:
             if event.event_type == SCHEDULED and event.activity_task_scheduled_event_attributes.activity_type.name == CALL_MODEL:
-                model_calls.add(event.event_id)
+                if decode_first(event.activity_task_scheduled_event_attributes.input, CallModelInput).sampling is None:
+                    model_calls.add(event.event_id)
             elif event.event_type == COMPLETED and event.activity_task_completed_event_attributes.scheduled_event_id in model_calls:
                 out: CallModelOutput = decode_first(event.activity_task_completed_event_attributes.result, CallModelOutput)
                 answers.append(Message(role="assistant", content=out.response.content))
