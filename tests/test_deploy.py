@@ -141,7 +141,26 @@ def test_compose_wires_observability_and_the_codec_server():
     assert codec["environment"]["NOETA_CODEC_TOKENS"] == REQUIRED_ENV["NOETA_CODEC_TOKENS"]
     codec_args = parser().parse_args(codec["command"])
     assert codec_args.ui_origin == ["http://127.0.0.1:8233"]
-    assert services["temporal-ui"]["environment"]["TEMPORAL_CODEC_ENDPOINT"] == f"http://127.0.0.1:{codec_args.port}"
+    # The UI reaches it with the kit's own token in the endpoint's path: payloads decode on first start.
+    ui_env = services["temporal-ui"]["environment"]
+    assert ui_env["TEMPORAL_CODEC_ENDPOINT"] == f"http://127.0.0.1:{codec_args.port}/{REQUIRED_ENV['NOETA_CODEC_TOKENS']}"
+    assert ui_env["TEMPORAL_CODEC_PASS_ACCESS_TOKEN"] == "false"
+
+
+def test_the_kubernetes_ui_decodes_with_the_codec_servers_own_token():
+    docs = {(doc["kind"], doc["metadata"]["name"]): doc for _, doc in documents()}
+    [ui] = docs[("Deployment", "noeta-temporal-ui")]["spec"]["template"]["spec"]["containers"]
+    env = [e["name"] for e in ui["env"]]
+    values = {e["name"]: e for e in ui["env"]}
+    # Kubernetes expands $(NOETA_CODEC_TOKENS) only from a variable defined before it.
+    assert env.index("NOETA_CODEC_TOKENS") < env.index("TEMPORAL_CODEC_ENDPOINT")
+    assert values["NOETA_CODEC_TOKENS"]["valueFrom"]["secretKeyRef"] == {"name": "noeta-secrets", "key": "NOETA_CODEC_TOKENS"}
+    [codec] = docs[("Deployment", "noeta-codec-server")]["spec"]["template"]["spec"]["containers"]
+    args = parser().parse_args(codec["args"])
+    assert values["TEMPORAL_CODEC_ENDPOINT"]["value"] == f"http://127.0.0.1:{args.port}/$(NOETA_CODEC_TOKENS)"
+    assert "http://127.0.0.1:8233" in args.ui_origin  # the port-forwarded UI's origin
+    hosts = next(e["value"] for e in codec["env"] if e["name"] == "NOETA_CODEC_ALLOWED_HOSTS").split(",")
+    assert "127.0.0.1" in hosts
 
 
 @pytest.mark.server
@@ -257,6 +276,8 @@ def test_every_noeta_command_in_deploy_exists():
         spec = doc.get("spec", {})
         template = spec.get("jobTemplate", {}).get("spec", spec).get("template")
         for container in template["spec"]["containers"] if template else ():
+            if "noeta" not in container["image"]:
+                continue  # the Temporal UI
             assert container["args"][0] in used
             parser().parse_args(container["args"])  # the arguments parse
 

@@ -244,6 +244,17 @@ async def test_codec_server_decodes_for_a_token_only(
         bad = await http.post("/decode", content=b"{not json", headers=auth)
         assert bad.status_code == 400
 
+        # The token as the endpoint's first path part (the deploy kit's UI: it sends no header).
+        in_path = await http.post(f"/{TOKEN}/decode", content=body, headers={**json_headers, "origin": ui})
+        assert in_path.status_code == 200 and GOAL.encode() in json_format.Parse(in_path.content, Payloads()).payloads[0].data
+        wrong_path = await http.post(f"/{'x' * 36}/decode", content=body, headers=json_headers)
+        assert wrong_path.status_code == 401
+        preflight = await http.options(
+            f"/{TOKEN}/decode", headers={"origin": ui, "access-control-request-method": "POST", "access-control-request-headers": "content-type,x-namespace"}
+        )
+        assert preflight.status_code == 204
+        assert (await http.post(f"/{TOKEN}/other", content=body, headers=json_headers)).status_code in (401, 404)
+
 
 async def test_codec_server_refuses_unknown_keys_without_a_traceback(tmp_path: Path, keys_v1: str):
     writer = EncryptionCodec(ring(keys_v1))

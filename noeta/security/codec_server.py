@@ -7,6 +7,12 @@ same shape. Requests pass :class:`~noeta.security.http_guard.RequestGuard`: bear
 (``NOETA_CODEC_TOKENS`` / ``_FILE``, else ``NOETA_API_KEYS``), Host allow-list, and CORS for the
 UI's origin (``NOETA_CODEC_CORS_ORIGINS``, e.g. ``http://localhost:8233``).
 
+The Temporal UI cannot send a header of its own to a codec endpoint (it passes only its signed-in
+user's access token, once it has SSO), so a token may also come as the endpoint's first path part:
+``/<token>/decode`` (:class:`PathToken`). The deploy kit points its UI at
+``http://127.0.0.1:8089/$NOETA_CODEC_TOKENS``, so payloads decode on first start. Whoever can open
+that UI can read the token in its settings: no more than the UI itself shows them.
+
 With ``expand_refs`` a decoded tool result whose output was moved to the content store
 (``output`` preview + ``output_ref``) gets its whole body back in ``output``, so the UI shows the
 full tool output (text bodies up to ``EXPAND_LIMIT`` bytes).
@@ -62,6 +68,30 @@ def guard_from_env(bind_host: str, env: Mapping[str, str] | None = None) -> Guar
     )
 
 
+#: The codec protocol's own paths, which a token in the path may come before.
+CODEC_PATHS = ("/encode", "/decode")
+
+
+class PathToken:
+    """ASGI middleware in front of the guard: ``/<token>/decode`` (or ``/encode``) becomes
+    ``/decode`` with ``Authorization: Bearer <token>`` unless the request has its own. The path is
+    rewritten in place, so the access log never shows the token."""
+
+    def __init__(self, app: Any) -> None:
+        """Wraps ``app`` (the guarded codec app)."""
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        """Move a path token into the header, then call the app."""
+        if scope["type"] == "http":
+            token, slash, rest = scope["path"].lstrip("/").partition("/")
+            if slash and token and f"/{rest}" in CODEC_PATHS:
+                scope["path"], scope["raw_path"] = f"/{rest}", f"/{rest}".encode()
+                if not any(name.lower() == b"authorization" for name, _ in scope["headers"]):
+                    scope["headers"] = [*scope["headers"], (b"authorization", b"Bearer " + token.encode())]
+        await self.app(scope, receive, send)
+
+
 def create_codec_app(
     codec: PayloadCodec, guard: GuardConfig, *, store: BodyReader | None = None, expand_refs: bool = False
 ) -> Starlette:
@@ -106,7 +136,7 @@ def create_codec_app(
         Route("/decode", decode, methods=["POST"]),
         Route("/healthz", healthz, methods=["GET"]),
     ]
-    return Starlette(routes=routes, middleware=[Middleware(RequestGuard, config=guard)])
+    return Starlette(routes=routes, middleware=[Middleware(PathToken), Middleware(RequestGuard, config=guard)])
 
 
 def _payloads_response(payloads: list[Payload]) -> Response:
