@@ -125,7 +125,7 @@ async def test_start_then_result_and_messages(api: httpx.AsyncClient, serve, tas
     assert response.status_code == 200
     assert response.json() == [
         {"type": "UserMessage", "text": "add 2 and 3"},
-        {"type": "ToolUse", "call_id": "c1", "tool_name": "add", "arguments": {"a": 2, "b": 3}},
+        {"type": "ToolUse", "call_id": "c1", "tool_name": "add", "arguments": {"a": 2, "b": 3}, "proposed_arguments": None},
         {"type": "ToolResultView", "call_id": "c1", "tool_name": "add", "success": True, "output": "5"},
         {"type": "AssistantMessage", "text": "the sum is 5"},
         {"type": "Result", "answer": "the sum is 5", "status": "completed"},
@@ -278,6 +278,7 @@ async def test_a_failed_task_reports_its_typed_error(api: httpx.AsyncClient, ser
         "status": 400,
         "retryable": False,
         "retry_after": None,
+        "error_type": None,
     }
 
 
@@ -298,6 +299,7 @@ async def test_a_goal_that_fails_answers_409_with_the_error(api: httpx.AsyncClie
         "status": 400,
         "retryable": False,
         "retry_after": None,
+        "error_type": None,
     }
 
 

@@ -1,5 +1,6 @@
 """Server-Sent Events: a task's event log (envelopes, resumable by ``seq``) and its streamed model
-text (deltas), each with keep-alive comments and an ``end`` event (docs/http.md)."""
+text (deltas), each with keep-alive comments and an ``end`` event (docs/http.md). FastAPI's own SSE
+support frames the messages (``fastapi.sse``); this module chooses what they say and when."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import AsyncIterable, AsyncIterator, Callable
 from dataclasses import asdict
 from typing import Any, TypeVar
 
+from fastapi.sse import EventSourceResponse, format_sse_event
 from starlette.background import BackgroundTask
 from starlette.responses import StreamingResponse
 
@@ -30,9 +32,11 @@ HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 class EventStream(StreamingResponse):
     """A ``text/event-stream`` response with the stream :data:`HEADERS`; as an endpoint's
-    ``response_class`` it also tells the OpenAPI document what the endpoint answers."""
+    ``response_class`` it also tells the OpenAPI document what the endpoint answers. (Not FastAPI's
+    EventSourceResponse: as a ``response_class`` that one makes FastAPI iterate the endpoint
+    itself, with its own fixed keep-alive; these streams choose theirs, ``keepalive_seconds``.)"""
 
-    media_type = "text/event-stream"
+    media_type = EventSourceResponse.media_type
 
     def __init__(
         self,
@@ -51,11 +55,14 @@ _END = object()
 _background: set[asyncio.Task[Any]] = set()
 
 
-def sse_event(event: str, data: Any, id: int | None = None) -> bytes:
+#: The comment a silent stream sends so that proxies keep it open.
+KEEPALIVE = format_sse_event(comment="keep-alive")
+
+
+def sse_event(event: str, data: Any, id: int | str | None = None) -> bytes:
     """One SSE message; ``data`` is JSON on a single line (json.dumps escapes newlines)."""
-    lines = [] if id is None else [f"id: {id}"]
-    lines += [f"event: {event}", "data: " + json.dumps(data, ensure_ascii=False, separators=(",", ":"))]
-    return ("\n".join(lines) + "\n\n").encode()
+    body = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return format_sse_event(event=event, data_str=body, id=None if id is None else str(id))
 
 
 def sse_envelope(env: EventEnvelope) -> bytes:
@@ -68,9 +75,7 @@ def sse_delta(delta: StreamDelta, index: int = 0) -> bytes:
     """One streamed delta as an SSE ``delta`` event; from a task's workflow stream its id is
     ``OFFSET:INDEX`` (its batch's offset, its place in that batch), which Last-Event-ID resumes after."""
     body = {k: v for k, v in asdict(delta).items() if v is not None}
-    if delta.offset is None:
-        return sse_event("delta", body)
-    return (f"id: {delta.offset}:{index}\n").encode() + sse_event("delta", body)
+    return sse_event("delta", body, id=None if delta.offset is None else f"{delta.offset}:{index}")
 
 
 async def _with_keepalive(
@@ -93,7 +98,7 @@ async def _with_keepalive(
                 pending = asyncio.ensure_future(next_item())
             done, _ = await asyncio.wait({pending}, timeout=keepalive_seconds)
             if not done:
-                yield b": keep-alive\n\n"
+                yield KEEPALIVE
                 continue
             finished, pending = pending, None
             try:
