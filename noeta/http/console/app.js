@@ -162,6 +162,8 @@ function tasksView(params) {
         h("td", { class: "nowrap", text: when(t.started) }),
         h("td", { class: "nowrap", "data-testid": "ended", text: when(t.closed) }),
         h("td", { class: "num nowrap", "data-testid": "cost", text: dollars(t.cost_usd) }),
+        // The mean of its online scores (Options.scoring); blank: not scored.
+        h("td", { class: "num nowrap", "data-testid": "score", text: t.score == null ? "" : t.score.toFixed(2) }),
         h("td", {}, uiLink(t)),
         h("td", { class: "muted", text: Object.entries(t.metadata || {}).map(([k, v]) => `${k}=${v}`).join(" ") }))));
       note.textContent = tasks.length ? "" : "No tasks match.";
@@ -175,7 +177,7 @@ function tasksView(params) {
   return h("section", {},
     h("h1", { text: "Tasks" }), form,
     h("table", { class: "tasks" },
-      h("thead", {}, h("tr", {}, ["Goal", "Status", "Model", "Turns", "Tokens in / out", "Started", "Ended", "Cost", "", "Metadata"].map((t) => h("th", { text: t })))),
+      h("thead", {}, h("tr", {}, ["Goal", "Status", "Model", "Turns", "Tokens in / out", "Started", "Ended", "Cost", "Score", "", "Metadata"].map((t) => h("th", { text: t })))),
       body),
     note);
 }
