@@ -25,6 +25,7 @@ from temporalio.service import RPCError
 from noeta.temporal import search_attributes as keys
 from noeta.errors import ConfigurationError, NoetaError
 from noeta.protocols.names import (
+    AGENT_METADATA_KEY,
     BASE_SEARCH_ATTRIBUTES,
     DEFAULT_TENANT,
     GOAL_ATTRIBUTE_CHARS,
@@ -156,7 +157,7 @@ def initial_search_attributes(
 def metadata_entries(metadata: Mapping[str, Any], indexed: Iterable[str]) -> list[str]:
     """``key=value`` for each chosen key the task's metadata has (scalars only, 200 chars at most)."""
     entries = []
-    for key in indexed:
+    for key in dict.fromkeys([*indexed, AGENT_METADATA_KEY]):  # a task's agent version is always findable
         value = metadata.get(key)
         if isinstance(value, (str, int, float, bool)):
             entries.append(f"{key}={value}"[:GOAL_ATTRIBUTE_CHARS])

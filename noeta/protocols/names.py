@@ -252,3 +252,7 @@ PATCH_VERSION_UPGRADE = "version-upgrade"
 every NOETA_UPGRADE_CHECK_SECONDS (a timer) and continues as new onto its deployment's target
 version once that changed (noeta.workflows.upgrades). Asked only by versioned tasks at their first
 idle wait, so unversioned tasks pay nothing."""
+#: ``Options.metadata`` key of a task started from a named agent version (``triage@2``,
+#: noeta.client.agents): recorded in the task's input for its whole life (continue-as-new, forks)
+#: and always indexed in NoetaMetadata (``agent=triage@2``).
+AGENT_METADATA_KEY = "agent"

@@ -68,7 +68,8 @@ async def wait_idle(ready: Callable[[], bool]) -> bool:
     while not ready():
         try:
             await workflow.wait_condition(
-                lambda: ready() or (checked and target_changed()), timeout=timedelta(seconds=_check_seconds[0]),
+                lambda seen=checked: ready() or (seen and target_changed()),  # type: ignore[misc]
+                timeout=timedelta(seconds=_check_seconds[0]),
                 timeout_summary="version check",
             )
         except TimeoutError:
