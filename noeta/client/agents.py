@@ -1,7 +1,7 @@
 """Named, versioned agents: an ``Options`` under a name and a version, started by name.
 
-A catalog (:class:`Agents`) lives in a module that clients and workers both import (its path in
-``NOETA_AGENTS``, ``package.module:attribute``): a client resolves ``"triage"`` or ``"triage@2"``
+A catalog (:class:`Agents`) lives in a module that clients and workers both import (loaded by path
+with :func:`load_agents`, ``package.module:attribute``): a client resolves ``"triage"`` or ``"triage@2"``
 to Options by itself, without asking a worker, and starts the task with them. The resolved
 settings travel in the task's input (system prompt, model, provider, tools, policy, guards,
 limits), so the task keeps its agent version for its whole life whatever the catalog says later,
@@ -122,7 +122,7 @@ def _is_agents(value: object) -> TypeGuard[Agents]:
 
 
 def load_agents(path: str) -> Agents:
-    """The catalog at ``package.module:attribute`` (NOETA_AGENTS): an Agents or a callable returning one."""
+    """The catalog at ``package.module:attribute``: an Agents or a callable returning one."""
     return load_object(path, _is_agents, "Agents", "agents")
 
 
