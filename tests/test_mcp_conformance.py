@@ -15,11 +15,19 @@ The suite's other client scenarios are not required here. Run with this program 
   ``auth/pre-registration``, ``auth/2025-03-26-oauth-metadata-backcompat``,
   ``auth/2025-03-26-oauth-endpoint-fallback``;
 - failing: ``elicitation-sep1034-client-defaults``, 5 of 6 checks passing (the defaults are
-  applied), the sixth (``client-elicitation-sep1034-general``) failing because its first question
-  sees the session closed: Noeta stops the call at a question, waits durably for a person and makes
-  the call again with the answer (docs/mcp.md, "Servers that ask the user"), where the scenario
-  expects the answer on the first call's session. No sentence of the spec requires that; it is
-  this design's trade for a wait that survives worker restarts; ``auth/metadata-var2`` and
+  applied). The scenario's tool handler awaits its ``elicitation/create`` on the session of the
+  first ``tools/call`` and, when that request errors, records
+  ``client-elicitation-sep1034-general`` as FAILURE with "Elicitation failed: MCP error -32000:
+  Connection closed" (what this program gets). Noeta closes that session on purpose: it stops the
+  call at a question, waits durably for a person (a wait that survives worker restarts) and makes
+  the call again with the answer (docs/mcp.md, "Servers that ask the user"); the re-made call's
+  question gets the accepted answer with every default, which the five other checks record. The
+  check therefore expects the answer on the session that asked. We found no sentence of the MCP
+  specification (2025-11-25, client/elicitation and basic/transports) that requires it; the
+  scenario assumes a client that keeps the request open while the user answers. Answering on the
+  same session would need the worker to hold the call open until a person answers, the thing this
+  design avoids so that nothing is lost when a worker stops;
+  ``auth/metadata-var2`` and
   ``auth/metadata-var3``: the scenario's authorization server at a path, ``/tenant1``, publishes
   metadata whose ``issuer`` is its origin. The MCP authorization spec has clients discover that
   metadata by RFC 8414, whose section 3.3 says: "The "issuer" value returned MUST be identical to
@@ -29,6 +37,9 @@ The suite's other client scenarios are not required here. Run with this program 
   McpAuthError naming both issuers and what the operators can change.
 
 ``auth/basic-cimd`` passes with the operator's Client ID Metadata Document URL as ``client_id``.
+``auth/scope-step-up`` passes without a manual re-run: the user's login lacks the scope the call
+needs, the task waits with a ``login`` action naming the command, and the program, as an operator
+would, logs in with that scope and approves; the call is made again and completes.
 """
 
 from __future__ import annotations

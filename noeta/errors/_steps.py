@@ -114,6 +114,24 @@ class McpAuthError(McpServerError):
         self.alias, self.url, self.status = alias, url, status
 
 
+class McpLoginRequiredError(McpAuthError):
+    """A user's login (``authorization_code``) lacks a scope a tool call needs (``403
+    insufficient_scope``): a worker cannot log in for a person, so the call stops, the task waits
+    for the operator to log in again (a pending approval of kind ``login`` naming the command) and
+    makes the call again once told. ``request`` is what the login needs (server alias, url, scope,
+    command)."""
+
+    _detail_defaults = {"alias": "", "url": "", "status": None, "request": None}
+
+    def __init__(
+        self, message: str, alias: str = "", url: str = "", status: int | None = None,
+        request: dict[str, Any] | None = None,
+    ) -> None:
+        """``request``: ``{"server", "url", "scope", "command"}``."""
+        super().__init__(message, alias, url, status)
+        self.request = request
+
+
 class McpInputRequiredError(McpServerError):
     """A remote MCP server asked a person for input during a tool call (``elicitation/create``):
     the call stops, the task waits for the answer (a pending approval of kind ``elicitation``) and

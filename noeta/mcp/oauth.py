@@ -13,7 +13,10 @@ registration, and the token requests (``client_secret_basic``/``_post``, ``none`
   clock does not fail the call;
 - on a worker, an ``authorization_code`` login that can no longer be refreshed is an
   :class:`McpAuthError` telling the operator to run ``noeta mcp login`` (a worker never opens a
-  browser); :mod:`noeta.mcp.login` is the interactive side.
+  browser), and one that lacks a scope a call needs is :class:`McpLoginRequiredError` (the task
+  waits for the operator's new login: noeta.protocols.login_wait); :mod:`noeta.mcp.login` is the
+  interactive side. A machine identity (``client_credentials``) steps up by itself: the SDK asks
+  for a token with the scope the server's ``403`` names and sends the request again.
 """
 
 from __future__ import annotations
@@ -34,9 +37,10 @@ from mcp.client.auth.extensions.client_credentials import (
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthMetadata, OAuthToken
 
 import noeta
-from noeta.errors import McpAuthError
+from noeta.errors import McpAuthError, McpLoginRequiredError
 from noeta.mcp.failures import auth_advice
 from noeta.mcp.tokens import McpTokenStore, login_key
+from noeta.protocols.login_wait import login_command
 from noeta.protocols.mcp import McpOAuthConfig, McpServerConfig
 
 #: Where a login's browser is sent back to when no callback address is given (RFC 8252 loopback).
@@ -139,16 +143,18 @@ class _FleetTokens(OAuthClientProvider):
             status=status,
         )
 
-    def _needs_scope(self, scope: str) -> McpAuthError:
+    def _needs_scope(self, scope: str) -> McpLoginRequiredError:
         granted = self.context.current_tokens.scope if self.context.current_tokens else None
         wanted = " ".join(dict.fromkeys(f"{granted or ''} {scope}".split()))
-        return McpAuthError(
-            f"MCP server {self._alias!r} ({self._server.url}) needs scope {scope!r}, which this login was not "
-            f"granted (HTTP 403 insufficient_scope); log in again asking for it: "
-            f"`noeta mcp login {self._alias} --url {self._server.url} --scope '{wanted}'`",
+        url = self._server.url or ""
+        command = login_command(self._alias, url, wanted)
+        return McpLoginRequiredError(
+            f"MCP server {self._alias!r} ({url}) needs scope {scope!r}, which this login was not "
+            f"granted (HTTP 403 insufficient_scope); log in again asking for it: `{command}`",
             alias=self._alias,
-            url=self._server.url or "",
+            url=url,
             status=403,
+            request={"server": self._alias, "url": url, "scope": wanted, "command": command},
         )
 
     def _needs_login(self) -> bool:

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal, Protocol, Union, runtime_checkable
 from pydantic import Field
 
 from noeta.protocols.elicitation import ElicitationRequest
+from noeta.protocols.login_wait import LoginRequest
 from noeta.protocols.sampling import ProposedSampling
 from noeta.protocols.statuses import GoalStatus, Verdict
 from noeta.protocols.tool import RiskLevel
@@ -48,12 +49,12 @@ class ProposedFinish:
 
 
 ProposedAction = Annotated[
-    Union[ProposedToolCall, ProposedSpawnSubtask, ProposedFinish, ProposedSampling, ElicitationRequest],
+    Union[ProposedToolCall, ProposedSpawnSubtask, ProposedFinish, ProposedSampling, ElicitationRequest, LoginRequest],
     Field(discriminator="type"),
 ]
 """What can wait for a person: the four a guard judges (an MCP server's request for the task's
-model among them), and an MCP server's question during a tool call (never shown to guards: a
-person answers it)."""
+model among them), an MCP server's question during a tool call (never shown to guards: a
+person answers it), and a tool call waiting for the operator's new login (more scope)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -243,6 +243,10 @@ PATCH_MCP_ELICITATION = "mcp-elicitation"
 """An MCP server asked a person during a tool call: the task waits for the answer (an approval of
 kind ``elicitation``) and makes the call again with it (noeta.workflows.elicitations). Asked only
 when a server asks, so other tasks pay nothing."""
+PATCH_MCP_LOGIN_WAIT = "mcp-login-wait"
+"""A user's MCP login lacked a scope a tool call needs: the task waits for the operator to log in
+again (an approval of kind ``login``) and makes the call again (noeta.workflows.login_wait). Asked
+only when a call stops for it, so other tasks pay nothing."""
 PATCH_MCP_SAMPLING = "mcp-sampling"
 """An MCP server asked the task's model during a tool call: its request goes to the task's guards,
 then a model call of the task answers it, and the call is made again with the answer

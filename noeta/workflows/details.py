@@ -14,6 +14,7 @@ from typing import Any
 from temporalio import workflow
 
 from noeta.protocols.elicitation import CANCEL_REASON, ElicitationRequest
+from noeta.protocols.login_wait import LoginRequest
 from noeta.protocols.hooks import ProposedFinish, ProposedSpawnSubtask, ProposedToolCall
 from noeta.protocols.sampling import ProposedSampling
 from noeta.protocols.messages import ToolUseBlock
@@ -49,6 +50,8 @@ def action_text(request: ApprovalRequest, tool_call: Callable[[str, dict[str, An
         return f"finishing with “{excerpt(action.answer)}”"
     if isinstance(action, ProposedSampling):
         return f"MCP server {action.server} asks the task's model during {action.tool_name}: “{excerpt(action.text)}”"
+    if isinstance(action, LoginRequest):
+        return f"MCP server {action.server} needs a new login with scope '{action.scope}' for {action.tool_name}: run `{action.command}`"
     if isinstance(action, ElicitationRequest):
         fields = ", ".join(action.requested_schema.get("properties") or {}) or "none"
         return f"MCP server {action.server} asks “{excerpt(action.message)}” during {action.tool_name} (fields: {fields})"
@@ -67,6 +70,14 @@ def awaiting_approval(pending: Iterable[ApprovalRequest], timeout_seconds: float
                 f'`{{"call_id": "{request.call_id}", "approved": true, "arguments": {{...the fields...}}}}`; '
                 f"decline: `{UPDATE_REFUSE}` with `{{\"call_id\": \"{request.call_id}\"}}`; "
                 f"cancel: the same with `\"reason\": \"{CANCEL_REASON}\"`"
+            )
+            continue
+        if isinstance(request.action, LoginRequest):
+            lines.append(f"**awaiting a login**: {action_text(request)}")
+            lines.append(
+                f"once logged in: Send an Update → `{UPDATE_APPROVE}` with "
+                f'`{{"call_id": "{request.call_id}", "approved": true}}` (the call is made again); '
+                f"give up: `{UPDATE_REFUSE}` with `{{\"call_id\": \"{request.call_id}\"}}` (the call fails)"
             )
             continue
         reason = f": {excerpt(request.reason)}" if request.reason else ""

@@ -27,6 +27,7 @@ from noeta.protocols.elicitation import (
     answer_of,
     elicitation_id,
 )
+from noeta.protocols.login_wait import MAX_LOGINS_PER_CALL
 from noeta.protocols.names import PATCH_MCP_ELICITATION
 from noeta.protocols.sampling import MAX_SAMPLES_PER_CALL, SampledAnswer
 from noeta.protocols.task import ApprovalRequest, TaskInput
@@ -34,6 +35,7 @@ from noeta.protocols.tool import ToolSpec
 from noeta.workflows import patches, steps
 from noeta.workflows.failures import stopped_for
 from noeta.workflows.gates import Gate
+from noeta.workflows.login_wait import await_login, login_needed
 from noeta.workflows.sampling import Sampler, sampling_request
 
 
@@ -48,11 +50,13 @@ async def invoke_answering(
 ) -> InvokeToolOutput:
     """``steps.invoke_tool``, made again after each question its server asks, with a person's
     answers, and after each sampling request, with ``sampler``'s (the task model's: None, the call
-    fails with the request); raises ActivityError as it does (a server that asks more than
+    fails with the request), and after each new login of the operator's that a call waited for
+    (noeta.workflows.login_wait); raises ActivityError as it does (a server that asks more than
     MAX_ELICITATIONS_PER_CALL questions, or MAX_SAMPLES_PER_CALL samples, fails the call with its
     last stop)."""
     answers: list[ElicitationAnswer] = []
     sampled: list[SampledAnswer] = []
+    logins = 0
     while True:
         try:
             return await steps.invoke_tool(task, inp, spec, shape, approved_by=approved_by)
@@ -62,6 +66,12 @@ async def invoke_answering(
                 sampled.append(await sampler.answer(inp, wanted, len(sampled) + 1))
                 inp = dataclasses.replace(inp, sampled=list(sampled))
                 continue
+            needed = login_needed(err)
+            if needed is not None and logins < MAX_LOGINS_PER_CALL:
+                logins += 1
+                if await await_login(gate, task, inp, needed, logins):
+                    continue  # logged in again: the worker reads the new tokens from the store
+                raise
             asked = question(err)
             if asked is None or len(answers) >= MAX_ELICITATIONS_PER_CALL:
                 raise

@@ -14,9 +14,9 @@ and its context (``MCP_CONFORMANCE_CONTEXT``, JSON):
   context gives one;
 - the rest: no authorization.
 
-A user's login that lacks a scope a call needs (``auth/scope-step-up``) fails that call with
-McpAuthError naming the scope; the program then logs in again asking for it and runs the task
-again, as an operator would.
+A user's login that lacks a scope a call needs (``auth/scope-step-up``) makes the task wait, listed
+with its pending approvals as a ``login`` action naming the command to run; the program does what
+an operator does with it: logs in again with the scope it names and approves, and the task goes on.
 
 Secrets go to this process's environment as ``MCP_*`` variables and reach the task only as
 references. Exits 0 when the task completed, 1 with the error otherwise.
@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import sys
 import tempfile
 import uuid
@@ -44,13 +43,13 @@ from noeta.mcp.config import parse_server
 from noeta.mcp.connections import McpConnections
 from noeta.mcp.login import login
 from noeta.mcp.tokens import McpTokenStore
+from noeta.protocols.login_wait import LoginRequest
 from noeta.protocols.messages import LLMRequest, LLMResponse, ToolResultBlock
 from noeta.sdk.testing import FakeLLMProvider
 from noeta.worker import Registry, build_worker
 from tests.support.scripts import call, say
 
 ALIAS = "conformance"
-STEP_UP = re.compile(r"--scope '([^']*)'")
 #: Where the suite's operator would host this client's metadata document (the id basic-cimd expects).
 CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
 
@@ -107,15 +106,24 @@ async def headless_browser(url: str) -> None:
         (await http.get(url)).raise_for_status()
 
 
-async def accept_questions(client: AsyncClient, task_id: str) -> None:
+async def answer_waits(client: AsyncClient, task_id: str, config: dict[str, Any], store: McpTokenStore) -> None:
     """The person behind the task: accept each question a server asks with no fields of their
-    own, so the schema's defaults answer (the elicitation scenarios)."""
+    own, so the schema's defaults answer (the elicitation scenarios); for a login that lacks a
+    scope, log in again with the scope the wait names, then let the task go on (scope step-up)."""
     answered: set[str] = set()
     while True:
         for request in await client.pending_approvals(task_id):
-            if request.action.type == "elicitation" and request.call_id not in answered:
+            action = request.action
+            if request.call_id in answered:
+                continue
+            if action.type == "elicitation":
                 answered.add(request.call_id)
                 await client.approve(task_id, request.call_id, True, approver="user:conformance", arguments={})
+            elif isinstance(action, LoginRequest):
+                answered.add(request.call_id)
+                again = {**config, "auth": {**config["auth"], "scope": action.scope}}
+                await login(ALIAS, parse_server(ALIAS, again), store, headless_browser)
+                await client.approve(task_id, request.call_id, True, approver="user:conformance")
         await asyncio.sleep(0.2)
 
 
@@ -137,20 +145,11 @@ async def run(url: str) -> None:
     options = Options(provider=provider, mcp_servers={ALIAS: config}, tool_retries=0)
     async with build_worker(client.temporal, registry, task_queue):
         task_id = await client.start(f"conformance scenario {scenario}", options, task_queue=task_queue)
-        answering = asyncio.ensure_future(accept_questions(client, task_id))
+        answering = asyncio.ensure_future(answer_waits(client, task_id, config, store))
         result = await client.result(task_id)
         answering.cancel()
         print(result.answer)
-        # What an operator does when a user's login lacks a scope a call needs (step-up): log in
-        # again asking for it, as the McpAuthError says, and run the task again.
         failed = [e.payload for e in await client.events(task_id) if e.type == "ToolCallFailed"]
-        wanted = [m.group(1) for f in failed if f.error_type == "McpAuthError" and (m := STEP_UP.search(f.error))]
-        if wanted:
-            config["auth"]["scope"] = wanted[0]
-            await login(ALIAS, parse_server(ALIAS, config), store, headless_browser)
-            task_id = await client.start(f"conformance scenario {scenario}, again", options, task_queue=task_queue)
-            print((await client.result(task_id)).answer)
-            failed = [e.payload for e in await client.events(task_id) if e.type == "ToolCallFailed"]
         if failed:
             raise RuntimeError(f"{failed[0].error_type}: {failed[0].error}")
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import secrets
 import threading
 import time
@@ -199,11 +200,64 @@ class ProtectedServer:
     state: AuthState
     issuer: str
     url: str
+    step_up: StepUp | None = None
+
+
+class StepUp:
+    """ASGI middleware: a ``tools/call`` of a tool in ``needs`` whose token lacks that tool's scope
+    is refused with ``403 insufficient_scope`` and a ``WWW-Authenticate`` scope challenge naming the
+    token's scopes and the missing one, as the MCP authorization spec's step-up describes."""
+
+    def __init__(self, app: Any, state: AuthState, needs: dict[str, str], metadata_url: str) -> None:
+        self.app, self.state, self.needs, self.metadata_url = app, state, needs, metadata_url
+        self.refused: list[str] = []
+        """The tools refused for want of scope, in order."""
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            return await self.app(scope, receive, send)
+        chunks, more = [], True
+        while more:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        sent = False
+
+        async def replay() -> Any:
+            nonlocal sent
+            if sent:
+                return await receive()
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        try:
+            rpc = json.loads(body or b"{}")
+        except ValueError:
+            rpc = {}
+        name = (rpc.get("params") or {}).get("name") if isinstance(rpc, dict) and rpc.get("method") == "tools/call" else None
+        needed = self.needs.get(name) if isinstance(name, str) else None
+        if needed is not None:
+            header = dict(scope["headers"]).get(b"authorization", b"").decode()
+            with self.state.lock:
+                token = self.state.access.get(header.removeprefix("Bearer "))
+            granted = list(token["scopes"]) if token else []
+            if token is not None and needed not in granted:
+                self.refused.append(name)
+                challenge = (
+                    f'Bearer error="insufficient_scope", scope="{" ".join([*granted, needed])}", '
+                    f'resource_metadata="{self.metadata_url}"'
+                )
+                response = JSONResponse({"error": "insufficient_scope"}, 403, {"www-authenticate": challenge})
+                return await response(scope, replay, send)
+        return await self.app(scope, replay, send)
 
 
 @contextmanager
-def running_protected_server(scopes: list[str] | None = None) -> Iterator[ProtectedServer]:
-    """The authorization server and the MCP server (``.../mcp``, the test tools plus ``whoami``)."""
+def running_protected_server(scopes: list[str] | None = None, step_up: dict[str, str] | None = None) -> Iterator[ProtectedServer]:
+    """The authorization server and the MCP server (``.../mcp``, the test tools plus ``whoami``).
+    ``step_up``: tools that need one more scope (tool name -> scope), and a tool ``publish``
+    that needs ``write`` there (served by :class:`StepUp`)."""
     state = AuthState()
     as_port, mcp_port = free_port(), free_port()
     issuer = f"http://127.0.0.1:{as_port}"
@@ -223,5 +277,17 @@ def running_protected_server(scopes: list[str] | None = None) -> Iterator[Protec
         info = params.clientInfo if params is not None else None
         return f"{info.name} {info.version}" if info is not None else "unknown"
 
-    with _serve(authorization_app(state, issuer), as_port, "off"), _serve(mcp.streamable_http_app(), mcp_port, "on"):
-        yield ProtectedServer(state=state, issuer=issuer, url=url)
+    if step_up is not None:
+
+        @mcp.tool()
+        def publish(text: str) -> str:
+            """Publish ``text`` (needs the ``write`` scope when served behind StepUp)."""
+            return f"published: {text}"
+
+    app: Any = mcp.streamable_http_app()
+    guard: StepUp | None = None
+    if step_up is not None:
+        metadata_url = f"http://127.0.0.1:{mcp_port}/.well-known/oauth-protected-resource/mcp"
+        app = guard = StepUp(app, state, step_up, metadata_url)
+    with _serve(authorization_app(state, issuer), as_port, "off"), _serve(app, mcp_port, "on"):
+        yield ProtectedServer(state=state, issuer=issuer, url=url, step_up=guard)

@@ -12,6 +12,7 @@ from noeta.client.projection.log import EnvelopeLog
 from noeta.client.projection.transcript import Transcript
 from noeta.protocols import event_log as ev
 from noeta.protocols.elicitation import elicitation_id
+from noeta.protocols.login_wait import login_wait_id
 from noeta.protocols.identity import Via, parse_identity
 from noeta.protocols.names import APPROVAL_TIMER_PREFIX
 from noeta.protocols.task import (
@@ -34,6 +35,7 @@ class Approvals:
         self._timers: dict[str, tuple[str, float]] = {}  # timer id -> (call id, timeout in seconds)
         self._edited: set[str] = set()  # calls approved with edited arguments
         self._asked: dict[str, int] = {}  # tool call id -> questions its MCP server asked so far
+        self._logins: dict[str, int] = {}  # tool call id -> new logins it waited for so far
 
     def requested(self, call_id: str, guard: str, reason: str | None, event: HistoryEvent, cause: int) -> None:
         """A guard's deciding verdict was ``ask``: the action waits for a human. (The guards'
@@ -55,6 +57,17 @@ class Approvals:
             schema if isinstance(schema, dict) else {},
         )
         seq = self._log.emit(payload, f"tool:{tool_name}", event, cause)
+        self._waiting[call_id] = (seq, _time(event))
+
+    def login_needed(self, tool_call_id: str, request: Any, event: HistoryEvent, cause: int) -> None:
+        """A tool call stopped because a user's login lacks a scope: it waits for the operator's
+        new login like an approval (noeta.workflows.login_wait numbers them per call, from 1)."""
+        needed = request if isinstance(request, dict) else {}
+        self._logins[tool_call_id] = self._logins.get(tool_call_id, 0) + 1
+        call_id = login_wait_id(tool_call_id, self._logins[tool_call_id])
+        server = str(needed.get("server") or "")
+        reason = f"needs a new login with scope '{needed.get('scope') or ''}': run `{needed.get('command') or ''}`"
+        seq = self._log.emit(ev.ApprovalRequested(call_id=call_id, guard=f"mcp:{server}", reason=reason), "engine", event, cause)
         self._waiting[call_id] = (seq, _time(event))
 
     def timer_started(self, event: HistoryEvent) -> None:

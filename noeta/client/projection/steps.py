@@ -41,6 +41,7 @@ from noeta.protocols.activity_io import (
 )
 from noeta.protocols.appends import goal_message, tool_result_block
 from noeta.protocols.elicitation import INPUT_REQUIRED
+from noeta.protocols.login_wait import LOGIN_REQUIRED
 from noeta.protocols.sampling import SAMPLING_REQUIRED
 from noeta.protocols.hooks import GuardDecision, ProposedToolCall, combine
 from noeta.protocols.local_model_calls import ModelCallStart
@@ -232,6 +233,9 @@ class Steps:
             self._tool_retry(call_id, tool_name, failed, event, cause)
         if own_error_type(failure) == INPUT_REQUIRED:  # not a failure: the server asks a person
             self._approvals.elicited(call_id, tool_name, failure_details(failure).get("request"), event, cause)
+            return
+        if own_error_type(failure) == LOGIN_REQUIRED:  # not yet a failure: it waits for a new login
+            self._approvals.login_needed(call_id, failure_details(failure).get("request"), event, cause)
             return
         if own_error_type(failure) == SAMPLING_REQUIRED:  # not a failure: the server asks the task's model
             self._models.sampling_requested(call_id, tool_name, failure_details(failure).get("request"), event, cause)
