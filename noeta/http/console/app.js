@@ -80,6 +80,22 @@ function every(ms, fn) {
   cleanup.push(() => clearInterval(id));
 }
 
+// A list page's data: loaded now and every 5 s; a failure shows in the banner until a load works.
+// Returns the loader, to reload at once (after an action).
+function keepLoading(load) {
+  const attempt = async () => {
+    try {
+      await load();
+      banner("");
+    } catch (err) {
+      showError(err);
+    }
+  };
+  attempt();
+  every(5000, attempt);
+  return attempt;
+}
+
 function toolCall(name, args) {
   const parts = Object.entries(args || {}).map(([k, v]) => `${k}=${JSON.stringify(v)}`);
   return `${name}(${short(parts.join(", "), 100)})`;
@@ -149,31 +165,24 @@ function tasksView(params) {
     location.hash = `#/${query({ status: status.value, search: search.value.trim(), model: model.value.trim(), metadata: metadata.value.trim() })}`;
   } }, status, search, model, metadata, h("button", { type: "submit", text: "Filter" }));
 
-  async function load() {
-    try {
-      const tasks = await get(`/tasks${query({ status: params.get("status"), search: params.get("search"), model: params.get("model"), metadata: params.get("metadata"), limit: 100 })}`);
-      body.replaceChildren(...tasks.map((t) => h("tr", { "data-task": t.task_id },
-        h("td", {}, h("a", { href: taskHref(t.task_id), text: short(t.goal || t.task_id, 90) }),
-          h("div", { class: "muted mono", text: t.task_id }), forkOf(t), scheduledBy(t)),
-        h("td", {}, badge(t.status)),
-        h("td", { class: "nowrap", text: t.model || "" }),
-        h("td", { class: "num", text: t.turns }),
-        h("td", { class: "num", text: `${t.tokens_in} / ${t.tokens_out}` }),
-        h("td", { class: "nowrap", text: when(t.started) }),
-        h("td", { class: "nowrap", "data-testid": "ended", text: when(t.closed) }),
-        h("td", { class: "num nowrap", "data-testid": "cost", text: dollars(t.cost_usd) }),
-        // The mean of its online scores (Options.scoring); blank: not scored.
-        h("td", { class: "num nowrap", "data-testid": "score", text: t.score == null ? "" : t.score.toFixed(2) }),
-        h("td", {}, uiLink(t)),
-        h("td", { class: "muted", text: Object.entries(t.metadata || {}).map(([k, v]) => `${k}=${v}`).join(" ") }))));
-      note.textContent = tasks.length ? "" : "No tasks match.";
-      banner("");
-    } catch (err) {
-      showError(err);
-    }
-  }
-  load();
-  every(5000, load);
+  keepLoading(async () => {
+    const tasks = await get(`/tasks${query({ status: params.get("status"), search: params.get("search"), model: params.get("model"), metadata: params.get("metadata"), limit: 100 })}`);
+    body.replaceChildren(...tasks.map((t) => h("tr", { "data-task": t.task_id },
+      h("td", {}, h("a", { href: taskHref(t.task_id), text: short(t.goal || t.task_id, 90) }),
+        h("div", { class: "muted mono", text: t.task_id }), forkOf(t), scheduledBy(t)),
+      h("td", {}, badge(t.status)),
+      h("td", { class: "nowrap", text: t.model || "" }),
+      h("td", { class: "num", text: t.turns }),
+      h("td", { class: "num", text: `${t.tokens_in} / ${t.tokens_out}` }),
+      h("td", { class: "nowrap", text: when(t.started) }),
+      h("td", { class: "nowrap", "data-testid": "ended", text: when(t.closed) }),
+      h("td", { class: "num nowrap", "data-testid": "cost", text: dollars(t.cost_usd) }),
+      // The mean of its online scores (Options.scoring); blank: not scored.
+      h("td", { class: "num nowrap", "data-testid": "score", text: t.score == null ? "" : t.score.toFixed(2) }),
+      h("td", {}, uiLink(t)),
+      h("td", { class: "muted", text: Object.entries(t.metadata || {}).map(([k, v]) => `${k}=${v}`).join(" ") }))));
+    note.textContent = tasks.length ? "" : "No tasks match.";
+  });
   return h("section", {},
     h("h1", { text: "Tasks" }), form,
     h("table", { class: "tasks" },
@@ -555,7 +564,7 @@ function route() {
     content = approvalsView();
     page = "approvals";
   } else if (path === "/schedules") {
-    content = schedulesView({ h, every, showError, banner, when, taskHref, badge });
+    content = schedulesView({ h, keepLoading, showError, when, taskHref, badge });
     page = "schedules";
   } else if (path === "/new") {
     content = newTaskView();

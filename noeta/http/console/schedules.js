@@ -1,10 +1,10 @@
 // The console's schedules page: every schedule of the key's tenant with its timing, next run,
 // paused state and recent runs (links to their tasks), and pause / unpause / run-now buttons.
-// The page's helpers (element builder, timers, error banner) are app.js's, handed in; every
+// The page's helpers (element builder, the list loader, the error banner) are app.js's, handed in; every
 // server value is set as text, never as HTML.
 import { get, post } from "./api.js";
 
-export function schedulesView({ h, every, showError, banner, when, taskHref, badge }) {
+export function schedulesView({ h, keepLoading, showError, when, taskHref, badge }) {
   const rows = h("tbody", { "data-testid": "schedule-rows" });
   const note = h("p", { class: "muted" });
 
@@ -33,18 +33,11 @@ export function schedulesView({ h, every, showError, banner, when, taskHref, bad
         h("button", { type: "button", class: "quiet", "data-testid": "trigger", onclick: () => act(s.schedule_id, "trigger"), text: "Run now" }))));
   }
 
-  async function load() {
-    try {
-      const schedules = await get("/schedules");
-      rows.replaceChildren(...schedules.map(row));
-      note.textContent = schedules.length ? "" : "No schedules: noeta schedule create, or POST /schedules.";
-      banner("");
-    } catch (err) {
-      showError(err);
-    }
-  }
-  load();
-  every(5000, load);
+  const load = keepLoading(async () => {
+    const schedules = await get("/schedules");
+    rows.replaceChildren(...schedules.map(row));
+    note.textContent = schedules.length ? "" : "No schedules: noeta schedule create, or POST /schedules.";
+  });
   return h("section", {},
     h("h1", { text: "Schedules" }),
     h("p", { class: "muted", text: "Goals started as tasks on a clock (Temporal Schedules); each run is an ordinary task." }),
