@@ -167,8 +167,7 @@ class AsyncClient(ScheduleMethods, ThreadMethods):
 
     @property
     def encrypted(self) -> bool:
-        """Whether payloads go through a codec (then the goal is not put in a search attribute:
-        visibility stores those in plain text)."""
+        """Whether payloads go through a codec (then the goal is not put in a search attribute)."""
         return self._connection.encrypted
 
     async def registered_attributes(self) -> set[str]:
@@ -396,8 +395,6 @@ class AsyncClient(ScheduleMethods, ThreadMethods):
 
 
 # Names that were defined (or imported for callers) here before the client was split.
-__all__ = [
-    "DEFAULT_PROVIDER", "METADATA_QUERY", "SERVER_OUTAGE_WAIT_SECONDS", "SERVER_UNREACHABLE", "AsyncClient",
-    "PendingApproval", "TaskInfo", "TaskSummary", "connect_temporal", "register_search_attributes",
-    "registered_search_attributes", "search_attributes_registered",
-]
+__all__ = ["DEFAULT_PROVIDER", "METADATA_QUERY", "SERVER_OUTAGE_WAIT_SECONDS", "SERVER_UNREACHABLE", "AsyncClient",
+           "PendingApproval", "TaskInfo", "TaskSummary", "connect_temporal", "register_search_attributes",
+           "registered_search_attributes", "search_attributes_registered"]

@@ -98,11 +98,11 @@ from noeta.protocols.events_task import (
     ContextChannel,
     ContextCompacted,
     ContextPlanComposed,
-    GoalReceived,
-    MessagesAppended,
     GoalInterrupted,
-    ResourcesEquipped,
+    GoalReceived,
     GoalSteered,
+    MessagesAppended,
+    ResourcesEquipped,
     ResourcesReleased,
     ScopeEquipped,
     TaskCancelled,
@@ -122,10 +122,10 @@ EventPayload = (
     TaskCreated
     | ContextPlanComposed
     | GoalReceived
-    | MessagesAppended
-    | ProviderCallStarted
     | GoalSteered
     | GoalInterrupted
+    | MessagesAppended
+    | ProviderCallStarted
     | ProviderCallRetried
     | ProviderCallCompleted
     | ProviderCallFailed
@@ -212,13 +212,13 @@ __all__ = [
     "EVENT_TYPES",
     "EventEnvelope",
     "EventPayload",
+    "GoalInterrupted",
     "GoalReceived",
+    "GoalSteered",
     "GuardVerdict",
     "MessagesAppended",
     "Observer",
-    "GoalInterrupted",
     "ProviderCallCompleted",
-    "GoalSteered",
     "ProviderCallFailed",
     "ProviderCallRetried",
     "ProviderCallStarted",
