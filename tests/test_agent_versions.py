@@ -68,7 +68,7 @@ def test_a_ramp_takes_its_share_of_new_tasks_by_task_id_and_ends_with_a_rollback
     chosen = [catalog.choose("triage", t).version for t in ids]
     assert 350 <= chosen.count(2) <= 650
     assert chosen == [catalog.choose("triage", t).version for t in ids]  # the same task id, the same version
-    assert all(ramped(t, 50) == (v == 2) for t, v in zip(ids, chosen))
+    assert all(ramped(t, 50) == (v == 2) for t, v in zip(ids, chosen, strict=True))
     assert catalog.get("triage").version == 1  # the current version while 2 ramps
     catalog.ramp("triage", 2, 0)  # rollback: no new task starts on 2
     assert {catalog.choose("triage", t).version for t in ids} == {1}
