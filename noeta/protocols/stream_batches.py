@@ -66,7 +66,7 @@ def _split(joined: str, lengths: str) -> list[str] | None:
     return texts if at == len(joined) else None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CallPieces:
     """Consecutive pieces ``(kind, text)`` of one model call attempt, from seq ``first_seq``;
     ``end``: the attempt has no pieces after these."""
