@@ -49,8 +49,9 @@ class BusyGoals:
     def check(self, goal: GoalInput) -> None:
         """The validator's part: a goal for another tenant's task is refused as if the task did not
         exist (TaskNotFoundError); ``reject`` while busy refuses the goal (TaskBusyError)."""
-        if goal.tenant is not None and goal.tenant != (workflow.info().typed_search_attributes.get(TENANT) or DEFAULT_TENANT):
-            raise ApplicationError(f"no task {workflow.info().workflow_id!r}", type=TaskNotFoundError.__name__)
+        info = workflow.info()
+        if goal.tenant is not None and goal.tenant != (info.typed_search_attributes.get(TENANT) or DEFAULT_TENANT):
+            raise ApplicationError(f"no task {info.workflow_id!r}", type=TaskNotFoundError.__name__)
         state = self._run.state
         if goal.if_busy == "reject" and (self.goal_running or state.goal_queue) and goal.goal_id not in state.goal_ids:
             raise ApplicationError(

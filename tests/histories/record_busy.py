@@ -10,17 +10,14 @@ histories, never to re-record one that fails to replay.
 from __future__ import annotations
 
 import asyncio
-import tempfile
 from pathlib import Path
 
 from noeta.client.client import AsyncClient
-from noeta.client.config import Settings
-from noeta.client.embedded import EmbeddedServer
-from noeta.client.options import HostConfig, Options
-from noeta.context.content_store import LocalContentStore
+from noeta.client.options import Options
 from noeta.sdk.testing import FakeLLMProvider
 from noeta.worker import Registry, build_worker
 from tests.histories.record import run_histories
+from tests.histories.recording import recording_client
 from tests.test_busy_goals import Held, answer, started_tool
 
 INTO = Path(__file__).parent / "busy-goals"
@@ -60,23 +57,15 @@ async def thread(client: AsyncClient, provider: FakeLLMProvider, held: Held) -> 
 
 async def main() -> None:
     INTO.mkdir(exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        server = EmbeddedServer(Path(tmp) / "temporal", headless=True).start()
-        try:
-            store = LocalContentStore(Path(tmp) / "content")
-            client = await AsyncClient.connect(
-                HostConfig(settings=Settings(temporal_address=server.address, home=Path(tmp)), content_store=store)
-            )
-            for scenario in (interrupt, steer, thread):
-                held, provider = Held(), FakeLLMProvider(responder=answer)
-                registry = Registry.of(tools=[held.tool()], providers=[provider], content_store=store)
-                async with build_worker(client.temporal, registry, client.task_queue):
-                    task_id = await scenario(client, provider, held)
-                    (history,) = await run_histories(client, task_id)
-                    (INTO / f"{scenario.__name__}.json").write_text(history.to_json())
-                    print(f"recorded {scenario.__name__}: {len(history.events)} events")
-        finally:
-            server.stop()
+    async with recording_client() as (_, client, store):
+        for scenario in (interrupt, steer, thread):
+            held, provider = Held(), FakeLLMProvider(responder=answer)
+            registry = Registry.of(tools=[held.tool()], providers=[provider], content_store=store)
+            async with build_worker(client.temporal, registry, client.task_queue):
+                task_id = await scenario(client, provider, held)
+                (history,) = await run_histories(client, task_id)
+                (INTO / f"{scenario.__name__}.json").write_text(history.to_json())
+                print(f"recorded {scenario.__name__}: {len(history.events)} events")
 
 
 if __name__ == "__main__":

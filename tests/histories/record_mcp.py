@@ -14,17 +14,14 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from noeta.client.client import AsyncClient
-from noeta.client.config import Settings
-from noeta.client.embedded import EmbeddedServer
-from noeta.client.options import HostConfig, Options
-from noeta.context.content_store import LocalContentStore
+from noeta.client.options import Options
 from noeta.worker import Registry, build_worker
 from tests.histories.record import run_histories
+from tests.histories.recording import recording_client
 from tests.support.mcp_asking_registry import registry as asking_registry
 from tests.support.mcp_sampling_registry import registry as sampling_registry
 from tests.support.mcp_server import running_http_server
@@ -65,25 +62,17 @@ SCENARIOS: dict[str, tuple[str, Registry, Callable[[AsyncClient, str], Awaitable
 async def main(names: list[str]) -> None:
     # The test MCP server listens on loopback, which a worker refuses unless it is listed.
     os.environ.setdefault("NOETA_MCP_URLS", "http://127.0.0.1:*")
-    with tempfile.TemporaryDirectory() as tmp:
-        server = EmbeddedServer(Path(tmp) / "temporal", headless=True).start()
-        try:
-            store = LocalContentStore(Path(tmp) / "content")
-            client = await AsyncClient.connect(
-                HostConfig(settings=Settings(temporal_address=server.address, home=Path(tmp)), content_store=store)
-            )
-            with running_http_server(asking=True) as url:
-                for name in names:
-                    folder, registry, scenario = SCENARIOS[name]
-                    registry.content_store = store
-                    async with build_worker(client.temporal, registry, client.task_queue):
-                        task_id = await scenario(client, url)
-                    (history,) = await run_histories(client, task_id)
-                    (HERE / folder).mkdir(exist_ok=True)
-                    (HERE / folder / f"{name}.json").write_text(history.to_json())
-                    print(f"recorded {folder}/{name}: {len(history.events)} events")
-        finally:
-            server.stop()
+    async with recording_client() as (server, client, store):
+        with running_http_server(asking=True) as url:
+            for name in names:
+                folder, registry, scenario = SCENARIOS[name]
+                registry.content_store = store
+                async with build_worker(client.temporal, registry, client.task_queue):
+                    task_id = await scenario(client, url)
+                (history,) = await run_histories(client, task_id)
+                (HERE / folder).mkdir(exist_ok=True)
+                (HERE / folder / f"{name}.json").write_text(history.to_json())
+                print(f"recorded {folder}/{name}: {len(history.events)} events")
 
 
 if __name__ == "__main__":
