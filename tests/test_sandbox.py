@@ -3,27 +3,20 @@
 from __future__ import annotations
 
 import json
-import re
+import os
 import subprocess
 import sys
-import warnings
+from pathlib import Path
 
 import pytest
 from temporalio.client import WorkflowFailureError
-from temporalio.worker.workflow_sandbox import (
-    SandboxedWorkflowRunner,
-    SandboxRestrictions,
-)
-from temporalio.workflow import SandboxImportNotificationPolicy
 
 from noeta.client.client import AsyncClient
 from noeta.client.options import Options, build_task_input
 from noeta.protocols.names import BUILTIN_POLICY_WORKFLOW_NAME, WORKFLOW_NAME
 from noeta.sdk.testing import FakeLLMProvider
-from noeta.worker import Registry, build_worker
 from tests.support.pure_policy import WrappedLLMPolicy
-from tests.support.scripts import call, say
-from tests.support.tools import add
+from tests.support.scripts import say
 from tests.support.waiting import eventually
 
 IO_MODULES = ["httpx", "httpcore", "jsonschema", "asyncpg", "psycopg", "redis", "anthropic", "openai", "mcp",
@@ -44,29 +37,20 @@ def test_workflow_package_imports_no_io_modules():
 PURE_PREFIXES = ("tests.support.pure_policy", "noeta.errors", "noeta.protocols", "noeta.builtins", "noeta.workflows", "noeta.temporal.search_attributes")
 
 
-async def test_agent_workflow_imports_only_pure_modules_in_the_sandbox(client: AsyncClient, content_store, task_queue):
+@pytest.mark.server
+def test_agent_workflow_imports_only_pure_modules_in_the_sandbox(settings, task_queue):
     # The sandbox warns once for every module it imports itself (not passed through from the host):
-    # that list is exactly what the workflow code pulls in, and it must hold no I/O module.
-    runner = SandboxedWorkflowRunner(
-        restrictions=SandboxRestrictions.default.with_import_notification_policy(
-            SandboxImportNotificationPolicy.WARN_ON_UNINTENTIONAL_PASSTHROUGH
-        )
+    # that list is exactly what the workflow code pulls in, and it must hold no I/O module. In a
+    # process of its own (tests.support.sandbox_imports says why).
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.support.sandbox_imports", settings.temporal_address, task_queue],
+        cwd=root, env={**os.environ, "PYTHONPATH": str(root)}, capture_output=True, text=True, timeout=120,
     )
-    provider = FakeLLMProvider(responses=[call(("c1", "add", {"a": 1, "b": 2})), say("3")])
-    registry = Registry.of(tools=[add], providers=[provider], content_store=content_store)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        async with build_worker(client.temporal, registry, task_queue, workflow_runner=runner):
-            # A policy of its own (user code around the built-in one) puts the task in the sandbox.
-            options = Options(provider=provider, allowed_tools=[add], policy=WrappedLLMPolicy())
-            task_id = await client.start("1+2", options, task_queue=task_queue)
-            result = await client.result(task_id)
-    assert (result.status, result.answer) == ("completed", "3")
-    imported = {
-        m.group(1)
-        for w in caught
-        if (m := re.match(r"Module (\S+) was not intentionally passed through", str(w.message)))
-    }
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.splitlines()[-1])
+    assert found["answer"] == "3"
+    imported = set(found["modules"])
     assert "noeta.protocols.messages" in imported  # the notification works at all
     assert {m for m in imported if m != "noeta" and not m.startswith(PURE_PREFIXES)} == set()
 
