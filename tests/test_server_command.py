@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
@@ -33,13 +34,25 @@ def test_noeta_server_listens_where_told_and_points_the_ui_at_the_codec_server(t
             first + proc.stderr.read() if proc.stderr else first
         )
         # The UI serves the browser its settings: the codec endpoint is what the flag said.
-        with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/api/v1/settings", timeout=10) as reply:
-            settings = json.load(reply)
+        # (The UI listens a moment after the server says where: on a loaded machine, a few seconds.)
+        settings = _ui_settings(ui_port, seconds=60)
         assert settings["Codec"]["Endpoint"] == codec
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
     assert proc.returncode == 0
+
+
+def _ui_settings(ui_port: int, seconds: float) -> dict:
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/api/v1/settings", timeout=10) as reply:
+                return json.load(reply)  # type: ignore[no-any-return]
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
 
 
 def test_noeta_server_refuses_a_codec_endpoint_that_is_not_a_url():
