@@ -45,7 +45,7 @@ async def test_the_inbox_names_the_task_it_cannot_read(
                 build_worker(secure.temporal, secure_registry, secure_queue):
             plain = [await client.start(f"pay plainly {n}", WIRE, task_queue=task_queue) for n in (1, 2)]
             sealed = await secure.start("pay secretly", WIRE, task_queue=secure_queue)
-            async with httpx.AsyncClient(base_url=base_url, headers={"authorization": f"Bearer {KEY}"}) as http:
+            async with httpx.AsyncClient(base_url=base_url, headers={"authorization": f"Bearer {KEY}"}, timeout=60) as http:
                 body: dict = {}
 
                 async def inbox() -> bool:

@@ -8,6 +8,7 @@ with the task if it picked it up without versioning."""
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from pathlib import Path
 
@@ -24,4 +25,8 @@ def main(path: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    code = main(sys.argv[1])
+    sys.stdout.flush()
+    # Skip the interpreter's finalization: the replayer's runtime thread can still be releasing the
+    # GIL then, which aborts the process (seen once in a full run) and hides the exit code.
+    os._exit(code)
