@@ -141,7 +141,7 @@ async def test_an_edited_approval_shows_what_ran_everywhere(
                         'proposed issue_refund({"amount": 250})')
 
         # A fork from the completed task's second turn, marked in the list with a link to its source.
-        async with httpx.AsyncClient(base_url=base_url, headers={"authorization": f"Bearer {KEY}"}) as http:
+        async with httpx.AsyncClient(base_url=base_url, headers={"authorization": f"Bearer {KEY}"}, timeout=60) as http:
             made = await http.post(f"/tasks/{task_id}/fork", json={"at_turn": 2})
             assert made.status_code == 201, made.text
         fork_id = made.json()["task_id"]

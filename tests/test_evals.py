@@ -97,7 +97,7 @@ async def test_online_scoring_records_taskscored_and_the_metric(settings, conten
         assert len(found) == 1 and found[0].mean == value and found[0].scores[0].scorer == "answer_regex"
         assert (await client.describe(result.task_id)).score == value
     assert not any(isinstance(e.payload, ev.TaskScored) for r in skipped for e in r.events)
-    async with httpx.AsyncClient() as http:
+    async with httpx.AsyncClient(timeout=60) as http:
         text = (await http.get(f"http://{address}/metrics")).text
     # One series per query()'s task queue: the counts of every series add up to the tasks scored.
     counts = [line for line in text.splitlines() if line.startswith("noeta_task_score_count{") and 'scorer="answer_regex"' in line]

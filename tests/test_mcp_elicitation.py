@@ -61,7 +61,7 @@ async def test_the_wait_survives_a_killed_worker_and_is_answered_over_http(
     log = tmp_path / "mcp.log"
     monkeypatch.setenv("MCP_TEST_LOG", str(log))  # the HTTP server runs in this process
     env = worker_env(TEMPORAL_ADDRESS=settings.temporal_address, NOETA_HOME=str(data_dir))
-    http = httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(client)), base_url="http://127.0.0.1")
+    http = httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(client)), base_url="http://127.0.0.1", timeout=60)
     with running_http_server(asking=True) as url:
         first = await asyncio.to_thread(start_worker, env, task_queue, REGISTRY)
         second = None

@@ -82,7 +82,7 @@ def test_a_malformed_pattern_is_a_configuration_error(monkeypatch):
 
 
 async def test_the_http_api_answers_422_and_starts_nothing(client: AsyncClient, monkeypatch):
-    http = httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(client)), base_url="http://127.0.0.1")
+    http = httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(client)), base_url="http://127.0.0.1", timeout=60)
     monkeypatch.delenv("NOETA_MCP_URLS", raising=False)
     for url, why in REFUSED:
         body = {"goal": "go", "task_id": f"refused-{abs(hash(url))}", "options": {"mcp_servers": {"s": {"type": "http", "url": url}}}}

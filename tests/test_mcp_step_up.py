@@ -79,7 +79,7 @@ async def test_a_machine_identity_steps_up_by_itself(
 
 
 async def headless_browser(url: str) -> None:
-    async with httpx.AsyncClient(follow_redirects=True) as http:
+    async with httpx.AsyncClient(follow_redirects=True, timeout=60) as http:
         (await http.get(url)).raise_for_status()
 
 
@@ -90,7 +90,7 @@ async def test_a_users_login_waits_for_the_operator_and_goes_on(
     server = {"type": "http", "url": protected.url, "auth": {"grant": "authorization_code"}}
     await login("crm", parse_server("crm", server), store, headless_browser)
     provider, worker = await run_worker(client, content_store, task_queue, store)
-    http = httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(client)), base_url="http://127.0.0.1")
+    http = httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(client)), base_url="http://127.0.0.1", timeout=60)
     try:
         async with worker:
             task_id = await client.start("publish", Options(provider=provider, mcp_servers={"crm": server}, tool_retries=0), task_queue=task_queue)
