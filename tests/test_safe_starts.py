@@ -18,6 +18,7 @@ from noeta.client.options import HostConfig, Options
 from noeta.protocols.ids import MAX_ID_CHARS
 from noeta.sdk import ConfigurationError, TaskAlreadyExistsError
 from noeta.worker import Registry, build_worker
+from tests.support.waiting import eventually
 from tests.support.stalling_proxy import StallingProxy
 
 #: Starts in the burst: given ids, and as many left to the client (a fresh id per call).
@@ -27,6 +28,16 @@ GIVEN, GENERATED = 150, 50
 async def tasks_on(client: AsyncClient, queue: str) -> list[str]:
     """The id of every workflow run started on ``queue`` (a duplicate id would show twice)."""
     return [w.id async for w in client.temporal.list_workflows(f"TaskQueue = '{queue}'")]
+
+
+async def listed_once(client: AsyncClient, queue: str, task_id: str) -> None:
+    """The queue lists ``task_id`` exactly once (visibility lags a start a moment under load; a
+    duplicate would be listed twice, and never match)."""
+
+    async def once() -> bool:
+        return await tasks_on(client, queue) == [task_id]
+
+    await eventually(once, timeout=30)
 
 
 async def terminate(client: AsyncClient, ids: list[str]) -> None:
@@ -84,7 +95,7 @@ async def test_the_same_id_returns_its_task_for_the_same_input_and_is_refused_fo
             await client.start(goal, other, task_id=task_id, task_queue=queue)
         assert refused.value.task_id == task_id
         assert "another input" in str(refused.value)
-    assert await tasks_on(client, queue) == [task_id]
+    await listed_once(client, queue, task_id)
 
     # An ended task keeps its id: the same start returns it, it is not run again.
     await client.cancel(task_id)
@@ -92,7 +103,7 @@ async def test_the_same_id_returns_its_task_for_the_same_input_and_is_refused_fo
     assert await client.start("Plan the week.", options, task_id=task_id, task_queue=queue) == task_id
     with pytest.raises(TaskAlreadyExistsError):
         await client.start("Plan the month.", options, task_id=task_id, task_queue=queue)
-    assert await tasks_on(client, queue) == [task_id]
+    await listed_once(client, queue, task_id)
 
 
 @pytest.mark.parametrize(
