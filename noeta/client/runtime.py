@@ -24,7 +24,9 @@ runtime's start and a full collection. A runtime passed in ``HostConfig.runtime`
 
 from __future__ import annotations
 
+import asyncio
 import atexit
+import concurrent.futures
 import dataclasses
 import gc
 import logging
@@ -34,12 +36,15 @@ import threading
 import time
 import traceback
 import weakref
-from typing import Protocol
+from collections.abc import Coroutine
+from typing import Any, Protocol, TypeVar
 
 from temporalio.envconfig import ClientConfig
 from temporalio.runtime import Runtime, TelemetryConfig
 
 from noeta.client.host import HostConfig
+
+T = TypeVar("T")
 
 
 class Closable(Protocol):
@@ -194,4 +199,18 @@ def _stop_at_exit() -> None:
         gc.collect()
 
 
-__all__ = ["clear_finished_frames", "close_at_exit", "closed", "drop_deferred_references", "holders", "release", "shared_runtime", "with_shared_runtime"]
+def run_to_end(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` to its end from synchronous code (``query``, ``evaluate``, ``replay``): on an
+    event loop of its own, in a helper thread when this thread already runs one."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+__all__ = [
+    "clear_finished_frames", "close_at_exit", "closed", "drop_deferred_references", "holders", "release", "run_to_end",
+    "shared_runtime", "with_shared_runtime",
+]

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from noeta.client.options import HostConfig, Options
-from noeta.client.runtime import with_shared_runtime
+from noeta.client.runtime import run_to_end, with_shared_runtime
 from noeta.errors import ConfigurationError
 from noeta.evals.dataset import Case, load_dataset
 from noeta.evals.live import new_eval_id, run_cases
@@ -78,17 +76,8 @@ def evaluate(
         dataset, agent=agent, options=options, provider=provider, scorers=scorers, concurrency=concurrency,
         recorded=recorded, host=with_shared_runtime(host or HostConfig()), label=label, eval_id=eval_id,
     )
-    return _run(work)
+    return run_to_end(work)
 
 
 def _provider_label(provider: LLMProvider | str) -> str:
     return provider if isinstance(provider, str) else type(provider).__name__
-
-
-def _run(coro: Coroutine[Any, Any, EvalReport]) -> EvalReport:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:  # called from async code: a loop of its own
-        return pool.submit(asyncio.run, coro).result()

@@ -7,11 +7,9 @@ reach another process's worker.
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import dataclasses
 import uuid
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +21,7 @@ from noeta.client.client import AsyncClient
 from noeta.client.config import Settings
 from noeta.client.messages import ViewItem, as_messages
 from noeta.client.options import HostConfig, Options
-from noeta.client.runtime import clear_finished_frames, with_shared_runtime
+from noeta.client.runtime import clear_finished_frames, run_to_end, with_shared_runtime
 from noeta.client.task_input import fallback_choices, fallback_entries, task_provider_name
 from noeta.context.content_store import ContentStore
 from noeta.errors import ConfigurationError, ProviderNotRegisteredError
@@ -227,26 +225,10 @@ def query(
     # The process's shared runtime, never temporalio's default: that one would still be running
     # when the interpreter finalizes (noeta.client.runtime says why that can abort).
     try:  # (no local of this frame holds the runtime: the error's traceback keeps this frame)
-        return _run_to_end(aquery(
+        return run_to_end(aquery(
             options, goal=goal, provider=provider, workspace_dir=workspace_dir, images=images,
             host=with_shared_runtime(host or HostConfig()), task_id=task_id, resources=resources,
         ))
     except BaseException as err:
         clear_finished_frames(err)  # the caller gets the error, not this call's worker and client
         raise
-
-
-def _run_to_end(coro: Coroutine[Any, Any, QueryResult]) -> QueryResult:
-    if not _loop_running():
-        return asyncio.run(coro)
-    # Called from inside an event loop: run on a private loop in a helper thread.
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, coro).result()
-
-
-def _loop_running() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True

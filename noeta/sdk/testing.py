@@ -5,8 +5,6 @@ decisions that changed; evals: ``evaluate`` scores an agent on a dataset of ``Ca
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import contextlib
 import threading
 from collections.abc import Iterable, Iterator, Mapping
@@ -14,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Any, Callable
 
+from noeta.client.runtime import run_to_end
 from noeta.client.export import LoadedTask, load_export
 from noeta.client.policy_replay import PolicyStep, is_policy
 from noeta.client.replay import ChangedDecision, ReplayChanges, ReplayReport, SkippedTurn, replay_provider, replay_tasks
@@ -115,13 +114,7 @@ def replay(
     with _exporter(client, any(isinstance(item, str) for item in items)) as exporter:
         loaded = [exporter.export(item) if isinstance(item, str) else item for item in items]
     ready = [item if isinstance(item, LoadedTask) else load_export(item) for item in loaded]
-    work = replay_tasks(ready, answering, changes, deciding)
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(work)
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:  # called from async code: a loop of its own
-        return pool.submit(asyncio.run, work).result()
+    return run_to_end(replay_tasks(ready, answering, changes, deciding))
 
 
 @contextlib.contextmanager
