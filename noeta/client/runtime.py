@@ -27,7 +27,9 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
+import contextvars
 import dataclasses
+import functools
 import gc
 import logging
 import os
@@ -36,8 +38,8 @@ import threading
 import time
 import traceback
 import weakref
-from collections.abc import Coroutine
-from typing import Any, Protocol, TypeVar
+from collections.abc import Callable, Coroutine
+from typing import Any, ParamSpec, Protocol, TypeVar
 
 from temporalio.envconfig import ClientConfig
 from temporalio.runtime import Runtime, TelemetryConfig
@@ -45,6 +47,7 @@ from temporalio.runtime import Runtime, TelemetryConfig
 from noeta.client.host import HostConfig
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 class Closable(Protocol):
@@ -201,16 +204,40 @@ def _stop_at_exit() -> None:
 
 def run_to_end(coro: Coroutine[Any, Any, T]) -> T:
     """Run ``coro`` to its end from synchronous code (``query``, ``evaluate``, ``replay``): on an
-    event loop of its own, in a helper thread when this thread already runs one."""
+    event loop of its own, in a helper thread when this thread already runs one. Either way it sees
+    this thread's context variables (``run_with`` resources among them), as ``asyncio.run`` gives them."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(coro)
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, coro).result()
+        return pool.submit(contextvars.copy_context().run, asyncio.run, coro).result()
+
+
+def blocking_twin(async_twin: Callable[P, Coroutine[Any, Any, T]], doc: str) -> Callable[P, T]:
+    """The synchronous entry point of ``async_twin`` (``query`` of ``aquery``): the same parameters,
+    run to its end by :func:`run_to_end` with its ``host=`` on the process's shared runtime, never
+    temporalio's default (which would still be running when the interpreter finalizes)."""
+
+    @functools.wraps(async_twin)
+    def blocking(*args: P.args, **kwargs: P.kwargs) -> T:
+        # No local of this frame holds the shared runtime: an error's traceback keeps this frame.
+        try:
+            return run_to_end(async_twin(*args, **_on_shared_runtime(kwargs)))
+        except BaseException as err:
+            clear_finished_frames(err)  # the caller gets the error, not the call's workers and clients
+            raise
+
+    blocking.__name__ = blocking.__qualname__ = async_twin.__name__.removeprefix("a")
+    blocking.__doc__ = doc
+    return blocking
+
+
+def _on_shared_runtime(kwargs: dict[str, Any]) -> dict[str, Any]:
+    return {**kwargs, "host": with_shared_runtime(kwargs.get("host") or HostConfig())}
 
 
 __all__ = [
-    "clear_finished_frames", "close_at_exit", "closed", "drop_deferred_references", "holders", "release", "run_to_end",
-    "shared_runtime", "with_shared_runtime",
+    "blocking_twin", "clear_finished_frames", "close_at_exit", "closed", "drop_deferred_references", "holders",
+    "release", "run_to_end", "shared_runtime", "with_shared_runtime",
 ]

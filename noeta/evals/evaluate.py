@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from noeta.client.options import HostConfig, Options
-from noeta.client.runtime import run_to_end, with_shared_runtime
+from noeta.client.runtime import blocking_twin
 from noeta.errors import ConfigurationError
 from noeta.evals.dataset import Case, load_dataset
 from noeta.evals.live import new_eval_id, run_cases
@@ -53,30 +53,13 @@ async def aevaluate(
     )
 
 
-def evaluate(
-    dataset: Dataset | None = None,
-    *,
-    agent: Any = None,
-    options: Options | None = None,
-    provider: LLMProvider | str | None = None,
-    scorers: Sequence[Callable[..., Any]] = (),
-    concurrency: int = 4,
-    recorded: Sequence[Recorded] | Mapping[str, Recorded] | None = None,
-    host: HostConfig | None = None,
-    label: str | None = None,
-    eval_id: str | None = None,
-) -> EvalReport:
-    """Score an agent on ``dataset`` (a JSONL/YAML file, or cases in code): each case runs as a real
-    task with ``options`` and ``provider`` (at most ``concurrency`` at once, tagged NoetaEval =
-    the report's ``eval_id``), then ``scorers`` score it. With ``recorded`` (task ids, exports,
-    export files; a list in the dataset's order or a mapping by case id), the recorded tasks are
-    scored instead and nothing runs again. ``agent``: reserved for named, versioned agents (not in
-    Noeta yet; ConfigurationError). Blocks; :func:`aevaluate` in async code."""
-    work = aevaluate(
-        dataset, agent=agent, options=options, provider=provider, scorers=scorers, concurrency=concurrency,
-        recorded=recorded, host=with_shared_runtime(host or HostConfig()), label=label, eval_id=eval_id,
-    )
-    return run_to_end(work)
+evaluate = blocking_twin(aevaluate, """Score an agent on ``dataset`` (a JSONL/YAML file, or cases
+    in code): each case runs as a real task with ``options`` and ``provider`` (at most
+    ``concurrency`` at once, tagged NoetaEval = the report's ``eval_id``), then ``scorers`` score
+    it. With ``recorded`` (task ids, exports, export files; a list in the dataset's order or a
+    mapping by case id), the recorded tasks are scored instead and nothing runs again. ``agent``:
+    reserved for named, versioned agents (not in Noeta yet; ConfigurationError). Blocks;
+    :func:`aevaluate` in async code.""")
 
 
 def _provider_label(provider: LLMProvider | str) -> str:

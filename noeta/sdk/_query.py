@@ -21,7 +21,7 @@ from noeta.client.client import AsyncClient
 from noeta.client.config import Settings
 from noeta.client.messages import ViewItem, as_messages
 from noeta.client.options import HostConfig, Options
-from noeta.client.runtime import clear_finished_frames, run_to_end, with_shared_runtime
+from noeta.client.runtime import blocking_twin
 from noeta.client.task_input import fallback_choices, fallback_entries, task_provider_name
 from noeta.context.content_store import ContentStore
 from noeta.errors import ConfigurationError, ProviderNotRegisteredError
@@ -150,6 +150,8 @@ async def aquery(
     resources: Mapping[str, Any] | None = None,
 ) -> QueryResult:
     """Async twin of :func:`query`."""
+    if not isinstance(options, (Options, type(None))):
+        raise ConfigurationError(f"query() takes Options as its first argument, got {options!r}")
     options = options or Options()
     host = host or HostConfig()
     store = host.store()
@@ -201,34 +203,10 @@ def structured_data(options: Options, data: Any) -> Any:
     return schema.model_validate(data)
 
 
-def query(
-    options: Options | None = None,
-    *,
-    goal: str,
-    provider: LLMProvider | str | None = None,
-    workspace_dir: str | Path | None = None,
-    images: Sequence[ImageBlock] = (),
-    host: HostConfig | None = None,
-    task_id: str | None = None,
-    resources: Mapping[str, Any] | None = None,
-) -> QueryResult:
-    """Run ``goal`` to its end and return the result. Blocks; use :func:`aquery` in async code.
+query = blocking_twin(aquery, """Run ``goal`` to its end and return the result. Blocks; use
+    :func:`aquery` in async code.
 
     ``provider``: an LLMProvider object, or the name of a built-in one ("anthropic", "openai",
     "local"); None: ``options.provider``, else the environment's default. ``resources``: live
     objects by key for this run (with those of enclosing ``run_with`` blocks and
-    ``HostConfig.resources``); they stay in this process's in-process worker."""
-    if not isinstance(options, (Options, type(None))):
-        raise ConfigurationError(f"query() takes Options as its first argument, got {options!r}")
-    # Read here: the helper thread below does not inherit this context.
-    resources = {**ambient_resources(), **(resources or {})}
-    # The process's shared runtime, never temporalio's default: that one would still be running
-    # when the interpreter finalizes (noeta.client.runtime says why that can abort).
-    try:  # (no local of this frame holds the runtime: the error's traceback keeps this frame)
-        return run_to_end(aquery(
-            options, goal=goal, provider=provider, workspace_dir=workspace_dir, images=images,
-            host=with_shared_runtime(host or HostConfig()), task_id=task_id, resources=resources,
-        ))
-    except BaseException as err:
-        clear_finished_frames(err)  # the caller gets the error, not this call's worker and client
-        raise
+    ``HostConfig.resources``); they stay in this process's in-process worker.""")
