@@ -132,34 +132,33 @@ class McpLoginRequiredError(McpAuthError):
         self.request = request
 
 
-class McpInputRequiredError(McpServerError):
+class _McpRequestError(McpServerError):
+    """A tool call that stopped because its MCP server asked something the task answers (a person
+    or the task's model); ``request`` is what the server sent. Not retried: the answer comes from
+    the task, not another attempt."""
+
+    non_retryable = True
+    _detail_defaults = {"request": None}
+
+    def __init__(self, message: str, request: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.request = request
+
+
+class McpInputRequiredError(_McpRequestError):
     """A remote MCP server asked a person for input during a tool call (``elicitation/create``):
     the call stops, the task waits for the answer (a pending approval of kind ``elicitation``) and
     makes the call again with it. ``request`` is what the server asked (server alias, message,
-    requested schema). Not retried: the answer comes from a person, not another attempt."""
-
-    non_retryable = True
-    _detail_defaults = {"request": None}
-
-    def __init__(self, message: str, request: dict[str, Any] | None = None) -> None:
-        """``request``: ``{"server", "message", "requested_schema"}`` as the server sent them."""
-        super().__init__(message)
-        self.request = request
+    requested schema: ``{"server", "message", "requested_schema"}`` as the server sent them).
+    Not retried: the answer comes from a person, not another attempt."""
 
 
-class McpSamplingRequiredError(McpServerError):
+class McpSamplingRequiredError(_McpRequestError):
     """A remote MCP server asked the task's model during a tool call (``sampling/createMessage``):
     the call stops, the task makes the model call (a recorded model call of the task) and makes the
     tool call again with its answer. ``request`` is what the server sent (server alias, messages,
-    system prompt, max tokens). Not retried: the answer comes from the task, not another attempt."""
-
-    non_retryable = True
-    _detail_defaults = {"request": None}
-
-    def __init__(self, message: str, request: dict[str, Any] | None = None) -> None:
-        """``request``: the server's ``sampling/createMessage`` parameters and its ``server`` alias."""
-        super().__init__(message)
-        self.request = request
+    system prompt, max tokens: the server's ``sampling/createMessage`` parameters and its
+    ``server`` alias). Not retried: the answer comes from the task, not another attempt."""
 
 
 class McpSamplingNotAllowedError(McpServerError):
