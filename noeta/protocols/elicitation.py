@@ -16,6 +16,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from noeta.protocols.server_requests import ServerRequest
+
 #: The ApplicationError type of a tool call that stopped to ask a person.
 INPUT_REQUIRED = "McpInputRequiredError"
 #: At most this many questions per tool call: a server that keeps asking fails the call.
@@ -28,14 +30,9 @@ _TYPES = {"string": (str,), "number": (int, float), "integer": (int,), "boolean"
 
 
 @dataclass(frozen=True, slots=True)
-class ElicitationRequest:
+class ElicitationRequest(ServerRequest):
     """What a server asked during a tool call: the pending action a person answers. Its
     ``call_id`` (``elicit:<tool call id>:<n>``) is what ``approve``/``refuse`` name."""
-    call_id: str
-    tool_call_id: str
-    tool_name: str
-    server: str
-    """The server's alias (``mcp_servers`` key)."""
     message: str
     requested_schema: dict[str, Any] = field(default_factory=dict)
     """The flat object schema the answer's content must match (the spec's restricted subset)."""

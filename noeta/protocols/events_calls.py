@@ -9,6 +9,7 @@ from typing import Any
 
 from noeta.protocols.messages import Usage
 from noeta.protocols.resources import ResourceCall
+from noeta.protocols.server_requests import ServerRequest
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,15 +165,10 @@ class SubtaskCompleted:
 
 
 @dataclass(frozen=True, slots=True)
-class SamplingRequested:
+class SamplingRequested(ServerRequest):
     """A remote MCP server asked the task's model during a tool call (``sampling/createMessage``):
     the call stopped; the request goes to the task's guards, then a model call of the task answers
     it (ProviderCallStarted/Completed, counted in the task's usage) and the call is made again."""
-    call_id: str
-    """The request's id (``sample:<tool call id>:<n>``), what guards' verdicts and approvals name."""
-    tool_call_id: str
-    tool_name: str
-    server: str
     messages: int
     """How many messages the server sent."""
     max_tokens: int | None = None

@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from noeta.protocols.identity import Via
 from noeta.protocols.messages import Usage
+from noeta.protocols.server_requests import ServerRequest
 from noeta.protocols.statuses import Verdict
 
 
@@ -31,16 +32,11 @@ class ApprovalRequested:
 
 
 @dataclass(frozen=True, slots=True)
-class ElicitationRequested:
+class ElicitationRequested(ServerRequest):
     """A remote MCP server asked a person during a tool call; the call stopped and the task waits
     (durably) for the answer, which comes as ApprovalGranted (accept, the content as
     ``arguments``) or ApprovalDenied (decline; reason ``cancel``: cancel; ``timeout``: nobody
     answered) for ``call_id``, and the call is made again with it."""
-    call_id: str
-    """The question's id (``elicit:<tool call id>:<n>``), what the answer names."""
-    tool_call_id: str
-    tool_name: str
-    server: str
     message: str
     requested_schema: dict[str, Any]
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from noeta.protocols.server_requests import ServerRequest
+
 #: The ApplicationError type of a tool call that stopped for a new login.
 LOGIN_REQUIRED = "McpLoginRequiredError"
 #: At most this many logins per tool call: a server that keeps asking for more fails the call.
@@ -19,15 +21,10 @@ MAX_LOGINS_PER_CALL = 3
 
 
 @dataclass(frozen=True, slots=True)
-class LoginRequest:
+class LoginRequest(ServerRequest):
     """A tool call waiting for the operator to log in again with more scope. Its ``call_id``
     (``login:<tool call id>:<n>``) is what ``approve`` (logged in: make the call again) and
     ``refuse`` (give up: the call fails) name."""
-    call_id: str
-    tool_call_id: str
-    tool_name: str
-    server: str
-    """The server's alias (``mcp_servers`` key)."""
     url: str
     scope: str
     """The scopes the new login asks for: those granted so far and those the server named."""

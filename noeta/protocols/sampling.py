@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from noeta.protocols.server_requests import ServerRequest
+
 #: The ApplicationError type of a tool call that stopped to have the task's model answer its server.
 SAMPLING_REQUIRED = "McpSamplingRequiredError"
 #: At most this many model calls per tool call: a server that keeps asking fails the call.
@@ -24,14 +26,10 @@ REFUSED_CODE = -1
 
 
 @dataclass(frozen=True, slots=True)
-class ProposedSampling:
+class ProposedSampling(ServerRequest):
     """An MCP server wants the task's model to answer ``text`` (its messages, as text) during tool
     call ``tool_call_id``: what the task's guards judge before the model is called. ``call_id``
     (``sample:<tool call id>:<n>``) names it in verdicts and approvals."""
-    call_id: str
-    tool_call_id: str
-    tool_name: str
-    server: str
     text: str
     system_prompt: str | None = None
     max_tokens: int | None = None
