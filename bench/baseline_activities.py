@@ -25,6 +25,8 @@ RETRY = RetryPolicy(
     maximum_attempts=4,
 )
 ATTEMPT_TIMEOUT = timedelta(seconds=300)
+# A local attempt must end well inside the 10 s workflow task; Noeta bounds its local calls alike.
+LOCAL_ATTEMPT_TIMEOUT = timedelta(seconds=5)
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,10 @@ class LoopInput:
     model_reads_results: bool = False
     """Each model call gets the output of the tool call before it, as any agent's model must see
     its tool results (the bench's "baseline-reads-results" floor); False: the model counts steps."""
+    local: bool = False
+    """Both calls as local activities (the bench's "baseline-local" floor): the fastest loop an
+    expert writes on Temporal, with no record of finished steps (a lost workflow task runs its
+    chain of local calls again)."""
 
 
 @dataclass(frozen=True)

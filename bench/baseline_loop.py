@@ -18,6 +18,7 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from baseline_activities import (
         ATTEMPT_TIMEOUT,
+        LOCAL_ATTEMPT_TIMEOUT,
         RETRY,
         WORKFLOW_NAME,
         LoopInput,
@@ -39,15 +40,25 @@ class BaselineLoop:
         done = 0
         last_output: str | None = None
         while True:
-            reply = await workflow.execute_activity(
-                model, ModelInput(task_id, inp.steps, done, inp.output_bytes, padding, last_output),
-                start_to_close_timeout=ATTEMPT_TIMEOUT, heartbeat_timeout=heartbeat, retry_policy=RETRY,
-            )
+            model_input = ModelInput(task_id, inp.steps, done, inp.output_bytes, padding, last_output)
+            if inp.local:
+                reply = await workflow.execute_local_activity(
+                    model, model_input, start_to_close_timeout=LOCAL_ATTEMPT_TIMEOUT, retry_policy=RETRY)
+            else:
+                reply = await workflow.execute_activity(
+                    model, model_input,
+                    start_to_close_timeout=ATTEMPT_TIMEOUT, heartbeat_timeout=heartbeat, retry_policy=RETRY,
+                )
             if reply.tool_call is None:
                 return LoopResult(answer=reply.text or "", steps=done)
-            output = await workflow.execute_activity(
-                tool, ToolInput(task_id, reply.tool_call, padding),
-                start_to_close_timeout=ATTEMPT_TIMEOUT, heartbeat_timeout=heartbeat, retry_policy=RETRY,
-            )
+            tool_input = ToolInput(task_id, reply.tool_call, padding)
+            if inp.local:
+                output = await workflow.execute_local_activity(
+                    tool, tool_input, start_to_close_timeout=LOCAL_ATTEMPT_TIMEOUT, retry_policy=RETRY)
+            else:
+                output = await workflow.execute_activity(
+                    tool, tool_input,
+                    start_to_close_timeout=ATTEMPT_TIMEOUT, heartbeat_timeout=heartbeat, retry_policy=RETRY,
+                )
             last_output = output if inp.model_reads_results else None
             done += 1

@@ -74,6 +74,7 @@ async def serve(args: argparse.Namespace) -> None:
         "baseline": baseline_worker,
         "baseline-unsandboxed": baseline_unsandboxed_worker,
         "baseline-reads-results": baseline_worker,  # the same worker; its tasks give the model tool results
+        "baseline-local": baseline_worker,  # the same worker; its tasks run both calls as local activities
     }[args.system]
     worker = await build(args, worker_kwargs)
     stop = asyncio.Event()
@@ -101,7 +102,7 @@ def poller_behavior(value: str) -> Any:
 def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("system", choices=["noeta", "noeta-sandboxed", "noeta-local", "noeta-local-model", "baseline", "baseline-unsandboxed", "baseline-reads-results"])
+    parser.add_argument("system", choices=["noeta", "noeta-sandboxed", "noeta-local", "noeta-local-model", "baseline", "baseline-unsandboxed", "baseline-reads-results", "baseline-local"])
     parser.add_argument("--address", required=True)
     parser.add_argument("--queue", required=True)
     parser.add_argument("--home", required=True, help="Noeta's data directory (its content store)")

@@ -81,6 +81,7 @@ for path in (BENCH_DIR, BENCH_DIR.parent):  # bench's modules, and tests.support
 
 from baseline_activities import WORKFLOW_NAME as BASELINE_WORKFLOW
 from baseline_activities import LoopInput, LoopResult
+from tests.support.billable_actions import total_actions
 from bench_worker import READY, exit_now
 from stack_summary import summarize
 from workload import PROVIDER_NAME, final_answer, goal_for
@@ -99,6 +100,9 @@ SYSTEMS = ("baseline", "noeta", "noeta-local", "noeta-local-model")
 SANDBOX_VARIANTS = ("baseline-unsandboxed", "noeta-sandboxed")
 #: Measured on request (--with-floor-reading-results): the floor whose model gets each tool output.
 READS_RESULTS_FLOOR = "baseline-reads-results"
+#: The hand-written loop with both calls as local activities: the fastest loop on Temporal, with no
+#: step records (bench/baseline_loop.py).
+LOCAL_FLOOR = "baseline-local"
 TRANSIENT_RPC = (
     RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED, RPCStatusCode.UNAVAILABLE,
     RPCStatusCode.RESOURCE_EXHAUSTED,
@@ -324,7 +328,7 @@ async def baseline_system(
     address: str, heartbeat_seconds: float | None, padding: int, name: str = "baseline"
 ) -> System:
     loop_input = functools.partial(LoopInput, heartbeat_seconds=heartbeat_seconds, padding=padding,
-                                   model_reads_results=name == READS_RESULTS_FLOOR)
+                                   model_reads_results=name == READS_RESULTS_FLOOR, local=name == LOCAL_FLOOR)
     from temporalio.client import Client
     from temporalio.contrib.pydantic import pydantic_data_converter
 
@@ -431,6 +435,7 @@ class HistoryFigures:
     workflow_tasks: float
     workflow_task_timeouts: float
     upserts: float
+    actions: float
 
 
 async def sample_histories(system: System, task_ids: list[str], dump_to: Path | None = None) -> HistoryFigures | None:
@@ -440,7 +445,7 @@ async def sample_histories(system: System, task_ids: list[str], dump_to: Path | 
         return None
     stride = max(1, len(task_ids) // HISTORY_SAMPLE)
     sample = task_ids[::stride][:HISTORY_SAMPLE]
-    events, sizes, activities, wf_tasks, wf_timeouts, upserts = [], [], [], [], [], []
+    events, sizes, activities, wf_tasks, wf_timeouts, upserts, actions = [], [], [], [], [], [], []
     for task_id in sample:
         history = await system.temporal.get_workflow_handle(task_id).fetch_history()
         if dump_to is not None and task_id == sample[0]:
@@ -456,10 +461,12 @@ async def sample_histories(system: System, task_ids: list[str], dump_to: Path | 
             kinds["upsert_workflow_search_attributes_event_attributes"]
             + kinds["workflow_properties_modified_event_attributes"]
         )
+        actions.append(total_actions(history.events))
     return HistoryFigures(
         sampled=len(sample), events=statistics.mean(events), bytes=statistics.mean(sizes),
         activities=statistics.mean(activities), workflow_tasks=statistics.mean(wf_tasks),
         workflow_task_timeouts=statistics.mean(wf_timeouts), upserts=statistics.mean(upserts),
+        actions=statistics.mean(actions),
     )
 
 
@@ -493,6 +500,8 @@ class Figures:
     """Workflow tasks the server timed out (on the sticky queue, or past their 10 s), per sampled
     history: each adds events and a replay."""
     upserts_per_task: float | None = None
+    billable_actions_per_task: float | None = None
+    """Temporal Cloud's billable actions per sampled history (bench/billable_actions.py)."""
     """Search-attribute and memo upserts per sampled history: each is also a visibility write."""
     slow_workflow_tasks: int = 0
     """Workflow tasks over 5 s, as the worker's core logged them (whole run)."""
@@ -592,6 +601,7 @@ async def measure(
         workflow_tasks_per_step=history.workflow_tasks / steps if history else None,
         workflow_task_timeouts_per_task=history.workflow_task_timeouts if history else None,
         upserts_per_task=history.upserts if history else None,
+        billable_actions_per_task=history.actions if history else None,
         slow_workflow_tasks=warnings["slow_workflow_tasks"],
         lost_workflow_tasks=warnings["lost_workflow_tasks"],
         driver_rpc_retries=batch.rpc_retries,
@@ -670,6 +680,7 @@ COLUMNS = [
     ("p50 ms", "latency_p50_ms", "{:.0f}", "lower"),
     ("p99 ms", "latency_p99_ms", "{:.0f}", "lower"),
     ("events/step", "history_events_per_step", "{:.1f}", "lower"),
+    ("billable actions/task", "billable_actions_per_task", "{:.1f}", "lower"),
     ("WFT/step", "workflow_tasks_per_step", "{:.2f}", "lower"),
     ("server requests/step", "server_requests_per_step", "{:.1f}", "lower"),
     ("history B/step", "history_bytes_per_step", "{:,.0f}", "lower"),
@@ -708,7 +719,8 @@ def ratios(results: list[Figures], runs: dict[tuple[str, int, int], list[Figures
              ("noeta with a local tool and local model calls / floor", "noeta-local-model", "baseline"),
              ("noeta / floor without sandbox", "noeta", "baseline-unsandboxed"),
              ("noeta with own policy / floor", "noeta-sandboxed", "baseline"),
-             ("noeta / floor whose model reads tool results", "noeta", READS_RESULTS_FLOOR)]
+             ("noeta / floor whose model reads tool results", "noeta", READS_RESULTS_FLOOR),
+             ("noeta with a local tool and local model calls / hand-written local loop", "noeta-local-model", LOCAL_FLOOR)]
     for (label, system, baseline), (agents, steps) in itertools.product(pairs, sorted({(r.agents, r.steps) for r in results})):
         f, base = by_key.get((system, agents, steps)), by_key.get((baseline, agents, steps))
         if f is None or base is None:
@@ -936,7 +948,7 @@ def main() -> None:
                                      epilog="\n".join(__doc__.splitlines()[1:6]))
     parser.add_argument("--agents", type=int, action="append", help="tasks started at once (repeatable)")
     parser.add_argument("--steps", type=int, action="append", help="tool steps per task (one per --agents)")
-    parser.add_argument("--only", choices=[*SYSTEMS, *SANDBOX_VARIANTS, READS_RESULTS_FLOOR])
+    parser.add_argument("--only", choices=[*SYSTEMS, *SANDBOX_VARIANTS, READS_RESULTS_FLOOR, LOCAL_FLOOR])
     parser.add_argument("--systems", metavar="A,B", help="measure these systems, in this order (e.g. baseline,noeta-local)")
     parser.add_argument("--with-sandbox-variants", action="store_true",
                         help="also measure the floor outside the sandbox and Noeta tasks with a policy of their own")
