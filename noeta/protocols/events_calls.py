@@ -13,10 +13,22 @@ from noeta.protocols.server_requests import ServerRequest
 
 
 @dataclass(frozen=True, slots=True)
-class ProviderCallStarted:
+class ProviderCallEvent:
+    """What every event of a model call leads with: the provider it is made on."""
+    provider: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallEvent:
+    """What every event of a tool call leads with: the call's id and its tool."""
+    call_id: str
+    tool_name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderCallStarted(ProviderCallEvent):
     """A model call begins: provider, model, the goal's turn and how many messages were added since
     the last call."""
-    provider: str
     model: str | None
     turn: int
     messages_appended: int
@@ -26,10 +38,9 @@ class ProviderCallStarted:
 
 
 @dataclass(frozen=True, slots=True)
-class ProviderCallRetried:
+class ProviderCallRetried(ProviderCallEvent):
     """An attempt of a model call failed and the call is retried (after ``retry_after`` seconds when
     the provider said so)."""
-    provider: str
     attempt: int
     """The attempt that failed."""
     error: str
@@ -38,10 +49,9 @@ class ProviderCallRetried:
 
 
 @dataclass(frozen=True, slots=True)
-class ProviderCallCompleted:
+class ProviderCallCompleted(ProviderCallEvent):
     """A model call finished: why the model stopped, the tokens it used and the attempt that
     succeeded."""
-    provider: str
     stop_reason: str
     usage: Usage
     attempt: int
@@ -50,9 +60,8 @@ class ProviderCallCompleted:
 
 
 @dataclass(frozen=True, slots=True)
-class ProviderCallFailed:
+class ProviderCallFailed(ProviderCallEvent):
     """A model call failed for good: its last error and attempt."""
-    provider: str
     error: str
     error_type: str | None
     attempt: int
@@ -77,28 +86,22 @@ class ProviderFallback:
 
 
 @dataclass(frozen=True, slots=True)
-class ToolCallProposed:
+class ToolCallProposed(ToolCallEvent):
     """The model asked for a tool call (guards may still refuse it)."""
-    call_id: str
-    tool_name: str
     arguments: dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
-class ToolCallStarted:
+class ToolCallStarted(ToolCallEvent):
     """A tool call's activity was scheduled: the tool is about to run."""
-    call_id: str
-    tool_name: str
     arguments: dict[str, Any]
     local: bool = False
     """The call runs as a local activity (a local tool): it started and ended within one marker."""
 
 
 @dataclass(frozen=True, slots=True)
-class ToolCallRetried:
+class ToolCallRetried(ToolCallEvent):
     """An attempt of a tool call failed and the call is retried."""
-    call_id: str
-    tool_name: str
     attempt: int
     error: str
     error_type: str | None
@@ -114,10 +117,8 @@ class ResourceCallObserved(ResourceCall):
 
 
 @dataclass(frozen=True, slots=True)
-class ToolCallCompleted:
+class ToolCallCompleted(ToolCallEvent):
     """A tool call finished; ``success`` is the tool's own verdict on its result."""
-    call_id: str
-    tool_name: str
     success: bool
     attempt: int
     summary: str | None = None
@@ -129,10 +130,8 @@ class ToolCallCompleted:
 
 
 @dataclass(frozen=True, slots=True)
-class ToolCallFailed:
+class ToolCallFailed(ToolCallEvent):
     """A tool call failed for good (its retries ran out or the error was not retryable)."""
-    call_id: str
-    tool_name: str
     error: str
     error_type: str | None
     attempt: int

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from noeta.protocols.events_calls import ToolCallEvent
 from noeta.protocols.identity import Via
 from noeta.protocols.messages import Usage
 from noeta.protocols.server_requests import ServerRequest
@@ -74,11 +75,9 @@ class ApprovalDenied:
 
 
 @dataclass(frozen=True, slots=True)
-class ToolCallRefused:
+class ToolCallRefused(ToolCallEvent):
     """A tool call the engine did not run (a guard denied it, a human refused it, or the workflow
     rejected it); the model gets ``reason`` as its result."""
-    call_id: str
-    tool_name: str
     arguments: dict[str, Any]
     reason: str
     """What the model is told, e.g. ``Denied by guard 'refunds': over the limit``."""
