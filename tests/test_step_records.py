@@ -102,3 +102,29 @@ def test_in_process_records_hold_the_output_too():
     StepOutputs(records, store).put(KEY, b"x")  # type: ignore[arg-type]  (no store needed)
     StepOutputs(records, store).put(KEY, b"y")  # type: ignore[arg-type]
     assert StepOutputs(records, store).get(KEY) == b"x"  # type: ignore[arg-type]
+
+
+def test_an_absent_record_is_told_by_stat_and_another_writer_is_never_missed(tmp_path):
+    store, records = local(tmp_path)
+    other_process = LocalStepRecords(records.root, store)  # a second worker on the same disk
+    assert records.known_absent(KEY)  # no log yet
+    records.put_output(TOOL_KEY, b"tool output")
+    assert records.known_absent(KEY)  # its own append: the log is as it left it
+    assert not records.known_absent(TOOL_KEY)  # recorded: the lookup reads it
+    other_process.put_output(KEY, b"model output")
+    assert not records.known_absent(KEY)  # the log grew under it: read again
+    assert records.get_output(KEY) == b"model output"
+    assert not records.known_absent(KEY)
+    assert records.known_absent("task-1/run-1/model-2")  # read since: known again
+    assert StepOutputs(records, store).known_absent("task-1/run-1/model-2")
+
+
+def test_a_record_of_an_earlier_release_is_never_known_absent(tmp_path):
+    store, records = local(tmp_path)
+    records.put(KEY, store.put(b"old release output"))  # a file of its own, no log
+    assert not records.known_absent(KEY)
+    assert StepOutputs(records, store).get(KEY) == b"old release output"
+
+
+def test_records_without_a_cheap_absence_check_always_read():
+    assert not StepOutputs(MemoryStepRecords(), object()).known_absent(KEY)  # type: ignore[arg-type]

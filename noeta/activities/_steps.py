@@ -42,6 +42,8 @@ class FinishedSteps:
         each again from attempt 1, so a local call always asks."""
         if not key or (ledger.attempt == 1 and not ledger.local and not may_have_run):
             return None
+        if self._outputs.known_absent(key):  # the usual answer, without a trip to an I/O thread
+            return None
         recorded: Step | None = await read_stored(ledger, self._io_pool.run(self._read, key, adapter, label="_recorded"))
         if recorded is None:
             return None

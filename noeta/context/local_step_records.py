@@ -6,6 +6,7 @@ See :mod:`noeta.context.step_records` for what step records are for.
 from __future__ import annotations
 
 import os
+import threading
 import zlib
 from collections.abc import Collection, Iterator
 from datetime import datetime
@@ -27,6 +28,9 @@ if TYPE_CHECKING:
 #: whole entry from a torn one.
 _ENTRY_MAGIC = b"noeta-step/1 "
 _ENTRY_START = b"\n" + _ENTRY_MAGIC
+#: Bound on the logs whose contents a process remembers (a worker runs tasks without end);
+#: forgetting one costs a read of it on its next lookup, nothing else.
+_REMEMBERED_LOGS = 4096
 
 
 def _log_entry(key_digest: str, body: bytes) -> bytes:
@@ -72,6 +76,9 @@ class LocalStepRecords:
         self.root = Path(root)
         self.store = store
         """The content store beside: its key seals outputs, and older records point into it."""
+        self._lock = threading.Lock()
+        self._logs: dict[str, tuple[int, set[str]]] = {}
+        """Per log this process last read or appended to: its size then and the key digests in it."""
 
     def _task_dir(self, task_id: str) -> Path:
         return self.root / sha256_hex(task_id)[:40]
@@ -113,13 +120,51 @@ class LocalStepRecords:
         ref = self.get(key)  # an earlier release's record was written first: it wins
         if ref is not None:
             return None if self.store is None else self.store.get(ref)
+        path = self._log(key)
         try:
-            log = self._log(key).read_bytes()
+            log = path.read_bytes()
         except FileNotFoundError:
             return None
         digest = sha256_hex(key)
-        body = next((body for entry_key, body in _log_entries(log) if entry_key == digest), None)
+        entries = list(_log_entries(log))
+        self._remember(str(path), len(log), {entry_key for entry_key, _ in entries})
+        body = next((body for entry_key, body in entries if entry_key == digest), None)
         return None if body is None else self._open(digest, body)
+
+    def known_absent(self, key: str) -> bool:
+        """Whether ``key`` surely has no record, told by ``stat`` alone, without reading a log
+        (cheap enough for an activity to ask before a trip to an I/O thread): its task's log does
+        not exist, or has the size it had when this process last read or appended to it and held
+        no entry for the key then; and no record file of an earlier release exists for it. A log
+        another process appended to since has another size, so its new entries are never missed."""
+        path = self._log(key)
+        try:
+            size: int | None = os.stat(path).st_size
+        except FileNotFoundError:
+            size = None
+        if size is not None:
+            with self._lock:
+                seen = self._logs.get(str(path))
+            if seen is None or seen[0] != size or sha256_hex(key) in seen[1]:
+                return False
+        return not (self._path(key).exists() or self._unfiled_path(key).exists())
+
+    def _remember(self, path: str, size: int, digests: set[str]) -> None:
+        with self._lock:
+            if len(self._logs) >= _REMEMBERED_LOGS and path not in self._logs:
+                self._logs.clear()
+            self._logs[path] = (size, digests)
+
+    def _appended(self, path: str, size_after: int, length: int, digest: str) -> None:
+        """Remember this process's own append of ``length`` bytes, if nobody else wrote between
+        what it last saw and its append (else forget the log: the next lookup reads it)."""
+        with self._lock:
+            seen = self._logs.get(path)
+            before, digests = seen if seen is not None else (0, set())
+            if size_after != before + length:
+                self._logs.pop(path, None)
+                return
+        self._remember(path, size_after, digests | {digest})
 
     def put_output(self, key: str, data: bytes) -> None:
         """Append ``data`` for ``key`` to its task's log (sealed when the store is encrypted); the
@@ -127,13 +172,16 @@ class LocalStepRecords:
         digest = sha256_hex(key)
         entry = _log_entry(digest, self._seal(digest, data))
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+        path = self._log(key)
         try:
-            fd = os.open(self._log(key), flags, 0o600)
+            fd = os.open(path, flags, 0o600)
         except FileNotFoundError:  # the first record, or the directory was removed since
             self.root.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self._log(key), flags, 0o600)
+            fd = os.open(path, flags, 0o600)
         try:
             written = os.write(fd, entry)
+            if written == len(entry):
+                self._appended(str(path), os.fstat(fd).st_size, written, digest)
         finally:
             os.close(fd)
         if written != len(entry):  # a full disk: the torn entry is skipped by readers
@@ -156,6 +204,8 @@ class LocalStepRecords:
         deleted = 0
         for task_id in task_ids:
             log = self._task_log(task_id)
+            with self._lock:
+                self._logs.pop(str(log), None)
             try:
                 deleted += sum(1 for _ in _log_entries(log.read_bytes()))
                 log.unlink()

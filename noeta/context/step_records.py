@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
@@ -86,6 +86,17 @@ class StepOutputs:
         """``records`` keep the keys; ``store`` holds the outputs when the records cannot."""
         self.records, self.store = records, store
         self._own = records if isinstance(records, OutputRecords) else None
+        self._known_absent: Callable[[str], bool] | None = getattr(records, "known_absent", None)
+
+    def known_absent(self, key: str) -> bool:
+        """Whether step ``key`` surely has no record, told without reading any (local records on
+        this machine's disk: a ``stat``); False whenever that cannot be told cheaply."""
+        if self._known_absent is None:
+            return False
+        try:
+            return self._known_absent(key)
+        except OSError:  # the read that follows reports it, typed
+            return False
 
     def get(self, key: str) -> bytes | None:
         """The output recorded for step ``key``, or None; ContentStoreError when the records cannot
