@@ -33,6 +33,7 @@ from noeta.protocols.messages import (
     Usage,
 )
 from noeta.protocols.run_state import BudgetWarningRecord, Carry, ToolRefusal
+from noeta.protocols.held_questions import HeldQuestion
 from noeta.protocols.task import TaskInput, TaskResult
 from noeta.protocols.tool import ToolResult
 
@@ -44,6 +45,7 @@ PAYLOAD_ROOTS: list[type] = [
     *(cls for cls in vars(activity_io).values() if isinstance(cls, type) and dataclasses.is_dataclass(cls)
       and cls.__module__ == activity_io.__name__),
     TaskInput, TaskResult, Carry, GoalInput, InjectInput, ApprovalInput, ToolRefusal, BudgetWarningRecord,
+    HeldQuestion,
 ]
 
 converter = NoetaPayloadConverter()

@@ -14,20 +14,7 @@ The suite's other client scenarios are not required here. Run with this program 
   ``auth/scope-retry-limit``, ``auth/token-endpoint-auth-none``, ``auth/resource-mismatch``,
   ``auth/pre-registration``, ``auth/2025-03-26-oauth-metadata-backcompat``,
   ``auth/2025-03-26-oauth-endpoint-fallback``;
-- failing: ``elicitation-sep1034-client-defaults``, 5 of 6 checks passing (the defaults are
-  applied). The scenario's tool handler awaits its ``elicitation/create`` on the session of the
-  first ``tools/call`` and, when that request errors, records
-  ``client-elicitation-sep1034-general`` as FAILURE with "Elicitation failed: MCP error -32000:
-  Connection closed" (what this program gets). Noeta closes that session on purpose: it stops the
-  call at a question, waits durably for a person (a wait that survives worker restarts) and makes
-  the call again with the answer (docs/mcp.md, "Servers that ask the user"); the re-made call's
-  question gets the accepted answer with every default, which the five other checks record. The
-  check therefore expects the answer on the session that asked. We found no sentence of the MCP
-  specification (2025-11-25, client/elicitation and basic/transports) that requires it; the
-  scenario assumes a client that keeps the request open while the user answers. Answering on the
-  same session would need the worker to hold the call open until a person answers, the thing this
-  design avoids so that nothing is lost when a worker stops;
-  ``auth/metadata-var2`` and
+- failing: ``auth/metadata-var2`` and
   ``auth/metadata-var3``: the scenario's authorization server at a path, ``/tenant1``, publishes
   metadata whose ``issuer`` is its origin. The MCP authorization spec has clients discover that
   metadata by RFC 8414, whose section 3.3 says: "The "issuer" value returned MUST be identical to
@@ -36,6 +23,11 @@ The suite's other client scenarios are not required here. Run with this program 
   data contained in the response MUST NOT be used." Noeta (the SDK's client) therefore stops with
   McpAuthError naming both issuers and what the operators can change.
 
+``elicitation-sep1034-client-defaults`` passes on the request that asked: the scenario's tool
+awaits its ``elicitation/create`` on the session of its one ``tools/call`` (an error there is a
+FAILURE), the program answers the task's listed question at once as a person would (accept with no
+fields of their own, so the schema's defaults answer), and the worker, which holds the server's
+request open for ``elicitation_hold_seconds``, returns the answer on it (docs/mcp.md).
 ``auth/basic-cimd`` passes with the operator's Client ID Metadata Document URL as ``client_id``.
 ``auth/scope-step-up`` passes without a manual re-run: the user's login lacks the scope the call
 needs, the task waits with a ``login`` action naming the command, and the program, as an operator
@@ -74,6 +66,7 @@ REQUIRED = [
     "auth/client-credentials-basic",
     "auth/client-credentials-jwt",
     "auth/basic-cimd",
+    "elicitation-sep1034-client-defaults",
 ]
 
 

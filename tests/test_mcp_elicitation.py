@@ -40,6 +40,71 @@ async def waiting_question(client: AsyncClient, task_id: str) -> ElicitationRequ
     return found[0]
 
 
+def server_log(log: Path) -> tuple[list[str], list[str]]:
+    """The test server's request ids of each question asked and each answer it got."""
+    lines = log.read_text().splitlines() if log.exists() else []
+    return ([line.split(" request ")[-1] for line in lines if line.startswith("asked")],
+            [line.split(" request ")[-1] for line in lines if line.startswith("answered")])
+
+
+async def tool_calls_scheduled(client: AsyncClient, task_id: str) -> int:
+    history = await client.temporal.get_workflow_handle(task_id).fetch_history()
+    return history.to_json().count('"name": "noeta.invoke_tool"')
+
+
+async def test_a_prompt_answer_reaches_the_server_on_the_request_that_asked(
+    client: AsyncClient, content_store, task_queue, tmp_path: Path, monkeypatch
+):
+    log = tmp_path / "mcp.log"
+    monkeypatch.setenv("MCP_TEST_LOG", str(log))  # the HTTP server runs in this process
+    asking_registry.content_store = content_store
+    http = httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(client)), base_url="http://127.0.0.1", timeout=60)
+    with running_http_server(asking=True) as url:
+        async with build_worker(client.temporal, asking_registry, task_queue):
+            task_id = await client.start("go", options(url), task_queue=task_queue)
+            question = await waiting_question(client, task_id)  # listed while the server's request is open
+            assert server_log(log) == ([server_log(log)[0][0]], [])
+            answered = await http.post(f"/tasks/{task_id}/elicitations", json={"call_id": question.call_id, "action": "accept", "content": {"confirm": True}})
+            assert answered.status_code == 202, answered.text
+            result = await asyncio.wait_for(client.result(task_id), 60)
+            assert await client.pending_approvals(task_id) == []
+    await http.aclose()
+    assert result.answer == "tool said: delete the report: confirm=True note=none"
+    asked, answers = server_log(log)
+    assert len(asked) == 1 and answers == asked  # one tool call, answered on the request that asked
+    assert await tool_calls_scheduled(client, task_id) == 1
+    events = [e for e in await client.events(task_id) if e.type in ("ElicitationRequested", "ApprovalGranted", "ToolCallCompleted")]
+    assert [e.type for e in events] == ["ElicitationRequested", "ApprovalGranted", "ToolCallCompleted"]
+    assert (events[1].payload.call_id, events[1].payload.arguments) == ("elicit:c1:1", {"confirm": True})
+
+
+async def test_past_the_grace_period_the_call_stops_and_is_made_again_with_the_answer(
+    client: AsyncClient, content_store, task_queue, tmp_path: Path, monkeypatch
+):
+    log = tmp_path / "mcp.log"
+    monkeypatch.setenv("MCP_TEST_LOG", str(log))
+    asking_registry.content_store = content_store
+    with running_http_server(asking=True) as url:
+        async with build_worker(client.temporal, asking_registry, task_queue):
+            task_id = await client.start("go", options(url, elicitation_hold_seconds=1), task_queue=task_queue)
+            question = await waiting_question(client, task_id)
+
+            async def stopped() -> bool:  # the held request given up: the call's activity failed
+                history = await client.temporal.get_workflow_handle(task_id).fetch_history()
+                return '"McpInputRequiredError"' in history.to_json()
+
+            await eventually(stopped, timeout=30)
+            assert [r.call_id for r in await client.pending_approvals(task_id)] == [question.call_id]  # still waiting
+            await client.approve(task_id, question.call_id, True, approver="user:ada", arguments={"confirm": True, "note": "late"})
+            result = await asyncio.wait_for(client.result(task_id), 60)
+    assert result.answer == "tool said: delete the report: confirm=True note=late"
+    asked, answers = server_log(log)
+    assert len(asked) == 2 and answers == [asked[1]]  # made again once; the first request never answered
+    assert await tool_calls_scheduled(client, task_id) == 2
+    events = [e.type for e in await client.events(task_id) if e.type in ("ElicitationRequested", "ApprovalGranted", "ToolCallCompleted")]
+    assert events == ["ElicitationRequested", "ApprovalGranted", "ToolCallCompleted"]
+
+
 async def test_a_question_waits_for_a_person_and_the_call_completes_with_the_answer(client: AsyncClient, content_store, task_queue):
     asking_registry.content_store = content_store
     with running_http_server(asking=True) as url:
@@ -66,7 +131,8 @@ async def test_the_wait_survives_a_killed_worker_and_is_answered_over_http(
         first = await asyncio.to_thread(start_worker, env, task_queue, REGISTRY)
         second = None
         try:
-            task_id = await client.start("go", options(url), task_queue=task_queue)
+            # No grace period: the call stops at the question and the wait is the workflow's alone.
+            task_id = await client.start("go", options(url, elicitation_hold_seconds=0), task_queue=task_queue)
             question = await waiting_question(client, task_id)
             listed = (await http.get(f"/tasks/{task_id}/approvals")).json()
             assert [(r["call_id"], r["action"]["type"], r["action"]["message"]) for r in listed] == [

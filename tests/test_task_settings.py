@@ -33,7 +33,7 @@ CHANGED: dict[str, Any] = {
     "system_prompt": "be brief", "model": "m", "max_turns": 7, "max_retries": 1, "provider_retries": 2,
     "tool_retries": 0, "validate_tool_input": True, "thinking": {"type": "adaptive"}, "effort": "low",
     "temperature": 0.5, "max_tokens": 99, "model_timeout_seconds": 12.0, "tool_timeout_seconds": 13.0,
-    "metadata": {"team": "a"}, "approval_timeout_seconds": 60.0, "max_history_events": 500,
+    "metadata": {"team": "a"}, "approval_timeout_seconds": 60.0, "elicitation_hold_seconds": 5.0, "max_history_events": 500,
     "limits": UsageLimits(max_tool_calls=3), "index_interval_seconds": None, "rate_limit_wait_seconds": 5.0,
     "store_outage_wait_seconds": 30.0, "max_tool_output_tokens": 2048,
     "model_activity": ActivityOptions(start_to_close_seconds=9.0), "model_local_activity": True,

@@ -30,6 +30,7 @@ from noeta.protocols.tool import RiskLevel, ToolResult, ToolSpec, tool_fingerpri
 if TYPE_CHECKING:
     from mcp.types import CallToolResult, Tool, ToolAnnotations
 
+    from noeta.mcp.asking import Hold
     from noeta.mcp.connections import McpConnections
 
 
@@ -148,13 +149,13 @@ class McpServers:
 
     async def call_tool(
         self, target: McpTarget, arguments: dict[str, Any], timeout_seconds: float | None,
-        answers: Sequence[ElicitationAnswer] = (), sampled: Sequence[SampledAnswer] = (),
+        answers: Sequence[ElicitationAnswer] = (), sampled: Sequence[SampledAnswer] = (), hold: Hold | None = None,
     ) -> CallToolResult:
         """Call ``target``'s tool; a lost connection raises (the attempt is retried on a fresh one),
         a request ``answers`` (a person's) or ``sampled`` (the task model's, each in order) lack
-        stops the call (noeta.mcp.asking)."""
+        stops the call (noeta.mcp.asking), unless ``hold`` gets a person's answer in time."""
         return await self.connections().call_tool(
-            target.alias, target.server, target.tool, arguments, timeout_seconds, answers, sampled
+            target.alias, target.server, target.tool, arguments, timeout_seconds, answers, sampled, hold
         )
 
     async def aclose(self) -> None:

@@ -21,6 +21,7 @@ from noeta.activities._errors import to_application_error
 from noeta.activities._heartbeat import AttemptTimedOut, attempt_seconds, beat, with_heartbeat
 from noeta.activities._schema import argument_problem, schema_validator
 from noeta.activities._store_writes import stored
+from noeta.activities.held_questions import QuestionHolder
 from noeta.activities._services import PREVIEW_CHARS, THREAD_WAIT_SECONDS, WorkerServices, checked_spec
 from noeta.builtins.memory.tool import RecallResult, memory_tool
 from noeta.errors import (
@@ -193,12 +194,13 @@ class ToolCalls:
             return recorded
         ledger.check_lost()
         timeout = activity.info().start_to_close_timeout
+        hold = QuestionHolder(inp) if QuestionHolder.wanted(inp) else None
         with instrument.tool_call(inp.tool_name, inp.task_id, inp.call_id) as observed:
             try:
                 called = await with_heartbeat(
                     self.mcp.call_tool(
                         target, inp.arguments, timeout.total_seconds() if timeout else None, inp.elicitation_answers,
-                        inp.sampled,
+                        inp.sampled, hold,
                     ),
                     as_details(ledger.earlier),
                 )

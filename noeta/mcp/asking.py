@@ -5,16 +5,17 @@ gave, else turned into the call's stop: a question for a person (``elicitation/c
 configuration does not allow it), carrying the request for the workflow to answer durably.
 
 A session serves one call at a time (noeta.mcp.connections), so a request the server sends on it
-belongs to that call. The worker never keeps a call open for an answer: the request stops the
-call (its session is closed, which ends the server's request as a lost client would), and the
-workflow makes the call again with the answers so far, which :class:`Asker` returns to the
-server's requests of each kind in the order it sends them.
+belongs to that call. A question may be held open for a grace period (``hold``,
+noeta.activities.held_questions): a person's answer in time goes back on that request. Otherwise
+the request stops the call (its session is closed, which ends the server's request as a lost
+client would), and the workflow makes the call again with the answers so far, which
+:class:`Asker` returns to the server's requests of each kind in the order it sends them.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, NoReturn
 
 from mcp.types import (
@@ -34,6 +35,9 @@ from noeta.protocols.sampling import MAX_SAMPLES_PER_CALL, REFUSED_CODE, Sampled
 
 #: The errors that stop a call to wait for an answer (or refuse it): its session is closed.
 STOPS = (McpInputRequiredError, McpSamplingRequiredError, McpSamplingNotAllowedError)
+#: Asks the task for a person's answer to the call's n-th question while the server's request is
+#: held open (None: none in time, the call stops): noeta.activities.held_questions.
+Hold = Callable[[int, dict[str, Any]], Awaitable[ElicitationAnswer | None]]
 
 
 class Asker:
@@ -42,14 +46,16 @@ class Asker:
 
     def __init__(
         self, alias: str, answers: Sequence[ElicitationAnswer] = (), sampled: Sequence[SampledAnswer] = (),
-        *, sampling: bool = False,
+        *, sampling: bool = False, hold: Hold | None = None,
     ) -> None:
         """``alias``: the server's; ``answers``/``sampled``: the answers to its earlier requests;
-        ``sampling``: its configuration allows sampling requests."""
+        ``sampling``: its configuration allows sampling requests; ``hold``: a new question waits
+        for it before the call stops."""
         self.alias = alias
         self._answers = list(answers)
         self._sampled = list(sampled)
         self._sampling = sampling
+        self._hold = hold
         self._asked = 0
         self._samples = 0
         self.needs: asyncio.Future[McpServerError] = asyncio.get_running_loop().create_future()
@@ -64,15 +70,17 @@ class Asker:
         """The answer to the server's next question, or (none yet) a stop that never answers."""
         self._asked += 1
         if self._asked <= len(self._answers):
-            answer = self._answers[self._asked - 1]
-            return ElicitResult(action=answer.action, content=answer.content if answer.action == "accept" else None)
+            return _result(self._answers[self._asked - 1])
         if self._asked > MAX_ELICITATIONS_PER_CALL:
             return ErrorData(code=INVALID_REQUEST, message=f"at most {MAX_ELICITATIONS_PER_CALL} questions per call")
-        request: dict[str, Any] = {"server": self.alias, "message": params.message, "requested_schema": {}}
+        request: dict[str, Any] = {"server": self.alias, "message": params.message, "requested_schema": {}, "index": self._asked}
         if isinstance(params, ElicitRequestURLParams):
             request["message"] = f"{params.message}\n{params.url}"
         else:
             request["requested_schema"] = dict(params.requestedSchema)
+        held = await self._hold(self._asked, request) if self._hold is not None else None
+        if held is not None:  # answered in time: on the request that asked
+            return _result(held)
         return await self._stop(McpInputRequiredError(f"MCP server {self.alias!r} asks: {params.message}", request=request))
 
     async def sample(self, params: CreateMessageRequestParams) -> CreateMessageResult | ErrorData:
@@ -108,6 +116,10 @@ class Asker:
             self.needs.set_result(stop)
         await asyncio.Event().wait()  # never answered: the session is closed under it
         raise AssertionError("unreachable")
+
+
+def _result(answer: ElicitationAnswer) -> ElicitResult:
+    return ElicitResult(action=answer.action, content=answer.content if answer.action == "accept" else None)
 
 
 async def no_caller(params: Any) -> ErrorData:

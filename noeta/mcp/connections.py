@@ -38,7 +38,7 @@ from mcp.types import (
 
 import noeta
 from noeta.errors import McpServerError, McpServerNotAllowedError, NoetaError
-from noeta.mcp.asking import STOPS, Asker, no_caller
+from noeta.mcp.asking import STOPS, Asker, Hold, no_caller
 from noeta.mcp.config import resolve
 from noeta.mcp.failures import explain
 from noeta.mcp.oauth import build_auth
@@ -317,18 +317,19 @@ class McpConnections:
 
     async def call_tool(
         self, alias: str, config: McpServerConfig, tool: str, arguments: dict[str, Any], timeout_seconds: float | None,
-        answers: Sequence[ElicitationAnswer] = (), sampled: Sequence[SampledAnswer] = (),
+        answers: Sequence[ElicitationAnswer] = (), sampled: Sequence[SampledAnswer] = (), hold: Hold | None = None,
     ) -> CallToolResult:
         """Call ``tool`` of the server with ``arguments``, waiting up to ``timeout_seconds`` (None:
         no limit); McpServerError when the server cannot be reached or the session fails; a stop
         (noeta.mcp.asking) when it asks what ``answers`` (a person's) or ``sampled`` (the task
-        model's, each in order) lack, or samples without ``config.sampling``."""
+        model's, each in order) lack and ``hold`` does not get in time, or samples without
+        ``config.sampling``."""
         timeout = timedelta(seconds=timeout_seconds) if timeout_seconds else None
 
         async def send(session: ClientSession) -> CallToolResult:
             return await session.call_tool(tool, arguments, read_timeout_seconds=timeout)
 
-        result: CallToolResult = await self._request(alias, config, send, Asker(alias, answers, sampled, sampling=config.sampling))
+        result: CallToolResult = await self._request(alias, config, send, Asker(alias, answers, sampled, sampling=config.sampling, hold=hold))
         return result
 
     async def aclose(self) -> None:

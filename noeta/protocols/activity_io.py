@@ -238,6 +238,9 @@ class InvokeToolInput:
     sampled: list[SampledAnswer] = field(default_factory=list)
     """A remote MCP tool made again after its server asked the task's model: the answers so far,
     returned to the server's sampling requests in order (noeta.protocols.sampling)."""
+    elicitation_hold_seconds: float = 0.0
+    """A remote MCP tool: how long a question its server asks is held open for a person's answer
+    (noeta.protocols.held_questions); 0: the call stops at the question."""
 
 
 @dataclass(frozen=True, slots=True)

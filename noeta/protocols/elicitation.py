@@ -1,13 +1,13 @@
 """An MCP server asking the user back during a tool call (the spec's ``elicitation/create``), as a
 durable wait of the task: the request a person answers, the answer, and the checks on it.
 
-A server's request reaches the worker in the middle of a tool call. The worker does not hold the
-call open while a person takes minutes or days: the call's activity fails with
-``McpInputRequiredError`` carrying the request, the workflow lists it among the task's pending
-approvals (a :class:`ElicitationRequest` action) and waits durably for the answer (the ``approve``
-or ``refuse`` update, or its timeout, a decline), then makes the tool call again with the answers
-given so far, which the worker returns to the server's requests in order. Pure: the workflow
-and the client use it.
+A server's request reaches the worker in the middle of a tool call. The worker holds the request
+open only for a short grace period (noeta.protocols.held_questions), never while a person takes
+minutes or days: then the call's activity fails with ``McpInputRequiredError`` carrying the
+request, the workflow lists it among the task's pending approvals (a :class:`ElicitationRequest`
+action) and waits durably for the answer (the ``approve`` or ``refuse`` update, or its timeout, a
+decline), then makes the tool call again with the answers given so far, which the worker returns
+to the server's requests in order. Pure: the workflow and the client use it.
 """
 
 from __future__ import annotations

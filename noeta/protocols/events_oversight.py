@@ -34,10 +34,11 @@ class ApprovalRequested:
 
 @dataclass(frozen=True, slots=True)
 class ElicitationRequested(ServerRequest):
-    """A remote MCP server asked a person during a tool call; the call stopped and the task waits
-    (durably) for the answer, which comes as ApprovalGranted (accept, the content as
-    ``arguments``) or ApprovalDenied (decline; reason ``cancel``: cancel; ``timeout``: nobody
-    answered) for ``call_id``, and the call is made again with it."""
+    """A remote MCP server asked a person during a tool call; the task waits for the answer, which
+    comes as ApprovalGranted (accept, the content as ``arguments``) or ApprovalDenied (decline;
+    reason ``cancel``: cancel; ``timeout``: nobody answered) for ``call_id``. Given while the
+    worker still holds the server's request open, it goes back on that request; otherwise the call
+    stopped and is made again with it (docs/mcp.md)."""
     message: str
     requested_schema: dict[str, Any]
 

@@ -50,6 +50,12 @@ SIGNAL_CLOSE = "close"
 #: task's Current Details); only during an outage, so ordinary tasks never see it.
 SIGNAL_STORE_OUTAGE = "noeta.store_outage"
 QUERY_PENDING_APPROVALS = "pending_approvals"
+#: Sent by a worker's remote MCP tool call to its own task when the server asks a person and the
+#: worker holds the request open for the answer (a HeldQuestion: the task lists it at once), and
+#: what that call asks for the answer meanwhile (noeta.protocols.held_questions). Only tasks whose
+#: server asks see them.
+UPDATE_ELICITATION_HELD = "noeta.elicitation_held"
+QUERY_ELICITATION_ANSWER = "noeta.elicitation_answer"
 
 #: The histogram the workflow records each approval's wait in (seconds, by decision); its
 #: Prometheus buckets are set with the other metrics in noeta.telemetry.metrics.
@@ -243,6 +249,11 @@ PATCH_MCP_ELICITATION = "mcp-elicitation"
 """An MCP server asked a person during a tool call: the task waits for the answer (an approval of
 kind ``elicitation``) and makes the call again with it (noeta.workflows.elicitations). Asked only
 when a server asks, so other tasks pay nothing."""
+PATCH_MCP_ELICITATION_HELD = "mcp-elicitation-held"
+"""An MCP server asked a person during a tool call whose worker holds the request open for the
+answer: the task lists the question while the call runs (the UPDATE_ELICITATION_HELD update), and
+the call completes with an answer given in time, or stops and waits as for PATCH_MCP_ELICITATION
+(noeta.workflows.held_questions). Asked only when such an update arrives, so other tasks pay nothing."""
 PATCH_MCP_LOGIN_WAIT = "mcp-login-wait"
 """A user's MCP login lacked a scope a tool call needs: the task waits for the operator to log in
 again (an approval of kind ``login``) and makes the call again (noeta.workflows.login_wait). Asked

@@ -25,6 +25,7 @@ from noeta.errors import ConfigurationError
 from noeta.protocols.activity_options import ActivityOptions
 from noeta.protocols.budget import UsageLimits
 from noeta.protocols.compaction import Compaction
+from noeta.protocols.held_questions import DEFAULT_HOLD_SECONDS
 from noeta.protocols.names import DEFAULT_INDEX_INTERVAL_SECONDS
 from noeta.protocols.setting import DAY, setting
 from noeta.protocols.tool_output_cap import DEFAULT_MAX_TOOL_OUTPUT_TOKENS, MIN_TOOL_OUTPUT_TOKENS
@@ -84,6 +85,12 @@ class TaskSettings:
     """Free-form JSON carried with the task; keys listed in NOETA_INDEXED_METADATA are searchable."""
     approval_timeout_seconds: float = setting(DAY, gt=0, le=366 * DAY)
     """How long an action a guard sent for approval waits for a human before it is denied."""
+    # Above an hour a held request would outlive most servers' patience and the attempt's time.
+    elicitation_hold_seconds: float = setting(DEFAULT_HOLD_SECONDS, ge=0, le=3600)
+    """How long a remote MCP tool call whose server asks a person (elicitation) keeps the server's
+    request open for the answer before it stops and the task waits durably (at most half the
+    call's attempt time and ``approval_timeout_seconds``; 0: stop at once). An answer within it
+    reaches the server on the request that asked (docs/mcp.md)."""
     # A step takes ~12 events; the server terminates a run at 51,200.
     max_history_events: int | None = setting(None, ge=20, le=50_000)
     """Continue the task in a new run once a run's history has this many events (None: when

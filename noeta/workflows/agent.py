@@ -30,13 +30,16 @@ from temporalio.exceptions import ActivityError, ApplicationError, CancelledErro
 
 from noeta.errors import ConfigurationError
 from noeta.protocols.bounds import settings_problem
+from noeta.protocols.held_questions import HeldAnswer, HeldQuestion
 from noeta.protocols.names import (
+    QUERY_ELICITATION_ANSWER,
     QUERY_PENDING_APPROVALS,
     QUERY_PROGRESS,
     SIGNAL_CLOSE,
     SIGNAL_INJECT,
     SIGNAL_STORE_OUTAGE,
     UPDATE_APPROVE,
+    UPDATE_ELICITATION_HELD,
     UPDATE_REFUSE,
     UPDATE_SEND_GOAL,
     WORKFLOW_NAME,
@@ -93,6 +96,7 @@ class AgentWorkflow:
         self._busy = busy
         self._run_state = run
         self._approvals = approvals
+        self._held = gate.held
         self._status = status
         self._budget = budget
         self._continuation = continuation
@@ -153,6 +157,23 @@ class AgentWorkflow:
     def pending_approvals(self) -> list[ApprovalRequest]:
         """The actions waiting for a human's approval."""
         return list(self._approvals.pending.values())
+
+    @workflow.update(
+        name=UPDATE_ELICITATION_HELD,
+        description="Sent by the task's own MCP tool call: its server asked a person and the call holds the request open.",
+    )
+    def elicitation_held(self, asked: HeldQuestion) -> None:
+        """List a question the server of a running call asked (noeta.workflows.held_questions)."""
+        self._held.hold(asked)
+
+    @elicitation_held.validator
+    def _validate_held(self, asked: HeldQuestion) -> None:
+        self._held.check(asked)
+
+    @workflow.query(name=QUERY_ELICITATION_ANSWER, description="The answer to a held MCP server's question, once given.")
+    def elicitation_answer(self, call_id: str) -> HeldAnswer:
+        """What the call holding question ``call_id`` returns to its server."""
+        return self._held.answer(call_id)
 
     @workflow.signal(name=SIGNAL_INJECT, description='Context for the next step: {"text": "...", "origin": "system"}.')
     def inject(self, message: InjectInput) -> None:

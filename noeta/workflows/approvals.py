@@ -10,9 +10,16 @@ from temporalio.exceptions import ApplicationError
 
 from noeta.errors import ApprovalNotPendingError, ConfigurationError
 from noeta.protocols.elicitation import ElicitationRequest, content_problem, with_defaults
-from noeta.protocols.hooks import ProposedToolCall
+from noeta.protocols.hooks import ProposedAction, ProposedToolCall
 from noeta.protocols.names import APPROVAL_TIMER_PREFIX, METRIC_APPROVAL_WAIT
 from noeta.protocols.task import ApprovalInput, ApprovalRequest, approval_timed_out
+
+
+def waiting_request(action: ProposedAction, reason: str | None, guard: str, timeout_seconds: float) -> ApprovalRequest:
+    """``action`` waiting for a human from now, refused ``timeout_seconds`` later unless answered."""
+    now = workflow.now()
+    deadline = now + timedelta(seconds=timeout_seconds)
+    return ApprovalRequest(action.call_id, action, reason, guard, waiting_since=now.isoformat(), deadline=deadline.isoformat())
 
 
 class Approvals:
@@ -52,6 +59,15 @@ class Approvals:
     def answer(self, decision: ApprovalInput) -> None:
         """Record a human's answer (already checked by ``check_answer``)."""
         self._answers[decision.call_id] = decision
+
+    def answered(self, call_id: str) -> ApprovalInput | None:
+        """The answer that arrived for a pending request (None: none yet, or not pending)."""
+        return self._answers.get(call_id) if call_id in self.pending else None
+
+    def close(self, call_id: str) -> None:
+        """A request answered (or no longer asked) outside :meth:`wait`: not pending any more."""
+        self.pending.pop(call_id, None)
+        self._answers.pop(call_id, None)
 
     def withdraw_all(self) -> None:
         """The goal waiting for them ended without them (interrupted): nothing is pending now."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
@@ -28,7 +27,8 @@ from noeta.protocols.task import (
 from noeta.protocols.names import PATCH_EDITED_APPROVALS
 from noeta.protocols.tool import RiskLevel
 from noeta.workflows import patches, steps
-from noeta.workflows.approvals import Approvals
+from noeta.workflows.approvals import Approvals, waiting_request
+from noeta.workflows.held_questions import HeldQuestions
 from noeta.workflows.run import RunState
 from noeta.workflows.status import RunStatus
 
@@ -45,6 +45,8 @@ class Gate:
         self._run = run
         self.approvals = approvals
         self._status = status
+        self.held = HeldQuestions(run, approvals, status)
+        """Questions of remote MCP servers listed while their calls hold the request open."""
         self.finish_refusals = 0
         """Refused finishes in the current goal (and run)."""
         self.last_refusal = ""
@@ -101,11 +103,7 @@ class Gate:
             return None
         if verdict.verdict == "deny":
             return denied_by_guard(verdict.guard, verdict.reason)
-        now = workflow.now()
-        deadline = now + timedelta(seconds=self._run.task.approval_timeout_seconds)
-        request = ApprovalRequest(
-            action.call_id, action, verdict.reason, verdict.guard, waiting_since=now.isoformat(), deadline=deadline.isoformat()
-        )
+        request = waiting_request(action, verdict.reason, verdict.guard, self._run.task.approval_timeout_seconds)
         decision = await self.await_answer(request)
         if decision.approved:
             self.approved_by[action.call_id] = decision.approver or "a human"
@@ -134,15 +132,16 @@ class Gate:
         """Ask the guards (and a human, if one defers) about one action: ``refusal`` of its verdict."""
         return await self.refusal(action, (await self.verdicts([action])).get(action.call_id))
 
-    async def await_answer(self, request: ApprovalRequest) -> ApprovalInput:
+    async def await_answer(self, request: ApprovalRequest, timeout_seconds: float | None = None) -> ApprovalInput:
         """Open ``request`` and wait durably for ``approve`` or ``refuse`` (a guard's action, or an
-        MCP server's question: noeta.workflows.elicitations); no answer within the task's approval
-        timeout is a refusal."""
+        MCP server's question: noeta.workflows.elicitations); no answer within ``timeout_seconds``
+        (default: the task's approval timeout) is a refusal."""
         approvals = self.approvals
         approvals.open(request)
         self._status.update_index("awaiting_approval")
         self._status.refresh()
-        decision = await approvals.wait(request, self._run.task.approval_timeout_seconds)
+        timeout = self._run.task.approval_timeout_seconds if timeout_seconds is None else timeout_seconds
+        decision = await approvals.wait(request, timeout)
         if not approvals.pending:
             self._status.update_index("running")
         self._status.refresh()

@@ -7,18 +7,17 @@ fails the call with the stop's own McpLoginRequiredError.
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
-from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 from noeta.protocols.activity_io import InvokeToolInput
 from noeta.protocols.login_wait import LOGIN_REQUIRED, LoginRequest, login_wait_id
 from noeta.protocols.names import PATCH_MCP_LOGIN_WAIT
-from noeta.protocols.task import ApprovalRequest, TaskInput
+from noeta.protocols.task import TaskInput
 from noeta.workflows import patches
 from noeta.workflows.failures import stopped_for
+from noeta.workflows.approvals import waiting_request
 from noeta.workflows.gates import Gate
 
 
@@ -44,11 +43,7 @@ async def await_login(gate: Gate, task: TaskInput, inp: InvokeToolInput, needed:
         command=command,
         message=f"MCP server {server} needs a new login with scope '{needed.get('scope') or ''}': run `{command}`, then approve",
     )
-    now = workflow.now()
-    request = ApprovalRequest(
-        action.call_id, action, action.message, f"mcp:{server}",
-        waiting_since=now.isoformat(), deadline=(now + timedelta(seconds=task.approval_timeout_seconds)).isoformat(),
-    )
+    request = waiting_request(action, action.message, f"mcp:{server}", task.approval_timeout_seconds)
     return (await gate.await_answer(request)).approved
 
 

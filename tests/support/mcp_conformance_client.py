@@ -108,7 +108,8 @@ async def headless_browser(url: str) -> None:
 
 async def answer_waits(client: AsyncClient, task_id: str, config: dict[str, Any], store: McpTokenStore) -> None:
     """The person behind the task: accept each question a server asks with no fields of their
-    own, so the schema's defaults answer (the elicitation scenarios); for a login that lacks a
+    own, so the schema's defaults answer (the elicitation scenarios), at once, while the worker
+    still holds the server's request (the answer goes back on it); for a login that lacks a
     scope, log in again with the scope the wait names, then let the task go on (scope step-up)."""
     answered: set[str] = set()
     while True:

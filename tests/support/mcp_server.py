@@ -104,8 +104,9 @@ def add_asking_tools(server: FastMCP) -> None:
     @server.tool()
     async def confirm_action(action: str, ctx: Context) -> str:
         """Ask the user to confirm the action (an elicitation), then say what they answered."""
-        _log(f"asked {action} pid {os.getpid()}")
+        _log(f"asked {action} pid {os.getpid()} request {ctx.request_id}")
         answer = await ctx.elicit(f"Really {action}?", Confirmation)
+        _log(f"answered {answer.action} request {ctx.request_id}")
         if answer.action == "accept":
             return f"{action}: confirm={answer.data.confirm} note={answer.data.note}"
         return f"{action}: {answer.action}"

@@ -35,6 +35,7 @@ class Approvals:
         self._timers: dict[str, tuple[str, float]] = {}  # timer id -> (call id, timeout in seconds)
         self._edited: set[str] = set()  # calls approved with edited arguments
         self._asked: dict[str, int] = {}  # tool call id -> questions its MCP server asked so far
+        self._listed: set[str] = set()  # questions listed so far (their ElicitationRequested)
         self._logins: dict[str, int] = {}  # tool call id -> new logins it waited for so far
 
     def requested(self, call_id: str, guard: str, reason: str | None, event: HistoryEvent, cause: int) -> None:
@@ -49,8 +50,15 @@ class Approvals:
         """A tool call stopped because its MCP server asked a person: the question waits for an
         answer like an approval (noeta.workflows.elicitations numbers them per call, from 1)."""
         asked = request if isinstance(request, dict) else {}
-        self._asked[tool_call_id] = self._asked.get(tool_call_id, 0) + 1
-        call_id = elicitation_id(tool_call_id, self._asked[tool_call_id])
+        # Numbered by the worker since questions could be held (listed while the call ran, then
+        # perhaps stopped at): a question already listed is not listed again.
+        index = asked.get("index")
+        index = index if isinstance(index, int) else self._asked.get(tool_call_id, 0) + 1
+        self._asked[tool_call_id] = max(index, self._asked.get(tool_call_id, 0))
+        call_id = elicitation_id(tool_call_id, index)
+        if call_id in self._listed:
+            return
+        self._listed.add(call_id)
         schema = asked.get("requested_schema")
         payload = ev.ElicitationRequested(
             call_id, tool_call_id, tool_name, str(asked.get("server") or ""), str(asked.get("message") or ""),

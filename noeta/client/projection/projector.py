@@ -26,7 +26,8 @@ from noeta.client.projection.steps import Steps
 from noeta.client.projection.subtasks import Subtasks
 from noeta.client.projection.transcript import Transcript
 from noeta.protocols import event_log as ev
-from noeta.protocols.names import UPDATE_APPROVE, UPDATE_REFUSE, UPDATE_SEND_GOAL
+from noeta.protocols.held_questions import HeldQuestion
+from noeta.protocols.names import UPDATE_APPROVE, UPDATE_ELICITATION_HELD, UPDATE_REFUSE, UPDATE_SEND_GOAL
 from noeta.protocols.task import ApprovalInput, GoalInput
 
 _CHILD_ENDED = (
@@ -122,6 +123,8 @@ class Projector:
             self._approvals.decided(refused, event, accepted.meta.identity)
         elif request.name == UPDATE_SEND_GOAL:
             self._goals.received(decode_first(request.args, GoalInput), event)
+        elif request.name == UPDATE_ELICITATION_HELD:
+            self._steps.held_question(decode_first(request.args, HeldQuestion), event)
 
 
 def project(

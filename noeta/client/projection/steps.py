@@ -41,6 +41,7 @@ from noeta.protocols.activity_io import (
 )
 from noeta.protocols.appends import goal_message, tool_result_block
 from noeta.protocols.elicitation import INPUT_REQUIRED
+from noeta.protocols.held_questions import HeldQuestion
 from noeta.protocols.login_wait import LOGIN_REQUIRED
 from noeta.protocols.sampling import SAMPLING_REQUIRED
 from noeta.protocols.hooks import GuardDecision, ProposedToolCall, combine
@@ -206,6 +207,16 @@ class Steps:
                 ev.TaskScored(scores=scored.scores, mean=mean_value(scored.scores), skipped=scored.skipped),
                 "engine", event, self._transcript.last_message_seq,
             )
+
+    def held_question(self, asked: HeldQuestion, event: HistoryEvent) -> None:
+        """A running tool call's server asked a person and its worker holds the request open: the
+        question waits for an answer like one the call stopped at."""
+        latest = next(
+            (s for s in reversed(self._scheduled.values()) if s.activity == INVOKE_TOOL and s.input.call_id == asked.tool_call_id),
+            None,
+        )
+        if latest is not None:
+            self._approvals.elicited(asked.tool_call_id, asked.tool_name, {**asked.request, "index": asked.index}, event, latest.seq)
 
     def failed(self, event: HistoryEvent) -> None:
         """An activity failed for good (its last attempt failed, or it timed out)."""
