@@ -19,6 +19,8 @@ from noeta.protocols.names import (
     PATCH_LOCAL_MODEL_CALLS,
     PATCH_LOCAL_TOOLS,
     PATCH_MCP_ELICITATION,
+    PATCH_MCP_ELICITATION_HELD,
+    PATCH_MCP_LOGIN_WAIT,
     PATCH_MCP_SAMPLING,
     PATCH_REFUSALS_RECORDED,
 )
@@ -199,6 +201,28 @@ def test_mcp_elicitation_histories_are_recorded():
         text = (folder / f"{name}.json").read_text()
         assert text.count('"name": "noeta.invoke_tool"') == 2 and '"McpInputRequiredError"' in text
         assert PATCH_MCP_ELICITATION in base64_payloads(text) and f'"name": "{update}"' in text
+
+
+def test_mcp_held_elicitation_histories_are_recorded():
+    # The worker held the server's request open (PATCH_MCP_ELICITATION_HELD): "held" was answered in
+    # time on that request (one tool call); "waited" was not, so the call stopped, the task waited
+    # for the question listed while it was held and made the call again with the answer.
+    folder = ROOT / PATCH_MCP_ELICITATION_HELD
+    assert {p.stem for p in folder.glob("*.json")} >= {"held", "waited"}
+    for name, calls in (("held", 1), ("waited", 2)):
+        text = (folder / f"{name}.json").read_text()
+        assert text.count('"name": "noeta.invoke_tool"') == calls and text.count('"name": "noeta.elicitation_held"') == 1
+        assert PATCH_MCP_ELICITATION_HELD in base64_payloads(text) and '"name": "approve"' in text
+        assert ('"McpInputRequiredError"' in text) == (name == "waited")
+
+
+def test_mcp_login_wait_histories_are_recorded():
+    # A user's login lacked a scope the call needs (PATCH_MCP_LOGIN_WAIT): the call failed with
+    # McpLoginRequiredError, the task waited for the operator's new login (approve), then made the
+    # call again.
+    text = (ROOT / PATCH_MCP_LOGIN_WAIT / "login.json").read_text()
+    assert text.count('"name": "noeta.invoke_tool"') == 2 and '"McpLoginRequiredError"' in text
+    assert PATCH_MCP_LOGIN_WAIT in base64_payloads(text) and '"name": "approve"' in text
 
 
 def test_mcp_sampling_histories_are_recorded():
