@@ -10,7 +10,7 @@ from temporalio.api.failure.v1 import Failure
 from temporalio.api.history.v1 import HistoryEvent, MarkerRecordedEventAttributes
 
 from noeta.client.projection.log import EnvelopeLog
-from noeta.client.projection.payloads import decode_first, earlier_attempts, failure_text
+from noeta.client.projection.payloads import decode_first, earlier_attempts, failure_text, retry_fields
 from noeta.client.projection.transcript import Transcript
 from noeta.protocols import event_log as ev
 from noeta.protocols.activity_io import CallModelOutput
@@ -113,18 +113,8 @@ class ModelCalls:
 
     def _retried(self, provider: str, failed: AttemptFailure, event: HistoryEvent, cause: int) -> None:
         """An attempt of a model call failed and the call was retried."""
-        self._log.emit(
-            ev.ProviderCallRetried(
-                provider=provider,
-                attempt=failed.attempt,
-                error=failed.error,
-                error_type=failed.error_type,
-                retry_after=failed.retry_after,
-            ),
-            f"provider:{provider}",
-            event,
-            cause,
-        )
+        retried = ev.ProviderCallRetried(provider=provider, **retry_fields(failed), retry_after=failed.retry_after)
+        self._log.emit(retried, f"provider:{provider}", event, cause)
 
 
 __all__ = ["ModelCalls"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypedDict
 
 from pydantic import TypeAdapter
 from temporalio.api.common.v1 import Payload, Payloads
@@ -53,6 +53,19 @@ def earlier_attempts(failure: Failure) -> list[AttemptFailure]:
     """The attempts of a call that failed for good before its last one (the worker's attempt
     ledger lists them all in the failure's details, the last one included)."""
     return [AttemptFailure(**f) for f in failure_details(failure).get("attempt_failures", [])][:-1]
+
+
+class RetryFields(TypedDict):
+    """What a call's Retried event (ProviderCallRetried, ToolCallRetried) says of the attempt that
+    failed."""
+    attempt: int
+    error: str
+    error_type: str | None
+
+
+def retry_fields(failed: AttemptFailure) -> RetryFields:
+    """A failed attempt as its call's Retried event tells it."""
+    return RetryFields(attempt=failed.attempt, error=failed.error, error_type=failed.error_type)
 
 
 def innermost_message(failure: Failure) -> str:

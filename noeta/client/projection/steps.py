@@ -22,6 +22,7 @@ from noeta.client.projection.payloads import (
     failure_text,
     innermost_message,
     own_error_type,
+    retry_fields,
 )
 from noeta.client.projection.rounds import ToolRounds
 from noeta.client.projection.transcript import Transcript
@@ -368,15 +369,5 @@ class Steps:
                 self._transcript.feedback(denied, event, self._log.last_seq)
 
     def _tool_retry(self, call_id: str, tool_name: str, failed: AttemptFailure, event: HistoryEvent, cause: int) -> None:
-        self._log.emit(
-            ev.ToolCallRetried(
-                call_id=call_id,
-                tool_name=tool_name,
-                attempt=failed.attempt,
-                error=failed.error,
-                error_type=failed.error_type,
-            ),
-            f"tool:{tool_name}",
-            event,
-            cause,
-        )
+        retried = ev.ToolCallRetried(call_id=call_id, tool_name=tool_name, **retry_fields(failed))
+        self._log.emit(retried, f"tool:{tool_name}", event, cause)
