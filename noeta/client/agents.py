@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from noeta.config.import_path import load_object
@@ -112,6 +112,14 @@ class Agents:
                 return self._versions[name][version]
         return self.get(ref)
 
+    def current(self, name: str) -> int:
+        """The version ``name`` starts outside a ramp (set_current's, else the highest)."""
+        return self.get(name).version
+
+    def ramping(self, name: str) -> tuple[int, float] | None:
+        """The version ``name`` ramps and its percentage of new tasks, or None."""
+        return self._ramps.get(name)
+
     def names(self) -> dict[str, list[int]]:
         """Each agent's versions."""
         return {name: sorted(versions) for name, versions in sorted(self._versions.items())}
@@ -126,12 +134,39 @@ def load_agents(path: str) -> Agents:
     return load_object(path, _is_agents, "Agents", "agents")
 
 
+def agent_of(metadata: Mapping[str, Any]) -> tuple[str, int] | None:
+    """The agent name and version a task's metadata records (``agent=triage@2``), or None."""
+    name, _, number = str(metadata.get(AGENT_METADATA_KEY) or "").partition("@")
+    return (name, int(number)) if name and number.isdigit() else None
+
+
+def with_settings(base: Options, given: Options | None) -> Options:
+    """``base`` with every setting ``given`` changes from Options' defaults (a task's own settings
+    over its agent version's, as a fork's over its source's); metadata is added to ``base``'s."""
+    from noeta.client.options import Options
+
+    if given is None:
+        return base
+    default = Options()
+    changed = {f.name: getattr(given, f.name) for f in dataclasses.fields(Options)
+               if getattr(given, f.name) != getattr(default, f.name)}
+    changed["metadata"] = {**base.metadata, **given.metadata}
+    return dataclasses.replace(base, **changed)
+
+
+def agent_task_options(agents: Agents, agent: str, task_id: str, options: Options | None = None) -> Options:
+    """The Options task ``task_id`` started as ``agent`` runs with: the version chosen for it (a
+    ramp's share included), ``options``' own settings over it, the version in its metadata."""
+    chosen = agents.choose(agent, task_id)
+    return dataclasses.replace(chosen, options=with_settings(chosen.options, options)).task_options()
+
+
 async def start_agent(client: Any, agents: Agents, goal: str, agent: str, *, task_id: str | None = None, **start: Any) -> str:
     """Start ``goal`` as agent ``agent`` (``"triage"`` or ``"triage@2"``) on ``client`` (an
-    AsyncClient); other keyword arguments as ``AsyncClient.start``'s. Returns the task id."""
+    AsyncClient) with the catalog ``agents``; other keyword arguments as ``AsyncClient.start``'s.
+    Returns the task id. (A client given a catalog, or NOETA_AGENTS: ``client.start(goal, agent=...)``.)"""
     task_id = task_id or uuid.uuid4().hex
-    chosen = agents.choose(agent, task_id)
-    started: str = await client.start(goal, chosen.task_options(), task_id=task_id, **start)
+    started: str = await client.start(goal, agent_task_options(agents, agent, task_id), task_id=task_id, **start)
     return started
 
 
@@ -142,4 +177,7 @@ async def fork_onto(client: Any, agents: Agents, source: str, agent: str, *, at_
     return forked
 
 
-__all__ = ["AgentVersion", "Agents", "fork_onto", "load_agents", "ramped", "start_agent"]
+__all__ = [
+    "AgentVersion", "Agents", "agent_of", "agent_task_options", "fork_onto", "load_agents", "ramped", "start_agent",
+    "with_settings",
+]

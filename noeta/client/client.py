@@ -7,7 +7,8 @@ at a cluster.
 
 AsyncClient is composed of small objects, each owning the state it touches and handed its
 collaborators: the :class:`~noeta.client.connection.Connection` (the Temporal client, what the
-cluster supports, whether a task exists and runs), the :class:`~noeta.client.observation.Observation`
+cluster supports, whether a task exists and runs), :class:`~noeta.client.start_methods.StartMethods`
+(start and fork, by Options or by agent name), the :class:`~noeta.client.observation.Observation`
 (the observers and their followers), :class:`~noeta.client.tasks.TaskOperations` (start, goals,
 context, approvals, result, cancel), :class:`~noeta.client.listing.TaskListing` (list, UI links) and
 :class:`~noeta.client.inspection.Inspection` (describe, details, pending approvals, history, events,
@@ -16,32 +17,29 @@ messages, audit). Its methods hand each call to the one that does it.
 
 from __future__ import annotations
 
-import asyncio
 import warnings
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client as TemporalClient
 
+from noeta.client.agents import Agents
 from noeta.client.audit import AuditEntry
 from noeta.client.connect import connect_temporal
 from noeta.client.connection import Connection
 from noeta.client.embedded import EmbeddedServer
 from noeta.client.events import EventStream
-from noeta.client.export import LoadedTask, export_task
-from noeta.client.forks import load_bodies
-from noeta.client.imports import imported_export, imported_source
+from noeta.client.export import export_task
+from noeta.client.imports import imported_export
 from noeta.client.host import HostConfig
 from noeta.client.inspection import METADATA_QUERY, ApprovalsInbox, Inspection, PendingApproval
 from noeta.client.listing import TaskListing
 from noeta.client.messages import ViewItem
 from noeta.client.observation import Observation
-from noeta.client.options import Options
 from noeta.client.threads import ThreadMethods
 from noeta.client.pollers import no_worker_message, unpolled_queue
-from noeta.client.start_request import StartAs
+from noeta.client.start_methods import StartMethods
 from noeta.client.tasks import SERVER_OUTAGE_WAIT_SECONDS, SERVER_UNREACHABLE, TaskOperations
 from noeta.client.schedule_methods import ScheduleMethods
 from noeta.client.visibility import (
@@ -58,11 +56,12 @@ from noeta.protocols.names import DEFAULT_PROVIDER
 from noeta.protocols.statuses import IfBusy
 
 
-class AsyncClient(ScheduleMethods, ThreadMethods):
-    """The asyncio API: task operations (:mod:`noeta.client.tasks`), listing tasks
-    (:mod:`noeta.client.listing`), reading tasks (:mod:`noeta.client.inspection`), following
-    them for observers (:mod:`noeta.client.observation`) and schedules of tasks
-    (:mod:`noeta.client.schedule_methods`), on a connection (:mod:`noeta.client.connection`)."""
+class AsyncClient(StartMethods, ScheduleMethods, ThreadMethods):
+    """The asyncio API: starting tasks (:mod:`noeta.client.start_methods`), task operations
+    (:mod:`noeta.client.tasks`), listing tasks (:mod:`noeta.client.listing`), reading tasks
+    (:mod:`noeta.client.inspection`), following them for observers (:mod:`noeta.client.observation`)
+    and schedules of tasks (:mod:`noeta.client.schedule_methods`), on a connection
+    (:mod:`noeta.client.connection`)."""
 
     def __init__(
         self,
@@ -74,10 +73,12 @@ class AsyncClient(ScheduleMethods, ThreadMethods):
         observers: Sequence[Observer] = (),
         memory: Any = None,
         delta_broker: DeltaBroker | None = None,
+        agents: Agents | str | None = None,
     ) -> None:
         """``temporal`` is the connected Temporal client; ``content_store`` must be the store the workers use;
         tasks go to ``task_queue`` unless a call says otherwise. ``connect`` builds all of these from a
-        HostConfig."""
+        HostConfig. ``agents``: the agent catalog (or its ``package.module:attribute``) that
+        ``start(goal, agent=...)`` resolves names in."""
         self._connection = Connection(temporal)
         self._observation = Observation(temporal, observers)
         self._tasks = TaskOperations(self._connection, self._observation, task_queue=task_queue)
@@ -91,6 +92,7 @@ class AsyncClient(ScheduleMethods, ThreadMethods):
         """The memory pool (a MemoryStore) that the memory tool of this host's workers shares:
         seed it, read what agents remembered."""
         self._deltas = ClientDeltas(temporal, delta_broker or in_process_broker())
+        self.agents = agents
 
     @classmethod
     async def connect(cls, host: HostConfig | None = None, observers: Sequence[Observer] = ()) -> AsyncClient:
@@ -105,6 +107,7 @@ class AsyncClient(ScheduleMethods, ThreadMethods):
             observers=observers,
             memory=host.settings.memory_store(),
             delta_broker=broker_for(host.settings.delta_broker_url),
+            agents=host.settings.agents,  # NOETA_AGENTS, loaded when an agent is first started
         )
         client.indexed_metadata = host.settings.indexed_metadata
         client.ui_url = host.settings.temporal_ui or client.ui_url
@@ -187,62 +190,6 @@ class AsyncClient(ScheduleMethods, ThreadMethods):
         return await self._connection.is_running(task_id)
 
     # Task operations.
-
-    async def start(
-        self,
-        goal: str,
-        options: Options | None = None,
-        *,
-        task_id: str | None = None,
-        keep_open: bool = False,
-        images: Sequence[ImageBlock] = (),
-        workspace_dir: str | Path | None = None,
-        provider_name: str | None = None,
-        task_queue: str | None = None,
-        api_key_id: str | None = None,
-        tenant: str | None = None, identity: str | None = None,
-    ) -> str:
-        """Start a task and return its id (the workflow id). ``api_key_id``: the ``noeta serve`` key
-        that starts it, indexed as NoetaApiKey so the key's spend can be summed. ``tenant``: its
-        NoetaTenant. ``identity`` (here and below): who acts, as Temporal records it."""
-        started = await self._tasks.start(
-            goal, options, task_id=task_id, keep_open=keep_open, images=images, workspace_dir=workspace_dir,
-            provider_name=provider_name, start_as=StartAs(task_queue, api_key_id, tenant, identity),
-        )
-        self._deltas.follow(started)
-        return started
-
-    async def fork(
-        self,
-        source: str | LoadedTask,
-        /,
-        *,
-        at_turn: int,
-        options: Options | None = None,
-        goal: str | None = None,
-        task_id: str | None = None,
-        task_queue: str | None = None,
-        api_key_id: str | None = None,
-        tenant: str | None = None, identity: str | None = None,
-    ) -> str:
-        """Start a new task whose transcript is ``source``'s up to its model turn ``at_turn`` (that
-        turn is decided anew) and return its id. The fork runs with ``options``' settings where
-        they differ from Options' defaults, the source's recorded ones otherwise; tool calls before
-        the fork point are not run again (their results come from the record); the source is not
-        changed. ``goal``: a message of the human's added at the fork point (default: none; the
-        fork carries the source's goal). The fork runs on ``task_queue``, by default the source's
-        (its workers have its tools). TurnNotFoundError, naming the valid range, for a turn the
-        source has not recorded; TaskNotFoundError for an unknown source. ``source`` may be an
-        export read with ``noeta.sdk.testing.load_task`` (a task of another cluster): its bodies are
-        put into this client's content store first, and the fork runs on this client's task queue.
-        ``tenant``, ``identity``: as for ``start``."""
-        source = await imported_source(self.temporal, self.content_store, source)  # imported: its export
-        if isinstance(source, LoadedTask):
-            await asyncio.to_thread(load_bodies, source, self.content_store)
-        return await self._tasks.fork(
-            source, at_turn=at_turn, options=options, goal=goal, task_id=task_id,
-            start_as=StartAs(task_queue, api_key_id, tenant, identity),
-        )
 
     async def send_goal(
         self, task_id: str, goal: str, images: Sequence[ImageBlock] = (), *, identity: str | None = None,

@@ -28,6 +28,9 @@ variable                      meaning
 ``NOETA_INDEXED_METADATA``    ``Options.metadata`` keys to make searchable (comma-separated), as
                               ``key=value`` values of the ``NoetaMetadata`` search attribute
 ``NOETA_TEMPORAL_UI``         the Temporal UI's address for links (default: the embedded server's)
+``NOETA_AGENTS``              the agent catalog, ``package.module:attribute`` (an ``Agents``), that
+                              ``start(goal, agent="triage")``, ``noeta run --agent``, HTTP and the
+                              console resolve agent names in (unset: none; docs/versions.md)
 ============================  ===============================================================
 
 The ``TEMPORAL_*`` variables and the config file are Temporal's standard client configuration
@@ -145,6 +148,8 @@ class Settings(EnvSettings):
     """``Options.metadata`` keys that tasks started here make searchable (NoetaMetadata)."""
     temporal_ui: str | None = None
     """The Temporal UI of the cluster, for task links (the embedded server's UI when unset)."""
+    agents: str | None = Field(default=None, pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+    """The agent catalog (an ``Agents`` at ``package.module:attribute``) agent names resolve in."""
 
     @classmethod
     def variable_sources(cls) -> tuple[PydanticBaseSettingsSource, ...]:

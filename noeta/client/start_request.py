@@ -20,6 +20,7 @@ from noeta.client.visibility import initial_search_attributes
 from noeta.errors import ConfigurationError
 from noeta.protocols.ids import check_task_queue
 from noeta.protocols.names import (
+    AGENT_METADATA_KEY,
     BASE_SEARCH_ATTRIBUTES,
     DEFAULT_TENANT,
     SA_API_KEY,
@@ -59,7 +60,7 @@ class WorkflowStart:
     """The input, with what the cluster can index switched on."""
     task_queue: str
     static_summary: str
-    """The Temporal UI's title of the task: its goal."""
+    """The Temporal UI's title of the task: its goal (after its agent version, if it has one)."""
     static_details: str
     """The Temporal UI's details of the task: provider, model, tools, max_turns (and where it came from)."""
     search_attributes: TypedSearchAttributes | None
@@ -104,6 +105,11 @@ async def workflow_start(
         f"**provider** {provider_name} · **model** {task_input.model or 'default'} · "
         f"**tools** {', '.join(task_input.tools) or 'none'} · **max_turns** {task_input.max_turns}"
     )
+    title = goal
+    agent = task_input.metadata.get(AGENT_METADATA_KEY)
+    if agent:  # the agent version heads the task's title in the UI, the goal after it
+        details += f" · **agent** {agent}"
+        title = f"{agent} · {goal}"
     if task_input.fork:
         details += f" · **forked from** {forked_from} at turn {task_input.fork.turn}"
     if schedule_id is not None:
@@ -114,7 +120,7 @@ async def workflow_start(
         workflow=workflow_name_for(task_input.policy),
         task_input=task_input,
         task_queue=queue,
-        static_summary=goal if len(goal) <= SUMMARY_CHARS else goal[: SUMMARY_CHARS - 1] + "…",
+        static_summary=title if len(title) <= SUMMARY_CHARS else title[: SUMMARY_CHARS - 1] + "…",
         static_details=details,
         search_attributes=initial_search_attributes(
             registered, None if connection.encrypted else goal, task_input.model, task_input.metadata,

@@ -65,6 +65,8 @@ _INDEXED_TYPE = {
 #: What a search or a filter value may contain: it goes into a visibility query, so no quotes.
 _SAFE_VALUE = re.compile(r"[^'\"\\\x00-\x1f]{1,200}")
 _METADATA_KEY = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+#: Temporal's own search attribute of a versioned execution's version (set by the server).
+WORKER_VERSION_ATTRIBUTE = "TemporalWorkerDeploymentVersion"
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,10 @@ class TaskSummary:
     """The task this one is a fork of (NoetaForkedFrom; None for a task that is not a fork)."""
     priority: int | None = None
     """The priority it was started with, 1 (first) to 5 (None: none, so Temporal's default 3)."""
+    agent: str | None = None
+    """The agent version it runs (``triage@2``, docs/versions.md; None: started without an agent)."""
+    worker_version: str | None = None
+    """The Worker Deployment version its run is pinned to (``deployment:build``; None: unversioned)."""
 
 
 @dataclass(frozen=True)
@@ -289,6 +295,7 @@ def summary_of(wf: WorkflowExecution) -> TaskSummary:
     status = attrs.get(keys.STATUS)
     if not is_task_status(status):  # not indexed; an unknown execution status reads as get_task's
         status = EXECUTION_TASK_STATUS.get(wf.status, "failed") if wf.status is not None else "failed"
+    metadata = dict(e.split("=", 1) for e in entries if "=" in e)
     return TaskSummary(
         task_id=wf.id,
         status=status,
@@ -299,7 +306,7 @@ def summary_of(wf: WorkflowExecution) -> TaskSummary:
         tokens_out=attrs.get(keys.TOKENS_OUT) or 0,
         started=wf.start_time,
         closed=wf.close_time,
-        metadata=dict(e.split("=", 1) for e in entries if "=" in e),
+        metadata=metadata,
         cost_usd=attrs.get(keys.COST_USD) or None,
         tenant=tenant_of(attrs),
         score=attrs.get(keys.SCORE),
@@ -307,4 +314,16 @@ def summary_of(wf: WorkflowExecution) -> TaskSummary:
         schedule_id=attrs.get(keys.SCHEDULED_BY),
         forked_from=attrs.get(keys.FORKED_FROM),
         priority=wf.raw_info.priority.priority_key or None,
+        agent=metadata.get(AGENT_METADATA_KEY),
+        worker_version=worker_version_of(wf),
     )
+
+
+def worker_version_of(wf: WorkflowExecution) -> str | None:
+    """The Worker Deployment version (``deployment:build``) the execution is pinned to, as
+    Temporal's TemporalWorkerDeploymentVersion spells it; None for an unversioned one."""
+    version = wf.raw_info.versioning_info.deployment_version
+    if version.build_id:
+        return f"{version.deployment_name}:{version.build_id}"
+    value = wf.search_attributes.get(WORKER_VERSION_ATTRIBUTE)
+    return str(value[0]) if value else None

@@ -37,6 +37,10 @@ class TaskCreated:
     (docs/fairness.md)."""
     fairness_key: str | None = None
     """The fairness key its work waits on the task queue under: its tenant (None: none)."""
+    agent: str | None = None
+    """The agent it was started as (``triage``, docs/versions.md; None: started without one)."""
+    agent_version: int | None = None
+    """That agent's version, kept for the task's whole life (2 for ``triage@2``)."""
 
 
 @dataclass(frozen=True, slots=True)

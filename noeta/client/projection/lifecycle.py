@@ -8,6 +8,7 @@ from typing import Any
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 
+from noeta.client.agents import agent_of
 from noeta.client.projection.goals import Goals
 from noeta.client.projection.log import EnvelopeLog
 from noeta.client.projection.payloads import decode, decode_first, failure_details, failure_text, scheduled_by
@@ -51,6 +52,7 @@ class Lifecycle:
         if task.fork is not None:
             fork = ev.TaskForked(source_task_id=task.fork.source_task_id, turn=task.fork.turn)
             forked = self._log.emit(fork, "human", event, None)
+        agent = agent_of(task.metadata)
         created = self._log.emit(
             ev.TaskCreated(
                 goal=task.goal,
@@ -64,6 +66,8 @@ class Lifecycle:
                 # As the server recorded them: what dispatches the task's work (docs/fairness.md).
                 priority=event.workflow_execution_started_event_attributes.priority.priority_key or None,
                 fairness_key=event.workflow_execution_started_event_attributes.priority.fairness_key or None,
+                agent=agent[0] if agent else None,
+                agent_version=agent[1] if agent else None,
             ),
             "human",
             event,
