@@ -1,5 +1,5 @@
 """The CLI commands that talk to tasks through the client: start, send, result, events, messages,
-cancel, close, inject, approvals, approve, deny, audit, tasks, setup, retention, doctor."""
+cancel, close, inject, approvals, approve, deny, audit, tasks, setup, retention, versions, doctor."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from pydantic_core import to_jsonable_python
 from noeta.cli.queue_limits import cmd_queue_limits
 from noeta.cli.recorded import cmd_export, cmd_fork, cmd_import
 from noeta.cli.schedule_commands import cmd_schedule
+from noeta.cli.version_commands import catalog, cmd_versions
 from noeta.cli.task_flags import identity_of as _identity
 from noeta.cli.task_flags import task_options
 from noeta.cli.render import approval_line, audit_line, render, render_envelope, task_line
@@ -25,8 +26,11 @@ from noeta.client.wire import envelope_to_dict
 async def cmd_start(client: AsyncClient, args: argparse.Namespace) -> int:
     """``noeta start``: start a task on the shared task queue and print its id (a worker runs it)."""
     options = task_options(args, provider=args.provider, allowed_tools=list(args.tool) or None)
+    if args.agent is not None:
+        catalog(client, args)  # --agents, else NOETA_AGENTS
     print(await client.start(
-        args.goal, options, task_id=args.task_id, keep_open=args.keep_open, task_queue=args.queue, identity=_identity(args)
+        args.goal, options, task_id=args.task_id, keep_open=args.keep_open, task_queue=args.queue, identity=_identity(args),
+        agent=args.agent,
     ))
     return 0
 
@@ -180,4 +184,5 @@ COMMANDS = {
     "import": cmd_import,
     "schedule": cmd_schedule,
     "queue-limits": cmd_queue_limits,
+    "versions": cmd_versions,
 }

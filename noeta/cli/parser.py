@@ -9,7 +9,7 @@ import math
 from collections.abc import Callable
 from importlib import metadata
 
-from noeta.cli import mcp_login, queue_limits, schedule_parser
+from noeta.cli import mcp_login, queue_limits, schedule_parser, version_commands
 from noeta.cli.eval_command import add_arguments as add_eval_arguments
 from noeta.cli.setting_flags import add_setting_flags
 from noeta.protocols.bounds import BOUNDS, bound_problem
@@ -227,6 +227,7 @@ def build() -> argparse.ArgumentParser:
                      help="print the model's text as it is generated (default: when stdout is a terminal)")
     run.add_argument("--verbose", "-v", action="store_true",
                      help="also print other libraries' log lines (httpx, temporalio) below WARNING")
+    version_commands.add_agent_flags(run)
 
     worker = command("worker", "serve tasks from a task queue")
     worker.add_argument("--registry", type=registry_path, help="tools/providers to serve, as package.module:attribute")
@@ -272,6 +273,7 @@ def build() -> argparse.ArgumentParser:
                        help="a tool registered on the worker that the agent may call (repeatable)")
     start.add_argument("--queue", type=name, help="the workers' task queue (default: NOETA_TASK_QUEUE or 'noeta')")
     start.add_argument("--keep-open", action="store_true", help="stay open for further goals (`noeta send`)")
+    version_commands.add_agent_flags(start)
 
     send = command("send", "send the next goal to a keep-open task; prints the answer")
     _task(send)
@@ -330,10 +332,11 @@ def build() -> argparse.ArgumentParser:
         "replay", "ask recorded tasks' model turns again under a change; exit 1 when a decision changed",
         "For each recorded model turn of each task, rebuild its request from the record (with the changes "
         "given), ask the provider and compare its decision (tool calls, or the answer) with the recorded one. "
-        "No tool runs. Prints the changed decisions; exit code 1 when there is one.",
+        "No tool runs. Prints the changed decisions; exit code 1 when there is one. With --agent A --under B: the "
+        "last recorded tasks of agent version A under version B (the deploy gate, docs/versions.md).",
     )
-    replay.add_argument("tasks", nargs="+", type=text, metavar="TASK|FILE",
-                        help="a task id, or an export written by `noeta export` (repeatable)")
+    replay.add_argument("tasks", nargs="*", type=text, metavar="TASK|FILE",
+                        help="a task id, or an export written by `noeta export` (repeatable; or --agent)")
     replay.add_argument("--provider", type=text, help="who answers: anthropic, openai, local, or package.module:attribute "
                                                       "(default: the environment's provider)")
     replay.add_argument("--model", type=text, help="the model to ask (default: each turn's recorded model)")
@@ -343,6 +346,7 @@ def build() -> argparse.ArgumentParser:
                         help="a policy that decides each turn first, from the view the task had before it; its model "
                              "calls are answered by --provider, or without one by the record when the request is the "
                              "recorded one")
+    version_commands.add_replay_flags(replay)
     add_eval_arguments(command(
         "eval", "score an agent on a dataset of cases (each a real task) or recorded tasks; exit 1 below --min-score",
         "Run each case of DATASET as a task (tagged NoetaEval), score it, print the table (case x scorer, totals, "
@@ -372,6 +376,7 @@ def build() -> argparse.ArgumentParser:
     imported.add_argument("--task-id", type=text, help="the id here (default: the exported task's)")
     mcp_login.add_parser(command)
     queue_limits.add_parser(command)
+    version_commands.add_parser(command)
     schedule_parser.add_parser(command, lambda cmd: _options(cmd, task_id=False), text)
     retention = command("retention", "delete content-store bodies of tasks closed more than --days ago (never running ones)")
     retention.add_argument("--days", type=days, required=True, help="retention period in days")

@@ -149,14 +149,22 @@ async def cmd_run(args: argparse.Namespace) -> int:
     printer = StreamPrinter(sys.stdout) if stream else None
     if printer is not None:
         registry.delta_sink = printer.on_delta
-    options = task_options(args, allowed_tools=list(registry.tools))
     client = await AsyncClient.connect(HostConfig(settings=settings, content_store=registry.content_store))
+    task_id = args.task_id
+    if args.agent is None:
+        options = task_options(args, allowed_tools=list(registry.tools))
+    else:  # the agent version's settings, the flags given over them; its objects served here
+        from noeta.cli.version_commands import catalog, serve_agent
+
+        catalog(client, args)
+        task_id, options = client.agent_options(args.agent, task_options(args), task_id)
+        serve_agent(registry, options)
     # A queue of its own: a `noeta worker` on the shared queue must never take this task (it would
     # answer with its own provider and tools).
     queue = f"{RUN_QUEUE_PREFIX}{uuid.uuid4().hex[:12]}"
     worker = build_worker(client.temporal, registry, queue)
     # The working directory is the built-in read_file tool's workspace.
-    task_id = await client.start(args.goal, options, task_id=args.task_id, workspace_dir=os.getcwd(), task_queue=queue)
+    task_id = await client.start(args.goal, options, task_id=task_id, workspace_dir=os.getcwd(), task_queue=queue)
     _say(f"task {task_id} started (task queue {queue})")
     link = client.task_url(task_id)
     # A dev server this run started stops with it, and the next one listens elsewhere: say so.

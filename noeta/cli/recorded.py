@@ -69,7 +69,13 @@ async def cmd_import(client: AsyncClient, args: argparse.Namespace) -> int:
 async def cmd_replay(args: argparse.Namespace) -> int:
     """``noeta replay TASK|FILE... [--policy module:Class]``: print the table of changed decisions;
     exit 1 when one changed. A FILE is an export (``noeta export``); anything else is a task id,
-    exported from the cluster."""
+    exported from the cluster. ``--agent A --under B``: noeta.cli.version_commands."""
+    if args.agent is not None:
+        from noeta.cli.version_commands import cmd_agent_replay
+
+        return await cmd_agent_replay(args)
+    if not args.tasks:
+        raise ConfigurationError("name the tasks to replay (TASK|FILE...), or an agent version (--agent A --under B)")
     changes = ReplayChanges(model=args.model, system_prompt=system_prompt(args.system_prompt))
     policy = load_object(args.policy, is_policy, "Policy", "--policy") if args.policy is not None else None
     # With a policy and no change of the request, the record answers its unchanged model calls.

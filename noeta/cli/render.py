@@ -105,7 +105,8 @@ def cost_text(usd: float | None) -> str:
 
 
 def task_line(t: TaskSummary) -> str:
-    """One task of ``noeta tasks``: id, status, start, turns, tokens, model, goal and cost."""
+    """One task of ``noeta tasks``: id, status, start, turns, tokens, model, goal and cost (and its
+    agent version and worker version when it has them)."""
     started = t.started.strftime("%Y-%m-%d %H:%M:%S") if t.started else "?"
     goal = short(t.goal or "", 60)
     cost = f"${t.cost_usd:.6f}" if t.cost_usd else "unknown"
@@ -113,6 +114,7 @@ def task_line(t: TaskSummary) -> str:
         f"{t.task_id:<28} {t.status:<18} {started}  turns {t.turns:<4} tokens {t.tokens_in}/{t.tokens_out}"
         f"  {t.model or '-'}  {goal}  cost {cost}" + (f"  fork of {t.forked_from}" if t.forked_from else "")
         + (f"  priority {t.priority}" if t.priority is not None else "")
+        + (f"  agent {t.agent}" if t.agent else "") + (f"  worker {t.worker_version}" if t.worker_version else "")
     )
 
 
