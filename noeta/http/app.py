@@ -26,6 +26,7 @@ from noeta import __version__
 from noeta.client.client import AsyncClient
 from noeta.errors import ConfigurationError
 from noeta.http import console, openapi, routes, schedule_routes, tenancy, thread_routes
+from noeta.http.agent_routes import agents_router
 from noeta.http.elicitation_routes import elicitations
 from noeta.http.errors import EXCEPTION_HANDLERS
 from noeta.http.quotas import SpendQuotas
@@ -56,7 +57,10 @@ def create_app(
     if keepalive_seconds <= 0:
         raise ConfigurationError("keepalive_seconds must be > 0")
     guard = guard or GuardConfig.from_env()
-    routers = [routes.health, routes.api, thread_routes.threads, schedule_routes.schedules, elicitations, openapi.router]
+    routers = [
+        routes.health, routes.api, thread_routes.threads, schedule_routes.schedules, elicitations, agents_router,
+        openapi.router,
+    ]
     public = {openapi.OPENAPI_PATH}
     if with_console:
         routers.append(console.router)

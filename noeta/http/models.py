@@ -72,6 +72,11 @@ class StartTask(Request):
     task_id: StrictStr | None = Field(default=None, description="default: a new random id; must not contain '/'")
     task_queue: StrictStr | None = Field(default=None, description="default: the server's (NOETA_TASK_QUEUE)")
     options: TaskOptions | None = None
+    agent: StrictStr | None = Field(
+        default=None,
+        description="start as this agent of the server's catalog (NOETA_AGENTS): 'triage' (its current or ramping "
+        "version) or 'triage@2'; options given override its settings; unknown: 422 ConfigurationError",
+    )
 
 
 class ForkTask(Request):

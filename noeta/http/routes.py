@@ -119,13 +119,15 @@ async def readyz(state: State, response: Response) -> models.Ready:
 
 @api.post("/tasks", status_code=201, tags=["tasks"], summary="Start a task", responses=answers(401, 409, 413, 422, 429))
 async def start_task(body: models.StartTask, state: State, key: KeyId, who: Starter) -> models.TaskRef:
-    """Start a task with the body's goal and options; answers its id. The task belongs to the
-    key's tenant. With spend quotas, a key that has spent its quota gets 429, and the task's cost
+    """Start a task with the body's goal and options (or as the body's agent); answers its id. The
+    task belongs to the key's tenant. With spend quotas, a key that has spent its quota gets 429, and the task's cost
     limit is lowered to what the key has left today."""
     if not body.goal.strip():
         raise ConfigurationError("goal must be a non-empty string")
     task_id = _new_task_id(body.task_id)
     options = (body.options or models.TaskOptions()).to_options()
+    if body.agent is not None:  # resolved here, so that the quota caps the agent version's limits
+        task_id, options = state.client.agent_options(body.agent, options, task_id)
     options = state.quotas.cap(options, await state.quotas.admit(state.client, key))  # 429 once spent
     task_id = await state.client.start(
         body.goal, options, task_id=task_id, keep_open=body.keep_open,

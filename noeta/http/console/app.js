@@ -40,6 +40,11 @@ const scheduledBy = (t) => (t.schedule_id ? h("div", { class: "fork-of", "data-t
 const forkOf = (t) => (t.forked_from ? h("div", { class: "fork-of", "data-testid": "fork-of" },
   h("span", { class: "badge status-fork", text: "fork" }), " of ", h("a", { class: "mono", href: taskHref(t.forked_from), text: t.forked_from })) : null);
 
+// The agent version a task runs, and the worker build it is pinned to (docs/versions.md).
+const versionOf = (t) => (t.agent || t.worker_version ? h("div", { class: "fork-of", "data-testid": "agent-version" },
+  t.agent ? h("span", { class: "badge status-active", text: t.agent }) : null,
+  t.worker_version ? h("span", { class: "muted mono", text: ` worker ${t.worker_version}` }) : null) : null);
+
 // Status words for people; the raw status stays in the data attribute (and the API).
 const STATUS_WORDS = { running: "running", idle: "waiting for a goal", awaiting_approval: "waiting for approval",
   completed: "completed", failed: "failed", cancelled: "cancelled", terminated: "terminated", timed_out: "timed out",
@@ -169,7 +174,7 @@ function tasksView(params) {
     const tasks = await get(`/tasks${query({ status: params.get("status"), search: params.get("search"), model: params.get("model"), metadata: params.get("metadata"), limit: 100 })}`);
     body.replaceChildren(...tasks.map((t) => h("tr", { "data-task": t.task_id },
       h("td", {}, h("a", { href: taskHref(t.task_id), text: short(t.goal || t.task_id, 90) }),
-        h("div", { class: "muted mono", text: t.task_id }), forkOf(t), scheduledBy(t)),
+        h("div", { class: "muted mono", text: t.task_id }), forkOf(t), scheduledBy(t), versionOf(t)),
       h("td", {}, badge(t.status)),
       h("td", { class: "nowrap", text: t.model || "" }),
       h("td", { class: "num", text: t.turns }),
@@ -294,6 +299,18 @@ function newTaskView() {
   settingLimits(maxTurns, "max_turns");
   const queue = h("input", { name: "task_queue", placeholder: "the server's task queue", "data-testid": "new-queue" });
   const keepOpen = h("input", { name: "keep_open", type: "checkbox" });
+  // With a catalog on the server (NOETA_AGENTS) a task can start as an agent: its settings, the
+  // fields filled in here over them.
+  const agent = h("select", { name: "agent", "data-testid": "new-agent" }, h("option", { value: "", text: "none: the settings below" }));
+  const agentField = h("label", { hidden: true }, "Agent", agent);
+  get("/agents").then((agents) => {
+    for (const a of agents) {
+      const ramp = a.ramping ? `, ${a.ramp_percent}% on ${a.ramping}` : "";
+      agent.append(h("option", { value: a.name, text: `${a.name} (current ${a.current}${ramp})` }),
+        ...a.versions.map((v) => h("option", { value: `${a.name}@${v}`, text: `${a.name}@${v}` })));
+    }
+    agentField.hidden = !agents.length;
+  }).catch(() => {}); // an older server: no agents to offer
   const list = (input) => input.value.split(",").map((s) => s.trim()).filter(Boolean);
   async function submit(e) {
     e.preventDefault();
@@ -305,7 +322,7 @@ function newTaskView() {
     if (system.value.trim()) options.system_prompt = system.value;
     if (maxTurns.value) options.max_turns = Number(maxTurns.value);
     try {
-      const { task_id } = await post("/tasks", { goal: goal.value, keep_open: keepOpen.checked, task_queue: queue.value.trim() || null, options });
+      const { task_id } = await post("/tasks", { goal: goal.value, keep_open: keepOpen.checked, task_queue: queue.value.trim() || null, options, agent: agent.value || null });
       location.hash = taskHref(task_id);
     } catch (err) {
       showError(err);
@@ -313,7 +330,7 @@ function newTaskView() {
   }
   return h("section", {}, h("h1", { text: "New task" }),
     h("form", { class: "stack", onsubmit: submit, "data-testid": "new-task" },
-      field("Goal", goal), field("Provider", provider), field("Model", model), field("Tools", tools),
+      field("Goal", goal), agentField, field("Provider", provider), field("Model", model), field("Tools", tools),
       field("Guards", guards), field("System prompt", system), field("Max turns", maxTurns), field("Task queue", queue),
       h("label", { class: "inline" }, keepOpen, "keep open for further goals"),
       h("div", { class: "actions" }, h("button", { type: "submit", "data-testid": "start", text: "Start" }))));
@@ -449,7 +466,7 @@ function taskView(taskId) {
         h("span", { text: `model ${task.model || "default"}` }),
         h("span", { "data-testid": "usage", text: `turns ${task.turns} · tokens ${task.tokens_in} in / ${task.tokens_out} out` }),
         usage ? h("span", { class: "muted", text: `cache read ${usage.cache_read} · write ${usage.cache_write}` }) : null,
-        h("span", { class: "muted mono", text: task.task_id }), forkOf(task), scheduledBy(task),
+        h("span", { class: "muted mono", text: task.task_id }), forkOf(task), scheduledBy(task), versionOf(task),
         task.started ? h("span", { class: "muted", text: `started ${when(task.started)}` }) : null,
         task.closed ? h("span", { class: "muted", "data-testid": "ended", text: `ended ${when(task.closed)}` }) : null,
         h("span", { "data-testid": "cost", text: `cost ${dollars(task.cost_usd)}` }),
