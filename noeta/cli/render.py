@@ -19,13 +19,13 @@ from noeta.client.messages import (
 )
 from noeta.client.visibility import TaskSummary
 from noeta.protocols.event_log import EventEnvelope
-from noeta.workflows.details import action_text
+from noeta.workflows.details import action_text, excerpt
 
 
 def short(text: str, width: int = 100) -> str:
-    """``text`` on one line (whitespace collapsed), cut to ``width`` characters with an ellipsis."""
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+    """``text`` on one line (whitespace collapsed), cut to ``width`` characters with an ellipsis:
+    as a task's Temporal UI details cut it, wider by default."""
+    return excerpt(text, width)
 
 
 def call_text(tool_name: str, arguments: dict[str, Any], width: int | None = None) -> str:
