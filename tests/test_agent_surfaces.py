@@ -1,6 +1,7 @@
 """Versioned agents on every surface: ``client.start(goal, agent=...)`` (async and sync clients,
 catalog given or from NOETA_AGENTS), the CLI (``noeta start/run --agent``, ``noeta tasks``,
-``noeta versions``, ``noeta replay --agent --under``), the HTTP API (start body, OpenAPI, listings)
+``noeta versions``, ``noeta replay --agent --under``; its tasks run on a ``noeta worker`` process,
+``noeta run`` is a process of its own), the HTTP API (start body, OpenAPI, listings)
 and the console (its start form picks an agent, the task shows its version). Each task records
 its agent version in its events, its metadata and its Temporal UI title."""
 
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import subprocess
 import sys
 
@@ -28,6 +30,7 @@ from noeta.http import create_app
 from noeta.sdk import Client
 from tests.support.agents import agents, provider
 from tests.support.asgi import serving
+from tests.support.processes import start_worker
 from tests.support.waiting import eventually
 from tests.test_cli_commands import ROOT, _status, cli_env, noeta, one_error_line  # noqa: F401 (the cli_env fixture)
 
@@ -142,62 +145,70 @@ async def closed_and_listed(client: AsyncClient, task_ids: list[str]) -> None:
     await eventually(listed, timeout=60)
 
 
+@pytest.fixture
+def agent_worker(cli_env, task_queue):  # noqa: F811
+    """A ``noeta worker`` process serving the catalog's provider on the test's queue."""
+    proc = start_worker(cli_env, task_queue, "tests.support.agents:registry")
+    yield proc
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(30)
+
+
 @pytest.mark.server
 async def test_the_cli_starts_lists_counts_and_gates_agent_versions(
-    cli_env, monkeypatch, capsys, client: AsyncClient, serve, task_queue  # noqa: F811
+    cli_env, agent_worker, monkeypatch, capsys, client: AsyncClient, task_queue  # noqa: F811
 ):
     monkeypatch.setenv("NOETA_AGENTS", CATALOG)
-    async with serve(providers=[provider]):
-        started = []
-        for i in range(2):
-            code, out, err = await noeta(capsys, "start", f"ticket {i}", "--agent", "triage@1", "--queue", task_queue)
-            assert (code, err) == (0, ""), err
-            started.append(out.strip())
-        code, out, err = await noeta(capsys, "start", "open ticket", "--agent", "triage", "--keep-open", "--queue", task_queue)
+    started = []
+    for i in range(2):
+        code, out, err = await noeta(capsys, "start", f"ticket {i}", "--agent", "triage@1", "--queue", task_queue)
+        assert (code, err) == (0, ""), err
+        started.append(out.strip())
+    code, out, err = await noeta(capsys, "start", "open ticket", "--agent", "triage", "--keep-open", "--queue", task_queue)
+    assert (code, err) == (0, "")
+    waiting = out.strip()
+    for task_id in started:
+        assert (await client.result(task_id)).answer.startswith("a thorough answer")
+    await eventually(lambda: _status(client, waiting, "idle"), timeout=60)  # a keep-open task waits
+
+    async def tasks_line() -> bool:
+        code, out, _ = await noeta(capsys, "tasks", "--metadata", "agent=triage@1", "--limit", "100")
+        return code == 0 and all(f"{t}" in out for t in started) and "agent triage@1" in out
+
+    await eventually(tasks_line, timeout=60)
+
+    async def versions() -> dict[str, dict]:
+        code, out, err = await noeta(capsys, "versions", "--json")
         assert (code, err) == (0, "")
-        waiting = out.strip()
-        for task_id in started:
-            assert (await client.result(task_id)).answer.startswith("a thorough answer")
-        await eventually(lambda: _status(client, waiting, "idle"), timeout=60)  # a keep-open task waits
+        return {v["version"]: v for v in map(json.loads, out.splitlines()) if v["kind"] == "agent"}
 
-        async def tasks_line() -> bool:
-            code, out, _ = await noeta(capsys, "tasks", "--metadata", "agent=triage@1", "--limit", "100")
-            return code == 0 and all(f"{t}" in out for t in started) and "agent triage@1" in out
-
-        await eventually(tasks_line, timeout=60)
-
-        async def versions() -> dict[str, dict]:
-            code, out, err = await noeta(capsys, "versions", "--json")
-            assert (code, err) == (0, "")
-            return {v["version"]: v for v in map(json.loads, out.splitlines()) if v["kind"] == "agent"}
-
-        async def counted() -> bool:
-            found = await versions()
-            return found["triage@2"]["running"] >= 1 and found["triage@1"]["running"] == 0
-
-        await eventually(counted, timeout=60)
+    async def counted() -> bool:
         found = await versions()
-        assert found["triage@2"]["routing"] == "current" and not found["triage@2"]["retirable"]
-        assert found["triage@1"]["retirable"]
-        code, out, _ = await noeta(capsys, "versions")
-        assert any(line.startswith("agent") and "triage@1" in line and "may be retired" in line for line in out.splitlines())
-        await client.close_task(waiting)
+        return found["triage@2"]["running"] >= 1 and found["triage@1"]["running"] == 0
 
-        # The deploy gate: version 1's tasks under version 2 change (exit 1), under version 1 they do not.
-        await closed_and_listed(client, started)
-        code, out, err = await noeta(capsys, "replay", "--agent", "triage@1", "--under", "triage@2", "--last", "2")
-        assert code == 1 and err == "", err
-        assert all(t in out for t in started) and "short." in out
-        code, out, err = await noeta(capsys, "replay", "--agent", "triage@1", "--under", "triage@1", "--last", "2")
-        assert (code, err) == (0, ""), out
+    await eventually(counted, timeout=60)
+    found = await versions()
+    assert found["triage@2"]["routing"] == "current" and not found["triage@2"]["retirable"]
+    assert found["triage@1"]["retirable"]
+    code, out, _ = await noeta(capsys, "versions")
+    assert any(line.startswith("agent") and "triage@1" in line and "may be retired" in line for line in out.splitlines())
+    await client.close_task(waiting)
 
-        code, _, err = await noeta(capsys, "start", "x", "--agent", "triage@7", "--queue", task_queue)
-        assert code == 2 and "agent 'triage' has no version '7'" in one_error_line(err, "ConfigurationError")
-        code, _, err = await noeta(capsys, "replay", "--agent", "triage@1")
-        assert code == 2 and "--under" in one_error_line(err, "ConfigurationError")
-        monkeypatch.delenv("NOETA_AGENTS")
-        code, _, err = await noeta(capsys, "start", "x", "--agent", "triage", "--queue", task_queue)
-        assert code == 2 and "NOETA_AGENTS" in one_error_line(err, "ConfigurationError")
+    # The deploy gate: version 1's tasks under version 2 change (exit 1), under version 1 they do not.
+    await closed_and_listed(client, started)
+    code, out, err = await noeta(capsys, "replay", "--agent", "triage@1", "--under", "triage@2", "--last", "2")
+    assert code == 1 and err == "", err
+    assert all(t in out for t in started) and "short." in out
+    code, out, err = await noeta(capsys, "replay", "--agent", "triage@1", "--under", "triage@1", "--last", "2")
+    assert (code, err) == (0, ""), out
+
+    code, _, err = await noeta(capsys, "start", "x", "--agent", "triage@7", "--queue", task_queue)
+    assert code == 2 and "agent 'triage' has no version '7'" in one_error_line(err, "ConfigurationError")
+    code, _, err = await noeta(capsys, "replay", "--agent", "triage@1")
+    assert code == 2 and "--under" in one_error_line(err, "ConfigurationError")
+    monkeypatch.delenv("NOETA_AGENTS")
+    code, _, err = await noeta(capsys, "start", "x", "--agent", "triage", "--queue", task_queue)
+    assert code == 2 and "NOETA_AGENTS" in one_error_line(err, "ConfigurationError")
 
 
 @pytest.mark.server
