@@ -213,10 +213,10 @@ async def test_the_cli_starts_lists_counts_and_gates_agent_versions(
 
 @pytest.mark.server
 def test_noeta_run_serves_an_agent_version_in_process(cli_env):  # noqa: F811 (a process: run handles signals)
+    # No registry: the agent version brings its own provider (an object the run serves).
     env = {k: v for k, v in cli_env.items() if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "NOETA_MODEL")}
     run = subprocess.run(
-        [sys.executable, "-m", "noeta.cli", "run", "ticket 7", "--agent", "triage@1", "--agents", CATALOG,
-         "--no-progress", "--registry", "tests.support.registry:registry"],
+        [sys.executable, "-m", "noeta.cli", "run", "ticket 7", "--agent", "triage@1", "--agents", CATALOG, "--no-progress"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
     )
     assert run.returncode == 0, run.stderr

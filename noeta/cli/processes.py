@@ -31,13 +31,15 @@ RUN_QUEUE_PREFIX = "noeta-run-"
 
 
 def worker_registry(
-    path: str | None, provider: str | None, settings: Settings, builtins: bool | None = None
+    path: str | None, provider: str | None, settings: Settings, builtins: bool | None = None,
+    provider_required: bool = True,
 ) -> Registry:
     """The registry a CLI worker serves: the user's (if any), a provider named "default", and the
     built-in providers the environment configures, by name ("anthropic", "openai", "local"), so
     ``Options(provider="anthropic")`` finds one. ``builtins`` adds the safe built-in tools and the
     memory tool (default: only when there is no user registry); a user's tool of the same name
-    wins. Tasks still name each tool they use (the memory tool: ``allowed_tools=["memory"]``)."""
+    wins. Tasks still name each tool they use (the memory tool: ``allowed_tools=["memory"]``).
+    ``provider_required=False``: no "default" provider is no error (an agent version brings its own)."""
     from noeta.builtins.memory.tool import add_memory
     from noeta.builtins.tools import BUILTIN_TOOLS
     from noeta.providers.defaults import KNOWN_PROVIDERS, default_provider
@@ -61,7 +63,7 @@ def worker_registry(
         try:
             registry.add_provider(default_provider(provider), name=DEFAULT_PROVIDER)
         except ConfigurationError:
-            if path is None:  # nothing else to serve: the user must configure a provider
+            if path is None and provider_required:  # nothing else to serve: the user must configure one
                 raise
     for name in KNOWN_PROVIDERS:
         if name not in registry.providers:
@@ -144,7 +146,7 @@ async def cmd_run(args: argparse.Namespace) -> int:
     from noeta.worker import build_worker
 
     settings = Settings()
-    registry = worker_registry(args.registry, args.provider, settings, args.builtins)
+    registry = worker_registry(args.registry, args.provider, settings, args.builtins, provider_required=args.agent is None)
     stream = args.stream if args.stream is not None else sys.stdout.isatty()
     printer = StreamPrinter(sys.stdout) if stream else None
     if printer is not None:
