@@ -238,6 +238,11 @@ async def test_the_http_api_starts_an_agent_and_shows_its_version(agent_client: 
         assert (await agent_client.result(task_id)).answer == "a thorough answer to ticket 5"
         task = (await http.get(f"/tasks/{task_id}")).json()
         assert task["agent"] == "triage@1"
+        forked = await http.post(f"/tasks/{task_id}/fork", json={"at_turn": 1, "agent": "triage@2"})
+        assert forked.status_code == 201, forked.text
+        fork_id = forked.json()["task_id"]
+        assert (await agent_client.result(fork_id)).answer == "short."
+        assert (await http.get(f"/tasks/{fork_id}")).json()["agent"] == "triage@2"
 
         async def listed() -> bool:
             rows = (await http.get("/tasks", params={"metadata": "agent=triage@1", "limit": 100})).json()

@@ -9,6 +9,7 @@
     noeta tasks [--status S] [--search WORDS] [--model M] [--metadata K=V] | setup | retention --days N
     noeta export TASK > task.json | replay TASK|FILE... [--provider P] [--model M] [--system-prompt TEXT|@FILE]
     noeta fork TASK|FILE --at-turn N [--model M] [--provider P] [--system-prompt TEXT|@FILE] [--goal G]
+    noeta run|start "goal" --agent NAME[@N] | versions | replay --agent NAME@A --under NAME@B [--last N]
 
 Every user error is one line on stderr and exit code 2 (a failed goal: 1; interrupted: 130); no
 traceback. ``noeta COMMAND --help`` explains each command (docs/cli.md).

@@ -87,6 +87,9 @@ class ForkTask(Request):
     goal: StrictStr | None = Field(default=None, description="a message of the human's added at the fork point")
     task_id: StrictStr | None = Field(default=None, description="the fork's id (default: a new random id; no '/')")
     task_queue: StrictStr | None = Field(default=None, description="default: the task queue the source was started on")
+    agent: StrictStr | None = Field(
+        default=None, description="continue as this agent version of the server's catalog (NOETA_AGENTS), options over it"
+    )
 
 
 class Goal(Request):

@@ -151,6 +151,8 @@ async def fork_task(task_id: TaskId, body: models.ForkTask, state: State, key: K
     await own_task(state.client, who, task_id)
     fork_id = _new_task_id(body.task_id)
     options = (body.options or models.TaskOptions()).to_options()
+    if body.agent is not None:  # a fork onto another agent version; the quota caps its limits
+        fork_id, options = state.client.agent_options(body.agent, options, fork_id)
     options = state.quotas.cap(options, await state.quotas.admit(state.client, key))  # 429 once spent
     fork_id = await state.client.fork(
         task_id, at_turn=body.at_turn, options=options, goal=body.goal, task_id=fork_id,
