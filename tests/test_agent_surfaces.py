@@ -124,6 +124,7 @@ async def test_the_client_starts_an_agent_by_name_and_the_task_records_its_versi
             Client, HostConfig(settings=settings.model_copy(update={"agents": CATALOG}), content_store=content_store)
         )
         try:
+            assert sync.agents is not None and sync.agents.names() == {"triage": [1, 2]}
             task_id = await asyncio.to_thread(sync.start, "ticket 4", agent="triage@2", task_queue=task_queue)
             assert (await client.result(task_id)).answer == "short."
             assert (await created(client, task_id)).agent_version == 2

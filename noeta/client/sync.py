@@ -9,6 +9,7 @@ import warnings
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
 from typing import Any, TypeVar
 
+from noeta.client.agents import Agents
 from noeta.client.audit import AuditEntry
 from noeta.client.client import AsyncClient
 from noeta.client.export import LoadedTask
@@ -68,8 +69,17 @@ class Client(SyncScheduleMethods):
             raise RuntimeError("this Client is closed")
         return self._async
 
+    @property
+    def agents(self) -> Agents | None:
+        """The agent catalog ``start(goal, agent="triage")`` resolves names in (AsyncClient.agents)."""
+        return self.aio.agents
+
+    @agents.setter
+    def agents(self, agents: Agents | str | None) -> None:
+        self.aio.agents = agents
+
     def start(self, goal: str, options: Options | None = None, **kwargs: Any) -> str:
-        """Start a task; returns its id (see AsyncClient.start)."""
+        """Start a task; returns its id (see AsyncClient.start; ``agent="triage@2"`` starts an agent version)."""
         return self._run(self.aio.start(goal, options, **kwargs))
 
     def send_goal(

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from temporalio.api.workflowservice.v1 import DescribeWorkerDeploymentRequest, ListWorkerDeploymentsRequest
 from temporalio.client import Client as TemporalClient
+from temporalio.service import RPCError, RPCStatusCode
 
 from noeta.client.agents import Agents
 from noeta.client.visibility import WORKER_VERSION_ATTRIBUTE
@@ -62,12 +63,17 @@ async def worker_versions(temporal: TemporalClient) -> list[VersionUse]:
     """Every version of every Worker Deployment of the namespace, with its running tasks (pinned
     to it) and its routing; none when the cluster has no deployments."""
     service, namespace = temporal.workflow_service, temporal.namespace
-    found = []
+    found: list[VersionUse] = []
     token = b""
     while True:
-        page = await service.list_worker_deployments(
-            ListWorkerDeploymentsRequest(namespace=namespace, next_page_token=token)
-        )
+        try:
+            page = await service.list_worker_deployments(
+                ListWorkerDeploymentsRequest(namespace=namespace, next_page_token=token)
+            )
+        except RPCError as err:
+            if err.status == RPCStatusCode.UNIMPLEMENTED:  # a cluster older than Worker Deployments
+                return found
+            raise
         for summary in page.worker_deployments:
             described = await service.describe_worker_deployment(
                 DescribeWorkerDeploymentRequest(namespace=namespace, deployment_name=summary.name)
