@@ -12,6 +12,7 @@ it is the model's to keep, as a provider's stored conversation would.
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from temporalio import workflow
 
@@ -35,30 +36,23 @@ class BaselineLoop:
     @workflow.run
     async def run(self, inp: LoopInput) -> LoopResult:
         task_id = workflow.info().workflow_id
-        heartbeat = timedelta(seconds=inp.heartbeat_seconds) if inp.heartbeat_seconds else None
         padding = "p" * inp.padding
         done = 0
         last_output: str | None = None
         while True:
-            model_input = ModelInput(task_id, inp.steps, done, inp.output_bytes, padding, last_output)
-            if inp.local:
-                reply = await workflow.execute_local_activity(
-                    model, model_input, start_to_close_timeout=LOCAL_ATTEMPT_TIMEOUT, retry_policy=RETRY)
-            else:
-                reply = await workflow.execute_activity(
-                    model, model_input,
-                    start_to_close_timeout=ATTEMPT_TIMEOUT, heartbeat_timeout=heartbeat, retry_policy=RETRY,
-                )
+            reply = await self._call(inp, model, ModelInput(task_id, inp.steps, done, inp.output_bytes, padding, last_output))
             if reply.tool_call is None:
                 return LoopResult(answer=reply.text or "", steps=done)
-            tool_input = ToolInput(task_id, reply.tool_call, padding)
-            if inp.local:
-                output = await workflow.execute_local_activity(
-                    tool, tool_input, start_to_close_timeout=LOCAL_ATTEMPT_TIMEOUT, retry_policy=RETRY)
-            else:
-                output = await workflow.execute_activity(
-                    tool, tool_input,
-                    start_to_close_timeout=ATTEMPT_TIMEOUT, heartbeat_timeout=heartbeat, retry_policy=RETRY,
-                )
+            output = await self._call(inp, tool, ToolInput(task_id, reply.tool_call, padding))
             last_output = output if inp.model_reads_results else None
             done += 1
+
+    @staticmethod
+    async def _call(inp: LoopInput, activity: Any, arg: Any) -> Any:
+        """One call as the loop's kind of activity: local (no heartbeat, bounded) or ordinary."""
+        if inp.local:
+            return await workflow.execute_local_activity(
+                activity, arg, start_to_close_timeout=LOCAL_ATTEMPT_TIMEOUT, retry_policy=RETRY)
+        heartbeat = timedelta(seconds=inp.heartbeat_seconds) if inp.heartbeat_seconds else None
+        return await workflow.execute_activity(
+            activity, arg, start_to_close_timeout=ATTEMPT_TIMEOUT, heartbeat_timeout=heartbeat, retry_policy=RETRY)
