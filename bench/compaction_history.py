@@ -27,15 +27,12 @@ ROOT = Path(__file__).resolve().parents[1]
 def measure(turns: int) -> dict[str, int]:
     """Run the task on the ``noeta`` found first on the path; its history's figures."""
     sys.path.append(str(ROOT))  # after PYTHONPATH: the noeta under test comes first
-    from noeta.client.client import AsyncClient
-    from noeta.client.config import Settings
-    from noeta.client.embedded import EmbeddedServer
-    from noeta.client.options import HostConfig, Options
-    from noeta.context.content_store import LocalContentStore
+    from noeta.client.options import Options
     from noeta.protocols.messages import LLMResponse, TextBlock, ToolUseBlock, Usage
     from noeta.protocols.tool import ToolContext, ToolResult
     from noeta.sdk.tools import tool
     from noeta.worker import Registry, build_worker
+    from tests.histories.recording import recording_client
     from tests.support.history_bytes import WORKFLOW_TASK_EVENTS, history_shape
 
     @tool(name="fetch", version="1", input_schema={"type": "object", "properties": {"i": {"type": "integer"}}},
@@ -54,21 +51,13 @@ def measure(turns: int) -> dict[str, int]:
             return LLMResponse("end_turn", [TextBlock("done")], usage)
 
     async def run() -> dict[str, int]:
-        with tempfile.TemporaryDirectory() as tmp:
-            server = EmbeddedServer(Path(tmp) / "temporal", headless=True).start()
-            try:
-                store = LocalContentStore(Path(tmp) / "content")
-                client = await AsyncClient.connect(
-                    HostConfig(settings=Settings(temporal_address=server.address, home=Path(tmp)), content_store=store)
-                )
-                registry = Registry.of(tools=[fetch], providers=[Scripted()], content_store=store)
-                options = Options(provider="scripted", model="gpt-4o", allowed_tools=[fetch], max_turns=turns + 1)
-                async with build_worker(client.temporal, registry, "bench"):
-                    await client.start("fetch", options, task_id="bench-compaction", task_queue="bench")
-                    await client.result("bench-compaction")
-                history = await client.temporal.get_workflow_handle("bench-compaction").fetch_history()
-            finally:
-                server.stop()
+        async with recording_client() as (_, client, store):
+            registry = Registry.of(tools=[fetch], providers=[Scripted()], content_store=store)
+            options = Options(provider="scripted", model="gpt-4o", allowed_tools=[fetch], max_turns=turns + 1)
+            async with build_worker(client.temporal, registry, "bench"):
+                await client.start("fetch", options, task_id="bench-compaction", task_queue="bench")
+                await client.result("bench-compaction")
+            history = await client.temporal.get_workflow_handle("bench-compaction").fetch_history()
         events, _, payload = history_shape(history)
         return {
             "events": len(history.events),
