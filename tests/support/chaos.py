@@ -151,6 +151,14 @@ def read_log(path: Path) -> list[list[str]]:
     return [line.split() for line in path.read_text().splitlines() if line.strip()]
 
 
+def read_effects(log: Path) -> dict[str, int]:
+    """Side effects per key, from the effect files the tool made (tests.support.chaos_registry):
+    unlike the ``effect`` log line after each, a kill cannot separate a file from its key."""
+    folder = Path(f"{log}.effects")
+    made = collections.Counter(f.read_text() for f in folder.iterdir()) if folder.exists() else collections.Counter()
+    return dict(made)
+
+
 def lines(log: Path, kind: str) -> int:
     return sum(1 for parts in read_log(log) if parts[0] == kind)
 
@@ -158,7 +166,6 @@ def lines(log: Path, kind: str) -> int:
 def tally(log: Path, report: ChaosReport) -> None:
     done: collections.Counter[str] = collections.Counter()
     starts: collections.Counter[str] = collections.Counter()
-    effects: collections.Counter[str] = collections.Counter()
     models: collections.Counter[str] = collections.Counter()
     for index, parts in enumerate(read_log(log)):
         report.last_line[parts[-1]] = index
@@ -167,12 +174,10 @@ def tally(log: Path, report: ChaosReport) -> None:
             report.first_done.setdefault(parts[1], (index, parts[-1]))
         elif parts[0] == "start":
             starts[parts[1]] += 1
-        elif parts[0] == "effect":
-            effects[parts[1]] += 1
         elif parts[0] == "model":
             models[f"{parts[1]}/{parts[2]}"] += 1
     report.tool_runs, report.tool_starts, report.effects, report.model_calls = (
-        dict(done), dict(starts), dict(effects), dict(models)
+        dict(done), dict(starts), read_effects(log), dict(models)
     )
 
 

@@ -7,8 +7,8 @@ for the file ``$NOETA_CHAOS_GATE`` to exist before it does its work, so a run la
 runner has done all its damage. Every model call and every tool
 execution appends a line to ``$NOETA_CHAOS_LOG`` (``model <task> <turn> <pid>``, ``start <key>
 <pid>``, ``done <key> <pid>``), so a run can count executions per logical call. The tool's side
-effect (an ``effect <key> <pid>`` line) is de-duplicated on ``ctx.idempotency_key``, as the docs
-ask of tools with side effects.
+effect (a file named after ``ctx.idempotency_key`` in ``$NOETA_CHAOS_LOG.effects``, then an ``effect
+<key> <pid>`` line) is de-duplicated on that key, as the docs ask of tools with side effects.
 """
 
 from __future__ import annotations
@@ -73,13 +73,20 @@ async def _step(arguments: dict, ctx: ToolContext, seconds: float, gated: bool) 
     while gated and gate and not Path(gate).exists():
         await asyncio.sleep(0.1)
     await asyncio.sleep(seconds)
-    marker = Path(os.environ["NOETA_CHAOS_LOG"] + ".effects") / hashlib.sha256(ctx.idempotency_key.encode()).hexdigest()
-    marker.parent.mkdir(exist_ok=True)
-    try:  # the side effect, once per key: O_EXCL creation is the de-duplication
-        os.close(os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL))
+    effects = Path(os.environ["NOETA_CHAOS_LOG"] + ".effects")
+    effects.mkdir(exist_ok=True)
+    # The side effect, once per key: a file named after the key, holding it, made whole in one step
+    # (a hard link fails if the name exists), so a kill at any instant leaves either no effect or
+    # one a reader can name. The log line after it is only for ordering.
+    staged = effects.with_name(f"{effects.name}.{os.getpid()}.staged")
+    staged.write_text(ctx.idempotency_key)
+    try:
+        os.link(staged, effects / hashlib.sha256(ctx.idempotency_key.encode()).hexdigest())
         log(f"effect {ctx.idempotency_key}")
     except FileExistsError:
         pass
+    finally:
+        staged.unlink()
     log(f"done {ctx.idempotency_key}")
     return ToolResult(success=True, output=f"step {arguments['i']} done")
 

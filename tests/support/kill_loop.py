@@ -23,7 +23,7 @@ from noeta.client.config import Settings
 from noeta.client.embedded import EmbeddedServer
 from noeta.client.options import HostConfig, Options
 from noeta.protocols.task import TaskResult
-from tests.support.chaos import ROOT, Workers, read_log
+from tests.support.chaos import ROOT, Workers, read_effects, read_log
 
 #: The tool every step of a kill-loop task runs (``local=True``).
 LOCAL_TOOL = "work_local"
@@ -63,7 +63,6 @@ def tally(log: Path, killed: set[str], report: KillLoopReport) -> None:
     the worker that first did it logged a later line of the same task (so it had gone on, and the
     step's record was written)."""
     done: collections.Counter[str] = collections.Counter()
-    effects: collections.Counter[str] = collections.Counter()
     models: collections.Counter[str] = collections.Counter()
     first: dict[str, tuple[int, str, str]] = {}  # step -> (line, pid, task)
     last_of_task: dict[tuple[str, str], int] = {}  # (pid, task) -> last line
@@ -76,14 +75,12 @@ def tally(log: Path, killed: set[str], report: KillLoopReport) -> None:
             step, task = parts[1], _task_of_key(parts[1])
             if kind == "done":
                 done[step] += 1
-            elif kind == "effect":
-                effects[step] += 1
         else:
             continue
         last_of_task[(pid, task)] = index
         if kind in ("model", "done"):
             first.setdefault(step, (index, pid, task))
-    report.tool_runs, report.effects, report.model_calls = dict(done), dict(effects), dict(models)
+    report.tool_runs, report.effects, report.model_calls = dict(done), read_effects(log), dict(models)
     repeated = [k for k, n in done.items() if n > 1] + [k for k, n in models.items() if n > 1]
     report.unexplained = sorted(
         step for step in repeated
