@@ -18,10 +18,12 @@ from tests.support.kill_loop import run_kill_loop
 @pytest.mark.server
 @pytest.mark.parametrize("local_model", [True, False], ids=["local-model-calls", "ordinary-model-calls"])
 async def test_a_kill_loop_on_local_calls_repeats_no_finished_step(tmp_path: Path, local_model: bool):
-    report = await run_kill_loop(tmp_path, tasks=2, steps=10, kills=6, local_model=local_model, server_args=SERVER_ARGS)
-    assert report.kills == 6
-    assert [(r.status, r.answer) for r in report.results] == [("completed", "done 10")] * 2
-    # 2 tasks x 10 steps, each side effect once; 11 model turns per task.
-    assert len(report.tool_runs) == 20 and report.effects == {key: 1 for key in report.tool_runs}
-    assert len(report.model_calls) == 22
+    report = await run_kill_loop(tmp_path, tasks=2, steps=12, kills=6, local_model=local_model, server_args=SERVER_ARGS)
+    # Kills wait for a finished step; on a loaded machine the surviving worker may finish the tasks
+    # before the sixth: at least four must have landed mid-chain.
+    assert 4 <= report.kills <= 6
+    assert [(r.status, r.answer) for r in report.results] == [("completed", "done 12")] * 2
+    # 2 tasks x 12 steps, each side effect once; 13 model turns per task.
+    assert len(report.tool_runs) == 24 and report.effects == {key: 1 for key in report.tool_runs}
+    assert len(report.model_calls) == 26
     assert report.unexplained == [], (report.tool_runs, report.model_calls)
