@@ -25,11 +25,14 @@ def events(name: str) -> list:
         # upsert is exempt, the final status upsert is not.
         ("local-model-calls/local_model_calls.json",
          {"workflow_execution_started": 1, "local_activity_batches": 1, "search_attribute_upserts": 1}),
-        # Every 20th model call is an ordinary activity: it ends the workflow task, so the local
-        # calls after it are a second batch.
+        # Before PATCH_LOCAL_REPORTS every 20th model call was an ordinary activity: it ended the workflow task, so the local
+        # calls after it were a second batch.
         ("local-model-calls/local_model_calls_long.json",
          {"workflow_execution_started": 1, "activity_attempts": 1, "local_activity_batches": 2,
           "search_attribute_upserts": 1}),
+        # The same 22 calls after PATCH_LOCAL_REPORTS (a report every 100th call): one batch.
+        ("local-reports-100/local_model_calls_reports.json",
+         {"workflow_execution_started": 1, "local_activity_batches": 1, "search_attribute_upserts": 1}),
         # Ordinary activities only: one action per attempt.
         ("tool_loop.json", {"workflow_execution_started": 1, "activity_attempts": 9}),
         # Updates and signals count one each.

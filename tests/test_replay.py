@@ -17,6 +17,7 @@ from noeta.protocols.names import (
     PATCH_EDITED_APPROVALS,
     PATCH_LEAN_STEPS,
     PATCH_LOCAL_MODEL_CALLS,
+    PATCH_LOCAL_REPORTS,
     PATCH_LOCAL_TOOLS,
     PATCH_MCP_ELICITATION,
     PATCH_MCP_ELICITATION_HELD,
@@ -111,6 +112,10 @@ def test_local_model_call_histories_are_recorded():
     # 22 calls: the 20th an ordinary activity, which ended the workflow task (LOCAL_MODEL_CALLS_PER_WORKFLOW_TASK)
     long = (shape / "local_model_calls_long.json").read_text()
     assert long.count('"name": "noeta.call_model"') == 1 and long.count('"EVENT_TYPE_WORKFLOW_TASK_COMPLETED"') == 2
+    # The same 22 calls after PATCH_LOCAL_REPORTS: its marker at the 20th call, which stays local.
+    reports = (ROOT / PATCH_LOCAL_REPORTS / "local_model_calls_reports.json").read_text()
+    assert '"name": "noeta.call_model"' not in reports and reports.count('"EVENT_TYPE_WORKFLOW_TASK_COMPLETED"') == 1
+    assert reports.count('"core_patch"') == 2 and reports.count('"core_local_activity"') == 44
     older = json.loads((shape / "flag_on_previous_release.json").read_text())
     task_input = base64.b64decode(older["events"][0]["workflowExecutionStartedEventAttributes"]["input"]["payloads"][0]["data"])
     assert b'"model_local_activity":true' in task_input

@@ -38,6 +38,7 @@ from noeta.protocols.names import (
     PATCH_BUILTIN_POLICY_CHILDREN,
     PATCH_LEAN_STEPS,
     PATCH_LOCAL_MODEL_CALLS,
+    PATCH_LOCAL_REPORTS,
     PATCH_TASK_RESOURCES,
     PREPARE_TASK,
     RELEASE_RESOURCES,
@@ -46,6 +47,7 @@ from noeta.protocols.names import (
     workflow_name_for,
 )
 from noeta.protocols.local_model_calls import (
+    EARLIER_LOCAL_MODEL_CALLS_PER_WORKFLOW_TASK,
     LOCAL_MODEL_CALLS_PER_WORKFLOW_TASK,
     ModelCallStart,
     local_model_attempt_seconds,
@@ -219,6 +221,14 @@ async def load_transcript(
     )
 
 
+def reports_to_server(turn: int) -> bool:
+    """Whether local model call ``turn`` is an ordinary activity instead: it ends the workflow task,
+    so the markers before it reach the server (noeta.protocols.local_model_calls)."""
+    if turn % LOCAL_MODEL_CALLS_PER_WORKFLOW_TASK == 0:
+        return True
+    return turn % EARLIER_LOCAL_MODEL_CALLS_PER_WORKFLOW_TASK == 0 and not patches.patched(PATCH_LOCAL_REPORTS)
+
+
 async def call_model(task: TaskInput, request: CallModelInput, *, ordinary: bool = False) -> CallModelOutput:
     """Make one model call with the task's ``model_activity`` options and provider retries, as a
     local activity for a task with ``model_local_activity`` (noeta.protocols.local_model_calls)
@@ -232,9 +242,7 @@ async def call_model(task: TaskInput, request: CallModelInput, *, ordinary: bool
     try:
         # The flag is in the task's input, but a worker of an earlier release ignores it (see the patch).
         local = task.model_local_activity and patches.patched(PATCH_LOCAL_MODEL_CALLS)
-        # Every LOCAL_MODEL_CALLS_PER_WORKFLOW_TASK-th call is an ordinary activity: it ends the
-        # workflow task, so the markers before it reach the server (noeta.protocols.local_model_calls).
-        if local and not ordinary and request.turn % LOCAL_MODEL_CALLS_PER_WORKFLOW_TASK != 0:
+        if local and not ordinary and not reports_to_server(request.turn):
             out = await execute_local_call(
                 CALL_MODEL, request, CallModelOutput, local_model_attempt_seconds(options.start_to_close_seconds),
                 retry, model_call_activity_id(ModelCallStart.of(request)), summary, options.schedule_to_close_seconds,

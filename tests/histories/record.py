@@ -305,6 +305,12 @@ SCENARIOS = {
         FakeLLMProvider(responses=[*[call((f"c{n}", "calculator", {"expression": f"{n} * 2"})) for n in range(21)], say("done")]),
         dict(goal="double", options=Options(allowed_tools=[calculator], model_local_activity=True)),
     ),
+    # The same 22 calls after PATCH_LOCAL_REPORTS: the patch is asked at turn 20 (its marker), the
+    # call stays local, and the whole task is one workflow task (record with --into local-reports-100).
+    "local_model_calls_reports": (
+        FakeLLMProvider(responses=[*[call((f"c{n}", "calculator", {"expression": f"{n} * 2"})) for n in range(21)], say("done")]),
+        dict(goal="double", options=Options(allowed_tools=[calculator], model_local_activity=True)),
+    ),
     # A local model call whose provider asked for a 62 s pause: past temporalio's local retry
     # threshold (60 s) the worker records the failed attempt in a marker with its backoff, waits on a
     # timer and runs the next attempt in a later workflow task.
