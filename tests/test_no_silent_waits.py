@@ -212,8 +212,25 @@ async def test_a_kept_answer_counts_only_for_the_loop_that_asked(client: AsyncCl
     try:
         stale = gone.create_future()
         stale.set_result(True)
-        key = (id(asyncio.get_running_loop()), id(client.temporal), client.temporal.namespace, task_queue)
-        monkeypatch.setitem(pollers._answers, key, (time.monotonic(), stale, client.temporal))
+        key = (id(asyncio.get_running_loop()), client.temporal.namespace, task_queue)
+        monkeypatch.setitem(pollers._answers, client.temporal, {key: (time.monotonic(), stale)})
         assert await pollers.queue_has_worker(client.temporal, task_queue) is False and asked == [task_queue]
     finally:
         gone.close()
+
+
+async def test_a_kept_answer_does_not_keep_its_client(temporal_server, task_queue: str):
+    """The answers are kept per client, weakly: a client its owner let go of is collected (and with
+    it the runtime it holds), its answers gone with it."""
+    import gc
+    import weakref
+
+    from temporalio.client import Client as TemporalClient
+
+    temporal = await TemporalClient.connect(temporal_server.address)
+    assert await pollers.queue_has_worker(temporal, task_queue) is False  # asked, and kept
+    assert temporal in pollers._answers
+    gone = weakref.ref(temporal)
+    del temporal
+    gc.collect()
+    assert gone() is None

@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import logging
 import time
+import weakref
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -46,7 +47,12 @@ Say = Callable[[str], None]
 #: tasks waited on through one client ask the server about their queue once, not a thousand times
 #: every LOOK_EVERY_SECONDS (a worker that comes or goes is noticed this much later).
 QUEUE_ANSWER_SECONDS = 10.0
-_answers: dict[tuple[int, int, str, str], tuple[float, asyncio.Future[bool], TemporalClient]] = {}
+#: The answers, per client, held weakly: a kept answer must not keep its client (and through it the
+#: Temporal runtime) alive after its owner let go of it — a script whose query() waited long enough
+#: to look at the queue once could not stop the runtime at exit.
+_answers: weakref.WeakKeyDictionary[TemporalClient, dict[tuple[int, str, str], tuple[float, asyncio.Future[bool]]]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 async def queue_has_worker(temporal: TemporalClient, task_queue: str) -> bool:
@@ -54,19 +60,20 @@ async def queue_has_worker(temporal: TemporalClient, task_queue: str) -> bool:
     answer asked for in this event loop within QUEUE_ANSWER_SECONDS serves again; a failed
     question is not kept)."""
     now, loop = time.monotonic(), asyncio.get_running_loop()
-    key = (id(loop), id(temporal), temporal.namespace, task_queue)
-    kept = _answers.get(key)
-    # Ids are reused once their objects are gone (a synchronous Client's loops come and go): an
-    # answer counts only for the very loop and client that asked for it.
-    if kept is None or now - kept[0] >= QUEUE_ANSWER_SECONDS or kept[1].get_loop() is not loop or kept[2] is not temporal:
-        for old in [k for k, (at, *_) in _answers.items() if now - at >= QUEUE_ANSWER_SECONDS]:
-            del _answers[old]
-        kept = _answers[key] = (now, asyncio.ensure_future(_ask_queue(temporal, task_queue)), temporal)
+    answers = _answers.setdefault(temporal, {})
+    key = (id(loop), temporal.namespace, task_queue)
+    kept = answers.get(key)
+    # Loop ids are reused once their loops are gone (a synchronous Client's loops come and go): an
+    # answer counts only for the very loop that asked for it.
+    if kept is None or now - kept[0] >= QUEUE_ANSWER_SECONDS or kept[1].get_loop() is not loop:
+        for old in [k for k, (at, _) in answers.items() if now - at >= QUEUE_ANSWER_SECONDS]:
+            del answers[old]
+        kept = answers[key] = (now, asyncio.ensure_future(_ask_queue(temporal, task_queue)))
     try:
         return await asyncio.shield(kept[1])
     except Exception:
-        if _answers.get(key) is kept:
-            del _answers[key]
+        if answers.get(key) is kept:
+            del answers[key]
         raise
 
 
