@@ -30,14 +30,13 @@ LOCAL_MODEL_MAX_TIMEOUT_SECONDS = 120.0
 #: fast model's whole task is one workflow task: its markers reach the server in one completion
 #: (measured: 400 steps, 533 KB; the server refuses a message over 4 MB) and the run never sees its
 #: history grow, so it never continues as new. 100 calls are about 130 KB, and a task passes
-#: ``max_history_events`` by at most one report's markers (about 200 events when each step calls
-#: one tool); a slower model reports sooner anyway (the
-#: worker reports a workflow task that runs ~8 s, its timeout's 80 %). Each report costs an activity
-#: and a workflow task: at the earlier 20 a 50-step task had 3 workflow tasks and 7 billable
-#: actions, now 1 and 3 (bench/RESULTS.md).
-#: (A 1 ms timer did the same at 0.8 s a report on the dev server, whose timers fire about a second
-#: late; an activity is dispatched with the workflow task's completion.) Part of the command
-#: sequence: a change needs a patch (PATCH_LOCAL_REPORTS).
+#: ``max_history_events`` by at most one report's markers (about 200 events when each step calls one
+#: tool); a slower model reports sooner anyway (the worker reports a workflow task that runs ~8 s,
+#: its timeout's 80 %). Each report costs an activity and a workflow task: at the earlier 20 a
+#: 50-step task had 3 workflow tasks and 7 billable actions, now 1 and 3 (bench/RESULTS.md). (A 1 ms
+#: timer did the same at 0.8 s a report on the dev server, whose timers fire about a second late; an
+#: activity is dispatched with the workflow task's completion.) Part of the command sequence: a
+#: change needs a patch (PATCH_LOCAL_REPORTS).
 LOCAL_MODEL_CALLS_PER_WORKFLOW_TASK = 100
 #: The report interval of tasks recorded before PATCH_LOCAL_REPORTS.
 EARLIER_LOCAL_MODEL_CALLS_PER_WORKFLOW_TASK = 20
