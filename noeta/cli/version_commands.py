@@ -74,24 +74,11 @@ def serve_agent(registry: Registry, options: Options) -> None:
     (ConfigurationError for another object of the same name)."""
     from noeta.client.task_input import task_provider_name
     from noeta.protocols.messages import LLMProvider
-    from noeta.sdk._query import registry_for
+    from noeta.sdk._query import add_carried
 
-    carried = registry_for(options, registry.store())
-    for tool in carried.tools.values():
-        registry.add_tool(tool)
-    for guard in carried.guards.values():
-        registry.add_guard(guard)
-    for validator in carried.validators.values():
-        registry.add_validator(validator)
-    for model in carried.output_models.values():
-        registry.add_output_model(model)
-    for key, resource in carried.resources.items():
-        registry.add_resource(resource, key=key)
-    providers = dict(carried.providers)
+    add_carried(registry, options)
     if isinstance(options.provider, LLMProvider):
-        providers[task_provider_name(options.provider)] = options.provider
-    for name, provider in providers.items():
-        registry.add_provider(provider, name=name)
+        registry.add_provider(options.provider, name=task_provider_name(options.provider))
 
 
 async def cmd_versions(client: AsyncClient, args: argparse.Namespace) -> int:

@@ -71,6 +71,14 @@ def registry_for(options: Options, store: ContentStore, resources: Mapping[str, 
     """A registry serving what ``options`` and its sub-agents carry: tools, validators, guards,
     output and scope models, resources and provider objects; plus the run's ``resources``."""
     registry = Registry.of(content_store=store, resources=resources)
+    add_carried(registry, options)
+    return registry
+
+
+def add_carried(registry: Registry, options: Options) -> None:
+    """Add to ``registry`` what ``options`` and its sub-agents carry: tools, validators, guards,
+    output and scope models, resources, and the provider objects of sub-agents and fallbacks (under
+    the names their inputs carry); ConfigurationError for another object of a registered name."""
     for opts in [options, *(o for agent in options.subagents for o in agent.all_options())]:
         for tool in opts.tool_objects():
             registry.add_tool(tool)
@@ -89,7 +97,6 @@ def registry_for(options: Options, store: ContentStore, resources: Mapping[str, 
         for entry in fallback_entries(opts.fallback_providers):
             if isinstance(entry.provider, LLMProvider):  # under the name the task's input carries
                 registry.add_provider(entry.provider, name=task_provider_name(entry.provider))
-    return registry
 
 
 def serve_script_policies(options: Options) -> None:
