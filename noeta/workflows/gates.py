@@ -138,13 +138,10 @@ class Gate:
         (default: the task's approval timeout) is a refusal."""
         approvals = self.approvals
         approvals.open(request)
-        self._status.update_index("awaiting_approval")
-        self._status.refresh()
+        self._status.waiting()
         timeout = self._run.task.approval_timeout_seconds if timeout_seconds is None else timeout_seconds
         decision = await approvals.wait(request, timeout)
-        if not approvals.pending:
-            self._status.update_index("running")
-        self._status.refresh()
+        self._status.settled()
         return decision
 
     async def finish_allowed(self, decision: Finish, index: int) -> bool:

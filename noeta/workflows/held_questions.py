@@ -79,8 +79,7 @@ class HeldQuestions:
         request = waiting_request(action, action.message, f"mcp:{action.server}", self._run.task.approval_timeout_seconds)
         self._calls[asked.tool_call_id].held[asked.index] = request
         self._approvals.open(request)
-        self._status.update_index("awaiting_approval")
-        self._status.refresh()
+        self._status.waiting()
 
     def answer(self, call_id: str) -> HeldAnswer:
         """The query: the answer to a held question, once a person gave it."""
@@ -110,7 +109,7 @@ class HeldQuestions:
             self._approvals.close(request.call_id)
             moved = True
         if moved:
-            self._settled()
+            self._status.settled()
         return moved
 
     def ended(self, tool_call_id: str) -> None:
@@ -120,12 +119,7 @@ class HeldQuestions:
         if call is not None and call.held:
             for request in call.held.values():
                 self._approvals.close(request.call_id)
-            self._settled()
-
-    def _settled(self) -> None:
-        if not self._approvals.pending:
-            self._status.update_index("running")
-        self._status.refresh()
+            self._status.settled()
 
 
 def remaining_seconds(request: ApprovalRequest) -> float:

@@ -31,6 +31,17 @@ class RunStatus:
         model = run.state.model if run.task.model is None or run.state.provider_index else None
         self._index.update(run.state.total_turns, run.state.usage, status, model=model)
 
+    def waiting(self) -> None:
+        """An approval (or a server's question) was just listed: the task awaits a person."""
+        self.update_index("awaiting_approval")
+        self.refresh()
+
+    def settled(self) -> None:
+        """An approval was answered or withdrawn: the task runs again once none is pending."""
+        if not self._approvals.pending:
+            self.update_index("running")
+        self.refresh()
+
     def show(self, text: str) -> None:
         """What the run is doing now (a line of ``details``)."""
         self._details.doing(text, self._approvals.pending, self._run.task.approval_timeout_seconds)
