@@ -164,7 +164,8 @@ class LocalStepRecords:
             if size_after != before + length:
                 self._logs.pop(path, None)
                 return
-        self._remember(path, size_after, digests | {digest})
+            digests.add(digest)  # in place: a copy per append costs a long task's every step its length
+        self._remember(path, size_after, digests)
 
     def put_output(self, key: str, data: bytes) -> None:
         """Append ``data`` for ``key`` to its task's log (sealed when the store is encrypted); the
