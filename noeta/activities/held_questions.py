@@ -16,7 +16,7 @@ from temporalio import activity
 
 from noeta.activities._heartbeat import attempt_seconds
 from noeta.protocols.activity_io import InvokeToolInput
-from noeta.protocols.elicitation import ElicitationAnswer, elicitation_id
+from noeta.protocols.elicitation import ElicitationAnswer
 from noeta.protocols.held_questions import HOLD_SHARE_OF_ATTEMPT, HeldAnswer, HeldQuestion
 from noeta.protocols.names import QUERY_ELICITATION_ANSWER, UPDATE_ELICITATION_HELD
 
@@ -64,7 +64,7 @@ class QuestionHolder:
             return None
         except Exception as err:  # noqa: BLE001 (refused: an earlier attempt listed it, or not held; the query says)
             logger.debug("held question %s not listed by this attempt: %s", asked.call_id, err)
-        call_id = elicitation_id(self._inp.call_id, index)
+        call_id = asked.call_id
         pause = FIRST_POLL_SECONDS
         while True:
             try:
