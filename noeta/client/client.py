@@ -7,12 +7,14 @@ at a cluster.
 
 AsyncClient is composed of small objects, each owning the state it touches and handed its
 collaborators: the :class:`~noeta.client.connection.Connection` (the Temporal client, what the
-cluster supports, whether a task exists and runs), :class:`~noeta.client.start_methods.StartMethods`
-(start and fork, by Options or by agent name), the :class:`~noeta.client.observation.Observation`
+cluster supports, whether a task exists and runs), :class:`~noeta.client.start_methods.StartCalls`
+(start and fork, by Options or by agent name), :class:`~noeta.client.schedule_methods.ScheduleCalls`,
+:class:`~noeta.client.threads.ThreadCalls` (send), the :class:`~noeta.client.observation.Observation`
 (the observers and their followers), :class:`~noeta.client.tasks.TaskOperations` (start, goals,
 context, approvals, result, cancel), :class:`~noeta.client.listing.TaskListing` (list, UI links) and
 :class:`~noeta.client.inspection.Inspection` (describe, details, pending approvals, history, events,
-messages, audit). Its methods hand each call to the one that does it.
+messages, audit). Its methods hand each call to the one that does it; a call a part serves whole
+is that part's method, forwarded (:class:`~noeta.client.forwarding.Forwarded`).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from noeta.client.audit import AuditEntry
 from noeta.client.connect import connect_temporal
 from noeta.client.connection import Connection
 from noeta.client.embedded import EmbeddedServer
+from noeta.client.forwarding import Forwarded
 from noeta.client.events import EventStream
 from noeta.client.export import export_task
 from noeta.client.imports import imported_export
@@ -37,11 +40,11 @@ from noeta.client.inspection import METADATA_QUERY, ApprovalsInbox, Inspection, 
 from noeta.client.listing import TaskListing
 from noeta.client.messages import ViewItem
 from noeta.client.observation import Observation
-from noeta.client.threads import ThreadMethods
+from noeta.client.threads import ThreadCalls
 from noeta.client.pollers import no_worker_message, unpolled_queue
-from noeta.client.start_methods import StartMethods
+from noeta.client.start_methods import StartCalls
 from noeta.client.tasks import SERVER_OUTAGE_WAIT_SECONDS, SERVER_UNREACHABLE, TaskOperations
-from noeta.client.schedule_methods import ScheduleMethods
+from noeta.client.schedule_methods import ScheduleCalls
 from noeta.client.visibility import (
     TaskFilter, TaskInfo, TaskSummary, register_search_attributes, registered_search_attributes,
     search_attributes_registered,
@@ -56,12 +59,27 @@ from noeta.protocols.names import DEFAULT_PROVIDER
 from noeta.protocols.statuses import IfBusy
 
 
-class AsyncClient(StartMethods, ScheduleMethods, ThreadMethods):
+class AsyncClient:
     """The asyncio API: starting tasks (:mod:`noeta.client.start_methods`), task operations
     (:mod:`noeta.client.tasks`), listing tasks (:mod:`noeta.client.listing`), reading tasks
-    (:mod:`noeta.client.inspection`), following them for observers (:mod:`noeta.client.observation`)
-    and schedules of tasks (:mod:`noeta.client.schedule_methods`), on a connection
-    (:mod:`noeta.client.connection`)."""
+    (:mod:`noeta.client.inspection`), following them for observers (:mod:`noeta.client.observation`),
+    schedules of tasks (:mod:`noeta.client.schedule_methods`) and conversation threads
+    (:mod:`noeta.client.threads`), on a connection (:mod:`noeta.client.connection`). Each is a part
+    of the client; the calls a part serves whole are forwarded to it (:mod:`noeta.client.forwarding`)."""
+
+    start = Forwarded("_starts", StartCalls.start)
+    fork = Forwarded("_starts", StartCalls.fork)
+    agent_options = Forwarded("_starts", StartCalls.agent_options)
+    send = Forwarded("_threads", ThreadCalls.send)
+    create_schedule = Forwarded("_schedules", ScheduleCalls.create_schedule)
+    list_schedules = Forwarded("_schedules", ScheduleCalls.list_schedules)
+    describe_schedule = Forwarded("_schedules", ScheduleCalls.describe_schedule)
+    pause_schedule = Forwarded("_schedules", ScheduleCalls.pause_schedule)
+    unpause_schedule = Forwarded("_schedules", ScheduleCalls.unpause_schedule)
+    trigger_schedule = Forwarded("_schedules", ScheduleCalls.trigger_schedule)
+    backfill_schedule = Forwarded("_schedules", ScheduleCalls.backfill_schedule)
+    delete_schedule = Forwarded("_schedules", ScheduleCalls.delete_schedule)
+    schedule_runs = Forwarded("_schedules", ScheduleCalls.schedule_runs)
 
     def __init__(
         self,
@@ -92,7 +110,9 @@ class AsyncClient(StartMethods, ScheduleMethods, ThreadMethods):
         """The memory pool (a MemoryStore) that the memory tool of this host's workers shares:
         seed it, read what agents remembered."""
         self._deltas = ClientDeltas(temporal, delta_broker or in_process_broker())
-        self.agents = agents
+        self._starts = StartCalls(self._connection, self._inspection, self._tasks, self._deltas, agents)
+        self._schedules = ScheduleCalls(self._connection, self._tasks, self._listing)
+        self._threads = ThreadCalls(self._tasks, self._deltas)
 
     @classmethod
     async def connect(cls, host: HostConfig | None = None, observers: Sequence[Observer] = ()) -> AsyncClient:
@@ -138,6 +158,16 @@ class AsyncClient(StartMethods, ScheduleMethods, ThreadMethods):
     @task_queue.setter
     def task_queue(self, queue: str) -> None:
         self._tasks.task_queue = queue
+
+    @property
+    def agents(self) -> Agents | None:
+        """The agent catalog ``start(goal, agent="triage")`` resolves names in (None: none
+        configured). Set it to an Agents, or to its ``package.module:attribute`` path."""
+        return self._starts.agents
+
+    @agents.setter
+    def agents(self, agents: Agents | str | None) -> None:
+        self._starts.agents = agents
 
     @property
     def observers(self) -> list[Observer]:

@@ -1,10 +1,9 @@
-"""The client's schedule calls (``AsyncClient.create_schedule`` and the calls beside it): a mixin
-of :class:`~noeta.client.client.AsyncClient`, each call handed to
+"""The client's schedule calls (``AsyncClient.create_schedule`` and the calls beside it): a part of
+:class:`~noeta.client.client.AsyncClient`, which forwards them here, each handed to
 :class:`~noeta.client.schedules.ScheduleOperations` on the client's connection. docs/schedules.md."""
 
 from __future__ import annotations
 
-import functools
 from datetime import datetime, timedelta
 
 from noeta.client.connection import Connection
@@ -18,17 +17,14 @@ from noeta.client.tasks import TaskOperations
 from noeta.client.visibility import TaskFilter, TaskSummary
 
 
-class ScheduleMethods:
+class ScheduleCalls:
     """Schedules of tasks on the client's cluster: each run is an ordinary task, started as
     ``start`` starts one, whose id is the schedule's id and the run's time."""
 
-    _connection: Connection
-    _tasks: TaskOperations
-    _listing: TaskListing
-
-    @functools.cached_property
-    def _schedules(self) -> ScheduleOperations:
-        return ScheduleOperations(self._connection, self._tasks)
+    def __init__(self, connection: Connection, tasks: TaskOperations, listing: TaskListing) -> None:
+        """Schedules on ``connection``, their runs started as ``tasks`` starts and found by ``listing``."""
+        self._schedules = ScheduleOperations(connection, tasks)
+        self._listing = listing
 
     async def create_schedule(
         self,
@@ -119,4 +115,4 @@ class ScheduleMethods:
         return await self._listing.list_tasks(TaskFilter(tenant=tenant, schedule=schedule_id), limit)
 
 
-__all__ = ["ScheduleMethods"]
+__all__ = ["ScheduleCalls"]

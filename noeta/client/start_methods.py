@@ -1,5 +1,5 @@
-"""The client's calls that start a task (``AsyncClient.start`` and ``AsyncClient.fork``): a mixin of
-:class:`~noeta.client.client.AsyncClient`, each call handed to
+"""The client's calls that start a task (``AsyncClient.start`` and ``AsyncClient.fork``): a part of
+:class:`~noeta.client.client.AsyncClient`, which forwards them here, each handed to
 :class:`~noeta.client.tasks.TaskOperations`; and the agent catalog they resolve an ``agent`` name
 in (docs/versions.md).
 
@@ -28,14 +28,20 @@ from noeta.errors import ConfigurationError
 from noeta.protocols.messages import ImageBlock
 
 
-class StartMethods:
+class StartCalls:
     """Starting tasks, by their Options or by an agent's name and version."""
 
-    _connection: Connection
-    _inspection: Inspection
-    _tasks: TaskOperations
-    _deltas: ClientDeltas
-    _agents: Agents | str | None = None
+    def __init__(
+        self, connection: Connection, inspection: Inspection, tasks: TaskOperations, deltas: ClientDeltas,
+        agents: Agents | str | None,
+    ) -> None:
+        """Starts go through ``tasks`` and are followed by ``deltas``; a fork of an export puts its
+        bodies into ``inspection``'s content store; ``agents``: the catalog (or its path), if any."""
+        self._connection = connection
+        self._inspection = inspection
+        self._tasks = tasks
+        self._deltas = deltas
+        self._agents = agents
 
     @property
     def agents(self) -> Agents | None:
@@ -133,4 +139,4 @@ class StartMethods:
         )
 
 
-__all__ = ["StartMethods"]
+__all__ = ["StartCalls"]

@@ -13,11 +13,12 @@ from noeta.client.agents import Agents
 from noeta.client.audit import AuditEntry
 from noeta.client.client import AsyncClient
 from noeta.client.export import LoadedTask
+from noeta.client.forwarding import Forwarded
 from noeta.client.host import HostConfig
 from noeta.client.messages import ViewItem
 from noeta.client.options import Options
 from noeta.client.runtime import clear_finished_frames, close_at_exit, closed, with_shared_runtime
-from noeta.client.sync_schedules import SyncScheduleMethods
+from noeta.client.sync_schedules import SyncScheduleCalls
 from noeta.client.visibility import TaskSummary
 from noeta.context.content_store import ContentStore
 from noeta.protocols.event_log import EventEnvelope, Observer
@@ -28,9 +29,19 @@ from noeta.protocols.statuses import IfBusy
 T = TypeVar("T")
 
 
-class Client(SyncScheduleMethods):
+class Client:
     """The synchronous twin of :class:`AsyncClient` (same methods, blocking; the schedule calls
-    are :mod:`noeta.client.sync_schedules`')."""
+    are :mod:`noeta.client.sync_schedules`', forwarded)."""
+
+    create_schedule = Forwarded("_schedules", SyncScheduleCalls.create_schedule)
+    list_schedules = Forwarded("_schedules", SyncScheduleCalls.list_schedules)
+    describe_schedule = Forwarded("_schedules", SyncScheduleCalls.describe_schedule)
+    pause_schedule = Forwarded("_schedules", SyncScheduleCalls.pause_schedule)
+    unpause_schedule = Forwarded("_schedules", SyncScheduleCalls.unpause_schedule)
+    trigger_schedule = Forwarded("_schedules", SyncScheduleCalls.trigger_schedule)
+    backfill_schedule = Forwarded("_schedules", SyncScheduleCalls.backfill_schedule)
+    delete_schedule = Forwarded("_schedules", SyncScheduleCalls.delete_schedule)
+    schedule_runs = Forwarded("_schedules", SyncScheduleCalls.schedule_runs)
 
     def __init__(self, host: HostConfig | None = None, observers: Sequence[Observer] = ()) -> None:
         """Connect to the cluster of ``host`` (default: from the environment); ``observers`` get every
@@ -47,6 +58,7 @@ class Client(SyncScheduleMethods):
         except BaseException:
             self._stop()
             raise
+        self._schedules = SyncScheduleCalls(self._async, self._run)
         self.content_store: ContentStore = self._async.content_store
         self.memory: Any = self._async.memory
         """The memory pool shared with the memory tool (see :attr:`AsyncClient.memory`)."""

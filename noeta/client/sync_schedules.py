@@ -1,12 +1,12 @@
-"""The synchronous client's schedule calls: a mixin of :class:`~noeta.client.sync.Client`, each
-call run on the client's event loop by its AsyncClient (:mod:`noeta.client.schedule_methods`
-documents them)."""
+"""The synchronous client's schedule calls: a part of :class:`~noeta.client.sync.Client`, which
+forwards them here, each call run on the client's event loop by its AsyncClient
+(:mod:`noeta.client.schedule_methods` documents them)."""
 
 from __future__ import annotations
 
 from collections.abc import Coroutine
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from noeta.client.client import AsyncClient
 from noeta.client.options import Options
@@ -16,54 +16,60 @@ from noeta.client.visibility import TaskSummary
 T = TypeVar("T")
 
 
-class SyncScheduleMethods:
+class Runner(Protocol):
+    """Runs a coroutine to its end on the synchronous client's event loop."""
+
+    def __call__(self, coro: Coroutine[Any, Any, T], /) -> T:
+        """The coroutine's result (or its exception)."""
+        ...
+
+
+class SyncScheduleCalls:
     """``create_schedule``, ``list_schedules``, ``describe_schedule``, ``pause_schedule``,
     ``unpause_schedule``, ``trigger_schedule``, ``backfill_schedule``, ``delete_schedule`` and
-    ``schedule_runs``, blocking; the keywords are AsyncClient's."""
+    ``schedule_runs``, blocking; the keywords are AsyncClient's. ``self`` is positional-only: with
+    ``**kwargs`` beside it, that is what lets :class:`~noeta.client.forwarding.Forwarded` type them."""
 
-    @property
-    def aio(self) -> AsyncClient:
-        """The AsyncClient the calls run on (the Client's own overrides this)."""
-        raise NotImplementedError
+    def __init__(self, aio: AsyncClient, run: Runner) -> None:
+        """The calls are ``aio``'s, each run to its end by ``run``."""
+        self.aio = aio
+        self._run = run
 
-    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
-        raise NotImplementedError  # the Client's own: run on its event loop
-
-    def create_schedule(self, schedule_id: str, goal: str, options: Options | None = None, **kwargs: Any) -> str:
+    def create_schedule(self, /, schedule_id: str, goal: str, options: Options | None = None, **kwargs: Any) -> str:
         """Start ``goal`` as a task on a clock (``cron=`` or ``every=``, see AsyncClient.create_schedule)."""
         return self._run(self.aio.create_schedule(schedule_id, goal, options, **kwargs))
 
-    def list_schedules(self, limit: int = 100, **kwargs: Any) -> list[ScheduleInfo]:
+    def list_schedules(self, /, limit: int = 100, **kwargs: Any) -> list[ScheduleInfo]:
         """The schedules of tasks, by id."""
         return self._run(self.aio.list_schedules(limit, **kwargs))
 
-    def describe_schedule(self, schedule_id: str, **kwargs: Any) -> ScheduleInfo:
+    def describe_schedule(self, /, schedule_id: str, **kwargs: Any) -> ScheduleInfo:
         """The schedule as it is now: next run times, recent runs and their task ids."""
         return self._run(self.aio.describe_schedule(schedule_id, **kwargs))
 
-    def pause_schedule(self, schedule_id: str, note: str | None = None, **kwargs: Any) -> None:
+    def pause_schedule(self, /, schedule_id: str, note: str | None = None, **kwargs: Any) -> None:
         """Start no run until unpaused."""
         self._run(self.aio.pause_schedule(schedule_id, note, **kwargs))
 
-    def unpause_schedule(self, schedule_id: str, note: str | None = None, **kwargs: Any) -> None:
+    def unpause_schedule(self, /, schedule_id: str, note: str | None = None, **kwargs: Any) -> None:
         """Let a paused schedule run again."""
         self._run(self.aio.unpause_schedule(schedule_id, note, **kwargs))
 
-    def trigger_schedule(self, schedule_id: str, **kwargs: Any) -> None:
+    def trigger_schedule(self, /, schedule_id: str, **kwargs: Any) -> None:
         """Start a run now."""
         self._run(self.aio.trigger_schedule(schedule_id, **kwargs))
 
-    def backfill_schedule(self, schedule_id: str, start: datetime, end: datetime, **kwargs: Any) -> None:
+    def backfill_schedule(self, /, schedule_id: str, start: datetime, end: datetime, **kwargs: Any) -> None:
         """Start the runs that were due between ``start`` and ``end``."""
         self._run(self.aio.backfill_schedule(schedule_id, start, end, **kwargs))
 
-    def delete_schedule(self, schedule_id: str, **kwargs: Any) -> None:
+    def delete_schedule(self, /, schedule_id: str, **kwargs: Any) -> None:
         """Delete the schedule (its tasks stay)."""
         self._run(self.aio.delete_schedule(schedule_id, **kwargs))
 
-    def schedule_runs(self, schedule_id: str, limit: int = 50, **kwargs: Any) -> list[TaskSummary]:
+    def schedule_runs(self, /, schedule_id: str, limit: int = 50, **kwargs: Any) -> list[TaskSummary]:
         """The tasks the schedule started, newest first."""
         return self._run(self.aio.schedule_runs(schedule_id, limit, **kwargs))
 
 
-__all__ = ["SyncScheduleMethods"]
+__all__ = ["Runner", "SyncScheduleCalls"]

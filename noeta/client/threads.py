@@ -87,12 +87,14 @@ async def send_to_thread(
     return result
 
 
-class ThreadMethods:
-    """``AsyncClient.send``: a mixin of :class:`~noeta.client.client.AsyncClient`, handed to
-    :func:`send_to_thread` with the client's task operations and deltas."""
+class ThreadCalls:
+    """``AsyncClient.send``: a part of :class:`~noeta.client.client.AsyncClient`, which forwards it
+    here, handed to :func:`send_to_thread` with the client's task operations and deltas."""
 
-    _tasks: TaskOperations
-    _deltas: ClientDeltas
+    def __init__(self, tasks: TaskOperations, deltas: ClientDeltas) -> None:
+        """Threads' tasks start and take messages through ``tasks``; their answers come from ``deltas``."""
+        self._tasks = tasks
+        self._deltas = deltas
 
     async def send(
         self, thread_id: str, message: str, options: Options | None = None, *, request_id: str | None = None,
@@ -110,4 +112,4 @@ class ThreadMethods:
         return await self._deltas.settled(thread_id, sent)
 
 
-__all__ = ["ThreadMethods", "send_to_thread"]
+__all__ = ["ThreadCalls", "send_to_thread"]
