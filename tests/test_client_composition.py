@@ -4,6 +4,7 @@ signature and docstring wherever a caller or a type checker looks."""
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import pydoc
 from typing import Any
@@ -13,6 +14,8 @@ import pytest
 from noeta.client.client import AsyncClient
 from noeta.client.forwarding import Forwarded
 from noeta.client.sync import Client
+from noeta.client.sync_schedules import SyncScheduleCalls
+from noeta.client.sync_session import SyncSession
 
 
 def forwarded_calls(facade: type) -> dict[str, Forwarded[..., Any]]:
@@ -80,3 +83,17 @@ def test_a_forwarded_call_is_the_parts_bound_method() -> None:
     one.greet = lambda name, *, loud=False: "stubbed"
     assert one.greet("ann") == "stubbed" and two.greet("ann") == "two: hello ann"
     assert _Facade.greet(two, "cy") == "two: hello cy"  # taken from the class, as a method is
+
+
+def test_the_sync_schedule_calls_hold_the_session_not_the_client() -> None:
+    """The sync client's part reaches the AsyncClient through the session, which closing clears:
+    holding the client (or a bound method of it) would keep its runtime past close()."""
+    loop = asyncio.new_event_loop()
+    try:
+        session = SyncSession(loop)
+        calls = SyncScheduleCalls(session)
+        assert not any(isinstance(value, Client) for value in vars(calls).values())
+        with pytest.raises(RuntimeError, match="this Client is closed"):
+            calls.list_schedules()
+    finally:
+        loop.close()

@@ -17,7 +17,8 @@ from noeta.client.forwarding import Forwarded
 from noeta.client.host import HostConfig
 from noeta.client.messages import ViewItem
 from noeta.client.options import Options
-from noeta.client.runtime import clear_finished_frames, close_at_exit, closed, with_shared_runtime
+from noeta.client.sync_session import SyncSession
+from noeta.client.runtime import close_at_exit, closed, with_shared_runtime
 from noeta.client.sync_schedules import SyncScheduleCalls
 from noeta.client.visibility import TaskSummary
 from noeta.context.content_store import ContentStore
@@ -50,36 +51,26 @@ class Client:
         # still run when the interpreter finalizes (noeta.client.runtime).
         host = with_shared_runtime(host or HostConfig())
         self._loop = asyncio.new_event_loop()
+        self._session = SyncSession(self._loop)
+        self._run = self._session.run
         self._thread = threading.Thread(target=self._loop.run_forever, name="noeta-client", daemon=True)
         self._thread.start()
-        self._async: AsyncClient | None = None
         try:
-            self._async = self._run(AsyncClient.connect(host, observers))
+            connected = self._session.client = self._run(AsyncClient.connect(host, observers))
         except BaseException:
             self._stop()
             raise
-        self._schedules = SyncScheduleCalls(self._async, self._run)
-        self.content_store: ContentStore = self._async.content_store
-        self.memory: Any = self._async.memory
+        self._schedules = SyncScheduleCalls(self._session)
+        self.content_store: ContentStore = connected.content_store
+        self.memory: Any = connected.memory
         """The memory pool shared with the memory tool (see :attr:`AsyncClient.memory`)."""
         close_at_exit(self)
 
-    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
-        if self._loop.is_closed():
-            coro.close()
-            raise RuntimeError("this Client is closed")
-        try:
-            return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
-        except BaseException as err:
-            clear_finished_frames(err)  # the caller gets the error, not the client's call frames
-            raise
 
     @property
     def aio(self) -> AsyncClient:
         """The underlying AsyncClient (its coroutines must run on this client's loop)."""
-        if self._async is None:
-            raise RuntimeError("this Client is closed")
-        return self._async
+        return self._session.aio
 
     @property
     def agents(self) -> Agents | None:
@@ -119,9 +110,9 @@ class Client:
             warnings.warn("close(task_id) is deprecated: use close_task(task_id)", DeprecationWarning, stacklevel=2)
             self.close_task(task_id)
             return
-        if self._async is not None and self._thread.is_alive():
+        if self._session.client is not None and self._thread.is_alive():
             try:
-                self._run(self._async.close())
+                self._run(self._session.client.close())
             finally:
                 self.shutdown()
 
@@ -222,7 +213,7 @@ class Client:
             return
         self._loop.close()
         closed(self)
-        self._async = None
+        self._session.client = None
 
 
 async def _finish_loop() -> None:

@@ -4,25 +4,14 @@ forwards them here, each call run on the client's event loop by its AsyncClient
 
 from __future__ import annotations
 
-from collections.abc import Coroutine
 from datetime import datetime
-from typing import Any, Protocol, TypeVar
+from typing import Any
 
+from noeta.client.sync_session import SyncSession
 from noeta.client.client import AsyncClient
 from noeta.client.options import Options
 from noeta.client.schedule_info import ScheduleInfo
 from noeta.client.visibility import TaskSummary
-
-T = TypeVar("T")
-
-
-class Runner(Protocol):
-    """Runs a coroutine to its end on the synchronous client's event loop."""
-
-    def __call__(self, coro: Coroutine[Any, Any, T], /) -> T:
-        """The coroutine's result (or its exception)."""
-        ...
-
 
 class SyncScheduleCalls:
     """``create_schedule``, ``list_schedules``, ``describe_schedule``, ``pause_schedule``,
@@ -30,10 +19,15 @@ class SyncScheduleCalls:
     ``schedule_runs``, blocking; the keywords are AsyncClient's. ``self`` is positional-only: with
     ``**kwargs`` beside it, that is what lets :class:`~noeta.client.forwarding.Forwarded` type them."""
 
-    def __init__(self, aio: AsyncClient, run: Runner) -> None:
-        """The calls are ``aio``'s, each run to its end by ``run``."""
-        self.aio = aio
-        self._run = run
+    def __init__(self, session: SyncSession) -> None:
+        """The calls are ``session``'s AsyncClient's, each run to its end on its loop."""
+        self._session = session
+        self._run = session.run
+
+    @property
+    def aio(self) -> AsyncClient:
+        """The AsyncClient the calls run on (RuntimeError once the client is closed)."""
+        return self._session.aio
 
     def create_schedule(self, /, schedule_id: str, goal: str, options: Options | None = None, **kwargs: Any) -> str:
         """Start ``goal`` as a task on a clock (``cron=`` or ``every=``, see AsyncClient.create_schedule)."""
@@ -72,4 +66,4 @@ class SyncScheduleCalls:
         return self._run(self.aio.schedule_runs(schedule_id, limit, **kwargs))
 
 
-__all__ = ["Runner", "SyncScheduleCalls"]
+__all__ = ["SyncScheduleCalls"]
