@@ -11,11 +11,10 @@ from typing import Any
 
 import pytest
 
+from noeta.client.blocking import Blocking, SyncSession
 from noeta.client.client import AsyncClient
 from noeta.client.forwarding import Forwarded
 from noeta.client.sync import Client
-from noeta.client.sync_schedules import SyncScheduleCalls
-from noeta.client.sync_session import SyncSession
 
 
 def forwarded_calls(facade: type) -> dict[str, Forwarded[..., Any]]:
@@ -45,13 +44,17 @@ def test_the_async_client_forwards_its_starts_schedules_and_threads() -> None:
     assert "Start a task and return its id" in pydoc.render_doc(AsyncClient.start)
 
 
-def test_the_sync_client_forwards_its_schedule_calls() -> None:
-    calls = forwarded_calls(Client)
-    assert set(calls) == {
-        "create_schedule", "list_schedules", "describe_schedule", "pause_schedule", "unpause_schedule",
-        "trigger_schedule", "backfill_schedule", "delete_schedule", "schedule_runs",
-    }
-    assert {call.part for call in calls.values()} == {"_schedules"}
+def test_the_sync_client_blocks_on_the_async_clients_own_calls() -> None:
+    """Each blocking call is the AsyncClient's call of the same name, with its signature and
+    docstring: a keyword added to the AsyncClient is the synchronous client's too."""
+    calls = {name: value for name, value in vars(Client).items() if isinstance(value, Blocking)}
+    assert set(forwarded_calls(AsyncClient)) - {"agent_options"} <= set(calls)
+    assert {"result", "approve", "cancel", "list_tasks", "export", "messages"} <= set(calls)
+    for name, call in calls.items():
+        assert call.name == name
+        assert call.__doc__ and call.__doc__ == getattr(AsyncClient, name).__doc__
+        assert inspect.signature(getattr(Client, name)) == inspect.signature(getattr(AsyncClient, name))
+    assert {"identity", "tenant", "agent"} <= set(inspect.signature(Client.start).parameters)
 
 
 class _Part:
@@ -85,15 +88,22 @@ def test_a_forwarded_call_is_the_parts_bound_method() -> None:
     assert _Facade.greet(two, "cy") == "two: hello cy"  # taken from the class, as a method is
 
 
-def test_the_sync_schedule_calls_hold_the_session_not_the_client() -> None:
-    """The sync client's part reaches the AsyncClient through the session, which closing clears:
-    holding the client (or a bound method of it) would keep its runtime past close()."""
+def test_a_blocking_call_holds_the_session_not_the_client() -> None:
+    """A blocking call reaches the AsyncClient through the session, which closing clears: holding
+    the client (or a bound method of it) would keep its runtime past close()."""
     loop = asyncio.new_event_loop()
     try:
-        session = SyncSession(loop)
-        calls = SyncScheduleCalls(session)
-        assert not any(isinstance(value, Client) for value in vars(calls).values())
+        facade = _SyncFacade(SyncSession(loop))
+        call = facade.list_schedules
+        assert not any(isinstance(cell.cell_contents, _SyncFacade) for cell in call.__closure__ or ())
         with pytest.raises(RuntimeError, match="this Client is closed"):
-            calls.list_schedules()
+            call()
     finally:
         loop.close()
+
+
+class _SyncFacade:
+    list_schedules = Blocking(AsyncClient.list_schedules)
+
+    def __init__(self, session: SyncSession) -> None:
+        self._session = session

@@ -24,6 +24,7 @@ class Forwarded(Generic[P, R]):
         """``part``: the facade's attribute holding the part; ``method``: the part's class's method."""
         self.part = part
         self.method = method
+        self.__name__ = method.__name__
         self.__doc__ = method.__doc__
         self.__wrapped__ = method  # inspect.signature and help() show the part's signature
 

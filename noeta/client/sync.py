@@ -10,39 +10,45 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequen
 from typing import Any, TypeVar
 
 from noeta.client.agents import Agents
-from noeta.client.audit import AuditEntry
+from noeta.client.blocking import Blocking, SyncSession
 from noeta.client.client import AsyncClient
-from noeta.client.export import LoadedTask
-from noeta.client.forwarding import Forwarded
 from noeta.client.host import HostConfig
-from noeta.client.messages import ViewItem
-from noeta.client.options import Options
-from noeta.client.sync_session import SyncSession
 from noeta.client.runtime import close_at_exit, closed, with_shared_runtime
-from noeta.client.sync_schedules import SyncScheduleCalls
-from noeta.client.visibility import TaskSummary
 from noeta.context.content_store import ContentStore
 from noeta.protocols.event_log import EventEnvelope, Observer
-from noeta.protocols.interaction import ApprovalRequest, TaskResult
-from noeta.protocols.messages import ImageBlock, StreamDelta
-from noeta.protocols.statuses import IfBusy
+from noeta.protocols.messages import StreamDelta
 
 T = TypeVar("T")
 
 
 class Client:
-    """The synchronous twin of :class:`AsyncClient` (same methods, blocking; the schedule calls
-    are :mod:`noeta.client.sync_schedules`', forwarded)."""
+    """The synchronous twin of :class:`AsyncClient`: the same calls with the same signatures, each
+    blocking until its answer (:class:`~noeta.client.blocking.Blocking`); the streams (``events``,
+    ``deltas``) are iterators."""
 
-    create_schedule = Forwarded("_schedules", SyncScheduleCalls.create_schedule)
-    list_schedules = Forwarded("_schedules", SyncScheduleCalls.list_schedules)
-    describe_schedule = Forwarded("_schedules", SyncScheduleCalls.describe_schedule)
-    pause_schedule = Forwarded("_schedules", SyncScheduleCalls.pause_schedule)
-    unpause_schedule = Forwarded("_schedules", SyncScheduleCalls.unpause_schedule)
-    trigger_schedule = Forwarded("_schedules", SyncScheduleCalls.trigger_schedule)
-    backfill_schedule = Forwarded("_schedules", SyncScheduleCalls.backfill_schedule)
-    delete_schedule = Forwarded("_schedules", SyncScheduleCalls.delete_schedule)
-    schedule_runs = Forwarded("_schedules", SyncScheduleCalls.schedule_runs)
+    start = Blocking(AsyncClient.start)
+    fork = Blocking(AsyncClient.fork)
+    send_goal = Blocking(AsyncClient.send_goal)
+    send = Blocking(AsyncClient.send)
+    close_task = Blocking(AsyncClient.close_task)
+    inject = Blocking(AsyncClient.inject)
+    approve = Blocking(AsyncClient.approve)
+    cancel = Blocking(AsyncClient.cancel)
+    result = Blocking(AsyncClient.result)
+    list_tasks = Blocking(AsyncClient.list_tasks)
+    pending_approvals = Blocking(AsyncClient.pending_approvals)
+    audit = Blocking(AsyncClient.audit)
+    messages = Blocking(AsyncClient.messages)
+    export = Blocking(AsyncClient.export)
+    create_schedule = Blocking(AsyncClient.create_schedule)
+    list_schedules = Blocking(AsyncClient.list_schedules)
+    describe_schedule = Blocking(AsyncClient.describe_schedule)
+    pause_schedule = Blocking(AsyncClient.pause_schedule)
+    unpause_schedule = Blocking(AsyncClient.unpause_schedule)
+    trigger_schedule = Blocking(AsyncClient.trigger_schedule)
+    backfill_schedule = Blocking(AsyncClient.backfill_schedule)
+    delete_schedule = Blocking(AsyncClient.delete_schedule)
+    schedule_runs = Blocking(AsyncClient.schedule_runs)
 
     def __init__(self, host: HostConfig | None = None, observers: Sequence[Observer] = ()) -> None:
         """Connect to the cluster of ``host`` (default: from the environment); ``observers`` get every
@@ -60,12 +66,10 @@ class Client:
         except BaseException:
             self._stop()
             raise
-        self._schedules = SyncScheduleCalls(self._session)
         self.content_store: ContentStore = connected.content_store
         self.memory: Any = connected.memory
         """The memory pool shared with the memory tool (see :attr:`AsyncClient.memory`)."""
         close_at_exit(self)
-
 
     @property
     def aio(self) -> AsyncClient:
@@ -80,28 +84,6 @@ class Client:
     @agents.setter
     def agents(self, agents: Agents | str | None) -> None:
         self.aio.agents = agents
-
-    def start(self, goal: str, options: Options | None = None, **kwargs: Any) -> str:
-        """Start a task; returns its id (see AsyncClient.start; ``agent="triage@2"`` starts an agent version)."""
-        return self._run(self.aio.start(goal, options, **kwargs))
-
-    def send_goal(
-        self, task_id: str, goal: str, images: Sequence[ImageBlock] = (), *, if_busy: IfBusy = "enqueue"
-    ) -> TaskResult:
-        """Give a keep-open task its next goal and wait for the result that answers it
-        (``if_busy``: as AsyncClient.send_goal's)."""
-        return self._run(self.aio.send_goal(task_id, goal, images, if_busy=if_busy))
-
-    def send(
-        self, thread_id: str, message: str, options: Options | None = None, *, request_id: str | None = None,
-        if_busy: IfBusy = "enqueue",
-    ) -> TaskResult:
-        """Send ``message`` to the conversation ``thread_id``, starting it if needed (AsyncClient.send)."""
-        return self._run(self.aio.send(thread_id, message, options, request_id=request_id, if_busy=if_busy))
-
-    def close_task(self, task_id: str) -> None:
-        """Let a keep-open task end after its queued goals."""
-        self._run(self.aio.close_task(task_id))
 
     def close(self, task_id: str | None = None) -> None:
         """Close this client and stop its event-loop thread. (``close(task_id)``, which closed a
@@ -123,37 +105,6 @@ class Client:
     def __exit__(self, *exc_info: object) -> None:
         """Close the client."""
         self.close()
-
-    def inject(self, task_id: str, text: str, origin: str = "system") -> None:
-        """Add a message to the task's conversation (``origin`` "system" or "memory"); the model reads it at
-        its next step."""
-        self._run(self.aio.inject(task_id, text, origin))
-
-    def approve(self, task_id: str, call_id: str, approved: bool = True, reason: str | None = None,
-                approver: str | None = None, *, arguments: dict[str, Any] | None = None) -> None:
-        """Answer the pending approval ``call_id`` of the task (``arguments``: approve the tool call
-        with these instead; see AsyncClient.approve)."""
-        self._run(self.aio.approve(task_id, call_id, approved, reason, approver, arguments=arguments))
-
-    def audit(self, task_id: str) -> list[AuditEntry]:
-        """Who started the task, answered its approvals, injected, cancelled it, and when."""
-        return self._run(self.aio.audit(task_id))
-
-    def pending_approvals(self, task_id: str) -> list[ApprovalRequest]:
-        """The task's actions waiting for a human's approval."""
-        return self._run(self.aio.pending_approvals(task_id))
-
-    def result(self, task_id: str) -> TaskResult:
-        """Wait for the task's result."""
-        return self._run(self.aio.result(task_id))
-
-    def cancel(self, task_id: str) -> None:
-        """Ask the task to cancel."""
-        self._run(self.aio.cancel(task_id))
-
-    def list_tasks(self, status: str | None = None, limit: int = 50) -> list[TaskSummary]:
-        """At most ``limit`` tasks, newest first, optionally only those of one status."""
-        return self._run(self.aio.list_tasks(status, limit))
 
     def events(self, task_id: str, after_seq: int = 0, follow: bool = False) -> Iterator[EventEnvelope]:
         """Iterate over the task's envelopes; ``follow=True`` blocks for new ones until the task ends."""
@@ -184,19 +135,6 @@ class Client:
         finally:
             if close is not None and not self._loop.is_closed():
                 self._run(close())
-
-    def messages(self, task_id: str) -> list[ViewItem]:
-        """The task's conversation as view items (see ``as_messages``)."""
-        return self._run(self.aio.messages(task_id))
-
-    def export(self, task_id: str) -> dict[str, Any]:
-        """The task's history and the stored bodies it refers to, as a JSON-serialisable dict."""
-        return self._run(self.aio.export(task_id))
-
-    def fork(self, source: str | LoadedTask, /, **kwargs: Any) -> str:
-        """Start a fork of ``source`` from its model turn ``at_turn`` (a required keyword); returns
-        the fork's id (the keywords are AsyncClient.fork's)."""
-        return self._run(self.aio.fork(source, **kwargs))
 
     def shutdown(self) -> None:
         """Stop the event-loop thread (``close()`` does, after closing the client). The Temporal
