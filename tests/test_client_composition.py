@@ -51,7 +51,7 @@ def test_the_sync_client_blocks_on_the_async_clients_own_calls() -> None:
     assert set(forwarded_calls(AsyncClient)) - {"agent_options"} <= set(calls)
     assert {"result", "approve", "cancel", "list_tasks", "export", "messages"} <= set(calls)
     for name, call in calls.items():
-        assert call.name == name
+        assert call.__name__ == name
         assert call.__doc__ and call.__doc__ == getattr(AsyncClient, name).__doc__
         assert inspect.signature(getattr(Client, name)) == inspect.signature(getattr(AsyncClient, name))
     assert {"identity", "tenant", "agent"} <= set(inspect.signature(Client.start).parameters)

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine
-from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from noeta.client.client import AsyncClient
+from noeta.client.forwarding import FacadeCall
 from noeta.client.runtime import clear_finished_frames
 
 P = ParamSpec("P")
@@ -56,29 +57,18 @@ class SyncSession:
             raise
 
 
-class Blocking(Generic[P, R]):
+class Blocking(FacadeCall[P, R]):
     """The AsyncClient's coroutine method ``method`` as a blocking method of a facade whose
     ``_session`` is a :class:`SyncSession`."""
 
     def __init__(self, method: Callable[Concatenate[Any, P], Coroutine[Any, Any, R]]) -> None:
         """``method``: AsyncClient's, taken from the class (``AsyncClient.start``)."""
-        self.method = method
-        self.name = method.__name__
-        self.__doc__ = method.__doc__
-        self.__wrapped__ = method  # inspect.signature and help() show the AsyncClient's signature
+        super().__init__(method)
 
-    @overload
-    def __get__(self, facade: None, owner: type[Any]) -> Blocking[P, R]: ...
-
-    @overload
-    def __get__(self, facade: object, owner: type[Any] | None = None) -> Callable[P, R]: ...
-
-    def __get__(self, facade: Any, owner: type[Any] | None = None) -> Blocking[P, R] | Callable[P, R]:
-        """On the class: this descriptor; on a facade: the call, run on its session."""
-        if facade is None:
-            return self
+    def bind(self, facade: Any) -> Callable[P, R]:
+        """The call, run on ``facade``'s session: it holds the session, never the facade."""
         session: SyncSession = facade._session
-        name = self.name
+        name = self.__name__
 
         def call(*args: P.args, **kwargs: P.kwargs) -> R:
             coro: Coroutine[Any, Any, R] = getattr(session.aio, name)(*args, **kwargs)
@@ -87,11 +77,6 @@ class Blocking(Generic[P, R]):
         call.__name__ = call.__qualname__ = name
         call.__doc__ = self.__doc__
         return call
-
-    def __call__(self, facade: Any, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        """``Client.call(client, ...)``, as for a method taken from its class."""
-        bound: Callable[P, R] = self.__get__(facade)
-        return bound(*args, **kwargs)
 
 
 __all__ = ["Blocking", "SyncSession"]
