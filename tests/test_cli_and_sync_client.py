@@ -75,14 +75,20 @@ async def test_sync_client_drives_a_task(host, serve, task_queue):
 
     def drive() -> tuple:
         with Client(host) as client:
-            task_id = client.start("first", Options(provider=provider), keep_open=True, task_queue=task_queue)
-            second = client.send_goal(task_id, "second")
+            task_id = client.start("first", Options(provider=provider), keep_open=True, task_queue=task_queue,
+                                   identity="ops-sync")  # a keyword the blocking start once lacked
+            second = client.send_goal(task_id, "second", identity="ops-sync")
+            running = client.is_running(task_id)
             client.close_task(task_id)
             final = client.result(task_id)
-            return second, final, [env.type for env in client.events(task_id)], client.messages(task_id)
+            seen = (running, client.is_running(task_id), client.describe(task_id).status,
+                    client.history(task_id)[0].workflow_execution_started_event_attributes.identity,
+                    client.task_url(task_id) == client.aio.task_url(task_id))
+            return second, final, [env.type for env in client.events(task_id)], client.messages(task_id), seen
 
     async with serve(providers=[provider]):
-        second, final, types, items = await asyncio.to_thread(drive)
+        second, final, types, items, seen = await asyncio.to_thread(drive)
+    assert seen == (True, False, "completed", "ops-sync", True)
     assert (second.answer, final.answer) == ("sync two", "sync two")
     assert types[0] == "TaskCreated" and types.count("GoalReceived") == 1 and types[-1] == "TaskCompleted"
     assert items[-3:] == [UserMessage("second"), AssistantMessage("sync two"), Result("sync two", "completed")]

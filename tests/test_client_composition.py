@@ -107,3 +107,22 @@ class _SyncFacade:
 
     def __init__(self, session: SyncSession) -> None:
         self._session = session
+
+
+#: AsyncClient's public names the synchronous client reaches through ``client.aio`` instead: its
+#: settings (properties), the Temporal client, and the async constructor.
+THROUGH_AIO = {
+    "connect", "temporal", "content_store", "encrypted", "task_queue", "observers", "indexed_metadata", "ui_url",
+}
+
+
+def test_the_sync_client_has_every_call_of_the_async_client() -> None:
+    """The docstring's promise, "the same calls": a call added to AsyncClient and not to Client
+    fails here."""
+    async_calls = {name for name in dir(AsyncClient) if not name.startswith("_")} - THROUGH_AIO
+    assert async_calls - set(dir(Client)) == set()
+    for name in THROUGH_AIO - {"connect"}:
+        assert isinstance(inspect.getattr_static(AsyncClient, name), property), name
+    # The calls that do not wait are the AsyncClient's own too, same signature.
+    for name in ("task_url", "agent_options"):
+        assert inspect.signature(getattr(Client, name)) == inspect.signature(getattr(AsyncClient, name))

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 from noeta.client.agents import Agents
 from noeta.client.blocking import Blocking, SyncSession
 from noeta.client.client import AsyncClient
+from noeta.client.forwarding import Forwarded
 from noeta.client.host import HostConfig
 from noeta.client.runtime import close_at_exit, closed, with_shared_runtime
 from noeta.context.content_store import ContentStore
@@ -24,7 +25,8 @@ T = TypeVar("T")
 class Client:
     """The synchronous twin of :class:`AsyncClient`: the same calls with the same signatures, each
     blocking until its answer (:class:`~noeta.client.blocking.Blocking`); the streams (``events``,
-    ``deltas``) are iterators."""
+    ``deltas``) are iterators. The AsyncClient's settings (``task_queue``, ``observers``,
+    ``ui_url``...) are read and set on :attr:`aio`."""
 
     start = Blocking(AsyncClient.start)
     fork = Blocking(AsyncClient.fork)
@@ -49,6 +51,20 @@ class Client:
     backfill_schedule = Blocking(AsyncClient.backfill_schedule)
     delete_schedule = Blocking(AsyncClient.delete_schedule)
     schedule_runs = Blocking(AsyncClient.schedule_runs)
+    describe = Blocking(AsyncClient.describe)
+    current_details = Blocking(AsyncClient.current_details)
+    approvals_waiting = Blocking(AsyncClient.approvals_waiting)
+    history = Blocking(AsyncClient.history)
+    is_running = Blocking(AsyncClient.is_running)
+    waiting_for_worker = Blocking(AsyncClient.waiting_for_worker)
+    observe = Blocking(AsyncClient.observe)
+    observed = Blocking(AsyncClient.observed)
+    registered_attributes = Blocking(AsyncClient.registered_attributes)
+    indexed = Blocking(AsyncClient.indexed)
+    has_attribute = Blocking(AsyncClient.has_attribute)
+    # Calls that do not wait: the AsyncClient's own, on this client's.
+    task_url = Forwarded("aio", AsyncClient.task_url)
+    agent_options = Forwarded("aio", AsyncClient.agent_options)
 
     def __init__(self, host: HostConfig | None = None, observers: Sequence[Observer] = ()) -> None:
         """Connect to the cluster of ``host`` (default: from the environment); ``observers`` get every
