@@ -31,9 +31,9 @@ from noeta.client.audit import AuditEntry
 from noeta.client.connect import connect_temporal
 from noeta.client.connection import Connection
 from noeta.client.embedded import EmbeddedServer
-from noeta.client.forwarding import Forwarded
 from noeta.client.events import EventStream
 from noeta.client.export import export_task
+from noeta.client.forwarding import Forwarded
 from noeta.client.imports import imported_export
 from noeta.client.host import HostConfig
 from noeta.client.inspection import METADATA_QUERY, ApprovalsInbox, Inspection, PendingApproval
