@@ -76,8 +76,8 @@ async def test_sync_client_drives_a_task(host, serve, task_queue):
     def drive() -> tuple:
         with Client(host) as client:
             task_id = client.start("first", Options(provider=provider), keep_open=True, task_queue=task_queue,
-                                   identity="ops-sync")  # a keyword the blocking start once lacked
-            second = client.send_goal(task_id, "second", identity="ops-sync")
+                                   identity="ops-sync")
+            second = client.send_goal(task_id, "second", identity="ops-sync")  # the blocking one once lacked it
             running = client.is_running(task_id)
             client.close_task(task_id)
             final = client.result(task_id)
