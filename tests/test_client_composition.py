@@ -13,7 +13,8 @@ import pytest
 
 from noeta.client.blocking import Blocking, SyncSession
 from noeta.client.client import AsyncClient
-from noeta.client.forwarding import Forwarded
+from noeta.client.forwarding import Forwarded, Shared
+from noeta.client.start_request import StartAs, StartKeywords
 from noeta.client.sync import Client
 
 
@@ -54,7 +55,27 @@ def test_the_sync_client_blocks_on_the_async_clients_own_calls() -> None:
         assert call.__name__ == name
         assert call.__doc__ and call.__doc__ == getattr(AsyncClient, name).__doc__
         assert inspect.signature(getattr(Client, name)) == inspect.signature(getattr(AsyncClient, name))
-    assert {"identity", "tenant", "agent"} <= set(inspect.signature(Client.start).parameters)
+    assert "agent" in inspect.signature(Client.start).parameters
+
+
+@pytest.mark.parametrize("name", ["start", "fork", "send", "create_schedule"])
+def test_every_call_that_starts_a_task_takes_the_same_start_keywords(name: str) -> None:
+    """Who starts a task is declared once (StartKeywords) and taken as ``**start_as`` by both
+    clients' starting calls: their keywords cannot drift apart."""
+    for facade in (AsyncClient, Client):
+        keywords = inspect.signature(getattr(facade, name)).parameters["start_as"]
+        assert keywords.kind is inspect.Parameter.VAR_KEYWORD
+        assert keywords.annotation == "Unpack[StartKeywords]"
+    assert StartKeywords.__optional_keys__ == {"task_queue", "api_key_id", "tenant", "identity"}
+    assert StartKeywords.__required_keys__ == frozenset()
+
+
+def test_a_start_keyword_that_is_not_one_is_refused_by_name() -> None:
+    assert StartAs.given({"tenant": "acme", "identity": "ann"}) == StartAs(tenant="acme", identity="ann")
+    with pytest.raises(TypeError, match="'tennant'.*a start takes api_key_id, identity, task_queue, tenant"):
+        StartAs.given({"tennant": "acme"})  # type: ignore[typeddict-unknown-key]
+    with pytest.raises(TypeError, match="'eval_id'"):  # the eval runner's own, not a caller's
+        StartAs.given({"eval_id": "e1"})  # type: ignore[typeddict-unknown-key]
 
 
 class _Part:
@@ -86,6 +107,48 @@ def test_a_forwarded_call_is_the_parts_bound_method() -> None:
     one.greet = lambda name, *, loud=False: "stubbed"
     assert one.greet("ann") == "stubbed" and two.greet("ann") == "two: hello ann"
     assert _Facade.greet(two, "cy") == "two: hello cy"  # taken from the class, as a method is
+
+
+class _Settings:
+    def __init__(self) -> None:
+        self.queue = "q1"
+        self._tags: tuple[str, ...] = ()
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        return self._tags
+
+    @tags.setter
+    def tags(self, tags: list[str] | tuple[str, ...]) -> None:
+        self._tags = tuple(tags)
+
+
+class _HoldingFacade:
+    queue = Shared[str]("_settings", "queue", "The queue.")
+    tags = Shared[tuple[str, ...], list[str] | tuple[str, ...]]("_settings", "tags", "The tags.")
+
+    def __init__(self) -> None:
+        self._settings = _Settings()
+
+
+def test_a_shared_attribute_is_the_one_its_part_holds() -> None:
+    facade = _HoldingFacade()
+    assert facade.queue == "q1"
+    facade.queue = "q2"
+    assert facade._settings.queue == "q2" and "queue" not in vars(facade)
+    facade.tags = ["a", "b"]  # the part converts what it is given
+    assert facade._settings.tags == ("a", "b") == facade.tags
+    assert isinstance(_HoldingFacade.queue, Shared) and _HoldingFacade.queue.__doc__ == "The queue."
+    assert "The tags." in pydoc.render_doc(_HoldingFacade)
+    # The real client: each setting is its part's, one object wherever it is read.
+    for name, part, attribute in [
+        ("content_store", "_inspection", "content_store"), ("task_queue", "_tasks", "task_queue"),
+        ("agents", "_starts", "agents"), ("observers", "_observation", "observers"),
+        ("indexed_metadata", "_tasks", "indexed_metadata"), ("ui_url", "_listing", "ui_url"),
+    ]:
+        shared = inspect.getattr_static(AsyncClient, name)
+        assert isinstance(shared, Shared) and (shared.part, shared.name) == (part, attribute), name
+        assert shared.__doc__, name
 
 
 def test_a_blocking_call_holds_the_session_not_the_client() -> None:
@@ -122,7 +185,7 @@ def test_the_sync_client_has_every_call_of_the_async_client() -> None:
     async_calls = {name for name in dir(AsyncClient) if not name.startswith("_")} - THROUGH_AIO
     assert async_calls - set(dir(Client)) == set()
     for name in THROUGH_AIO - {"connect"}:
-        assert isinstance(inspect.getattr_static(AsyncClient, name), property), name
+        assert isinstance(inspect.getattr_static(AsyncClient, name), (property, Shared)), name
     # The calls that do not wait are the AsyncClient's own too, same signature.
     for name in ("task_url", "agent_options"):
         assert inspect.signature(getattr(Client, name)) == inspect.signature(getattr(AsyncClient, name))

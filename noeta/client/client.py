@@ -33,7 +33,7 @@ from noeta.client.connection import Connection
 from noeta.client.embedded import EmbeddedServer
 from noeta.client.events import EventStream
 from noeta.client.export import export_task
-from noeta.client.forwarding import Forwarded
+from noeta.client.forwarding import Forwarded, Shared
 from noeta.client.imports import imported_export
 from noeta.client.host import HostConfig
 from noeta.client.inspection import METADATA_QUERY, ApprovalsInbox, Inspection, PendingApproval
@@ -134,67 +134,29 @@ class AsyncClient:
         await client._deltas.open(host.delta_sink)  # the followed tasks' deltas, until close()
         return client
 
-    # What the client was made with; each part reads its own.
+    # What the client was made with; each part holds its own.
 
     @property
     def temporal(self) -> TemporalClient:
         """The Temporal client."""
         return self._connection.temporal
 
-    @property
-    def content_store(self) -> ContentStore:
-        """Where the bodies of the tasks' messages are (the workers' store)."""
-        return self._inspection.content_store
-
-    @content_store.setter
-    def content_store(self, store: ContentStore) -> None:
-        self._inspection.content_store = store
-
-    @property
-    def task_queue(self) -> str:
-        """The queue tasks start on unless ``start`` names another."""
-        return self._tasks.task_queue
-
-    @task_queue.setter
-    def task_queue(self, queue: str) -> None:
-        self._tasks.task_queue = queue
-
-    @property
-    def agents(self) -> Agents | None:
+    content_store = Shared[ContentStore](
+        "_inspection", "content_store", "Where the bodies of the tasks' messages are (the workers' store)."
+    )
+    task_queue = Shared[str]("_tasks", "task_queue", "The queue tasks start on unless ``start`` names another.")
+    agents = Shared[Agents | None, Agents | str | None](
+        "_starts", "agents",
         """The agent catalog ``start(goal, agent="triage")`` resolves names in (None: none
-        configured). Set it to an Agents, or to its ``package.module:attribute`` path."""
-        return self._starts.agents
-
-    @agents.setter
-    def agents(self, agents: Agents | str | None) -> None:
-        self._starts.agents = agents
-
-    @property
-    def observers(self) -> list[Observer]:
-        """Called with every envelope of every task this client starts."""
-        return self._observation.observers
-
-    @observers.setter
-    def observers(self, observers: Sequence[Observer]) -> None:
-        self._observation.observers = list(observers)
-
-    @property
-    def indexed_metadata(self) -> tuple[str, ...]:
-        """``Options.metadata`` keys that tasks started here make searchable."""
-        return self._tasks.indexed_metadata
-
-    @indexed_metadata.setter
-    def indexed_metadata(self, keys: Sequence[str]) -> None:
-        self._tasks.indexed_metadata = tuple(keys)
-
-    @property
-    def ui_url(self) -> str | None:
-        """The Temporal UI's address, for task links (``task_url``)."""
-        return self._listing.ui_url
-
-    @ui_url.setter
-    def ui_url(self, url: str | None) -> None:
-        self._listing.ui_url = url
+        configured). Set it to an Agents, or to its ``package.module:attribute`` path.""",
+    )
+    observers = Shared[list[Observer], Sequence[Observer]](
+        "_observation", "observers", "Called with every envelope of every task this client starts."
+    )
+    indexed_metadata = Shared[tuple[str, ...], Sequence[str]](
+        "_tasks", "indexed_metadata", "``Options.metadata`` keys that tasks started here make searchable."
+    )
+    ui_url = Shared[str | None]("_listing", "ui_url", "The Temporal UI's address, for task links (``task_url``).")
 
     # The cluster and whether a task runs.
 

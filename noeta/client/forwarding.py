@@ -6,16 +6,22 @@ only to call the part with the same arguments would state each signature twice; 
 as mixins would split one class across files. ``start = Forwarded("_starts", StartCalls.start)``
 instead names the part and its method once: the facade's attribute is that part's bound method, so
 callers, mypy and ``help()`` see the part's own signature and docstring. The synchronous client's
-blocking calls are the same kind of attribute (:class:`~noeta.client.blocking.Blocking`).
+blocking calls are the same kind of attribute (:class:`~noeta.client.blocking.Blocking`). A
+setting a part holds is the facade's attribute in the same way:
+``task_queue = Shared[str]("_tasks", "task_queue", "The queue ...")`` reads and sets the part's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
+from typing import Any, Concatenate, Generic, ParamSpec, overload
+
+from typing_extensions import TypeVar  # a type variable's default (PEP 696)
 
 P = ParamSpec("P")
 R = TypeVar("R")
+G = TypeVar("G")
+S = TypeVar("S", default=G)
 
 
 class FacadeCall(Generic[P, R]):
@@ -63,4 +69,33 @@ class Forwarded(FacadeCall[P, R]):
         return bound
 
 
-__all__ = ["FacadeCall", "Forwarded"]
+class Shared(Generic[G, S]):
+    """An attribute of the facade that its part holds: read, it is the part's (typed ``G``); set
+    (to an ``S``, by default a ``G``), it sets the part's, which converts what it is given."""
+
+    def __init__(self, part: str, name: str, doc: str) -> None:
+        """``part``: the facade's attribute holding the part; ``name``: the part's attribute;
+        ``doc``: what the attribute is, for ``help()`` and the reference docs."""
+        self.part = part
+        self.name = name
+        self.__doc__ = doc
+
+    @overload
+    def __get__(self, facade: None, owner: type[Any]) -> Shared[G, S]: ...
+
+    @overload
+    def __get__(self, facade: object, owner: type[Any] | None = None) -> G: ...
+
+    def __get__(self, facade: object | None, owner: type[Any] | None = None) -> Shared[G, S] | G:
+        """On the class: this descriptor; on a facade: the part's value, read now."""
+        if facade is None:
+            return self
+        value: G = getattr(getattr(facade, self.part), self.name)
+        return value
+
+    def __set__(self, facade: object, value: S) -> None:
+        """Set the part's attribute (the part converts, e.g. a sequence into its list)."""
+        setattr(getattr(facade, self.part), self.name, value)
+
+
+__all__ = ["FacadeCall", "Forwarded", "Shared"]

@@ -18,10 +18,18 @@ class Observation:
     def __init__(self, temporal: TemporalClient, observers: Sequence[Observer] = ()) -> None:
         """``observers`` are called with every envelope of the tasks started through ``temporal``'s client."""
         self.temporal = temporal
-        self.observers = list(observers)
-        """Called with every envelope of every task this client starts."""
+        self._observers = list(observers)
         self.following: dict[str, asyncio.Task[int]] = {}
         """The follower of each task started with observers, until its caller has waited for it."""
+
+    @property
+    def observers(self) -> list[Observer]:
+        """Called with every envelope of every task this client starts."""
+        return self._observers
+
+    @observers.setter
+    def observers(self, observers: Sequence[Observer]) -> None:
+        self._observers = list(observers)
 
     async def observe(self, task_id: str, observers: Sequence[Observer], after_seq: int = 0) -> int:
         """Call each observer once per envelope, in order, until the task ends."""

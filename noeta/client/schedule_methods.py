@@ -6,13 +6,15 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from typing_extensions import Unpack
+
 from noeta.client.connection import Connection
 from noeta.client.listing import TaskListing
 from noeta.client.options import Options
 from noeta.client.schedule_info import ScheduleInfo
 from noeta.client.schedule_spec import DEFAULT_OVERLAP, Timing
 from noeta.client.schedules import ScheduleOperations
-from noeta.client.start_request import StartAs
+from noeta.client.start_request import StartAs, StartKeywords
 from noeta.client.tasks import TaskOperations
 from noeta.client.visibility import TaskFilter, TaskSummary
 
@@ -41,10 +43,7 @@ class ScheduleCalls:
         paused: bool = False,
         note: str | None = None,
         provider_name: str | None = None,
-        task_queue: str | None = None,
-        api_key_id: str | None = None,
-        tenant: str | None = None,
-        identity: str | None = None,
+        **start_as: Unpack[StartKeywords],
     ) -> str:
         """Start ``goal`` with ``options`` as a new task on a clock, and return the schedule's id.
         Exactly one of ``cron`` (``"0 8 * * MON-FRI"``, in ``timezone``, an IANA name; default
@@ -53,8 +52,8 @@ class ScheduleCalls:
         ``buffer_one``, ``buffer_all``, ``cancel_other``, ``terminate_other``, ``allow_all``).
         ``catchup_window``: how long after an outage a missed run is still started (default:
         Temporal's, a year); ``jitter``: each run starts up to this much later, at random.
-        ``paused``: create it paused (``note`` says why). ``task_queue``, ``api_key_id``,
-        ``tenant``, ``identity``: as for ``start``; every run is a task of ``tenant``.
+        ``paused``: create it paused (``note`` says why). ``start_as`` (``task_queue``,
+        ``api_key_id``, ``tenant``, ``identity``): as for ``start``; every run is a task of ``tenant``.
         ConfigurationError (or the error ``start`` raises for the goal and options) before anything
         is created; ScheduleAlreadyExistsError when the id is taken."""
         timing = Timing.checked(
@@ -62,7 +61,7 @@ class ScheduleCalls:
         )
         return await self._schedules.create(
             schedule_id, goal, options, timing=timing, paused=paused, note=note, provider_name=provider_name,
-            start_as=StartAs(task_queue, api_key_id, tenant, identity),
+            start_as=StartAs.given(start_as),
         )
 
     async def list_schedules(self, limit: int = 100, *, tenant: str | None = None) -> list[ScheduleInfo]:

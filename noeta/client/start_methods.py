@@ -14,6 +14,8 @@ import asyncio
 from collections.abc import Sequence
 from pathlib import Path
 
+from typing_extensions import Unpack
+
 from noeta.client.agents import Agents, agent_task_options, load_agents
 from noeta.client.connection import Connection
 from noeta.client.deltas import ClientDeltas
@@ -22,7 +24,7 @@ from noeta.client.forks import load_bodies
 from noeta.client.imports import imported_source
 from noeta.client.inspection import Inspection
 from noeta.client.options import Options
-from noeta.client.start_request import StartAs
+from noeta.client.start_request import StartAs, StartKeywords
 from noeta.client.tasks import TaskOperations, task_id_or_new
 from noeta.errors import ConfigurationError
 from noeta.protocols.messages import ImageBlock
@@ -79,23 +81,21 @@ class StartCalls:
         images: Sequence[ImageBlock] = (),
         workspace_dir: str | Path | None = None,
         provider_name: str | None = None,
-        task_queue: str | None = None,
-        api_key_id: str | None = None,
-        tenant: str | None = None,
-        identity: str | None = None,
         agent: str | None = None,
+        **start_as: Unpack[StartKeywords],
     ) -> str:
         """Start a task and return its id (the workflow id). ``agent``: start it as this agent of
         the client's catalog (``"triage"`` or ``"triage@2"``; see :meth:`agent_options`), which
         the task records (events, metadata ``agent=triage@2``, the Temporal UI title) and keeps
-        for its whole life. ``api_key_id``: the ``noeta serve`` key that starts it, indexed as
-        NoetaApiKey so the key's spend can be summed. ``tenant``: its NoetaTenant. ``identity``
-        (here and below): who acts, as Temporal records it."""
+        for its whole life. ``start_as``: ``task_queue``, ``api_key_id`` (the ``noeta serve`` key
+        that starts it, indexed as NoetaApiKey so the key's spend can be summed), ``tenant`` (its
+        NoetaTenant) and ``identity`` (here and below: who acts, as Temporal records it);
+        :class:`~noeta.client.start_request.StartKeywords`."""
         if agent is not None:
             task_id, options = self.agent_options(agent, options, task_id)
         started = await self._tasks.start(
             goal, options, task_id=task_id, keep_open=keep_open, images=images, workspace_dir=workspace_dir,
-            provider_name=provider_name, start_as=StartAs(task_queue, api_key_id, tenant, identity),
+            provider_name=provider_name, start_as=StartAs.given(start_as),
         )
         self._deltas.follow(started)
         return started
@@ -109,11 +109,8 @@ class StartCalls:
         options: Options | None = None,
         goal: str | None = None,
         task_id: str | None = None,
-        task_queue: str | None = None,
-        api_key_id: str | None = None,
-        tenant: str | None = None,
-        identity: str | None = None,
         agent: str | None = None,
+        **start_as: Unpack[StartKeywords],
     ) -> str:
         """Start a new task whose transcript is ``source``'s up to its model turn ``at_turn`` (that
         turn is decided anew) and return its id. The fork runs with ``options``' settings where
@@ -127,6 +124,7 @@ class StartCalls:
         ``source`` may be an export read with ``noeta.sdk.testing.load_task`` (a task of another
         cluster): its bodies are put into this client's content store first, and the fork runs on
         this client's task queue. ``tenant``, ``identity``: as for ``start``."""
+        started_as = StartAs.given(start_as)  # an unknown keyword is refused before any body is stored
         if agent is not None:
             task_id, options = self.agent_options(agent, options, task_id)
         store = self._inspection.content_store
@@ -134,8 +132,7 @@ class StartCalls:
         if isinstance(source, LoadedTask):
             await asyncio.to_thread(load_bodies, source, store)
         return await self._tasks.fork(
-            source, at_turn=at_turn, options=options, goal=goal, task_id=task_id,
-            start_as=StartAs(task_queue, api_key_id, tenant, identity),
+            source, at_turn=at_turn, options=options, goal=goal, task_id=task_id, start_as=started_as,
         )
 
 

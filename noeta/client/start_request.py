@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import TypedDict
 
 from temporalio.common import Priority, TypedSearchAttributes
 
@@ -36,6 +37,20 @@ from noeta.protocols.task import TaskInput
 SUMMARY_CHARS = 200
 
 
+class StartKeywords(TypedDict, total=False):
+    """The keywords of every call that starts a task (``start``, ``fork``, ``send``,
+    ``create_schedule``), each None when not given; :class:`StartAs` holds them."""
+
+    task_queue: str | None
+    """The queue it runs on (None: the client's, or a fork's source's)."""
+    api_key_id: str | None
+    """The ``noeta serve`` API key that starts it, indexed as NoetaApiKey so the key's spend can be summed."""
+    tenant: str | None
+    """Its tenant (NoetaTenant)."""
+    identity: str | None
+    """Who acts, as Temporal records it (None: the client's identity)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class StartAs:
     """How a task is started: on which queue (None: the client's, or a fork's source's), for
@@ -48,6 +63,16 @@ class StartAs:
     identity: str | None = None
     eval_id: str | None = None
     """The eval run the task belongs to (indexed as NoetaEval where the cluster has it)."""
+
+    @classmethod
+    def given(cls, keywords: StartKeywords) -> StartAs:
+        """How a call's start keywords start the task; TypeError for a keyword that is not one
+        (as Python raises for any unknown keyword: these arrive as ``**start_as``)."""
+        unknown = sorted(set(keywords) - StartKeywords.__optional_keys__)
+        if unknown:
+            raise TypeError(f"unexpected keyword argument(s) {', '.join(map(repr, unknown))}; "
+                            f"a start takes {', '.join(sorted(StartKeywords.__optional_keys__))}")
+        return cls(**keywords)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,6 +93,24 @@ class WorkflowStart:
     priority: Priority
     """Its priority and its tenant's fairness key and weight (noeta.client.priority): the server
     gives them to every workflow task, activity and sub-agent of the task."""
+
+    def request_options(self) -> RequestOptions:
+        """The start request's keywords (``start_workflow``'s and ``WithStartWorkflowOperation``'s)."""
+        return RequestOptions(
+            task_queue=self.task_queue, static_summary=self.static_summary, static_details=self.static_details,
+            search_attributes=self.search_attributes, priority=self.priority,
+        )
+
+
+class RequestOptions(TypedDict):
+    """The keywords a start request takes from a :class:`WorkflowStart`, besides its workflow,
+    input and id: the same for a start and a start with an update."""
+
+    task_queue: str
+    static_summary: str
+    static_details: str
+    search_attributes: TypedSearchAttributes | None
+    priority: Priority
 
 
 async def workflow_start(
@@ -132,4 +175,4 @@ async def workflow_start(
     )
 
 
-__all__ = ["SUMMARY_CHARS", "StartAs", "WorkflowStart", "workflow_start"]
+__all__ = ["SUMMARY_CHARS", "RequestOptions", "StartAs", "StartKeywords", "WorkflowStart", "workflow_start"]

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 from noeta.client.agents import Agents
 from noeta.client.blocking import Blocking, SyncSession
 from noeta.client.client import AsyncClient
-from noeta.client.forwarding import Forwarded
+from noeta.client.forwarding import Forwarded, Shared
 from noeta.client.host import HostConfig
 from noeta.client.runtime import close_at_exit, closed, with_shared_runtime
 from noeta.context.content_store import ContentStore
@@ -65,6 +65,9 @@ class Client:
     # Calls that do not wait: the AsyncClient's own, on this client's.
     task_url = Forwarded("aio", AsyncClient.task_url)
     agent_options = Forwarded("aio", AsyncClient.agent_options)
+    agents = Shared[Agents | None, Agents | str | None](
+        "aio", "agents", """The agent catalog ``start(goal, agent="triage")`` resolves names in (AsyncClient.agents)."""
+    )
 
     def __init__(self, host: HostConfig | None = None, observers: Sequence[Observer] = ()) -> None:
         """Connect to the cluster of ``host`` (default: from the environment); ``observers`` get every
@@ -91,15 +94,6 @@ class Client:
     def aio(self) -> AsyncClient:
         """The underlying AsyncClient (its coroutines must run on this client's loop)."""
         return self._session.aio
-
-    @property
-    def agents(self) -> Agents | None:
-        """The agent catalog ``start(goal, agent="triage")`` resolves names in (AsyncClient.agents)."""
-        return self.aio.agents
-
-    @agents.setter
-    def agents(self, agents: Agents | str | None) -> None:
-        self.aio.agents = agents
 
     def close(self, task_id: str | None = None) -> None:
         """Close this client and stop its event-loop thread. (``close(task_id)``, which closed a

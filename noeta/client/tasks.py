@@ -72,8 +72,16 @@ class TaskOperations:
         self.connection = connection
         self.observation = observation
         self.task_queue = task_queue
-        self.indexed_metadata: tuple[str, ...] = tuple(indexed_metadata)
+        self._indexed_metadata = tuple(indexed_metadata)
+
+    @property
+    def indexed_metadata(self) -> tuple[str, ...]:
         """``Options.metadata`` keys that tasks started here make searchable."""
+        return self._indexed_metadata
+
+    @indexed_metadata.setter
+    def indexed_metadata(self, keys: Sequence[str]) -> None:
+        self._indexed_metadata = tuple(keys)
 
     async def start(
         self,
@@ -126,11 +134,7 @@ class TaskOperations:
             connection.acting_as(start_as.identity).start_workflow,
             start.workflow,
             task_input,
-            task_queue=start.task_queue,
-            static_summary=start.static_summary,
-            static_details=start.static_details,
-            search_attributes=start.search_attributes,
-            priority=start.priority,
+            **start.request_options(),
             # Taken up only when a worker on this client polls the queue with a free slot (the
             # SDK drops the request otherwise): the first workflow task comes back with the start.
             request_eager_start=True,

@@ -18,12 +18,13 @@ import uuid
 from temporalio.client import WithStartWorkflowOperation, WorkflowUpdateFailedError
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
+from typing_extensions import Unpack
 
 from noeta.client.deltas import ClientDeltas
 from noeta.client.failures import translate_failure
 from noeta.client.options import Options, build_task_input
 from noeta.client.pollers import saying_when_unpolled
-from noeta.client.start_request import StartAs, workflow_start
+from noeta.client.start_request import StartAs, StartKeywords, workflow_start
 from noeta.client.task_input import check_goal, check_if_busy, task_provider_name
 from noeta.client.tasks import TaskOperations
 from noeta.errors import TaskNotOpenError
@@ -63,14 +64,10 @@ async def send_to_thread(
         start.workflow,
         start.task_input,
         id=thread_id,
-        task_queue=start.task_queue,
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
         # A thread that ended stays ended: a new task under its id would start without its transcript.
         id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-        static_summary=start.static_summary,
-        static_details=start.static_details,
-        search_attributes=start.search_attributes,
-        priority=start.priority,
+        **start.request_options(),
     )
     goal = GoalInput(goal=message, goal_id=request_id, if_busy=if_busy, tenant=start_as.tenant)
     temporal = connection.acting_as(start_as.identity)
@@ -98,17 +95,15 @@ class ThreadCalls:
 
     async def send(
         self, thread_id: str, message: str, options: Options | None = None, *, request_id: str | None = None,
-        if_busy: IfBusy = "enqueue", task_queue: str | None = None, api_key_id: str | None = None,
-        tenant: str | None = None, identity: str | None = None,
+        if_busy: IfBusy = "enqueue", **start_as: Unpack[StartKeywords],
     ) -> TaskResult:
         """Send ``message`` to the conversation ``thread_id`` in one request: its keep-open task is
         started (with ``options``, and ``start``'s other keywords) if it does not exist; returns the
         answer. Retried with the same ``request_id``, it starts no second task and sends nothing
         twice; ``if_busy`` as for ``send_goal`` (docs/conversations.md)."""
         self._deltas.follow(thread_id)
-        start_as = StartAs(task_queue, api_key_id, tenant, identity)
         sent = send_to_thread(self._tasks, thread_id, message, options, request_id=request_id, if_busy=if_busy,
-                              start_as=start_as)
+                              start_as=StartAs.given(start_as))
         return await self._deltas.settled(thread_id, sent)
 
 
