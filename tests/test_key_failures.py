@@ -84,6 +84,7 @@ async def test_a_worker_without_the_key_shows_it_on_the_task_and_the_task_resume
                 details = await client.current_details(task_id)
                 # A client waiting for the result says so too (and keeps waiting).
                 monkeypatch.setattr(pollers, "FIRST_LOOK_SECONDS", 0.2)
+                monkeypatch.setattr(pollers, "LOOK_EVERY_SECONDS", 0.5)  # a stall is told from the second look
                 caplog.set_level(logging.WARNING, logger="noeta.client")
                 waiting = asyncio.ensure_future(client.result(task_id))
                 await eventually(lambda: stall_notices(caplog), timeout=15)

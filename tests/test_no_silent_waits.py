@@ -106,6 +106,48 @@ async def test_a_served_queue_gets_no_notice(
     assert notices(caplog) == []
 
 
+async def test_a_task_this_client_started_on_a_served_queue_is_not_described_at_the_first_look(
+    client: AsyncClient, serve, task_queue: str, monkeypatch: pytest.MonkeyPatch
+):
+    """A client waiting on many tasks it started asks about their queue (one answer for all the
+    waits on it) at the first look, not about each task: a fleet's waits do not describe every
+    task 5 s in. A client that did not start the task describes it, as before."""
+    monkeypatch.setattr(pollers, "FIRST_LOOK_SECONDS", 0.0)
+    monkeypatch.setattr(pollers, "LOOK_EVERY_SECONDS", 3600.0)  # only the first look, in this test
+    described: list[str] = []
+    real = pollers.look
+
+    async def counted(temporal, task_id, **kwargs):
+        described.append(task_id)
+        return await real(temporal, task_id, **kwargs)
+
+    asked: list[str] = []
+    real_served = pollers._served
+
+    async def served(temporal, queue):
+        asked.append(queue)
+        return await real_served(temporal, queue)
+
+    monkeypatch.setattr(pollers, "look", counted)
+    monkeypatch.setattr(pollers, "_served", served)
+    provider = FakeLLMProvider(responses=[say("one")])
+    async with serve(providers=[provider]):
+        await eventually(lambda: pollers.queue_has_worker(client.temporal, task_queue))
+        task_id = await client.start("First.", Options(provider=provider), task_queue=task_queue, keep_open=True)
+        waits = [asyncio.ensure_future(client.result(task_id)) for _ in range(20)]  # the task idles
+        await eventually(lambda: len(asked) == 20)
+        await asyncio.sleep(0.2)
+        assert described == [] and asked == [task_queue] * 20
+        # Another client (no memory of the start) looks at the task itself.
+        other = AsyncClient(client.temporal, content_store=client.content_store, task_queue=task_queue)
+        waiting_elsewhere = asyncio.ensure_future(other.result(task_id))
+        await eventually(lambda: described == [task_id])
+        await client.close_task(task_id)
+        results = await asyncio.wait_for(asyncio.gather(*waits, waiting_elsewhere), 30)
+        await other.close()
+    assert {r.answer for r in results} == {"one"}
+
+
 def test_the_readme_client_example_with_no_worker_says_so_within_15_seconds(temporal_server, tmp_path: Path):
     queue = f"readme-{uuid.uuid4().hex[:8]}"
     env = {**os.environ, "TEMPORAL_ADDRESS": temporal_server.address, "NOETA_HOME": str(tmp_path / "home"),

@@ -34,6 +34,8 @@ class ActingClient(TemporalClient):
 
 #: Most acting clients a connection keeps (one per identity that acted recently).
 MAX_ACTING_CLIENTS = 256
+#: Most task queues a connection remembers of the tasks its client started (the newest).
+MAX_REMEMBERED_QUEUES = 10_000
 
 
 class Connection:
@@ -45,6 +47,18 @@ class Connection:
         # Noeta's search attributes the cluster has registered: asked once, on first need.
         self._registered: set[str] | None = None
         self._acting: dict[str, TemporalClient] = {}
+        self._started_on: dict[str, str] = {}
+
+    def started(self, task_id: str, task_queue: str) -> None:
+        """Remember the queue a task this client started was started on: a wait for it can then
+        ask about the queue, which every wait on it shares, before asking about the task."""
+        if len(self._started_on) >= MAX_REMEMBERED_QUEUES and task_id not in self._started_on:
+            self._started_on.pop(next(iter(self._started_on)))
+        self._started_on[task_id] = task_queue
+
+    def started_on(self, task_id: str) -> str | None:
+        """The queue this client started the task on (None: not started here, or long ago)."""
+        return self._started_on.get(task_id)
 
     def acting_as(self, identity: str | None) -> TemporalClient:
         """The Temporal client whose requests carry ``identity`` (None: this connection's own)."""

@@ -132,20 +132,39 @@ async def look(temporal: TemporalClient, task_id: str, *, stalls: bool = True) -
         return Look()
 
 
+async def _served(temporal: TemporalClient, task_queue: str) -> bool:
+    """Whether a worker polls ``task_queue`` (False when the server could not say: then the task
+    is looked at as without a known queue)."""
+    try:
+        return await queue_has_worker(temporal, task_queue)
+    except RPCError:
+        return False
+
+
 def stalled_message(task_id: str, stall: TaskStalled) -> str:
     """What to tell a user waiting on a task whose next step fails on its workers (a payload key
     they lack...)."""
     return f"task {task_id} is stalled: {stall_text(stall)}; still waiting (it goes on once a worker can run it)"
 
 
-async def watch(temporal: TemporalClient, task_id: str, say: Say) -> None:
+async def watch(temporal: TemporalClient, task_id: str, say: Say, queue: str | None = None) -> None:
     """Look at the task after FIRST_LOOK_SECONDS, then every LOOK_EVERY_SECONDS; ``say`` the
     no-worker message when nobody polls its queue (again only after a worker has come and gone),
-    and the stall message when its workers cannot run its next step (again only after it moved)."""
+    and the stall message when its workers cannot run its next step (again only after it moved).
+    ``queue``: the one the task was started on, if the caller knows it. The first look then asks
+    only whether that queue has a worker, an answer every wait on the queue shares: a client
+    waiting on a thousand tasks does not describe each of them 5 s in (most have ended by their
+    second look); the task itself is described when its queue has no worker, and from the
+    second look on, which is also when a stall is told."""
     said = stalled = False
     await asyncio.sleep(FIRST_LOOK_SECONDS)
+    first = True
     while True:
-        found = await look(temporal, task_id)
+        if first and queue is not None and await _served(temporal, queue):
+            found = Look()  # its queue is served: nothing to ask about the task itself yet
+        else:
+            found = await look(temporal, task_id)
+        first = False
         if found.unpolled_queue is not None and not said:
             say(no_worker_message(task_id, found.unpolled_queue))
         said = found.unpolled_queue is not None
@@ -156,10 +175,13 @@ async def watch(temporal: TemporalClient, task_id: str, say: Say) -> None:
 
 
 @contextlib.asynccontextmanager
-async def saying_when_unpolled(temporal: TemporalClient, task_id: str, say: Say | None = None) -> AsyncIterator[None]:
+async def saying_when_unpolled(
+    temporal: TemporalClient, task_id: str, say: Say | None = None, *, queue: str | None = None
+) -> AsyncIterator[None]:
     """Around a wait for ``task_id``: the no-worker message (through ``say``, default: a warning
-    on the ``noeta.client`` logger) when no worker polls the task's queue."""
-    watcher = asyncio.ensure_future(watch(temporal, task_id, say or logger.warning))
+    on the ``noeta.client`` logger) when no worker polls the task's queue (``queue``: the one it
+    was started on, when the caller knows it; see :func:`watch`)."""
+    watcher = asyncio.ensure_future(watch(temporal, task_id, say or logger.warning, queue))
     try:
         yield
     finally:

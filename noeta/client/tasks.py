@@ -4,6 +4,7 @@ result, close or cancel it."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import functools
 import logging
@@ -141,6 +142,7 @@ class TaskOperations:
         )
         if await start_workflow(connection.temporal, task_input, task_id, send):
             logger.debug("task %s: its first workflow task came back with the start (eager)", task_id)
+        connection.started(task_id, start.task_queue)
         self.observation.follow(task_id, observers)
         return task_id
 
@@ -185,7 +187,7 @@ class TaskOperations:
         while True:
             handle = connection.acting_as(identity).get_workflow_handle(task_id)  # the task's current run
             try:
-                async with connection.reaching(task_id), saying_when_unpolled(connection.temporal, task_id):
+                async with connection.reaching(task_id), self.waiting(task_id):
                     result: TaskResult = await handle.execute_update(UPDATE_SEND_GOAL, request, result_type=TaskResult)
                 return result
             except WorkflowUpdateFailedError as err:
@@ -247,8 +249,12 @@ class TaskOperations:
     async def result(self, task_id: str) -> TaskResult:
         """Wait for the task's workflow result, through a server outage of up to
         SERVER_OUTAGE_WAIT_SECONDS, saying when no worker polls the task's queue."""
-        async with saying_when_unpolled(self.connection.temporal, task_id):
+        async with self.waiting(task_id):
             return await self._result(task_id)
+
+    def waiting(self, task_id: str) -> contextlib.AbstractAsyncContextManager[None]:
+        """Around a wait for the task: the no-worker and stall notices (noeta.client.pollers)."""
+        return saying_when_unpolled(self.connection.temporal, task_id, queue=self.connection.started_on(task_id))
 
     async def _result(self, task_id: str) -> TaskResult:
         handle = self.connection.temporal.get_workflow_handle(task_id, result_type=TaskResult)

@@ -23,7 +23,6 @@ from typing_extensions import Unpack
 from noeta.client.deltas import ClientDeltas
 from noeta.client.failures import translate_failure
 from noeta.client.options import Options, build_task_input
-from noeta.client.pollers import saying_when_unpolled
 from noeta.client.start_request import StartAs, StartKeywords, workflow_start
 from noeta.client.task_input import check_goal, check_if_busy, task_provider_name
 from noeta.client.tasks import TaskOperations
@@ -72,7 +71,7 @@ async def send_to_thread(
     goal = GoalInput(goal=message, goal_id=request_id, if_busy=if_busy, tenant=start_as.tenant)
     temporal = connection.acting_as(start_as.identity)
     try:
-        async with connection.reaching(thread_id), saying_when_unpolled(connection.temporal, thread_id):
+        async with connection.reaching(thread_id), tasks.waiting(thread_id):
             result: TaskResult = await temporal.execute_update_with_start_workflow(
                 UPDATE_SEND_GOAL, goal, start_workflow_operation=operation, id=request_id, result_type=TaskResult,
             )
