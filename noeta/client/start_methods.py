@@ -91,11 +91,12 @@ class StartCalls:
         that starts it, indexed as NoetaApiKey so the key's spend can be summed), ``tenant`` (its
         NoetaTenant) and ``identity`` (here and below: who acts, as Temporal records it);
         :class:`~noeta.client.start_request.StartKeywords`."""
+        started_as = StartAs.given(start_as)
         if agent is not None:
             task_id, options = self.agent_options(agent, options, task_id)
         started = await self._tasks.start(
             goal, options, task_id=task_id, keep_open=keep_open, images=images, workspace_dir=workspace_dir,
-            provider_name=provider_name, start_as=StartAs.given(start_as),
+            provider_name=provider_name, start_as=started_as,
         )
         self._deltas.follow(started)
         return started

@@ -100,9 +100,10 @@ class ThreadCalls:
         started (with ``options``, and ``start``'s other keywords) if it does not exist; returns the
         answer. Retried with the same ``request_id``, it starts no second task and sends nothing
         twice; ``if_busy`` as for ``send_goal`` (docs/conversations.md)."""
+        started_as = StartAs.given(start_as)
         self._deltas.follow(thread_id)
         sent = send_to_thread(self._tasks, thread_id, message, options, request_id=request_id, if_busy=if_busy,
-                              start_as=StartAs.given(start_as))
+                              start_as=started_as)
         return await self._deltas.settled(thread_id, sent)
 
 
