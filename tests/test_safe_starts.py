@@ -16,7 +16,7 @@ from noeta.client import starts
 from noeta.client.client import AsyncClient
 from noeta.client.options import HostConfig, Options
 from noeta.protocols.ids import MAX_ID_CHARS
-from noeta.sdk import ConfigurationError, TaskAlreadyExistsError
+from noeta.sdk import ConfigurationError, TaskAlreadyExistsError, TaskNotFoundError
 from noeta.worker import Registry, build_worker
 from tests.support.waiting import eventually
 from tests.support.stalling_proxy import StallingProxy
@@ -128,6 +128,19 @@ async def test_odd_task_ids_and_queues_are_refused_before_anything_starts(
         await client.start("Plan the week.", Options(), task_id=task_id, task_queue=task_queue.format(q=queue))
     assert message in str(refused.value)
     assert await tasks_on(client, queue) == []
+
+
+async def test_a_misspelt_start_keyword_is_refused_before_anything_starts(client: AsyncClient):
+    """The starting calls take who starts a task as ``**start_as``: a keyword that is not one is a
+    TypeError naming it, as for any unknown keyword, and no task and no schedule exist after."""
+    task_id = f"misspelt-{uuid.uuid4().hex[:8]}"
+    with pytest.raises(TypeError, match="'tennant'"):
+        await client.start("Plan the week.", Options(), task_id=task_id, tennant="acme")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="'queue'"):
+        await client.create_schedule(task_id, "Plan the week.", every=60, queue="q")  # type: ignore[call-arg]
+    with pytest.raises(TaskNotFoundError):
+        await client.describe(task_id)
+    assert task_id not in {s.schedule_id for s in await client.list_schedules()}
 
 
 def test_a_worker_refuses_an_odd_task_queue(client: AsyncClient, content_store):
