@@ -12,6 +12,7 @@ import textwrap
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from temporalio.service import RPCError, RPCStatusCode
@@ -34,6 +35,20 @@ README_CLIENT = textwrap.dedent("""
     print(task_id, flush=True)
     print(client.send_goal(task_id, "Now draft the reply").answer)
 """)
+
+
+def recorded_calls(monkeypatch: pytest.MonkeyPatch, name: str) -> list[str]:
+    """Make ``pollers.<name>`` (called with the Temporal client, then a task id or a queue) record
+    that second argument of each call, then do what it did."""
+    calls: list[str] = []
+    real = getattr(pollers, name)
+
+    async def recording(temporal: Any, subject: str, **kwargs: Any) -> Any:
+        calls.append(subject)
+        return await real(temporal, subject, **kwargs)
+
+    monkeypatch.setattr(pollers, name, recording)
+    return calls
 
 
 def notices(caplog: pytest.LogCaptureFixture) -> list[str]:
@@ -114,22 +129,8 @@ async def test_a_task_this_client_started_on_a_served_queue_is_not_described_at_
     task 5 s in. A client that did not start the task describes it, as before."""
     monkeypatch.setattr(pollers, "FIRST_LOOK_SECONDS", 0.0)
     monkeypatch.setattr(pollers, "LOOK_EVERY_SECONDS", 3600.0)  # only the first look, in this test
-    described: list[str] = []
-    real = pollers.look
-
-    async def counted(temporal, task_id, **kwargs):
-        described.append(task_id)
-        return await real(temporal, task_id, **kwargs)
-
-    asked: list[str] = []
-    real_served = pollers._served
-
-    async def served(temporal, queue):
-        asked.append(queue)
-        return await real_served(temporal, queue)
-
-    monkeypatch.setattr(pollers, "look", counted)
-    monkeypatch.setattr(pollers, "_served", served)
+    described = recorded_calls(monkeypatch, "look")
+    asked = recorded_calls(monkeypatch, "_served")
     provider = FakeLLMProvider(responses=[say("one")])
     async with serve(providers=[provider]):
         await eventually(lambda: pollers.queue_has_worker(client.temporal, task_queue))
@@ -213,14 +214,7 @@ def test_noeta_result_says_no_worker_polls_the_queue(temporal_server, client: As
 async def test_waits_on_one_queue_ask_the_server_about_it_once(client: AsyncClient, task_queue: str, monkeypatch):
     """A thousand waits on one queue must not each ask the server about it every look: one answer
     serves every wait of the process for QUEUE_ANSWER_SECONDS, and a failed question is not kept."""
-    asked: list[str] = []
-    real = pollers._ask_queue
-
-    async def counted(temporal, queue):
-        asked.append(queue)
-        return await real(temporal, queue)
-
-    monkeypatch.setattr(pollers, "_ask_queue", counted)
+    asked = recorded_calls(monkeypatch, "_ask_queue")
     answers = await asyncio.gather(*(pollers.queue_has_worker(client.temporal, task_queue) for _ in range(200)))
     assert answers == [False] * 200 and asked == [task_queue]
     await pollers.queue_has_worker(client.temporal, task_queue)
