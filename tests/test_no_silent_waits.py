@@ -37,10 +37,10 @@ README_CLIENT = textwrap.dedent("""
 """)
 
 
-def recorded_calls(monkeypatch: pytest.MonkeyPatch, name: str) -> list[str]:
+def recorded_calls(monkeypatch: pytest.MonkeyPatch, name: str, calls: list[str] | None = None) -> list[str]:
     """Make ``pollers.<name>`` (called with the Temporal client, then a task id or a queue) record
-    that second argument of each call, then do what it did."""
-    calls: list[str] = []
+    that second argument of each call in ``calls`` (default: a new list), then do what it did."""
+    calls = [] if calls is None else calls
     real = getattr(pollers, name)
 
     async def recording(temporal: Any, subject: str, **kwargs: Any) -> Any:
@@ -117,7 +117,7 @@ async def test_a_served_queue_gets_no_notice(
         await eventually(lambda: len(looks) >= 3)
         await client.close_task(task_id)
         result = await asyncio.wait_for(waiting, 30)
-    assert result.answer == "one" and looks[:3] == [pollers.Look()] * 3
+    assert result.answer == "one" and [(look.unpolled_queue, look.stall) for look in looks[:3]] == [(None, None)] * 3
     assert notices(caplog) == []
 
 
@@ -147,6 +147,28 @@ async def test_a_task_this_client_started_on_a_served_queue_is_not_described_at_
         results = await asyncio.wait_for(asyncio.gather(*waits, waiting_elsewhere), 30)
         await other.close()
     assert {r.answer for r in results} == {"one"}
+
+
+async def test_a_long_wait_describes_its_task_at_the_2nd_4th_and_8th_look(
+    client: AsyncClient, serve, task_queue: str, monkeypatch: pytest.MonkeyPatch
+):
+    """Between those looks a wait on a task of a served queue asks only about the queue."""
+    monkeypatch.setattr(pollers, "FIRST_LOOK_SECONDS", 0.0)
+    monkeypatch.setattr(pollers, "LOOK_EVERY_SECONDS", 0.05)
+    asked: list[str] = []
+    recorded_calls(monkeypatch, "look", asked)
+    recorded_calls(monkeypatch, "_served", asked)
+    provider = FakeLLMProvider(responses=[say("one")])
+    async with serve(providers=[provider]):
+        await eventually(lambda: pollers.queue_has_worker(client.temporal, task_queue))
+        task_id = await client.start("First.", Options(provider=provider), task_queue=task_queue, keep_open=True)
+        waiting = asyncio.ensure_future(client.result(task_id))
+        await eventually(lambda: len(asked) >= 9)
+        await client.close_task(task_id)
+        await asyncio.wait_for(waiting, 30)
+    queue, task = task_queue, task_id
+    assert asked[:9] == [queue, task, queue, task, queue, queue, queue, task, queue]
+    assert [n for n in range(1, 70) if pollers._describes(n)] == [2, 4, 8, 16, 32, 48, 64]
 
 
 def test_the_readme_client_example_with_no_worker_says_so_within_15_seconds(temporal_server, tmp_path: Path):

@@ -39,6 +39,8 @@ POLLER_FRESH_SECONDS = 90.0
 FIRST_LOOK_SECONDS = 5.0
 #: How often a wait looks again after that.
 LOOK_EVERY_SECONDS = 30.0
+#: A long wait on a task of a served queue describes the task at least every this many looks.
+DESCRIBE_EVERY_LOOKS = 16
 
 Say = Callable[[str], None]
 
@@ -115,6 +117,8 @@ class Look:
 
     unpolled_queue: str | None = None
     stall: TaskStalled | None = None
+    task_queue: str | None = None
+    """The queue the running task's description named (None: not described, or not running)."""
 
 
 async def look(temporal: TemporalClient, task_id: str, *, stalls: bool = True) -> Look:
@@ -125,9 +129,10 @@ async def look(temporal: TemporalClient, task_id: str, *, stalls: bool = True) -
         description = await temporal.get_workflow_handle(task_id).describe()
         if description.status != WorkflowExecutionStatus.RUNNING:
             return Look()
-        if not await queue_has_worker(temporal, description.task_queue):
-            return Look(unpolled_queue=description.task_queue)
-        return Look(stall=await current_stall(temporal, task_id, description) if stalls else None)
+        queue = description.task_queue
+        if not await queue_has_worker(temporal, queue):
+            return Look(unpolled_queue=queue, task_queue=queue)
+        return Look(stall=await current_stall(temporal, task_id, description) if stalls else None, task_queue=queue)
     except RPCError:
         return Look()
 
@@ -151,27 +156,38 @@ async def watch(temporal: TemporalClient, task_id: str, say: Say, queue: str | N
     """Look at the task after FIRST_LOOK_SECONDS, then every LOOK_EVERY_SECONDS; ``say`` the
     no-worker message when nobody polls its queue (again only after a worker has come and gone),
     and the stall message when its workers cannot run its next step (again only after it moved).
-    ``queue``: the one the task was started on, if the caller knows it. The first look then asks
-    only whether that queue has a worker, an answer every wait on the queue shares: a client
-    waiting on a thousand tasks does not describe each of them 5 s in (most have ended by their
-    second look); the task itself is described when its queue has no worker, and from the
-    second look on, which is also when a stall is told."""
+
+    A look asks the server about the task's queue, an answer every wait on that queue shares
+    (:func:`queue_has_worker`), and describes the task itself only when it must: when its queue
+    is not known yet (``queue``: the one the task was started on, if the caller knows it; else
+    the first description names it), when the queue has no worker, and at the 2nd, 4th, 8th, 16th
+    look and every 16th after (35 s, 95 s, 215 s, 455 s, then every 8 minutes into the wait),
+    which is when a stall is told. So a client waiting on a thousand tasks of a served queue asks
+    about the queue once per QUEUE_ANSWER_SECONDS, not about each task every 30 s."""
     said = stalled = False
     await asyncio.sleep(FIRST_LOOK_SECONDS)
-    first = True
+    number = 0
     while True:
-        if first and queue is not None and await _served(temporal, queue):
-            found = Look()  # its queue is served: nothing to ask about the task itself yet
+        number += 1
+        if queue is not None and not _describes(number) and await _served(temporal, queue):
+            said = False  # its queue is served: nothing to ask about the task itself this time
         else:
             found = await look(temporal, task_id)
-        first = False
-        if found.unpolled_queue is not None and not said:
-            say(no_worker_message(task_id, found.unpolled_queue))
-        said = found.unpolled_queue is not None
-        if found.stall is not None and not stalled:
-            say(stalled_message(task_id, found.stall))
-        stalled = found.stall is not None
+            queue = found.task_queue or queue
+            if found.unpolled_queue is not None and not said:
+                say(no_worker_message(task_id, found.unpolled_queue))
+            said = found.unpolled_queue is not None
+            if found.stall is not None and not stalled:
+                say(stalled_message(task_id, found.stall))
+            stalled = found.stall is not None
         await asyncio.sleep(LOOK_EVERY_SECONDS)
+
+
+def _describes(number: int) -> bool:
+    """Whether a wait's look ``number`` (from 1) describes the task even when its queue is served:
+    the 2nd, 4th, 8th and then every DESCRIBE_EVERY_LOOKS-th (a stall that begins during a long
+    wait is told within about 8 minutes; the event log and Current Details show it at once)."""
+    return number >= 2 and (number & (number - 1) == 0 or number % DESCRIBE_EVERY_LOOKS == 0)
 
 
 @contextlib.asynccontextmanager
@@ -191,6 +207,6 @@ async def saying_when_unpolled(
 
 
 __all__ = [
-    "FIRST_LOOK_SECONDS", "LOOK_EVERY_SECONDS", "POLLER_FRESH_SECONDS", "QUEUE_ANSWER_SECONDS", "Look", "look", "no_worker_message", "queue_has_worker",
+    "DESCRIBE_EVERY_LOOKS", "FIRST_LOOK_SECONDS", "LOOK_EVERY_SECONDS", "POLLER_FRESH_SECONDS", "QUEUE_ANSWER_SECONDS", "Look", "look", "no_worker_message", "queue_has_worker",
     "saying_when_unpolled", "stalled_message", "unpolled_queue", "watch",
 ]
