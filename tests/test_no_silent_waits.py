@@ -20,6 +20,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from noeta.client import pollers
 from noeta.client.client import AsyncClient
 from noeta.client.options import Options
+from noeta.protocols.events_task import TaskStalled
 from noeta.sdk.testing import FakeLLMProvider
 from tests.support.processes import ROOT
 from tests.support.scripts import say
@@ -169,6 +170,33 @@ async def test_a_long_wait_describes_its_task_at_the_2nd_4th_and_8th_look(
     queue, task = task_queue, task_id
     assert asked[:9] == [queue, task, queue, task, queue, queue, queue, task, queue]
     assert [n for n in range(1, 70) if pollers._describes(n)] == [2, 4, 8, 16, 32, 48, 64]
+
+
+async def test_a_lasting_stall_is_told_once(monkeypatch: pytest.MonkeyPatch):
+    """The watcher's own logic, without a server (its two questions are stubbed): the looks that
+    only ask about the served queue know nothing of a stall, so a stall that lasts is not told
+    again at the next look that describes the task."""
+    monkeypatch.setattr(pollers, "FIRST_LOOK_SECONDS", 0.0)
+    monkeypatch.setattr(pollers, "LOOK_EVERY_SECONDS", 0.001)
+    stall = TaskStalled(error_type="EncryptionKeyError", message="no key 'v1'", key_id="v1")
+    described: list[str] = []
+
+    async def stalled(temporal: Any, task_id: str, **kwargs: Any) -> pollers.Look:
+        described.append(task_id)
+        return pollers.Look(stall=stall, task_queue="q")
+
+    async def served(temporal: Any, queue: str) -> bool:
+        return True
+
+    monkeypatch.setattr(pollers, "look", stalled)
+    monkeypatch.setattr(pollers, "_served", served)
+    said: list[str] = []
+    watcher = asyncio.ensure_future(pollers.watch(None, "t-1", said.append, "q"))  # type: ignore[arg-type]
+    try:
+        await eventually(lambda: len(described) >= 4)  # the 2nd, 4th, 8th and 16th looks
+    finally:
+        watcher.cancel()
+    assert said == [pollers.stalled_message("t-1", stall)]
 
 
 def test_the_readme_client_example_with_no_worker_says_so_within_15_seconds(temporal_server, tmp_path: Path):
