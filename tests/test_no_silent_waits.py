@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from temporalio.service import RPCError, RPCStatusCode
 
-from noeta.client import pollers
+from noeta.client import pollers, stalls
 from noeta.client.client import AsyncClient
 from noeta.client.options import Options
 from noeta.protocols.events_task import TaskStalled
@@ -170,6 +170,33 @@ async def test_a_long_wait_describes_its_task_at_the_2nd_4th_and_8th_look(
     queue, task = task_queue, task_id
     assert asked[:9] == [queue, task, queue, task, queue, queue, queue, task, queue]
     assert [n for n in range(1, 70) if pollers._describes(n)] == [2, 4, 8, 16, 32, 48, 64]
+
+
+async def test_a_stall_check_reads_the_newest_events_not_the_whole_log(
+    client: AsyncClient, serve, task_queue: str, monkeypatch: pytest.MonkeyPatch
+):
+    """A task whose workflow task is past its first attempt (a busy worker's sticky queue timed it
+    out, say) and that last completed one is not stalled, and telling so reads one page of its
+    newest events, not its whole event log (the worker-key test shows a real stall found so)."""
+    provider = FakeLLMProvider(responses=[say("one")])
+    async with serve(providers=[provider]):
+        task_id = await client.start("First.", Options(provider=provider), task_queue=task_queue, keep_open=True)
+
+        async def idle() -> bool:
+            return (await client.describe(task_id)).status == "idle"
+
+        await eventually(idle)
+        description = await client.temporal.get_workflow_handle(task_id).describe()
+        description.raw_description.pending_workflow_task.attempt = 2
+
+        def whole_log(*args: Any, **kwargs: Any) -> Any:
+            raise AssertionError("the whole event log was read")
+
+        monkeypatch.setattr(stalls, "EventStream", whole_log)
+        assert await stalls.current_stall(client.temporal, task_id, description) is None
+        assert await stalls._latest_workflow_task_end(client.temporal, task_id, "") == (None,)
+        await client.close_task(task_id)
+        await asyncio.wait_for(client.result(task_id), 30)
 
 
 async def test_a_lasting_stall_is_told_once(monkeypatch: pytest.MonkeyPatch):
