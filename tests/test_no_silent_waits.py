@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from temporalio.api.enums.v1 import EventType
 from temporalio.service import RPCError, RPCStatusCode
 
 from noeta.client import pollers, stalls
@@ -194,7 +195,8 @@ async def test_a_stall_check_reads_the_newest_events_not_the_whole_log(
 
         monkeypatch.setattr(stalls, "EventStream", whole_log)
         assert await stalls.current_stall(client.temporal, task_id, description) is None
-        assert await stalls._latest_workflow_task_end(client.temporal, task_id, "") == (None,)
+        latest = await stalls._latest_workflow_task_end(client.temporal, task_id, "")
+        assert latest is not None and latest.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED
         await client.close_task(task_id)
         await asyncio.wait_for(client.result(task_id), 30)
 

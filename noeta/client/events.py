@@ -14,6 +14,7 @@ from typing import Any
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client as TemporalClient
+from temporalio.converter import PayloadCodec
 from temporalio.service import RPCError, RPCStatusCode
 
 from noeta.client.projection import Projector
@@ -37,6 +38,18 @@ async def first_run_id(temporal: TemporalClient, task_id: str) -> str:
     raise TaskNotFoundError(f"no task {task_id!r}")
 
 
+async def decode_event(event: HistoryEvent, codec: PayloadCodec) -> None:
+    """Decode ``event``'s payloads in place with ``codec``; EncryptionKeyError for a key this
+    client lacks, except on a failed workflow task: a worker with other keys reported why it
+    could not run the task (sealed with its own key), and the parts in the clear still say so
+    (noeta.client.projection.stalls)."""
+    try:
+        await decode_message(event, codec)
+    except EncryptionKeyError:
+        if event.event_type != EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
+            raise
+
+
 async def history_events(
     temporal: TemporalClient, task_id: str, follow: bool = False
 ) -> AsyncIterator[tuple[int, HistoryEvent]]:
@@ -50,13 +63,7 @@ async def history_events(
         next_run = None
         async for event in handle.fetch_history_events(wait_new_event=follow):
             if codec is not None:
-                try:
-                    await decode_message(event, codec)
-                except EncryptionKeyError:
-                    # A worker with other keys reported why it could not run the task (sealed with
-                    # its own key): the parts in the clear still say so (noeta.client.projection.stalls).
-                    if event.event_type != EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
-                        raise
+                await decode_event(event, codec)
             yield run, event
             if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
                 next_run = event.workflow_execution_continued_as_new_event_attributes.new_execution_run_id

@@ -12,16 +12,16 @@ from __future__ import annotations
 
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import EventType
+from temporalio.api.history.v1 import HistoryEvent
 from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryReverseRequest
 from temporalio.client import Client as TemporalClient
 from temporalio.client import WorkflowExecutionDescription, WorkflowExecutionStatus
 
-from noeta.client.events import EventStream
+from noeta.client.events import EventStream, decode_event
 from noeta.client.projection.stalls import stall_of
-from noeta.errors import EncryptionKeyError
 from noeta.protocols.events_task import TaskStalled
-from noeta.security.history_codec import decode_message
 
+_WORKFLOW_TASK_ENDS = (EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED, EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED)
 #: How many of a task's newest events a check asks for (the server answers in whole batches of
 #: events) before it reads the whole event log.
 TAIL_EVENTS = 50
@@ -38,37 +38,28 @@ async def current_stall(
     if description.raw_description.pending_workflow_task.attempt <= 1:
         return None
     latest = await _latest_workflow_task_end(temporal, task_id, description.run_id or "")
-    if latest is not None:
-        return latest[0]
-    envelopes = await EventStream(temporal, task_id)  # a long tail of other events: the whole log
-    last = envelopes[-1].payload if envelopes else None
-    return last if isinstance(last, TaskStalled) else None
+    if latest is None:  # a long tail of other events: the whole log says
+        envelopes = await EventStream(temporal, task_id)
+        last = envelopes[-1].payload if envelopes else None
+        return last if isinstance(last, TaskStalled) else None
+    if latest.event_type != EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
+        return None  # a workflow task completed since: the task moves
+    codec = temporal.data_converter.payload_codec
+    if codec is not None:
+        await decode_event(latest, codec)
+    return stall_of(latest)  # None for a failure of Temporal's own bookkeeping
 
 
-async def _latest_workflow_task_end(
-    temporal: TemporalClient, task_id: str, run_id: str
-) -> tuple[TaskStalled | None] | None:
-    """How the run's latest workflow task that ended ended, from its newest TAIL_EVENTS events: a
-    failure that is a stall (``(TaskStalled,)``), a completion or a failure of Temporal's own
-    bookkeeping (``(None,)``); None when neither is among them."""
+async def _latest_workflow_task_end(temporal: TemporalClient, task_id: str, run_id: str) -> HistoryEvent | None:
+    """The run's newest WorkflowTaskCompleted or WorkflowTaskFailed event among its newest
+    TAIL_EVENTS events (None: neither is among them)."""
     request = GetWorkflowExecutionHistoryReverseRequest(
         namespace=temporal.namespace,
         execution=WorkflowExecution(workflow_id=task_id, run_id=run_id),
         maximum_page_size=TAIL_EVENTS,
     )
     response = await temporal.workflow_service.get_workflow_execution_history_reverse(request, retry=True)
-    for event in response.history.events:  # newest first
-        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
-            return (None,)
-        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
-            codec = temporal.data_converter.payload_codec
-            if codec is not None:
-                try:
-                    await decode_message(event, codec)
-                except EncryptionKeyError:
-                    pass  # sealed with the failing worker's key: the parts in the clear still say why
-            return (stall_of(event),)
-    return None
+    return next((event for event in response.history.events if event.event_type in _WORKFLOW_TASK_ENDS), None)
 
 
 def stall_text(stall: TaskStalled) -> str:
