@@ -11,6 +11,7 @@ from temporalio.api.enums.v1 import EventType
 from noeta.builtins.tools import calculator
 from noeta.client.client import AsyncClient
 from noeta.client.options import Options
+from noeta.client.projection.payloads import decode_first
 from noeta.errors import AttemptsExhaustedError, ConfigurationError, ProviderError
 from noeta.protocols.activity_options import ActivityOptions
 from noeta.protocols.local_model_calls import (
@@ -19,10 +20,13 @@ from noeta.protocols.local_model_calls import (
     model_call_start,
     model_call_activity_id,
 )
-from noeta.protocols.names import CALL_MODEL
+from noeta.protocols.activity_io import PrepareOutput
+from noeta.protocols.names import CALL_MODEL, PATCH_LOCAL_MODEL_CALLS, PREPARED_SHAPE, SHAPE_LOCAL_MODEL_CALLS_BY_DATA
 from noeta.sdk.testing import FakeLLMProvider
+from noeta.workflows import patches
 from tests.support.local_calls import scheduled_and_markers
 from tests.support.processes import ROOT, killed_and_replaced, worker_env
+from tests.support.replay import replay
 from tests.support.scripts import call, say
 
 LOCAL = Options(model_local_activity=True)
@@ -65,10 +69,13 @@ async def test_a_five_step_task_with_local_calls_costs_these_events(client: Asyn
     kinds = [EventType.Name(e.event_type) for e in history.events]
     workflow_tasks = kinds.count("EVENT_TYPE_WORKFLOW_TASK_COMPLETED")
     # Start and its workflow task (4), one marker each for prepare, 6 model and 5 tool calls (12),
-    # the local-model-calls patch's marker and TemporalChangeVersion upsert (2), the final
-    # search-attribute upsert and result memo (2), completion (1): the calls ran as the first
-    # workflow task went, none of them reached the server on its own.
-    assert (len(kinds), workflow_tasks) == (21, 1), kinds
+    # the final search-attribute upsert and result memo (2), completion (1): the calls ran as the
+    # first workflow task went, none of them reached the server on its own. The task's recorded
+    # shape decides the local path: no patch marker, no TemporalChangeVersion upsert.
+    assert (len(kinds), workflow_tasks) == (19, 1), kinds
+    markers = [e.marker_recorded_event_attributes for e in history.events if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED]
+    assert {m.marker_name for m in markers} == {"core_local_activity"}
+    assert decode_first(markers[0].details["result"], PrepareOutput).shape == PREPARED_SHAPE >= SHAPE_LOCAL_MODEL_CALLS_BY_DATA
     envs = await client.events(task_id)
     started = [e.payload for e in envs if e.type == "ProviderCallStarted"]
     name = started[0].provider  # the name the provider object was registered under
@@ -80,6 +87,42 @@ async def test_a_five_step_task_with_local_calls_costs_these_events(client: Asyn
     answers = [e for e in envs if e.type == "MessagesAppended" and e.actor == f"provider:{name}"]
     assert len(answers) == 6 and answers[-1].payload.messages[0].text == "done"
     assert [e.type for e in envs][-1] == "TaskCompleted"
+
+
+async def test_a_patch_marker_that_a_worker_of_the_previous_release_recorded_replays(
+    client: AsyncClient, serve, task_queue, monkeypatch: pytest.MonkeyPatch
+):
+    """During a rollout a worker of the previous release may make the model calls of a task that a
+    new worker prepared (shape recorded): it asks the local-model-calls patch and records its
+    marker. New workers must replay that history, and a task they prepare and run themselves
+    replays without one."""
+
+    today = patches.by_shape
+
+    def previous_release(patch_id, shape, since_shape):  # the code before shapes decided model calls
+        return patches.patched(patch_id) if patch_id == PATCH_LOCAL_MODEL_CALLS else today(patch_id, shape, since_shape)
+
+    def two_calls():
+        return FakeLLMProvider(responses=[call(("c1", "calculator", {"expression": "1 + 1"})), say("done")])
+
+    with monkeypatch.context() as patched_worker:
+        patched_worker.setattr(patches, "by_shape", previous_release)
+        provider = two_calls()
+        async with serve(tools=[calculator], providers=[provider]):
+            options = Options(provider=provider, allowed_tools=[calculator], model_local_activity=True)
+            older = await client.start("x", options, task_queue=task_queue)
+            assert (await client.result(older)).answer == "done"
+    provider = two_calls()
+    async with serve(tools=[calculator], providers=[provider]):
+        options = Options(provider=provider, allowed_tools=[calculator], model_local_activity=True)
+        newer = await client.start("x", options, task_queue=task_queue)
+        assert (await client.result(newer)).answer == "done"
+    for task_id, patch_markers in ((older, 1), (newer, 0)):
+        history = await client.temporal.get_workflow_handle(task_id).fetch_history()
+        kinds = [e.marker_recorded_event_attributes.marker_name for e in history.events if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED]
+        assert kinds.count("core_patch") == patch_markers
+        assert await model_call_events(client, task_id) == (0, 2)
+        assert await replay(history) is None
 
 
 def failing_then(failures: int) -> FakeLLMProvider:

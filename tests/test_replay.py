@@ -122,6 +122,20 @@ def test_local_model_call_histories_are_recorded():
     assert json.dumps(older).count('"name": "noeta.call_model"') == 2 and '"core_patch"' not in json.dumps(older)
 
 
+def test_local_model_call_histories_by_shape_are_recorded():
+    # Tasks prepared at SHAPE_LOCAL_MODEL_CALLS_BY_DATA take the local path by the flag in their
+    # input: no patch marker, also not PATCH_LOCAL_REPORTS's at the 20th of 22 calls, which stays local.
+    shape = ROOT / "local-model-calls-by-shape"
+    history = (shape / "local_model_calls.json").read_text()
+    assert '"name": "noeta.call_model"' not in history and history.count('"core_local_activity"') == 5
+    assert '"core_patch"' not in history and "TemporalChangeVersion" not in history
+    long = (shape / "local_model_calls_reports.json").read_text()
+    assert '"name": "noeta.call_model"' not in long and long.count('"EVENT_TYPE_WORKFLOW_TASK_COMPLETED"') == 1
+    assert '"core_patch"' not in long and long.count('"core_local_activity"') == 44
+    backoff = (shape / "local_model_backoff.json").read_text()
+    assert '"core_patch"' not in backoff and '"EVENT_TYPE_TIMER_STARTED"' in backoff
+
+
 def test_edited_approval_histories_are_recorded():
     # Approvals that replace a call's arguments: the guards' second look is behind edited-approvals,
     # asked only by a task that receives such an approval.

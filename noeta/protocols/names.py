@@ -203,7 +203,14 @@ SHAPE_LOCAL_TOOLS_BY_DATA = 1
 data (prepare's ToolSpecs, the task's MCP servers) that no history from before local tools holds.
 Tasks of a lower shape still ask it: Temporal fails the replay of a history that holds a patch
 marker which the code no longer asks (tests/histories/local-tools)."""
-PREPARED_SHAPE = SHAPE_LOCAL_TOOLS_BY_DATA
+SHAPE_LOCAL_MODEL_CALLS_BY_DATA = 2
+"""Model calls of a task with ``model_local_activity`` no longer ask PATCH_LOCAL_MODEL_CALLS at the
+task's first call, nor PATCH_LOCAL_REPORTS at its 20th (two events and a visibility write each):
+the flag in the task's input decides, and a long chain reports every
+LOCAL_MODEL_CALLS_PER_WORKFLOW_TASK-th call. Tasks of a lower shape still ask it, and newer ones ask it while replaying, which matches
+the marker of a worker of the previous release that ran a call during a rollout
+(noeta.workflows.patches.by_shape)."""
+PREPARED_SHAPE = SHAPE_LOCAL_MODEL_CALLS_BY_DATA
 """The shape prepare_task records for a new task: the highest SHAPE_* constant."""
 #: A sub-agent on the built-in policy runs as BUILTIN_POLICY_WORKFLOW_NAME (before: WORKFLOW_NAME).
 PATCH_BUILTIN_POLICY_CHILDREN = "builtin-policy-children"
@@ -223,8 +230,8 @@ PATCH_LOCAL_MODEL_CALLS = "local-model-calls"
 (recorded in the task's input) cannot gate it: a worker of an earlier release ignores the field and
 schedules ordinary call_model activities, also for a task a newer worker prepared whose first call
 was still running when that worker was lost; a newer worker replaying such a history must take the
-same path. Asked at each such task's first model call (memoized for the run); a history without the
-marker replays along the ordinary path."""
+same path. Asked at each such task's first model call (memoized for the run) by tasks prepared
+before SHAPE_LOCAL_MODEL_CALLS_BY_DATA; a history without the marker replays along the ordinary path."""
 PATCH_LOCAL_RECOVERY = "local-recovery"
 """A task with ``model_local_activity`` whose call returned a finished step's record (its earlier
 run was lost with a workflow task: a killed worker) makes its next model call an ordinary activity,

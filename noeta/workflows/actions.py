@@ -186,7 +186,7 @@ class StepRunner:
         # On the task's current provider; the next of its fallback providers when that one fails.
         ordinary, self._run.recovering = self._run.recovering, False
         out = await self._fallback.call(
-            request, lambda r: self._context.call(r, lambda c: steps.call_model(task, c, ordinary=ordinary))
+            request, lambda r: self._context.call(r, lambda c: steps.call_model(task, c, state.shape, ordinary=ordinary))
         )
         self._run.returned(out.from_record)
         if out.model and self._fallback.current().model is None:  # the provider's default: as it reported

@@ -5,7 +5,6 @@ attempt ledger (noeta.activities._attempts) as for any tool."""
 
 from __future__ import annotations
 
-from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 from noeta.protocols.activity_io import InvokeToolInput, InvokeToolOutput
@@ -22,21 +21,13 @@ def runs_locally(task: TaskInput, spec: ToolSpec | None, shape: int) -> bool:
     so. Both flags are recorded data, not the worker's registry: ``spec`` is prepare_task's
     recorded result (or a continued run's carry, its input), the server is in the task's input,
     and no history from before local tools holds either. So only tasks prepared before
-    SHAPE_LOCAL_TOOLS_BY_DATA (``shape``: the task's recorded shape) ask PATCH_LOCAL_TOOLS, which
-    their histories hold: Temporal refuses to replay a patch marker that the code does not ask.
-
-    A newer task asks it only while replaying: its history holds the marker only if a worker of
-    the previous release ran its local calls during a rollout, and then asking matches it;
-    without a marker, asking during replay records nothing (the value is not used)."""
+    SHAPE_LOCAL_TOOLS_BY_DATA (``shape``: the task's recorded shape) take the path by
+    PATCH_LOCAL_TOOLS (:func:`noeta.workflows.patches.by_shape`)."""
     if spec is None:
         return False
     server = task.mcp_servers.get(spec.mcp_server) if spec.mcp_server is not None else None
     wanted = spec.local or (server is not None and server.local)
-    if wanted and shape < SHAPE_LOCAL_TOOLS_BY_DATA:
-        return patches.patched(PATCH_LOCAL_TOOLS)
-    if wanted and workflow.unsafe.is_replaying():
-        patches.patched(PATCH_LOCAL_TOOLS)
-    return wanted
+    return wanted and patches.by_shape(PATCH_LOCAL_TOOLS, shape, SHAPE_LOCAL_TOOLS_BY_DATA)
 
 
 def local_activity_id(inp: InvokeToolInput) -> str:

@@ -25,6 +25,20 @@ BEFORE_BUILTIN_POLICY_WORKFLOW = frozenset(
 )
 
 
+def by_shape(patch_id: str, shape: int, since_shape: int) -> bool:
+    """Whether this task takes the path that ``patch_id`` once gated and tasks of ``shape`` >=
+    ``since_shape`` take by their recorded data (noeta.protocols.names, SHAPE_*): a task of a lower
+    shape asks the patch, whose marker its history holds if it took the path. A newer task asks it
+    only while replaying: its history holds the marker only if a worker of the previous release
+    (which asks the patch) ran that part during a rollout, and then asking matches it; without a
+    marker, asking during replay records nothing (its answer is not used)."""
+    if shape < since_shape:
+        return patched(patch_id)
+    if workflow.unsafe.is_replaying():
+        patched(patch_id)
+    return True
+
+
 def patched(patch_id: str) -> bool:
     """Whether this task takes the path behind ``patch_id`` (see the module docstring)."""
     if patch_id in BEFORE_BUILTIN_POLICY_WORKFLOW and workflow.info().workflow_type == BUILTIN_POLICY_WORKFLOW_NAME:

@@ -86,7 +86,7 @@ class Sampler:
             sampling=SamplingCall(call_id, inp.call_id, server, system),
         )
         # An ordinary activity: it is not one of the turns model_local_activity counts.
-        out = await steps.call_model(task, request, ordinary=True)
+        out = await steps.call_model(task, request, state.shape, ordinary=True)
         state.usage = state.usage + out.response.usage
         count_model_call(state)
         self._status.update_index()

@@ -42,6 +42,7 @@ from noeta.protocols.names import (
     PATCH_TASK_RESOURCES,
     PREPARE_TASK,
     RELEASE_RESOURCES,
+    SHAPE_LOCAL_MODEL_CALLS_BY_DATA,
     VALIDATE_OUTPUT,
     WORKFLOW_NAME,
     workflow_name_for,
@@ -221,28 +222,34 @@ async def load_transcript(
     )
 
 
-def reports_to_server(turn: int) -> bool:
+def reports_to_server(turn: int, shape: int) -> bool:
     """Whether local model call ``turn`` is an ordinary activity instead: it ends the workflow task,
-    so the markers before it reach the server (noeta.protocols.local_model_calls)."""
+    so the markers before it reach the server (noeta.protocols.local_model_calls). ``shape``: the
+    task's recorded shape (tasks of SHAPE_LOCAL_MODEL_CALLS_BY_DATA no longer ask PATCH_LOCAL_REPORTS)."""
     if turn % LOCAL_MODEL_CALLS_PER_WORKFLOW_TASK == 0:
         return True
-    return turn % EARLIER_LOCAL_MODEL_CALLS_PER_WORKFLOW_TASK == 0 and not patches.patched(PATCH_LOCAL_REPORTS)
+    if turn % EARLIER_LOCAL_MODEL_CALLS_PER_WORKFLOW_TASK != 0:
+        return False
+    return not patches.by_shape(PATCH_LOCAL_REPORTS, shape, SHAPE_LOCAL_MODEL_CALLS_BY_DATA)
 
 
-async def call_model(task: TaskInput, request: CallModelInput, *, ordinary: bool = False) -> CallModelOutput:
+async def call_model(task: TaskInput, request: CallModelInput, shape: int, *, ordinary: bool = False) -> CallModelOutput:
     """Make one model call with the task's ``model_activity`` options and provider retries, as a
     local activity for a task with ``model_local_activity`` (noeta.protocols.local_model_calls)
     unless ``ordinary`` (its workflow task must end: PATCH_LOCAL_RECOVERY); a call that failed for
-    good raises its typed error, or AttemptsExhaustedError (see ``provider_failure``)."""
+    good raises its typed error, or AttemptsExhaustedError (see ``provider_failure``). ``shape``:
+    the task's recorded shape (noeta.protocols.names)."""
     options, retries = task.model_activity, provider_retries(task)
     request = dataclasses.replace(request, budget=attempt_budget(task, options, retries))
     summary = f"{request.provider} {request.model or ''} · turn {request.turn}".replace("  ", " ")
     # The worker counts attempts (noeta.activities._attempts) and marks final errors.
     retry = retry_policy(options, retries, ledger=True)
     try:
-        # The flag is in the task's input, but a worker of an earlier release ignores it (see the patch).
-        local = task.model_local_activity and patches.patched(PATCH_LOCAL_MODEL_CALLS)
-        if local and not ordinary and not reports_to_server(request.turn):
+        # The flag is in the task's input, but a worker of an earlier release ignored it (see the patch).
+        local = task.model_local_activity and patches.by_shape(
+            PATCH_LOCAL_MODEL_CALLS, shape, SHAPE_LOCAL_MODEL_CALLS_BY_DATA
+        )
+        if local and not ordinary and not reports_to_server(request.turn, shape):
             out = await execute_local_call(
                 CALL_MODEL, request, CallModelOutput, local_model_attempt_seconds(options.start_to_close_seconds),
                 retry, model_call_activity_id(ModelCallStart.of(request)), summary, options.schedule_to_close_seconds,
