@@ -96,7 +96,6 @@ class Steps:
         self, log: EnvelopeLog, transcript: Transcript, rounds: ToolRounds, goals: Goals, approvals: Approvals
     ) -> None:
         """Records into ``log``; the other parts give causes, tool rounds, the running goal and approvals."""
-        self._log = log
         self.log = log
         """The event log this records into (local tool calls write there too)."""
         self._transcript = transcript
@@ -136,7 +135,7 @@ class Steps:
             tool_call: InvokeToolInput = decode_first(attrs.input, InvokeToolInput)
             inp = tool_call
             self._rounds.join(tool_call.call_id, attrs.workflow_task_completed_event_id)
-            seq = self._log.emit(
+            seq = self.log.emit(
                 ev.ToolCallStarted(call_id=tool_call.call_id, tool_name=tool_call.tool_name, arguments=tool_call.arguments),
                 "engine",
                 event,
@@ -171,7 +170,7 @@ class Steps:
             local_tool_call(self, self._transcript, self._rounds, attrs, data, event)
         elif data.get("activity_type") == RELEASE_RESOURCES:
             out: ReleaseOutput = decode_first(attrs.details["result"], ReleaseOutput)
-            self._log.emit(ev.ResourcesReleased(released=out.released, errors=out.errors), "engine", event, None)
+            self.log.emit(ev.ResourcesReleased(released=out.released, errors=out.errors), "engine", event, None)
 
     def attempt_started(self, event: HistoryEvent) -> None:
         """Remember which attempt of a scheduled activity started (its completion reports it)."""
@@ -201,10 +200,10 @@ class Steps:
         elif sched.activity == COMPACT_CONTEXT:
             out: CompactContextOutput = decode_first(attrs.result, CompactContextOutput)
             if out.context is not None:  # nothing folded: nothing changed for the model
-                self._log.emit(context_compacted(sched.input, out), "engine", event, sched.seq)
+                self.log.emit(context_compacted(sched.input, out), "engine", event, sched.seq)
         elif sched.activity == SCORE_TASK:
             scored: ScoreOutput = decode_first(attrs.result, ScoreOutput)
-            self._log.emit(
+            self.log.emit(
                 ev.TaskScored(scores=scored.scores, mean=mean_value(scored.scores), skipped=scored.skipped),
                 "engine", event, self._transcript.last_message_seq,
             )
@@ -252,7 +251,7 @@ class Steps:
         if own_error_type(failure) == SAMPLING_REQUIRED:  # not a failure: the server asks the task's model
             self._models.sampling_requested(call_id, tool_name, failure_details(failure).get("request"), event, cause)
             return
-        seq = self._log.emit(
+        seq = self.log.emit(
             ev.ToolCallFailed(
                 call_id=call_id, tool_name=tool_name, error=message, error_type=error_type, attempt=attempt, local=local
             ),
@@ -268,7 +267,7 @@ class Steps:
         """prepare_task's result: the context plan, then the goal as the first message (a fork's:
         the messages its source had added since the stored transcript it starts from)."""
         task = self.task
-        seq = self._log.emit(
+        seq = self.log.emit(
             ev.ContextPlanComposed(
                 system_prompt_chars=len(task.system_prompt or ""),
                 tools=[t.name for t in plan.tools],
@@ -284,7 +283,7 @@ class Steps:
             1,
         )
         if plan.resources or task.inherited_resources:
-            self._log.emit(
+            self.log.emit(
                 ev.ResourcesEquipped(
                     owned=[r.key for r in plan.resources],
                     exposed=[r.key for r in plan.resources if r.expose],
@@ -310,13 +309,13 @@ class Steps:
         for failed in out.retried:
             self._tool_retry(call_id, tool_name, failed, event, cause)
         for used in out.resource_calls:
-            self._log.emit(
+            self.log.emit(
                 ev.ResourceCallObserved(**asdict(used), call_id=call_id, tool_name=tool_name),
                 f"resource:{used.resource}",
                 event,
                 cause,
             )
-        seq = self._log.emit(
+        seq = self.log.emit(
             ev.ToolCallCompleted(
                 call_id=call_id,
                 tool_name=tool_name,
@@ -339,7 +338,7 @@ class Steps:
             return
         rejected = self._goals.answer_rejected()
         issue = validation_issue(checked)
-        seq = self._log.emit(
+        seq = self.log.emit(
             ev.ValidationFailed(attempt=rejected, failure_type=validation_failure_type(checked), issue=issue),
             "engine",
             event,
@@ -352,7 +351,7 @@ class Steps:
         by_action: dict[str, list[GuardDecision]] = {}
         for v in out.verdicts:
             by_action.setdefault(v.call_id, []).append(v)
-            self._log.emit(
+            self.log.emit(
                 ev.GuardVerdict(call_id=v.call_id, guard=v.guard, verdict=v.verdict, reason=v.reason),
                 f"guard:{v.guard}",
                 event,
@@ -363,11 +362,11 @@ class Steps:
             if deciding is None:
                 continue
             if deciding.verdict == "ask":
-                self._approvals.requested(call_id, deciding.guard, deciding.reason, event, self._log.last_seq)
+                self._approvals.requested(call_id, deciding.guard, deciding.reason, event, self.log.last_seq)
             elif call_id.startswith("finish:"):
                 denied = finish_denied_feedback(denied_by_guard(deciding.guard, deciding.reason))
-                self._transcript.feedback(denied, event, self._log.last_seq)
+                self._transcript.feedback(denied, event, self.log.last_seq)
 
     def _tool_retry(self, call_id: str, tool_name: str, failed: AttemptFailure, event: HistoryEvent, cause: int) -> None:
         retried = ev.ToolCallRetried(call_id=call_id, tool_name=tool_name, **retry_fields(failed))
-        self._log.emit(retried, f"tool:{tool_name}", event, cause)
+        self.log.emit(retried, f"tool:{tool_name}", event, cause)
