@@ -207,9 +207,9 @@ SHAPE_LOCAL_MODEL_CALLS_BY_DATA = 2
 """Model calls of a task with ``model_local_activity`` no longer ask PATCH_LOCAL_MODEL_CALLS at the
 task's first call, nor PATCH_LOCAL_REPORTS at its 20th (two events and a visibility write each):
 the flag in the task's input decides, and a long chain reports every
-LOCAL_MODEL_CALLS_PER_WORKFLOW_TASK-th call. Tasks of a lower shape still ask it, and newer ones ask it while replaying, which matches
-the marker of a worker of the previous release that ran a call during a rollout
-(noeta.workflows.patches.by_shape)."""
+LOCAL_MODEL_CALLS_PER_WORKFLOW_TASK-th call. Tasks of a lower shape still ask both patches; newer
+ones ask them only while replaying, which matches the marker of a worker of the previous release
+that ran such a call during a rollout (noeta.workflows.patches.by_shape)."""
 PREPARED_SHAPE = SHAPE_LOCAL_MODEL_CALLS_BY_DATA
 """The shape prepare_task records for a new task: the highest SHAPE_* constant."""
 #: A sub-agent on the built-in policy runs as BUILTIN_POLICY_WORKFLOW_NAME (before: WORKFLOW_NAME).
