@@ -243,8 +243,9 @@ PATCH_LOCAL_REPORTS = "local-reports-100"
 """A task with ``model_local_activity`` reports its chain of local calls to the server every
 LOCAL_MODEL_CALLS_PER_WORKFLOW_TASK-th model call (an ordinary activity), where it did every
 EARLIER_LOCAL_MODEL_CALLS_PER_WORKFLOW_TASK-th. Asked only at such an earlier report's turn (20,
-40, ...), so a task with fewer model calls records nothing; a history without the marker replays
-with a report at each of those turns."""
+40, ...), and only by tasks prepared before SHAPE_LOCAL_MODEL_CALLS_BY_DATA, so a task with fewer
+model calls records nothing; a history without the marker replays with a report at each of those
+turns."""
 PATCH_PROVIDER_FALLBACK = "provider-fallback"
 """A model call that failed on the task's current provider in a way another provider may not share
 (noeta.protocols.fallback.falls_back) is made again on the next of ``Options.fallback_providers``,
